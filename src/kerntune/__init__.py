@@ -1,0 +1,41 @@
+"""kerntune: tune GPU kernels honestly.
+
+``import kerntune`` is light: it never imports torch, triton or pyopencl (backends load in workers).
+"""
+
+from kerntune.errors import KerntuneError, SpecError
+from kerntune.model import (
+    Baseline,
+    Config,
+    Constraint,
+    Cost,
+    OpenCLKernel,
+    Problem,
+    Shape,
+    Space,
+    Target,
+    TorchCallable,
+    TritonKernel,
+)
+from kerntune.runtime import TunableKernel, autotune
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Baseline",
+    "Config",
+    "Constraint",
+    "Cost",
+    "KerntuneError",
+    "OpenCLKernel",
+    "Problem",
+    "Shape",
+    "Space",
+    "SpecError",
+    "Target",
+    "TorchCallable",
+    "TritonKernel",
+    "TunableKernel",
+    "__version__",
+    "autotune",
+]

@@ -1,0 +1,3 @@
+from kerntune.cli.app import main
+
+main()

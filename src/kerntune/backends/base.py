@@ -1,0 +1,140 @@
+"""The contract every backend meets, and the failure classification they share.
+
+A backend places inputs on its device, compiles a config for a shape, launches it, times launches with
+device events (with a cache flush between samples, outside the timed region), reads outputs back for the
+gate, and describes its Target. Backends are imported only inside worker processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kerntune.errors import CandidateFailed
+from kerntune.model import FailureKind, Kernel, Meta, Target, TorchCallable
+
+Launch = Callable[[dict[str, Any]], Any]
+
+
+@dataclass
+class Compiled:
+    """A config compiled for one shape: ``launch(device_args)`` enqueues it (asynchronously)."""
+
+    launch: Launch
+    compile_s: float
+    binary_hash: str | None = None
+    resources: dict[str, Any] = field(default_factory=dict)
+
+
+def digest(data: bytes | str) -> str:
+    """Short content hash used for binaries and sources (md5: identity, not security)."""
+    raw = data.encode() if isinstance(data, str) else data
+    return hashlib.md5(raw).hexdigest()
+
+
+class Backend(ABC):
+    """One kernel language on one device."""
+
+    name: str = ""
+    timer: str = ""
+    """Name of the clock the samples come from (``cuda-events``, ``opencl-profiling``)."""
+    reference_on_device: bool = False
+    """True when the spec's reference receives placed (device) arguments rather than the host inputs."""
+
+    @abstractmethod
+    def target(self) -> Target: ...
+
+    @abstractmethod
+    def place(self, host_args: Mapping[str, Any]) -> dict[str, Any]:
+        """Fresh device copies of the inputs (never shared between candidates: a bad kernel may corrupt them)."""
+
+    @abstractmethod
+    def poison(self, args: Mapping[str, Any], outputs: Sequence[str]) -> None:
+        """Fill outputs with NaN (floats) or a sentinel (integers) so unwritten elements are caught."""
+
+    @abstractmethod
+    def to_host(self, value: Any) -> np.ndarray:
+        """A device output (or a reference value) as a float64 NumPy array."""
+
+    @abstractmethod
+    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+        """Compile ``kernel`` with ``tunables`` (config and derived values) for the shape in ``meta`` (which
+        holds shape fields and tunables together); ``args`` are placed example arguments (some compilers
+        specialize on argument types and alignment). Raise CandidateFailed on failure."""
+
+    def compile_callable(self, kernel: TorchCallable, meta: Meta, args: dict[str, Any]) -> Compiled:
+        """A baseline implementation (e.g. a library op) as a launchable."""
+        raise CandidateFailed(FailureKind.ERROR.value, f"backend {self.name} cannot run {kernel.name}")
+
+    @abstractmethod
+    def synchronize(self) -> None: ...
+
+    @abstractmethod
+    def time_launches(self, launch: Callable[[], Any], count: int, flush: bool) -> list[float]:
+        """Time ``count`` launches with device events, one sample each, in milliseconds.
+
+        With ``flush``, the last-level cache is overwritten before every launch, outside the timed region,
+        so each sample starts cold (the default regime): a warm cache makes repeated launches look faster
+        than the first touch of data in a real program.
+        """
+
+    @property
+    @abstractmethod
+    def flush_bytes(self) -> int:
+        """Bytes written to evict the cache between samples (at least twice its size)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release device resources."""
+
+
+def classify(exc: BaseException) -> FailureKind:
+    """Map a compiler or runtime exception to a failure kind, from its type name and message.
+
+    Messages are matched rather than types so that every backend's errors (pyopencl, Triton, torch, CUDA,
+    HIP) land in one vocabulary without importing those packages here.
+    """
+    kind = type(exc).__name__
+    text = f"{kind}: {exc}".lower()
+    if "outofmemory" in kind.lower() or "out of memory" in text or "mem_object_allocation" in text:
+        return FailureKind.OOM
+    if kind in ("CompilationError", "OutOfResources", "CompileTimeAssertionFailure") or any(
+        s in text for s in ("build_program_failure", "compilation error", "out of resources", "passmanager")
+    ):
+        return FailureKind.COMPILE
+    if any(
+        s in text
+        for s in (
+            "illegal memory access",
+            "illegal address",
+            "misaligned address",
+            "unspecified launch failure",
+            "device-side assert",
+            "cuda error",
+            "hip error",
+            "hiperror",
+        )
+    ):
+        return FailureKind.CRASH
+    if any(s in text for s in ("invalid_work_group_size", "invalid_work_item_size", "invalid_global_work_size")):
+        return FailureKind.LAUNCH
+    return FailureKind.ERROR
+
+
+CONTEXT_FATAL = (FailureKind.CRASH, FailureKind.OOM, FailureKind.HANG)
+"""After these the device context may be unusable: the worker is restarted before the next candidate."""
+
+
+def fail(exc: BaseException, stage: str) -> CandidateFailed:
+    """A CandidateFailed for ``exc`` raised during ``stage`` (compile, launch, ...), message trimmed."""
+    kind = classify(exc)
+    if kind is FailureKind.ERROR and stage == "compile":
+        kind = FailureKind.COMPILE
+    message = " ".join(str(exc).split())
+    if len(message) > 600:
+        message = message[:300] + " … " + message[-280:]
+    return CandidateFailed(kind.value, f"{stage}: {type(exc).__name__}: {message}")

@@ -1,0 +1,172 @@
+"""torch backend: any callable on device tensors (``torch.matmul``, a library op, a fused function) as a
+candidate or a baseline, and the device plumbing the Triton backend builds on.
+
+On a CUDA or ROCm GPU, samples come from CUDA events (HIP events under ROCm) around each launch, with an L2
+flush before each launch outside the events. Without a GPU the callables still run (for correctness) but
+no timing is claimed: CPU wall-clock numbers are not comparable with device events.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from kerntune.backends.base import Backend, Compiled, fail
+from kerntune.errors import BackendUnavailable, CandidateFailed
+from kerntune.model import FailureKind, Kernel, Meta, Target, TorchCallable
+
+try:
+    import torch
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise BackendUnavailable("this backend needs torch: pip install 'kerntune[triton]'") from exc
+
+
+def _nvml_driver() -> str | None:
+    try:
+        import pynvml  # nvidia-ml-py
+
+        pynvml.nvmlInit()
+        version = pynvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:  # noqa: BLE001 - telemetry is optional; absence is recorded as None
+        return None
+
+
+class TorchBackend(Backend):
+    name = "torch"
+    reference_on_device = True
+
+    def __init__(self, device: str = "") -> None:
+        selector = device.strip().lower()
+        if selector in ("", "auto", "gpu", "cuda", "rocm", "hip"):
+            selector = "cuda" if torch.cuda.is_available() else "cpu"
+        if selector.startswith(("cuda", "rocm", "hip")):
+            if not torch.cuda.is_available():
+                raise BackendUnavailable(f"device {device!r} asked for, but torch sees no CUDA or ROCm GPU here")
+            index = int(selector.split(":")[1]) if ":" in selector else 0
+            self.device = torch.device("cuda", index)
+            torch.cuda.set_device(self.device)
+        elif selector == "cpu":
+            self.device = torch.device("cpu")
+        else:
+            raise BackendUnavailable(f"unknown torch device {device!r}: use cuda, cuda:N or cpu")
+        self.on_gpu = self.device.type == "cuda"
+        self.timer = "cuda-events" if self.on_gpu else "none"
+        if self.on_gpu:
+            props = torch.cuda.get_device_properties(self.device)
+            l2 = int(getattr(props, "L2_cache_size", 0) or 0)
+            # Twice the L2 (at least 64 MiB): a partial flush leaves part of the working set warm.
+            self._flush_bytes = max(2 * l2, 64 << 20)
+            self._flush = torch.empty(self._flush_bytes, dtype=torch.uint8, device=self.device)
+        else:
+            self._flush_bytes = 0
+
+    # ----------------------------------------------------------------------------------------- target
+    def target(self) -> Target:
+        versions = [("torch", str(torch.__version__))]
+        if not self.on_gpu:
+            return Target(self.name, "cpu", "cpu", "host CPU (torch)", 1, tuple(versions), claims_timing=False)
+        props = torch.cuda.get_device_properties(self.device)
+        hip = getattr(torch.version, "hip", None)
+        if hip:
+            vendor, arch = "amd", str(getattr(props, "gcnArchName", "gfx")).split(":")[0]
+            versions.append(("hip", str(hip)))
+        else:
+            vendor, arch = "nvidia", f"sm_{props.major}{props.minor}"
+            versions.append(("cuda", str(torch.version.cuda)))
+            driver = _nvml_driver()
+            if driver:
+                versions.append(("driver", driver))
+        versions.extend(self._extra_versions())
+        return Target(
+            backend=self.name,
+            vendor=vendor,
+            arch=arch,
+            device_name=str(props.name),
+            compute_units=int(props.multi_processor_count),
+            versions=tuple(sorted(versions)),
+            claims_timing=True,
+        )
+
+    def _extra_versions(self) -> list[tuple[str, str]]:
+        return []
+
+    # -------------------------------------------------------------------------------------- tensors
+    def place(self, host_args: Mapping[str, Any]) -> dict[str, Any]:
+        placed: dict[str, Any] = {}
+        for name, value in host_args.items():
+            if isinstance(value, np.ndarray):
+                value = torch.from_numpy(np.ascontiguousarray(value))
+            if isinstance(value, torch.Tensor):
+                # A fresh copy per candidate: an out-of-bounds write must not corrupt the next one's inputs.
+                placed[name] = value.detach().to(self.device, copy=True)
+            else:
+                placed[name] = value
+        return placed
+
+    def poison(self, args: Mapping[str, Any], outputs: Sequence[str]) -> None:
+        for name in outputs:
+            tensor = args[name]
+            if not isinstance(tensor, torch.Tensor):
+                raise CandidateFailed(FailureKind.ERROR.value, f"output {name!r} is not a tensor")
+            if tensor.is_floating_point():
+                tensor.fill_(float("nan"))
+            else:
+                tensor.fill_(torch.iinfo(tensor.dtype).max)
+        self.synchronize()
+
+    def to_host(self, value: Any) -> np.ndarray:
+        if isinstance(value, torch.Tensor):
+            return value.detach().to(torch.float64).cpu().numpy()
+        return np.asarray(value, dtype=np.float64)
+
+    # ---------------------------------------------------------------------------------------- compile
+    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+        if isinstance(kernel, TorchCallable):
+            return self.compile_callable(kernel, meta, args)
+        raise CandidateFailed(FailureKind.ERROR.value, f"the torch backend cannot run a {kernel.language} kernel")
+
+    def compile_callable(self, kernel: TorchCallable, meta: Meta, args: dict[str, Any]) -> Compiled:
+        fn = kernel.fn
+        return Compiled(launch=lambda args: fn(args, meta), compile_s=0.0, binary_hash=None)
+
+    # ----------------------------------------------------------------------------------------- timing
+    def synchronize(self) -> None:
+        if self.on_gpu:
+            torch.cuda.synchronize(self.device)
+
+    def time_launches(self, launch: Callable[[], Any], count: int, flush: bool) -> list[float]:
+        if not self.on_gpu:
+            raise CandidateFailed(FailureKind.ERROR.value, "no device timer on the CPU: timing is not claimed")
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+        for start, end in zip(starts, ends):
+            if flush:
+                # Written on the same stream before the start event: the flush finishes before timing
+                # begins and is never part of a sample.
+                self._flush.zero_()
+            start.record()
+            launch()
+            end.record()
+        torch.cuda.synchronize(self.device)
+        return [float(s.elapsed_time(e)) for s, e in zip(starts, ends)]
+
+    @property
+    def flush_bytes(self) -> int:
+        return self._flush_bytes
+
+
+def run_first(launch: Callable[[], Any], sync: Callable[[], None], stage: str) -> tuple[Any, float]:
+    """Run ``launch`` once and synchronize, turning any failure into a CandidateFailed for ``stage``."""
+    start = time.perf_counter()
+    try:
+        result = launch()
+        sync()
+    except CandidateFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a candidate's failure must not escape as a crash of the tuner
+        raise fail(exc, stage) from exc
+    return result, time.perf_counter() - start

@@ -1,0 +1,131 @@
+"""Triton backend: real on CUDA and ROCm GPUs; on a CPU machine, Triton's interpreter checks correctness
+and the Target says that no timing is claimed.
+
+Config values become constexpr keyword arguments; ``num_warps``, ``num_stages``, ``num_ctas`` and
+``maxnreg`` become launch options. Compilation goes through ``JITFunction.warmup`` where it exists, so a
+kernel is compiled (and its registers, spills and shared memory read) before it ever runs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from kerntune.backends.base import Compiled, digest, fail
+from kerntune.backends.torch import TorchBackend, run_first
+from kerntune.errors import BackendUnavailable, CandidateFailed
+from kerntune.model import FailureKind, Kernel, Meta, Target, TorchCallable, TritonKernel
+
+try:
+    import triton
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise BackendUnavailable("the Triton backend needs triton: pip install 'kerntune[triton]'") from exc
+
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def interpreting() -> bool:
+    """True when Triton runs kernels in its interpreter (set before any kernel is decorated)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def kernel_resources(compiled: Any) -> tuple[dict[str, Any], str | None]:
+    """Registers, spills, shared memory and the binary's hash from a Triton CompiledKernel.
+
+    Attribute names moved between Triton releases (metadata as a dict, then a namedtuple; handles loaded
+    lazily), so every field is read defensively: a field that cannot be read is left out, never guessed.
+    """
+    resources: dict[str, Any] = {}
+    init = getattr(compiled, "_init_handles", None)
+    if callable(init):
+        try:
+            init()
+        except Exception:  # noqa: BLE001 - resources are informative; the launch itself reports errors
+            pass
+    for attr, key in (("n_regs", "registers"), ("n_spills", "spills"), ("n_max_threads", "max_threads")):
+        value = getattr(compiled, attr, None)
+        if isinstance(value, int):
+            resources[key] = value
+    metadata = getattr(compiled, "metadata", None)
+    for key in ("shared", "num_warps", "num_stages", "num_ctas", "target"):
+        value = metadata.get(key) if isinstance(metadata, dict) else getattr(metadata, key, None)
+        if value is not None:
+            resources["shared_bytes" if key == "shared" else key] = value if isinstance(value, int) else str(value)
+    asm = getattr(compiled, "asm", None) or {}
+    binary = asm.get("cubin") or asm.get("hsaco") if isinstance(asm, dict) else None
+    return resources, digest(binary) if isinstance(binary, (bytes, str)) else None
+
+
+class TritonBackend(TorchBackend):
+    name = "triton"
+
+    def __init__(self, device: str = "") -> None:
+        super().__init__(device)
+        self.interpret = interpreting()
+        if self.on_gpu and self.interpret:
+            raise BackendUnavailable("TRITON_INTERPRET is set while a GPU is in use: unset it to time kernels")
+        if not self.on_gpu and not self.interpret:
+            raise BackendUnavailable(
+                "no GPU here and TRITON_INTERPRET is not set: kerntune sets it in its workers; "
+                "load Triton specs through kerntune, not by importing them first"
+            )
+        if not self.on_gpu:
+            self.timer = "none (Triton interpreter)"
+
+    def target(self) -> Target:
+        target = super().target()
+        if self.on_gpu:
+            return target
+        return Target(
+            backend=self.name,
+            vendor="cpu",
+            arch="triton-interpreter",
+            device_name="Triton interpreter on the host CPU",
+            compute_units=1,
+            versions=target.versions,
+            claims_timing=False,
+        )
+
+    def _extra_versions(self) -> list[tuple[str, str]]:
+        return [("triton", str(triton.__version__))]
+
+    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+        if isinstance(kernel, TorchCallable):
+            return self.compile_callable(kernel, meta, args)
+        if not isinstance(kernel, TritonKernel):
+            raise CandidateFailed(FailureKind.ERROR.value, f"the Triton backend cannot run a {kernel.language} kernel")
+        fn = kernel.fn
+        if kernel.launch is not None:
+            custom = kernel.launch
+
+            def launch_custom(a: dict[str, Any]) -> Any:
+                return custom(fn, a, meta)
+
+            # A custom launch may run several kernels: compile by running it once.
+            first, seconds = run_first(lambda: launch_custom(args), self.synchronize, "compile")
+            resources, binary = kernel_resources(first) if first is not None else ({}, None)
+            return Compiled(launch_custom, seconds, binary, resources)
+
+        kwargs = self._kernel_kwargs(fn, tunables)
+        grid = tuple(int(g) for g in kernel.grid(meta))
+
+        def launch(a: dict[str, Any]) -> Any:
+            return fn[grid](*a.values(), **kwargs)
+
+        if self.interpret:
+            return Compiled(launch, 0.0, None, {"interpreter": True})
+        start = time.perf_counter()
+        try:
+            compiled = fn.warmup(*args.values(), grid=grid, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - any compiler failure is this candidate's failure
+            raise fail(exc, "compile") from exc
+        seconds = time.perf_counter() - start
+        resources, binary = kernel_resources(compiled)
+        return Compiled(launch, seconds, binary, resources)
+
+    @staticmethod
+    def _kernel_kwargs(fn: Any, tunables: Mapping[str, Any]) -> dict[str, Any]:
+        names = set(getattr(fn, "arg_names", ()) or ())
+        return {k: v for k, v in tunables.items() if k in names or k in LAUNCH_OPTIONS}

@@ -1,0 +1,1 @@
+"""The ``kerntune`` command line (typer + rich), thin over the pipeline."""

@@ -1,0 +1,180 @@
+"""``kerntune``: the command line. Thin: parse, call a pipeline function, render.
+
+Exit codes: 0 ok; 1 a claim failed (no candidate passed the gate); 2 usage or environment error (one line
+on stderr, no traceback); 130 interrupted (the run can be resumed).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+
+from kerntune.errors import KerntuneError, UsageError
+from kerntune.model import Budget
+from kerntune.settings import Settings
+from kerntune.store import Store
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Tune GPU kernels honestly: measure, search, gate on correctness, and report what really won.",
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
+StoreOpt = Annotated[
+    Optional[Path], typer.Option("--store", help="Store folder (default: $KERNTUNE_HOME or ./.kerntune).")
+]
+
+
+def _store(path: Path | None) -> Store:
+    settings = Settings.from_env()
+    return Store(path if path is not None else settings.home)
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def parse_shape(text: str) -> dict[str, str]:
+    """``M=4096,N=4096`` → {"M": "4096", "N": "4096"}."""
+    shape: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "=" not in part:
+            raise UsageError(f"--shape {text!r}: expected NAME=VALUE pairs separated by commas, e.g. M=4096,N=4096")
+        name, value = (s.strip() for s in part.split("=", 1))
+        if not name or not value:
+            raise UsageError(f"--shape {text!r}: empty name or value in {part!r}")
+        shape[name] = value
+    if not shape:
+        raise UsageError("--shape needs at least one NAME=VALUE")
+    return shape
+
+
+def parse_budget(values: list[str]) -> Budget:
+    """``100`` evaluations (per shape), ``90s`` / ``5m`` / ``1h`` seconds (whole run); both may be given."""
+    evaluations: int | None = None
+    seconds: float | None = None
+    for raw in values:
+        for text in filter(None, (t.strip() for t in raw.split(","))):
+            match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|m|h)?", text)
+            if not match:
+                raise UsageError(f"--budget {text!r}: give an evaluation count (100) or a time (90s, 5m, 1h)")
+            number, unit = float(match.group(1)), match.group(2)
+            if unit is None:
+                if number < 1 or number != int(number):
+                    raise UsageError(f"--budget {text!r}: an evaluation count must be a positive integer")
+                evaluations = int(number)
+            else:
+                seconds = number * {"s": 1, "m": 60, "h": 3600}[unit]
+                if seconds <= 0:
+                    raise UsageError(f"--budget {text!r}: a time budget must be positive")
+    return Budget(evaluations, seconds)
+
+
+@app.command()
+def tune(
+    spec: Annotated[Optional[str], typer.Argument(help="Spec file, or a folder holding spec.py.")] = None,
+    shape: Annotated[
+        Optional[list[str]],
+        typer.Option("--shape", help="Shape fields NAME=VALUE[,NAME=VALUE]; repeat for several shapes."),
+    ] = None,
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="One of the spec's dtypes.")] = None,
+    device: Annotated[str, typer.Option("--device", help="cuda, cuda:N, cpu, or an OpenCL device name.")] = "",
+    strategy: Annotated[str, typer.Option("--strategy", help="exhaustive or random.")] = "exhaustive",
+    budget: Annotated[
+        Optional[list[str]], typer.Option("--budget", help="Evaluations per shape (100) and/or time (90s, 5m).")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed for random search and gate inputs.")] = 0,
+    resume: Annotated[Optional[str], typer.Option("--resume", help="Continue an interrupted run (id).")] = None,
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Tune a kernel: evaluate configs (compile, gate, measure) and report the gated winner."""
+    from kerntune.cli.render import BarProgress, print_report
+    from kerntune.pipeline.report import build_report, report_json
+    from kerntune.pipeline.tune import TuneRequest
+    from kerntune.pipeline.tune import tune as run_tune
+
+    if spec is None and resume is None:
+        raise UsageError("give a SPEC (a spec file or a folder holding spec.py), or --resume RUN")
+    if resume is not None and (spec is not None or shape or dtype or budget):
+        raise UsageError("--resume continues a run exactly as it was started: give only the run id")
+    settings = Settings.from_env()
+    request = TuneRequest(
+        spec=spec or "", shapes=[parse_shape(s) for s in shape or []], dtype=dtype, device=device,
+        strategy=strategy, budget=parse_budget(budget or []), seed=seed, resume=resume,
+    )
+    db = _store(store)
+    console = Console(stderr=as_json)
+    try:
+        if as_json:
+            run = run_tune(request, settings, db)
+        else:
+            with BarProgress(console) as progress:
+                run = run_tune(request, settings, db, progress)
+    except KeyboardInterrupt:
+        last = db.runs(limit=1)
+        hint = f": kerntune tune --resume {last[0].id}" if last else ""
+        console.print(f"interrupted; finished candidates are saved{hint}")
+        raise typer.Exit(130) from None
+    report = build_report(db, run)
+    if as_json:
+        _emit_json(report_json(report))
+    else:
+        print_report(console, report)
+    raise typer.Exit(0 if report.all_gated else 1)
+
+
+@app.command()
+def runs(
+    store: StoreOpt = None,
+    limit: Annotated[int, typer.Option("--limit", help="Most recent runs to list.")] = 50,
+    as_json: JsonFlag = False,
+) -> None:
+    """List the runs in the store, newest first."""
+    from kerntune.cli.render import runs_table
+    from kerntune.pipeline.report import run_json
+
+    found = _store(store).runs(limit)
+    if as_json:
+        _emit_json([run_json(r) for r in found])
+    else:
+        Console().print(runs_table(found))
+
+
+@app.command()
+def show(
+    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")],
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Show one run: winner, baselines, speedups, gate results and failed candidates."""
+    from kerntune.cli.render import print_report
+    from kerntune.pipeline.report import build_report, report_json
+
+    db = _store(store)
+    report = build_report(db, db.get_run(run))
+    if as_json:
+        _emit_json(report_json(report))
+    else:
+        print_report(Console(), report)
+
+
+def main() -> None:
+    """Console-script entry: a KerntuneError is one line on stderr and exit code 2, never a traceback."""
+    try:
+        app()
+    except KerntuneError as exc:
+        sys.stderr.write(f"kerntune: error: {exc}\n")
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Rich rendering of runs and reports for the terminal (the CLI's only presentation code)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kerntune.model import Candidate, Run
+from kerntune.pipeline.report import RunReport, ShapeReport
+
+
+def _ms(c: Candidate | None) -> str:
+    if c is None or c.measurement is None:
+        return "—"
+    m = c.measurement
+    return f"{m.median_ms:.4g} ms ±{m.spread * 50:.1f}%"
+
+
+def _times(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}×"
+
+
+def _gate(c: Candidate | None) -> str:
+    if c is None or c.verdict is None:
+        return "—"
+    v = c.verdict
+    return f"{v.outcome} (err {v.value:.1e})" if v.value is not None else v.outcome
+
+
+def shape_table(run: Run, s: ShapeReport) -> Table:
+    table = Table(title=f"{run.problem} · {s.shape.key} · {run.dtype} · {run.target.label}", title_justify="left")
+    table.add_column("")
+    table.add_column("candidate", overflow="fold")
+    table.add_column("median ±½(q90−q10)")
+    table.add_column("winner is")
+    table.add_column("gate")
+    if s.winner is not None:
+        table.add_row("[bold green]winner", s.winner.name, _ms(s.winner), "", _gate(s.winner))
+    elif not s.timing_claimed:
+        table.add_row("[yellow]no timing", f"{run.target.device_name} claims no timing", "", "", "")
+    else:
+        table.add_row("[bold red]no winner", "no candidate passed the gate", "", "", "")
+    for b in s.baselines:
+        status = _ms(b) if b.status == "ok" else f"[red]{b.failure.value if b.failure else b.status}"
+        table.add_row(f"baseline: {b.label}", b.config.key or b.label, status, _times(s.speedup_over(b)), _gate(b))
+    if s.slowest is not None:
+        table.add_row("slowest", s.slowest.name, _ms(s.slowest), _times(s.speedup_over(s.slowest)), _gate(s.slowest))
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(s.counts.items()))
+    table.caption = f"candidates: {counts}" + (f"; {s.pending} pending (resume the run)" if s.pending else "")
+    table.caption_justify = "left"
+    return table
+
+
+def print_report(console: Console, report: RunReport) -> None:
+    run = report.run
+    console.print(
+        f"run [bold]{run.id}[/] · {run.status} · {run.stop_reason or ''} · strategy {run.strategy} · "
+        f"{run.elapsed_s:.1f} s"
+    )
+    for s in report.shapes:
+        console.print(shape_table(run, s))
+        for f in s.failed:
+            kind = f.failure.value if f.failure else "failed"
+            reason = f.reason if len(f.reason) <= 200 else f.reason[:197] + "…"
+            console.print(f"  [red]failed[/] {f.name} [red]{kind}[/]: {reason}", overflow="fold", highlight=False)
+
+
+def runs_table(runs: list[Run]) -> Table:
+    table = Table(title="runs")
+    for col in ("id", "problem", "status", "target", "shapes", "strategy", "elapsed"):
+        table.add_column(col)
+    for r in runs:
+        shapes = "; ".join(s.key for s in r.shapes[:2]) + (" …" if len(r.shapes) > 2 else "")
+        table.add_row(r.id, r.problem, r.status, r.target.label, shapes, r.strategy, f"{r.elapsed_s:.1f} s")
+    return table
+
+
+class BarProgress:
+    """The tune progress bar (rich), fed by ``pipeline.tune``'s Progress protocol."""
+
+    def __init__(self, console: Console) -> None:
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("{task.fields[last]}"), console=console, transient=False,
+        )
+        self.task: int | None = None
+
+    def __enter__(self) -> BarProgress:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+    def planned(self, run: Run, total: int) -> None:
+        self.task = self.bar.add_task(f"tuning {run.problem} ({run.id})", total=total, last="")
+
+    def finished(self, label: str, status: str, detail: str) -> None:
+        if self.task is not None:
+            text = f"{label[:48]}: {status} {detail[:60]}"
+            self.bar.update(self.task, advance=1, last=text)

@@ -1,0 +1,169 @@
+"""What a worker process does for one candidate: compile, gate on correctness, then measure.
+
+These functions run inside ``kerntune.exec`` workers (named by dotted path, so ``exec`` never imports the
+pipeline). They take and return plain data only. A failure of the candidate raises CandidateFailed, which
+the worker returns as a result; anything that kills the process (a segfault, a hang) is caught by the pool.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from kerntune.backends import Backend, load_backend
+from kerntune.backends.base import fail
+from kerntune.errors import CandidateFailed, SpecError
+from kerntune.model import Config, FailureKind, Problem, Shape, TorchCallable
+from kerntune.pipeline import gate
+from kerntune.pipeline.measure import MeasureOptions, measure
+from kerntune.pipeline.spec import load_spec
+
+
+def _gpu_present() -> bool:
+    # Device nodes, not `import torch`: cheap, and it must be decided before the spec imports Triton.
+    return any(Path(p).exists() for p in ("/dev/nvidiactl", "/dev/kfd"))
+
+
+def setup(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """Load the spec and the backend in this worker; return the Target as a dict."""
+    device = str(payload.get("device") or "")
+    if device.lower() in ("cpu", "interpreter") or not _gpu_present():
+        # Triton reads this when a kernel is decorated, so it must be set before the spec is imported.
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    loaded = load_spec(payload["spec_path"])
+    problem = loaded.problem
+    backend = load_backend(problem.language, "" if device in ("interpreter",) else device)
+    state.clear()
+    target = backend.target()
+    state.update(problem=problem, backend=backend, target=target, inputs={}, references={})
+    return {"target": target.as_dict(), "digest": loaded.digest}
+
+
+def _inputs(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> dict[str, Any]:
+    key = (shape.key, dtype, seed)
+    cache: dict[Any, Any] = state["inputs"]
+    if key not in cache:
+        problem: Problem = state["problem"]
+        args = _spec_call("make_inputs", problem.make_inputs, shape.as_dict(), dtype, seed)
+        missing = [o for o in problem.outputs if o not in args]
+        if missing:
+            raise CandidateFailed(FailureKind.ERROR.value, f"make_inputs returned no output argument {missing}")
+        cache[key] = args
+    args: dict[str, Any] = cache[key]
+    return args
+
+
+def _reference(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> list[Any]:
+    key = (shape.key, dtype, seed)
+    cache: dict[Any, Any] = state["references"]
+    if key not in cache:
+        problem: Problem = state["problem"]
+        backend: Backend = state["backend"]
+        host = _inputs(state, shape, dtype, seed)
+        # The reference sees the inputs as the kernel does: device tensors for torch-based backends (so a
+        # float64 reference runs on the GPU), host arrays where the device copies are opaque buffers.
+        args = backend.place(host) if backend.reference_on_device else dict(host)
+        expected = _spec_call("reference", problem.reference, args, shape.as_dict())
+        values = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+        if len(values) != len(problem.outputs):
+            raise CandidateFailed(
+                FailureKind.ERROR.value,
+                f"the reference returned {len(values)} arrays for {len(problem.outputs)} outputs {list(problem.outputs)}",
+            )
+        cache[key] = [backend.to_host(v) for v in values]
+    refs: list[Any] = cache[key]
+    return refs
+
+
+def _spec_call(what: str, fn: Any, *args: Any) -> Any:
+    """Call the spec's own code; its failure is the spec's fault, not a candidate's: the run stops."""
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 - reported as one line naming the spec function
+        where = ""
+        for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+            where = f" ({Path(frame.filename).name}:{frame.lineno})"
+            break
+        raise SpecError(f"the spec's {what} raised {type(exc).__name__}: {exc}{where}; fix the spec") from exc
+
+
+def evaluate(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """Compile, gate and measure one candidate. Returns a plain dict (see ``pipeline.tune``)."""
+    problem: Problem = state["problem"]
+    backend: Backend = state["backend"]
+    shape = Shape.of(payload["shape"])
+    dtype = str(payload["dtype"])
+    seeds = [int(s) for s in payload["seeds"]]
+    threshold = gate.threshold_for(dtype, problem.tolerance)
+    config = Config.of(payload.get("config") or {})
+    baseline_name = payload.get("baseline_kernel")
+    meta = problem.space.meta(config, shape) if config.items else dict(shape.as_dict())
+    tunables = problem.space.tunables(config, shape) if config.items else {}
+    kernel: Any = problem.kernel
+    if baseline_name:
+        matches = [b.kernel for b in problem.baselines if b.name == baseline_name and b.kernel is not None]
+        kernel = matches[0]
+
+    result: dict[str, Any] = {}
+    first_args = backend.place(_inputs(state, shape, dtype, seeds[0]))
+    if isinstance(kernel, TorchCallable):
+        compiled = backend.compile_callable(kernel, meta, first_args)
+    else:
+        compiled = backend.compile(kernel, tunables, meta, first_args)
+    result.update(compile_s=compiled.compile_s, binary_hash=compiled.binary_hash, resources=compiled.resources)
+
+    verdicts = []
+    timing_args: dict[str, Any] | None = None
+    for seed in seeds:
+        args = first_args if seed == seeds[0] else backend.place(_inputs(state, shape, dtype, seed))
+        refs = _reference(state, shape, dtype, seed)
+        backend.poison(args, problem.outputs)
+        returned = _run_once(backend, compiled.launch, args)
+        if isinstance(kernel, TorchCallable) and kernel.returns_outputs:
+            produced = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+        else:
+            produced = [args[name] for name in problem.outputs]
+        if len(produced) != len(refs):
+            raise CandidateFailed(FailureKind.ERROR.value, f"produced {len(produced)} outputs, expected {len(refs)}")
+        outs = [(name, backend.to_host(value), ref) for name, value, ref in zip(problem.outputs, produced, refs)]
+        verdicts.append(gate.check_outputs(outs, dtype, threshold, seed))
+        timing_args = args
+    verdict = gate.combine(verdicts)
+    result["verdict"] = {
+        "outcome": verdict.outcome, "metric": verdict.metric, "value": verdict.value,
+        "threshold": verdict.threshold, "reason": verdict.reason, "details": dict(verdict.details),
+    }
+    if not verdict.passed:
+        result["failure"] = {"kind": FailureKind.WRONG.value, "reason": verdict.reason}
+        return result
+    if not state["target"].claims_timing or timing_args is None:
+        result["timing"] = f"not claimed: {backend.timer}"
+        return result
+    options = MeasureOptions(**payload["measure"])
+    launch = compiled.launch
+    bound = timing_args
+    start = time.perf_counter()
+    try:
+        measurement = measure(backend, lambda: launch(bound), options)
+    except CandidateFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a failure while timing is still this candidate's failure
+        raise fail(exc, "measure") from exc
+    result["measure_s"] = time.perf_counter() - start
+    result["samples_ms"] = list(measurement.samples_ms)
+    result["conditions"] = measurement.conditions.as_dict()
+    return result
+
+
+def _run_once(backend: Backend, launch: Any, args: dict[str, Any]) -> Any:
+    try:
+        returned = launch(args)
+        backend.synchronize()
+        return returned
+    except CandidateFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any launch error is this candidate's failure
+        raise fail(exc, "launch") from exc

@@ -1,0 +1,85 @@
+"""Correctness gate, first version: relative error against a higher-precision reference.
+
+``‖out − ref‖ / ‖ref‖`` with a threshold per dtype. Relative, because absolute error grows with K and
+dtype (a bf16 GEMM at K = 4096 is ~1.0 off in absolute terms with nothing wrong). Outputs are poisoned
+with NaN before each checked run, so an element the kernel never wrote fails as NaN; NaN and Inf never pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from kerntune.model import Verdict
+
+DEFAULT_TOLERANCE: dict[str, float] = {
+    "float64": 1e-12,
+    "float32": 1e-5,
+    "tf32": 1e-3,
+    "bfloat16": 1e-2,
+    "float16": 1e-2,
+    "float8": 5e-2,
+    "float8_e4m3fn": 5e-2,
+    "float8_e5m2": 5e-2,
+    "int8": 0.0,
+    "int32": 0.0,
+}
+
+
+def threshold_for(dtype: str, overrides: Mapping[str, float] | None = None) -> float:
+    """The relative-error threshold for ``dtype``; a spec's ``tolerance`` overrides the defaults."""
+    if overrides and dtype in overrides:
+        return float(overrides[dtype])
+    if dtype in DEFAULT_TOLERANCE:
+        return DEFAULT_TOLERANCE[dtype]
+    for name, value in DEFAULT_TOLERANCE.items():
+        if dtype.startswith(name):
+            return value
+    raise KeyError(f"no gate threshold for dtype {dtype!r}: give tolerance={{{dtype!r}: ...}} in the spec")
+
+
+def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
+    """‖out − ref‖₂ / ‖ref‖₂ in float64 (absolute error where the reference is all zeros)."""
+    diff = float(np.linalg.norm((out.astype(np.float64) - ref.astype(np.float64)).ravel()))
+    norm = float(np.linalg.norm(ref.astype(np.float64).ravel()))
+    return diff / norm if norm > 0 else diff
+
+
+def check_outputs(
+    outputs: Sequence[tuple[str, np.ndarray, np.ndarray]], dtype: str, threshold: float, seed: int
+) -> Verdict:
+    """Gate one run: every (name, out, ref) must be finite everywhere and within ``threshold``."""
+    worst = 0.0
+    for name, out, ref in outputs:
+        if out.shape != ref.shape:
+            return Verdict("gate", "fail", "rel_l2", None, threshold,
+                           f"output {name!r} has shape {out.shape}, the reference {ref.shape}", {"seed": seed})
+        bad = int(np.count_nonzero(~np.isfinite(out)))
+        if bad:
+            return Verdict(
+                "gate", "fail", "rel_l2", None, threshold,
+                f"output {name!r}: {bad} of {out.size} elements are NaN/Inf (unwritten or non-finite), seed {seed}",
+                {"seed": seed, "non_finite": bad},
+            )
+        err = relative_error(out, ref)
+        worst = max(worst, err)
+        if not err <= threshold:
+            return Verdict(
+                "gate", "fail", "rel_l2", err, threshold,
+                f"output {name!r}: relative error {err:.3g} > {threshold:.3g} ({dtype}), seed {seed}",
+                {"seed": seed},
+            )
+    return Verdict("gate", "pass", "rel_l2", worst, threshold, f"relative error {worst:.3g} <= {threshold:.3g}",
+                   {"seed": seed})
+
+
+def combine(verdicts: Sequence[Verdict]) -> Verdict:
+    """One verdict over several seeds: the first failure, else a pass carrying the worst error."""
+    for verdict in verdicts:
+        if not verdict.passed:
+            return verdict
+    worst = max(verdicts, key=lambda v: v.value or 0.0)
+    seeds = [v.details.get("seed") for v in verdicts]
+    return Verdict("gate", "pass", worst.metric, worst.value, worst.threshold,
+                   f"{worst.reason} over seeds {seeds}", {"seeds": seeds})

@@ -1,0 +1,110 @@
+"""What a run found, per shape: the gated winner, the baselines timed beside it, the slowest and default
+configs, and every failed candidate with its reason. Built from the store, so ``tune`` and ``show`` agree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from kerntune.model import Candidate, Run, Shape
+from kerntune.store import Store
+
+
+@dataclass(frozen=True)
+class ShapeReport:
+    shape: Shape
+    winner: Candidate | None
+    baselines: list[Candidate]
+    slowest: Candidate | None
+    failed: list[Candidate]
+    counts: dict[str, int]
+    timing_claimed: bool
+    pending: int = 0
+
+    def speedup_over(self, other: Candidate | None) -> float | None:
+        """other's median ÷ winner's median (above 1: the winner is faster)."""
+        if self.winner is None or other is None or other.measurement is None or self.winner.measurement is None:
+            return None
+        return other.measurement.median_ms / self.winner.measurement.median_ms
+
+
+@dataclass(frozen=True)
+class RunReport:
+    run: Run
+    shapes: list[ShapeReport] = field(default_factory=list)
+
+    @property
+    def all_gated(self) -> bool:
+        """True when every shape has a candidate that passed the gate (a winner, where timing is claimed)."""
+        return all(s.winner is not None or (not s.timing_claimed and s.counts.get("ok", 0) > 0) for s in self.shapes)
+
+
+def _timed(c: Candidate) -> bool:
+    return c.status == "ok" and c.measurement is not None and c.config.items != ()
+
+
+def build_report(store: Store, run: Run) -> RunReport:
+    candidates = store.candidates(run.id)
+    reports = []
+    for shape in run.shapes:
+        mine = [c for c in candidates if c.shape == shape]
+        timed = [c for c in mine if _timed(c)]
+        ranked = sorted(timed, key=lambda c: c.measurement.median_ms if c.measurement else float("inf"))
+        counts = Counter(c.status for c in mine)
+        reports.append(ShapeReport(
+            shape=shape,
+            winner=ranked[0] if ranked else None,
+            baselines=[c for c in mine if c.role == "baseline"],
+            slowest=ranked[-1] if len(ranked) > 1 else None,
+            failed=[c for c in mine if c.status == "failed"],
+            counts=dict(counts),
+            timing_claimed=run.target.claims_timing,
+            pending=counts.get("pending", 0),
+        ))
+    return RunReport(run, reports)
+
+
+def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    out: dict[str, Any] = {
+        "id": c.id, "role": c.role, "label": c.label, "config": c.config.as_dict(), "status": c.status,
+        "failure": c.failure.value if c.failure else None, "reason": c.reason, "compile_s": c.compile_s,
+        "binary_hash": c.binary_hash, "resources": dict(c.resources),
+    }
+    if c.measurement is not None:
+        out["measurement"] = {**c.measurement.summary(), "spread": c.measurement.spread,
+                              "conditions": c.measurement.conditions.as_dict()}
+    if c.verdict is not None:
+        out["gate"] = {"outcome": c.verdict.outcome, "metric": c.verdict.metric, "value": c.verdict.value,
+                       "threshold": c.verdict.threshold, "reason": c.verdict.reason}
+    return out
+
+
+def run_json(run: Run) -> dict[str, Any]:
+    return {
+        "id": run.id, "problem": run.problem, "spec": run.spec_path, "spec_hash": run.spec_hash,
+        "target": run.target.as_dict(), "strategy": run.strategy, "budget": run.budget.as_dict(),
+        "dtype": run.dtype, "seed": run.seed, "status": run.status, "stop_reason": run.stop_reason,
+        "created": run.created, "elapsed_s": run.elapsed_s, "shapes": [s.as_dict() for s in run.shapes],
+    }
+
+
+def report_json(report: RunReport) -> dict[str, Any]:
+    shapes = []
+    for s in report.shapes:
+        shapes.append({
+            "shape": s.shape.as_dict(),
+            "timing_claimed": s.timing_claimed,
+            "counts": s.counts,
+            "winner": _candidate_json(s.winner),
+            "baselines": [
+                {**(_candidate_json(b) or {}), "winner_speedup": s.speedup_over(b)} for b in s.baselines
+            ],
+            "slowest": {**(_candidate_json(s.slowest) or {}), "winner_speedup": s.speedup_over(s.slowest)}
+            if s.slowest else None,
+            "failed": [_candidate_json(f) for f in s.failed],
+        })
+    return {"run": run_json(report.run), "shapes": shapes, "all_gated": report.all_gated}

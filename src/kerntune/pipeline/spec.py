@@ -1,0 +1,97 @@
+"""Loading a spec file: ``examples/<name>/spec.py`` (or any file) that defines ``problem``.
+
+Every way a spec can be wrong ends in a SpecError whose one line names the file, the problem and the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from kerntune.errors import BackendUnavailable, KerntuneError, SpecError
+from kerntune.model import OpenCLKernel, Problem, TritonKernel
+
+_HEAVY = {"torch": "triton", "triton": "triton", "pyopencl": "opencl", "cuda": "cuda"}
+
+
+@dataclass(frozen=True)
+class LoadedSpec:
+    path: Path
+    problem: Problem
+    digest: str
+    """Hash of the spec file and its kernel source: a resumed run refuses a spec that changed."""
+
+
+def resolve_spec_path(path: str | Path) -> Path:
+    candidate = Path(path)
+    if not candidate.exists():
+        raise SpecError(f"spec path {str(path)!r} does not exist: give a spec file or a folder holding spec.py")
+    if candidate.is_dir():
+        candidate = candidate / "spec.py"
+        if not candidate.is_file():
+            raise SpecError(f"folder {str(path)!r} holds no spec.py: give the spec file itself or add spec.py")
+    return candidate.resolve()
+
+
+def _where(exc: BaseException, path: Path) -> str:
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if Path(frame.filename).resolve() == path:
+            return f"{path.name}:{frame.lineno}"
+    return path.name
+
+
+def load_spec(path: str | Path) -> LoadedSpec:
+    """Import the spec file as a fresh module and return its ``problem`` (or ``PROBLEM``)."""
+    spec_path = resolve_spec_path(path)
+    source = spec_path.read_bytes()
+    try:
+        compile(source, str(spec_path), "exec")
+    except SyntaxError as exc:
+        raise SpecError(
+            f"{spec_path}:{exc.lineno}: syntax error: {exc.msg}; fix the spec file and run again"
+        ) from None
+    module_name = f"kerntune_spec_{hashlib.md5(str(spec_path).encode()).hexdigest()[:12]}"
+    module_spec = importlib.util.spec_from_file_location(module_name, spec_path)
+    if module_spec is None or module_spec.loader is None:
+        raise SpecError(f"cannot load {spec_path} as Python: give a .py spec file")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
+    sys.path.insert(0, str(spec_path.parent))
+    try:
+        module_spec.loader.exec_module(module)
+    except ModuleNotFoundError as exc:
+        root = (exc.name or "").split(".")[0]
+        extra = _HEAVY.get(root)
+        hint = f"pip install 'kerntune[{extra}]'" if extra else f"install the {root!r} package"
+        raise BackendUnavailable(f"{spec_path.name} needs the module {root!r}, which is not installed: {hint}") from None
+    except KerntuneError as exc:
+        raise SpecError(f"{_where(exc, spec_path)}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - any error in user code becomes a one-line SpecError
+        raise SpecError(
+            f"{_where(exc, spec_path)}: loading the spec raised {type(exc).__name__}: {exc}; fix the spec file"
+        ) from None
+    finally:
+        sys.path.remove(str(spec_path.parent))
+    problem = getattr(module, "problem", None) or getattr(module, "PROBLEM", None)
+    if not isinstance(problem, Problem):
+        raise SpecError(f"{spec_path} defines no `problem = kerntune.Problem(...)`: add one at module level")
+    return LoadedSpec(spec_path, problem, _digest(source, problem))
+
+
+def _digest(source: bytes, problem: Problem) -> str:
+    h = hashlib.sha256(source)
+    kernel = problem.kernel
+    if isinstance(kernel, OpenCLKernel):
+        h.update(kernel.source.encode())
+    elif isinstance(kernel, TritonKernel):
+        fn = getattr(kernel.fn, "fn", kernel.fn)
+        try:
+            h.update(inspect.getsource(fn).encode())
+        except (OSError, TypeError):
+            h.update(repr(fn).encode())
+    return h.hexdigest()[:16]

@@ -1,0 +1,304 @@
+"""``tune``: the spine. Load the spec, start a worker on the device, then for each shape evaluate the
+baselines and the configs the strategy proposes (compile → gate → measure, in the worker), recording each
+candidate in the store as it finishes. A killed run resumes from the store without re-measuring anything.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from kerntune.errors import KerntuneError, SpecError, UsageError
+from kerntune.exec.pool import Outcome, Worker
+from kerntune.model import (
+    Budget,
+    Conditions,
+    Config,
+    FailureKind,
+    Measurement,
+    Problem,
+    Run,
+    Scalar,
+    Shape,
+    Target,
+    Verdict,
+)
+from kerntune.pipeline.measure import MeasureOptions
+from kerntune.pipeline.search import make_strategy
+from kerntune.pipeline.spec import LoadedSpec, load_spec
+from kerntune.settings import Settings
+from kerntune.store import CandidateResult, Store
+
+EVALUATE = "kerntune.pipeline.evaluate:evaluate"
+SETUP = "kerntune.pipeline.evaluate:setup"
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    """Everything ``kerntune tune`` was asked to do (a new run), or the id of a run to resume."""
+
+    spec: str = ""
+    shapes: Sequence[Mapping[str, str]] = ()
+    """Overrides as text (``{"M": "4096"}``), each merged over the spec's first shape."""
+    dtype: str | None = None
+    device: str = ""
+    strategy: str = "exhaustive"
+    budget: Budget = field(default_factory=Budget)
+    seed: int = 0
+    resume: str | None = None
+
+
+class Progress(Protocol):
+    def planned(self, run: Run, total: int) -> None: ...
+
+    def finished(self, label: str, status: str, detail: str) -> None: ...
+
+
+class _Silent:
+    def planned(self, run: Run, total: int) -> None:
+        pass
+
+    def finished(self, label: str, status: str, detail: str) -> None:
+        pass
+
+
+def _parse_value(text: str) -> Scalar:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            continue
+    return text
+
+
+def resolve_shapes(problem: Problem, overrides: Sequence[Mapping[str, str]]) -> list[Shape]:
+    """The spec's shapes, or each override merged over the spec's first shape; unknown fields are errors."""
+    if not overrides:
+        return [Shape.of(s) for s in problem.shapes]
+    fields = problem.shape_fields()
+    shapes = []
+    for override in overrides:
+        unknown = [k for k in override if k not in fields]
+        if unknown:
+            raise UsageError(
+                f"unknown shape field {unknown[0]!r} in --shape; this spec's shape fields are {', '.join(fields)}"
+            )
+        shapes.append(Shape.of({**problem.shapes[0], **{k: _parse_value(v) for k, v in override.items()}}))
+    return shapes
+
+
+def _new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+def _measure_options(settings: Settings) -> dict[str, Any]:
+    return asdict(MeasureOptions(
+        warmup_ms=settings.warmup_ms, min_samples=settings.min_samples, max_samples=settings.max_samples,
+        budget_ms=settings.sample_budget_ms, ci_target=settings.ci_target))
+
+
+def _result(outcome: Outcome) -> CandidateResult:
+    """Turn a worker's answer into what the store records."""
+    if outcome.status != "ok":
+        kind = FailureKind(outcome.kind) if outcome.kind in FailureKind._value2member_map_ else FailureKind.ERROR
+        reason = outcome.reason if outcome.status == "failed" else f"{outcome.kind}: {outcome.reason}"
+        return CandidateResult("failed", failure=kind, reason=reason.strip())
+    value: dict[str, Any] = outcome.value
+    verdict = None
+    if "verdict" in value:
+        v = value["verdict"]
+        verdict = Verdict("gate", v["outcome"], v["metric"], v["value"], v["threshold"], v["reason"], v["details"])
+    measurement = None
+    if value.get("samples_ms"):
+        measurement = Measurement(tuple(value["samples_ms"]), Conditions.from_dict(value["conditions"]))
+    failure = value.get("failure")
+    return CandidateResult(
+        status="failed" if failure else "ok",
+        failure=FailureKind(failure["kind"]) if failure else None,
+        reason=failure["reason"] if failure else value.get("timing", ""),
+        compile_s=value.get("compile_s"),
+        binary_hash=value.get("binary_hash"),
+        resources=value.get("resources") or {},
+        measurement=measurement,
+        verdict=verdict,
+    )
+
+
+class _Tuner:
+    def __init__(self, run: Run, loaded: LoadedSpec, store: Store, settings: Settings, progress: Progress,
+                 worker: Worker, target: Target) -> None:
+        self.run, self.loaded, self.store, self.settings = run, loaded, store, settings
+        self.problem = loaded.problem
+        self.progress, self.worker, self.target = progress, worker, target
+        self.finished = store.finished_keys(run.id)
+        self.measure = _measure_options(settings)
+        self.seeds = [run.seed * 1000 + i + 1 for i in range(settings.gate_seeds)]
+        self.started = time.monotonic()
+        self.stop_reason = ""
+
+    def elapsed(self) -> float:
+        return self.run.elapsed_s + (time.monotonic() - self.started)
+
+    def out_of_time(self) -> bool:
+        seconds = self.run.budget.seconds
+        return seconds is not None and self.elapsed() >= seconds
+
+    def evaluate(self, shape: Shape, config: Config, role: str, label: str,
+                 baseline_kernel: str | None = None) -> CandidateResult | None:
+        """Evaluate one candidate unless the store already holds its result (then return None)."""
+        if (shape.key, role, label, config.key) in self.finished:
+            return None
+        cid = self.store.start_candidate(self.run.id, shape, config, role, label)
+        reason = self.problem.space.check(config, shape, self.target) if config.items else None
+        if reason is not None:
+            result = CandidateResult("failed", failure=FailureKind.ERROR,
+                                     reason=f"violates constraint {reason!r} at this shape")
+        else:
+            payload = {"shape": shape.as_dict(), "dtype": self.run.dtype, "seeds": self.seeds,
+                       "config": config.as_dict(), "baseline_kernel": baseline_kernel, "measure": self.measure}
+            outcome = self.worker.call(EVALUATE, payload, self.settings.candidate_timeout_s)
+            if outcome.status == "error" and outcome.kind in ("SpecError", "BackendUnavailable"):
+                raise SpecError(outcome.reason)  # the spec's own code failed: every candidate would
+            result = _result(outcome)
+            if outcome.status == "failed" and outcome.kind in ("crash", "oom") and not outcome.reason.startswith(
+                "worker died"
+            ):
+                # The process survived but its device context may not have (CUDA errors are sticky).
+                self.worker.restart()
+        self.store.finish_candidate(cid, result)
+        self.store.update_run(self.run.id, elapsed_s=self.elapsed())
+        detail = (f"{result.measurement.median_ms:.4g} ms" if result.measurement
+                  else f"{result.failure.value if result.failure else ''} {result.reason}".strip())
+        self.progress.finished(label or config.key, result.status, detail)
+        return result
+
+    def stored_medians(self, shape: Shape) -> dict[str, float | None]:
+        medians: dict[str, float | None] = {}
+        for cand in self.store.candidates(self.run.id):
+            if cand.shape == shape and cand.status != "pending":
+                medians[cand.config.key] = cand.measurement.median_ms if cand.measurement else None
+        return medians
+
+    def tune_shape(self, shape: Shape) -> None:
+        valid, _rejected = self.problem.space.valid_configs(shape, self.target)
+        baseline_configs: set[str] = set()
+        for baseline in self.problem.all_baselines():
+            config = Config.of(baseline.config or {})
+            if baseline.config is not None:
+                baseline_configs.add(config.key)
+            self.evaluate(shape, config, "baseline", baseline.name, None if baseline.config else baseline.name)
+        strategy = make_strategy(self.run.strategy, valid, self.run.seed)
+        known = self.stored_medians(shape)
+        evaluations = 0
+        while True:
+            if self.run.budget.evaluations is not None and evaluations >= self.run.budget.evaluations:
+                self.stop_reason = f"evaluation budget reached ({self.run.budget.evaluations} per shape)"
+                return
+            if self.out_of_time():
+                self.stop_reason = f"time budget reached ({self.run.budget.seconds:g} s)"
+                return
+            config = strategy.ask()
+            if config is None:
+                return
+            if config.key in baseline_configs:
+                strategy.tell(config, known.get(config.key))  # already measured as a baseline, side by side
+                continue
+            evaluations += 1
+            result = self.evaluate(shape, config, "search", "")
+            if result is None:
+                strategy.tell(config, known.get(config.key))
+            else:
+                strategy.tell(config, result.measurement.median_ms if result.measurement else None)
+
+    def planned_total(self, shapes: Sequence[Shape]) -> int:
+        total = 0
+        for shape in shapes:
+            valid, _ = self.problem.space.valid_configs(shape, self.target)
+            baselines = self.problem.all_baselines()
+            overlap = {Config.of(b.config).key for b in baselines if b.config is not None}
+            searchable = len([c for c in valid if c.key not in overlap])
+            if self.run.budget.evaluations is not None:
+                searchable = min(searchable, self.run.budget.evaluations)
+            total += searchable + len(baselines)
+        return total
+
+
+def _check_space(problem: Problem, shapes: Sequence[Shape], target: Target) -> None:
+    for shape in shapes:
+        valid, rejected = problem.space.valid_configs(shape, target)
+        if not valid:
+            why = ", ".join(f"{name} ({count})" for name, count in sorted(rejected.items(), key=lambda kv: -kv[1]))
+            raise SpecError(
+                f"the constraints exclude every one of the {problem.space.size} configs at shape {shape.key} "
+                f"(rejected by: {why}); loosen the constraints or widen the parameter values"
+            )
+
+
+def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progress | None = None) -> Run:
+    """Run (or resume) a tuning session and return the finished Run record."""
+    progress = progress or _Silent()
+    if request.resume:
+        previous = store.get_run(request.resume)
+        loaded = load_spec(previous.spec_path)
+        if loaded.digest != previous.spec_hash:
+            raise SpecError(
+                f"the spec {previous.spec_path} changed since run {previous.id} started "
+                f"({previous.spec_hash} → {loaded.digest}); start a new run instead of resuming"
+            )
+        device = str(previous.options.get("device", ""))
+        shapes: list[Shape] = list(previous.shapes)
+    else:
+        loaded = load_spec(request.spec)
+        device = request.device
+        shapes = resolve_shapes(loaded.problem, request.shapes)
+        dtype = request.dtype or loaded.problem.dtypes[0]
+        if dtype not in loaded.problem.dtypes:
+            raise UsageError(f"dtype {dtype!r} is not one of this spec's dtypes: {', '.join(loaded.problem.dtypes)}")
+        make_strategy(request.strategy, [], request.seed)  # unknown strategy names fail before any work
+
+    log_path = store.home / "logs" / f"worker-{int(time.time())}-{secrets.token_hex(2)}.log"
+    worker = Worker((SETUP, {"spec_path": str(loaded.path), "device": device}), log_path=log_path,
+                    setup_timeout_s=settings.setup_timeout_s)
+    setup = worker.start()
+    try:
+        target = Target.from_dict(setup["target"])
+        if request.resume:
+            run = store.get_run(request.resume)
+            if target.device_name != run.target.device_name or target.arch != run.target.arch:
+                raise UsageError(f"run {run.id} was measured on {run.target.label}, this device is {target.label}: "
+                                 "results from two devices are never mixed; start a new run")
+        else:
+            _check_space(loaded.problem, shapes, target)
+            run = Run(
+                id=_new_run_id(), problem=loaded.problem.name, spec_path=str(loaded.path), spec_hash=loaded.digest,
+                target=target, strategy=request.strategy, budget=request.budget, shapes=tuple(shapes), dtype=dtype,
+                seed=request.seed, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                options={"device": device},
+            )
+            store.create_run(run)
+        store.update_run(run.id, status="running")
+        tuner = _Tuner(run, loaded, store, settings, progress, worker, target)
+        progress.planned(run, tuner.planned_total(shapes))
+        try:
+            for shape in shapes:
+                tuner.tune_shape(shape)
+        except KerntuneError as exc:
+            store.update_run(run.id, status="failed", stop_reason=str(exc), elapsed_s=tuner.elapsed())
+            raise
+        except BaseException:
+            store.update_run(run.id, status="interrupted", elapsed_s=tuner.elapsed())
+            raise
+        reason = tuner.stop_reason or "every valid config evaluated"
+        store.update_run(run.id, status="done", stop_reason=reason, elapsed_s=tuner.elapsed())
+        return store.get_run(run.id)
+    finally:
+        worker.stop()
+
+
+def default_store_home(settings: Settings, override: str | None) -> Path:
+    return Path(override) if override else settings.home

@@ -1,0 +1,58 @@
+"""Every KERNTUNE_* environment variable, in one place, each with its documentation line.
+
+``Settings.from_env()`` reads them once; code takes a Settings object instead of reading the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from kerntune.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path = Path(".kerntune")
+    """KERNTUNE_HOME: folder holding the SQLite store (runs, candidates, samples, verdicts)."""
+    candidate_timeout_s: float = 60.0
+    """KERNTUNE_CANDIDATE_TIMEOUT_S: a candidate running longer is killed and recorded as a hang."""
+    setup_timeout_s: float = 600.0
+    """KERNTUNE_SETUP_TIMEOUT_S: limit for a worker to load the spec and make inputs and references."""
+    warmup_ms: float = 100.0
+    """KERNTUNE_WARMUP_MS: warm-up by time before sampling (clocks ramp, caches and JIT settle)."""
+    min_samples: int = 10
+    """KERNTUNE_MIN_SAMPLES: fewest timed samples per measurement."""
+    max_samples: int = 200
+    """KERNTUNE_MAX_SAMPLES: most timed samples per measurement."""
+    sample_budget_ms: float = 1500.0
+    """KERNTUNE_SAMPLE_BUDGET_MS: wall-clock budget for sampling one candidate (warm-up excluded)."""
+    ci_target: float = 0.01
+    """KERNTUNE_CI_TARGET: stop sampling once the median's 95% CI half-width is within this fraction."""
+    gate_seeds: int = 2
+    """KERNTUNE_GATE_SEEDS: how many fresh random input sets each candidate is checked on (at least 2)."""
+    device: str = ""
+    """KERNTUNE_DEVICE: device selector (e.g. ``cuda:0``, ``pocl``, an OpenCL device name fragment)."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            raw = env.get(f"KERNTUNE_{f.name.upper()}")
+            if raw is None or raw == "":
+                continue
+            default = getattr(cls, f.name)
+            try:
+                values[f.name] = type(default)(raw)
+            except ValueError as exc:
+                raise UsageError(
+                    f"KERNTUNE_{f.name.upper()}={raw!r} is not a valid {type(default).__name__}; "
+                    "fix or unset it"
+                ) from exc
+        settings = cls(**values)  # type: ignore[arg-type]
+        if settings.gate_seeds < 2:
+            raise UsageError("KERNTUNE_GATE_SEEDS must be at least 2: one seed can hide a wrong kernel")
+        return settings

@@ -1,0 +1,291 @@
+"""The store: SQLite (WAL) under ``.kerntune/`` holding runs, candidates, raw samples and verdicts.
+
+Every candidate row is written when it starts (``pending``) and completed in one transaction when it
+finishes, so a run killed at any instant leaves finished candidates intact and at most one pending row,
+which ``--resume`` evaluates again.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kerntune.errors import StoreError
+from kerntune.model import (
+    Budget,
+    Candidate,
+    Conditions,
+    Config,
+    FailureKind,
+    Measurement,
+    Run,
+    Shape,
+    Target,
+    Verdict,
+)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    created TEXT NOT NULL,
+    problem TEXT NOT NULL,
+    spec_path TEXT NOT NULL,
+    spec_hash TEXT NOT NULL,
+    target TEXT NOT NULL,
+    strategy TEXT NOT NULL,
+    budget TEXT NOT NULL,
+    shapes TEXT NOT NULL,
+    dtype TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    options TEXT NOT NULL,
+    status TEXT NOT NULL,
+    stop_reason TEXT NOT NULL DEFAULT '',
+    elapsed_s REAL NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS candidates (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    shape_key TEXT NOT NULL,
+    shape TEXT NOT NULL,
+    config_key TEXT NOT NULL,
+    config TEXT NOT NULL,
+    role TEXT NOT NULL,
+    label TEXT NOT NULL,
+    status TEXT NOT NULL,
+    failure TEXT,
+    reason TEXT NOT NULL DEFAULT '',
+    compile_s REAL,
+    binary_hash TEXT,
+    resources TEXT NOT NULL DEFAULT '{}',
+    started REAL NOT NULL,
+    finished REAL,
+    UNIQUE (run_id, shape_key, role, label, config_key)
+);
+CREATE TABLE IF NOT EXISTS measurements (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+    conditions TEXT NOT NULL,
+    median_ms REAL NOT NULL,
+    n INTEGER NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS samples (
+    measurement_id INTEGER NOT NULL REFERENCES measurements(id),
+    seq INTEGER NOT NULL,
+    ms REAL NOT NULL,
+    PRIMARY KEY (measurement_id, seq)
+);
+CREATE TABLE IF NOT EXISTS verdicts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+    kind TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    metric TEXT NOT NULL,
+    value REAL,
+    threshold REAL,
+    reason TEXT NOT NULL,
+    details TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS candidates_run ON candidates(run_id);
+CREATE INDEX IF NOT EXISTS measurements_candidate ON measurements(candidate_id);
+CREATE INDEX IF NOT EXISTS verdicts_candidate ON verdicts(candidate_id);
+"""
+
+
+@dataclass(frozen=True)
+class CandidateResult:
+    """What the tuner records when a candidate finishes."""
+
+    status: str
+    failure: FailureKind | None = None
+    reason: str = ""
+    compile_s: float | None = None
+    binary_hash: str | None = None
+    resources: dict[str, Any] | None = None
+    measurement: Measurement | None = None
+    verdict: Verdict | None = None
+
+
+class Store:
+    """One SQLite database file. Safe to open from several processes (WAL, busy timeout)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = Path(home)
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+            self.path = self.home / "kerntune.sqlite"
+            self.db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.executescript(SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the store in {str(home)!r}: {exc}; choose another --store folder") from exc
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # ------------------------------------------------------------------------------------------ runs
+    def create_run(self, run: Run) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO runs (id, created, problem, spec_path, spec_hash, target, strategy, budget, shapes,"
+                " dtype, seed, options, status, stop_reason, elapsed_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run.id, run.created, run.problem, run.spec_path, run.spec_hash, json.dumps(run.target.as_dict()),
+                    run.strategy, json.dumps(run.budget.as_dict()), json.dumps([s.as_dict() for s in run.shapes]),
+                    run.dtype, run.seed, json.dumps(dict(run.options)), run.status, run.stop_reason, run.elapsed_s,
+                ),
+            )
+
+    def update_run(self, run_id: str, *, status: str | None = None, stop_reason: str | None = None,
+                   elapsed_s: float | None = None) -> None:
+        sets, values = [], []
+        for column, value in (("status", status), ("stop_reason", stop_reason), ("elapsed_s", elapsed_s)):
+            if value is not None:
+                sets.append(f"{column} = ?")
+                values.append(value)
+        if sets:
+            self.db.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
+
+    @staticmethod
+    def _run(row: sqlite3.Row) -> Run:
+        budget = json.loads(row["budget"])
+        return Run(
+            id=row["id"], problem=row["problem"], spec_path=row["spec_path"], spec_hash=row["spec_hash"],
+            target=Target.from_dict(json.loads(row["target"])), strategy=row["strategy"],
+            budget=Budget(budget.get("evaluations"), budget.get("seconds")),
+            shapes=tuple(Shape.of(s) for s in json.loads(row["shapes"])), dtype=row["dtype"], seed=row["seed"],
+            status=row["status"], stop_reason=row["stop_reason"], created=row["created"],
+            elapsed_s=row["elapsed_s"], options=json.loads(row["options"]),
+        )
+
+    def get_run(self, ref: str) -> Run:
+        """A run by id, unique id prefix, or ``last``."""
+        if ref == "last":
+            rows = self.db.execute("SELECT * FROM runs ORDER BY created DESC, rowid DESC LIMIT 1").fetchall()
+        else:
+            rows = self.db.execute("SELECT * FROM runs WHERE id LIKE ? ORDER BY id", (ref + "%",)).fetchall()
+        if not rows:
+            raise StoreError(f"no run {ref!r} in {self.path}: `kerntune runs` lists the runs there")
+        if len(rows) > 1:
+            ids = ", ".join(r["id"] for r in rows[:5])
+            raise StoreError(f"run prefix {ref!r} is ambiguous ({ids}, ...): give more of the id")
+        return self._run(rows[0])
+
+    def runs(self, limit: int = 50) -> list[Run]:
+        rows = self.db.execute("SELECT * FROM runs ORDER BY created DESC, rowid DESC LIMIT ?", (limit,))
+        return [self._run(r) for r in rows.fetchall()]
+
+    # ------------------------------------------------------------------------------------ candidates
+    def start_candidate(self, run_id: str, shape: Shape, config: Config, role: str, label: str) -> int:
+        """Insert (or reuse, after a kill) the pending row of a candidate; return its id."""
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT id, status FROM candidates WHERE run_id=? AND shape_key=? AND role=? AND label=?"
+                " AND config_key=?", (run_id, shape.key, role, label, config.key)).fetchone()
+            if row is not None:
+                if row["status"] != "pending":
+                    raise StoreError(f"candidate {label or config.key} already finished in run {run_id}")
+                # A pending row is a candidate interrupted mid-way: its partial data is dropped.
+                self._delete_results(db, [row["id"]])
+                db.execute("UPDATE candidates SET started=? WHERE id=?", (time.time(), row["id"]))
+                return int(row["id"])
+            cursor = db.execute(
+                "INSERT INTO candidates (run_id, shape_key, shape, config_key, config, role, label, status,"
+                " started) VALUES (?,?,?,?,?,?,?,?,?)",
+                (run_id, shape.key, json.dumps(shape.as_dict()), config.key, json.dumps(config.as_dict()),
+                 role, label, "pending", time.time()))
+            return int(cursor.lastrowid or 0)
+
+    @staticmethod
+    def _delete_results(db: sqlite3.Connection, ids: Sequence[int]) -> None:
+        for cid in ids:
+            db.execute("DELETE FROM samples WHERE measurement_id IN"
+                       " (SELECT id FROM measurements WHERE candidate_id=?)", (cid,))
+            db.execute("DELETE FROM measurements WHERE candidate_id=?", (cid,))
+            db.execute("DELETE FROM verdicts WHERE candidate_id=?", (cid,))
+
+    def finish_candidate(self, candidate_id: int, result: CandidateResult) -> None:
+        """Record everything a candidate produced, atomically."""
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE candidates SET status=?, failure=?, reason=?, compile_s=?, binary_hash=?, resources=?,"
+                " finished=? WHERE id=?",
+                (result.status, result.failure.value if result.failure else None, result.reason, result.compile_s,
+                 result.binary_hash, json.dumps(result.resources or {}), time.time(), candidate_id))
+            if result.verdict is not None:
+                v = result.verdict
+                db.execute(
+                    "INSERT INTO verdicts (candidate_id, kind, outcome, metric, value, threshold, reason, details)"
+                    " VALUES (?,?,?,?,?,?,?,?)",
+                    (candidate_id, v.kind, v.outcome, v.metric, v.value, v.threshold, v.reason,
+                     json.dumps(dict(v.details))))
+            if result.measurement is not None:
+                m = result.measurement
+                cursor = db.execute(
+                    "INSERT INTO measurements (candidate_id, conditions, median_ms, n, created) VALUES (?,?,?,?,?)",
+                    (candidate_id, json.dumps(m.conditions.as_dict()), m.median_ms, m.n, time.time()))
+                mid = cursor.lastrowid
+                db.executemany("INSERT INTO samples (measurement_id, seq, ms) VALUES (?,?,?)",
+                               [(mid, i, s) for i, s in enumerate(m.samples_ms)])
+
+    def finished_keys(self, run_id: str) -> set[tuple[str, str, str, str]]:
+        rows = self.db.execute(
+            "SELECT shape_key, role, label, config_key FROM candidates WHERE run_id=? AND status != 'pending'",
+            (run_id,))
+        return {(r[0], r[1], r[2], r[3]) for r in rows.fetchall()}
+
+    def candidates(self, run_id: str) -> list[Candidate]:
+        """Every candidate of a run with its (latest) measurement and gate verdict."""
+        rows = self.db.execute("SELECT * FROM candidates WHERE run_id=? ORDER BY id", (run_id,)).fetchall()
+        result = []
+        for row in rows:
+            cid = int(row["id"])
+            result.append(Candidate(
+                shape=Shape.of(json.loads(row["shape"])), config=Config.of(json.loads(row["config"])),
+                role=row["role"], label=row["label"], status=row["status"],
+                failure=FailureKind(row["failure"]) if row["failure"] else None, reason=row["reason"],
+                compile_s=row["compile_s"], binary_hash=row["binary_hash"], resources=json.loads(row["resources"]),
+                measurement=self._measurement(cid), verdict=self._verdict(cid), id=cid))
+        return result
+
+    def _measurement(self, candidate_id: int) -> Measurement | None:
+        row = self.db.execute("SELECT id, conditions FROM measurements WHERE candidate_id=? ORDER BY id DESC"
+                              " LIMIT 1", (candidate_id,)).fetchone()
+        if row is None:
+            return None
+        samples = [r[0] for r in self.db.execute(
+            "SELECT ms FROM samples WHERE measurement_id=? ORDER BY seq", (row["id"],)).fetchall()]
+        return Measurement(tuple(samples), Conditions.from_dict(json.loads(row["conditions"])))
+
+    def _verdict(self, candidate_id: int) -> Verdict | None:
+        row = self.db.execute("SELECT * FROM verdicts WHERE candidate_id=? AND kind='gate' ORDER BY id DESC"
+                              " LIMIT 1", (candidate_id,)).fetchone()
+        if row is None:
+            return None
+        return Verdict(row["kind"], row["outcome"], row["metric"], row["value"], row["threshold"], row["reason"],
+                       json.loads(row["details"]))
+
+    def measurement_counts(self, run_id: str) -> dict[int, int]:
+        """candidate id → number of measurements taken (a resumed run must not add any to finished ones)."""
+        rows = self.db.execute(
+            "SELECT c.id, COUNT(m.id) FROM candidates c LEFT JOIN measurements m ON m.candidate_id = c.id"
+            " WHERE c.run_id=? GROUP BY c.id", (run_id,))
+        return {int(r[0]): int(r[1]) for r in rows.fetchall()}

@@ -1,0 +1,65 @@
+"""Shared fixtures: run the real CLI in a subprocess against a temporary store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = ROOT / "tests" / "specs"
+EXAMPLES = ROOT / "examples"
+
+# Short measurements keep CPU tests quick; they change how long sampling runs, not what is checked.
+FAST_ENV = {
+    "KERNTUNE_WARMUP_MS": "10",
+    "KERNTUNE_SAMPLE_BUDGET_MS": "100",
+    "KERNTUNE_MIN_SAMPLES": "5",
+    "KERNTUNE_MAX_SAMPLES": "30",
+}
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def has_gpu() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+@pytest.fixture
+def kerntune(tmp_path: Path) -> Callable[..., CliResult]:
+    """Run ``kerntune ARGS`` with a store in tmp_path; extra environment via ``env=``."""
+
+    def run(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> CliResult:
+        full_env = {**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(tmp_path / "store"), **(env or {})}
+        proc = subprocess.run(
+            [sys.executable, "-m", "kerntune", *args], capture_output=True, text=True, env=full_env,
+            timeout=timeout, cwd=ROOT,
+        )
+        return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+    return run
+
+
+def failures_by_config(report: dict[str, Any]) -> dict[str, str]:
+    """config key → failure kind, for the first shape of a JSON report."""
+    shape = report["shapes"][0]
+    return {",".join(f"{k}={v}" for k, v in f["config"].items()): f["failure"] for f in shape["failed"]}

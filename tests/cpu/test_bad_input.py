@@ -1,0 +1,34 @@
+"""Bad input: one line naming the problem and what to do, exit code 2, no traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import EXAMPLES, SPECS, CliResult
+
+CASES = {
+    "syntax error": (["tune", str(SPECS / "bad_syntax")], "syntax error"),
+    "empty space": (["tune", str(SPECS / "empty_space")], "the space is empty"),
+    "constraints exclude all": (["tune", str(SPECS / "excluding")], "exclude every one"),
+    "unknown shape field": (["tune", str(EXAMPLES / "opencl_matmul"), "--shape", "Q=3"], "unknown shape field 'Q'"),
+    "missing spec path": (["tune", "no/such/spec"], "does not exist"),
+    "spec code raises": (["tune", str(SPECS / "spec_error")], "reference raised KeyError"),
+    "bad budget": (["tune", str(EXAMPLES / "opencl_matmul"), "--budget", "soon"], "--budget"),
+    "unknown strategy": (["tune", str(EXAMPLES / "opencl_matmul"), "--strategy", "magic"], "unknown strategy"),
+    "unknown dtype": (["tune", str(EXAMPLES / "opencl_matmul"), "--dtype", "int4"], "dtype 'int4'"),
+    "unknown run": (["show", "nope"], "no run 'nope'"),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_input_is_one_line_and_exit_2(name: str, kerntune: Callable[..., CliResult]) -> None:
+    if name == "spec code raises":
+        pytest.importorskip("pyopencl")
+    args, expected = CASES[name]
+    result = kerntune(*args)
+    assert result.code == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("kerntune: error:")]
+    assert len(lines) == 1 and expected in lines[0], result.stderr

@@ -1,0 +1,57 @@
+"""End to end on PoCL's CPU device: real OpenCL compiles, real profiling events, real subprocess workers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import EXAMPLES, SPECS, CliResult, failures_by_config
+
+pytest.importorskip("pyopencl")
+
+
+def test_matmul_tunes_to_a_gated_winner_faster_than_default_and_slowest(kerntune: Callable[..., CliResult]) -> None:
+    result = kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--shape", "M=128,N=128,K=128", "--json")
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["run"]["target"]["arch"] == "cpu-pocl"
+    shape = report["shapes"][0]
+    winner = shape["winner"]
+    assert winner["gate"]["outcome"] == "pass" and winner["gate"]["value"] < 1e-5
+    assert winner["measurement"]["conditions"] == {**winner["measurement"]["conditions"],
+                                                    "timer": "opencl-profiling", "regime": "cold"}
+    assert winner["measurement"]["n"] >= 5 and winner["binary_hash"]
+    default = next(b for b in shape["baselines"] if b["label"] == "default")
+    assert default["winner_speedup"] >= 1.0
+    assert shape["slowest"]["winner_speedup"] >= 1.0
+    assert shape["counts"] == {"ok": 30}
+
+
+def test_planted_faults_fail_with_their_reasons_and_a_correct_config_wins(
+    kerntune: Callable[..., CliResult],
+) -> None:
+    result = kerntune("tune", str(SPECS / "faults_opencl"), "--json", env={"KERNTUNE_CANDIDATE_TIMEOUT_S": "8"})
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert failures_by_config(report) == {
+        "VARIANT=1,LS=64": "compile",
+        "VARIANT=2,LS=64": "hang",
+        "VARIANT=3,LS=64": "wrong-result",
+        "VARIANT=4,LS=64": "crash",
+    }
+    failed = {f["config"]["VARIANT"]: f["reason"] for f in report["shapes"][0]["failed"]}
+    assert "this is not OpenCL C" in failed[1] or "error" in failed[1].lower()
+    assert "SIGSEGV" in failed[4]
+    assert report["shapes"][0]["winner"]["config"]["VARIANT"] in (0, 5)
+
+
+def test_random_search_respects_the_evaluation_budget(kerntune: Callable[..., CliResult]) -> None:
+    result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--strategy", "random",
+                      "--budget", "3", "--seed", "7", "--json")
+    assert result.code == 0, result.stderr
+    report = result.json()
+    search = [c for c in [report["shapes"][0]["winner"]] if c["role"] == "search"]
+    assert report["run"]["stop_reason"].startswith("evaluation budget reached")
+    assert report["shapes"][0]["counts"]["ok"] == 3 + 1  # three searched, one default baseline
+    assert search or report["shapes"][0]["winner"]["label"] == "default"

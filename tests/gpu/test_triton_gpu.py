@@ -1,0 +1,59 @@
+"""Triton and torch backends on a real GPU (run on the H200; skipped without a GPU)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import EXAMPLES, SPECS, CliResult, failures_by_config, has_gpu
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a CUDA or ROCm GPU")]
+
+
+def test_all_four_faults_are_isolated_and_named(kerntune: Callable[..., CliResult]) -> None:
+    result = kerntune("tune", str(SPECS / "faults_triton"), "--json", env={"KERNTUNE_CANDIDATE_TIMEOUT_S": "30"})
+    assert result.code == 0, result.stderr
+    report = result.json()
+    failed = failures_by_config(report)
+    assert failed == {
+        "VARIANT=1,BLOCK=1024": "compile",
+        "VARIANT=2,BLOCK=1024": "crash",
+        "VARIANT=3,BLOCK=1024": "hang",
+        "VARIANT=4,BLOCK=1024": "wrong-result",
+    }
+    winner = report["shapes"][0]["winner"]
+    assert winner["config"]["VARIANT"] in (0, 5)
+    assert winner["gate"]["outcome"] == "pass"
+    assert winner["measurement"]["conditions"]["timer"] == "cuda-events"
+
+
+def test_matmul_tunes_gates_and_times_torch_side_by_side(kerntune: Callable[..., CliResult]) -> None:
+    result = kerntune("tune", str(EXAMPLES / "triton_matmul"), "--shape", "M=512,N=512,K=512",
+                      "--strategy", "random", "--budget", "6", "--json")
+    assert result.code == 0, result.stderr
+    shape = result.json()["shapes"][0]
+    assert shape["winner"]["gate"]["outcome"] == "pass"
+    assert shape["winner"]["resources"].get("registers", 0) > 0
+    torch_row = next(b for b in shape["baselines"] if b["label"] == "torch.matmul")
+    assert torch_row["measurement"]["median_ms"] > 0
+    assert torch_row["measurement"]["conditions"]["regime"] == "cold"
+
+
+def test_split_k_and_decode_shape_pass_the_gate(kerntune: Callable[..., CliResult]) -> None:
+    result = kerntune("tune", str(EXAMPLES / "triton_matmul"), "--shape", "M=16,N=1024,K=4096",
+                      "--strategy", "random", "--budget", "12", "--json")
+    assert result.code == 0, result.stderr
+    shape = result.json()["shapes"][0]
+    timed = [shape["winner"], *shape["baselines"]]
+    assert all(c["gate"]["outcome"] == "pass" for c in timed if c.get("gate"))
+    assert shape["counts"].get("ok", 0) >= 6
+
+
+def test_rmsnorm_tunes_against_torch(kerntune: Callable[..., CliResult]) -> None:
+    result = kerntune("tune", str(EXAMPLES / "triton_rmsnorm"), "--shape", "M=4096,N=4096", "--budget", "6",
+                      "--json")
+    assert result.code == 0, result.stderr
+    shape = result.json()["shapes"][0]
+    assert shape["winner"]["gate"]["outcome"] == "pass"
+    assert any(b["label"] == "torch rms_norm" and b["status"] == "ok" for b in shape["baselines"])

@@ -1,0 +1,3 @@
+import kerntune as kt
+
+problem = kt.Problem(name="broken"

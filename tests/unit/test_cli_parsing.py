@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import pytest
+
+from kerntune.cli.app import parse_budget, parse_shape
+from kerntune.errors import UsageError
+from kerntune.model import Budget
+from kerntune.settings import Settings
+
+
+def test_parse_shape() -> None:
+    assert parse_shape("M=16, N=4096") == {"M": "16", "N": "4096"}
+    for bad in ("M", "=3", "M=", ""):
+        with pytest.raises(UsageError):
+            parse_shape(bad)
+
+
+def test_parse_budget() -> None:
+    assert parse_budget(["100"]) == Budget(100, None)
+    assert parse_budget(["90s"]) == Budget(None, 90.0)
+    assert parse_budget(["50,2m"]) == Budget(50, 120.0)
+    assert parse_budget([]) == Budget()
+    for bad in ("0", "1.5", "ten", "-3"):
+        with pytest.raises(UsageError):
+            parse_budget([bad])
+
+
+def test_settings_from_env() -> None:
+    s = Settings.from_env({"KERNTUNE_CANDIDATE_TIMEOUT_S": "5", "KERNTUNE_MIN_SAMPLES": "3"})
+    assert s.candidate_timeout_s == 5.0 and s.min_samples == 3
+    with pytest.raises(UsageError, match="KERNTUNE_MIN_SAMPLES"):
+        Settings.from_env({"KERNTUNE_MIN_SAMPLES": "many"})
+    with pytest.raises(UsageError, match="at least 2"):
+        Settings.from_env({"KERNTUNE_GATE_SEEDS": "1"})

@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import pytest
+
+from kerntune.errors import SpecError
+from kerntune.model import Conditions, Config, Constraint, Measurement, Shape, Space, Target, median_ci
+
+TARGET = Target("null", "none", "null-arch", "null device", 4)
+
+
+def test_config_key_is_stable_and_hashable() -> None:
+    a = Config.of({"BLOCK": 64, "WARPS": 4})
+    b = Config.of({"BLOCK": 64, "WARPS": 4})
+    assert a == b and hash(a) == hash(b)
+    assert a.key == "BLOCK=64,WARPS=4"
+    assert Config.of({"V": "x"}).key == "V='x'"
+    assert a != Shape.of({"BLOCK": 64, "WARPS": 4})
+
+
+def test_space_product_constraints_and_derived() -> None:
+    space = Space(
+        params={"A": [1, 2, 4], "B": [8, 16]},
+        constraints=[
+            Constraint(lambda c: c["A"] * c["B"] <= 32, "A*B <= 32"),
+            lambda c, s: c["B"] <= s["N"],
+            Constraint(lambda c, s, t: t is None or c["A"] <= t.compute_units, "fits CUs"),
+        ],
+        derived={"AB": lambda m: m["A"] * m["B"]},
+    )
+    assert space.size == 6
+    valid, rejected = space.valid_configs(Shape.of({"N": 8}), TARGET)
+    assert [c.key for c in valid] == ["A=1,B=8", "A=2,B=8", "A=4,B=8"]
+    assert rejected == {"A*B <= 32": 1, "<lambda>": 2}
+    meta = space.meta(Config.of({"A": 2, "B": 8}), Shape.of({"N": 8}))
+    assert meta == {"N": 8, "A": 2, "B": 8, "AB": 16}
+    assert space.tunables(Config.of({"A": 2, "B": 8}), Shape.of({"N": 8})) == {"A": 2, "B": 8, "AB": 16}
+
+
+def test_space_default_and_points() -> None:
+    space = Space(points=[{"X": 1}, {"X": 2}])
+    assert space.size == 2 and space.default_config() == Config.of({"X": 1})
+    assert Space(params={"X": [3, 4]}, default={"X": 4}).default_config() == Config.of({"X": 4})
+
+
+@pytest.mark.parametrize("kwargs", [{"params": {}}, {"points": []}, {"params": {"X": []}}])
+def test_empty_spaces_are_refused(kwargs: dict[str, object]) -> None:
+    with pytest.raises(SpecError):
+        Space(**kwargs)  # type: ignore[arg-type]
+
+
+def test_measurement_summary_from_raw_samples() -> None:
+    samples = tuple(float(x) for x in [5, 1, 2, 3, 4, 100, 3, 3, 2, 4])
+    m = Measurement(samples, Conditions(timer="test"))
+    assert m.samples_ms == samples  # raw samples kept in order
+    assert m.median_ms == 3.0 and m.min_ms == 1.0 and m.max_ms == 100.0
+    summary = m.summary()
+    assert summary["n"] == 10 and summary["ci_low_ms"] <= 3.0 <= summary["ci_high_ms"]
+
+
+def test_median_ci_narrows_with_more_samples() -> None:
+    small = sorted(float(i % 10) for i in range(20))
+    large = sorted(float(i % 10) for i in range(2000))
+    lo_s, hi_s = median_ci(small)
+    lo_l, hi_l = median_ci(large)
+    assert hi_l - lo_l <= hi_s - lo_s
+    assert lo_l <= 4.5 <= hi_l
+
+
+def test_target_round_trip() -> None:
+    t = Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132, (("triton", "3.6.0"),), True)
+    assert Target.from_dict(t.as_dict()) == t

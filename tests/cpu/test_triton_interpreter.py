@@ -35,3 +35,14 @@ def test_wrong_kernel_is_caught_by_the_gate_in_the_interpreter(kerntune: Callabl
     failed = failures_by_config(result.json())
     assert failed["VARIANT=4,BLOCK=1024"] == "wrong-result"
     assert failed["VARIANT=3,BLOCK=1024"] == "hang"
+
+
+def test_decorator_form_tunes_its_triton_configs(kerntune: Callable[..., CliResult]) -> None:
+    from tests.conftest import SPECS
+
+    result = kerntune("tune", str(SPECS / "decorator"), "--json")
+    assert result.code == 0, result.stderr
+    shape = result.json()["shapes"][0]
+    assert shape["counts"] == {"ok": 2}  # the default (first config) and the second config
+    (default,) = [b["config"] for b in shape["baselines"]]
+    assert default["BLOCK"] == 128 and default["num_warps"] == 4

@@ -3,8 +3,9 @@ tuned against torch.matmul (cuBLAS / hipBLASLt), which is timed and gated side b
 
 C[M×N] = A[M×K] · B[K×N], row-major, fp32 accumulation. SPLIT_K > 1 writes fp32 partial tiles to a
 workspace and a second kernel sums them (deterministic, no atomics). TMA = 1 loads tiles through host-made
-tensor descriptors (Hopper and newer), and PERSISTENT = 1 walks the tiles with one program per multiprocessor. On a CPU machine the interpreter checks correctness (use
-``--dtype float16``: Triton's interpreter mishandles bf16 loads) and no timing is claimed.
+tensor descriptors (Hopper and newer), and PERSISTENT = 1 walks the tiles with one program per multiprocessor.
+On a CPU machine the interpreter checks correctness (use ``--dtype float16``: Triton's interpreter mishandles
+bf16 loads) and no timing is claimed.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ import statistics
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
-Scalar = Union[int, float, str, bool]
+Scalar = int | float | str | bool
 Meta = dict[str, Any]
 """Shape fields, config values and derived values merged in one dict (what a grid function sees)."""
 
@@ -192,7 +192,7 @@ class Space:
             return
         names = list(self.params)
         for values in itertools.product(*(list(self.params[n]) for n in names)):
-            yield Config.of(dict(zip(names, values)))
+            yield Config.of(dict(zip(names, values, strict=False)))
 
     def default_config(self) -> Config:
         if self.default is not None:
@@ -286,7 +286,7 @@ class TorchCallable:
     language: Literal["torch"] = "torch"
 
 
-Kernel = Union[OpenCLKernel, TritonKernel, TorchCallable]
+Kernel = OpenCLKernel | TritonKernel | TorchCallable
 
 
 @dataclass(frozen=True)

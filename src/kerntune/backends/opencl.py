@@ -99,9 +99,7 @@ class OpenCLBackend(Backend):
                 array = np.ascontiguousarray(value)
                 buffer = cl.Buffer(self.context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=array)
                 placed[name] = DeviceArray(buffer, array.shape, array.dtype)
-            elif isinstance(value, bool):
-                placed[name] = np.int32(value)
-            elif isinstance(value, int):
+            elif isinstance(value, (bool, int)):
                 placed[name] = np.int32(value)
             elif isinstance(value, float):
                 placed[name] = np.float32(value)
@@ -118,7 +116,8 @@ class OpenCLBackend(Backend):
                 pattern = np.array(np.nan, dtype=array.dtype)
             else:
                 pattern = np.array(np.iinfo(array.dtype).max, dtype=array.dtype)
-            cl.enqueue_fill_buffer(self.queue, array.buffer, pattern, 0, int(np.prod(array.shape)) * array.dtype.itemsize)
+            size = int(np.prod(array.shape)) * array.dtype.itemsize
+            cl.enqueue_fill_buffer(self.queue, array.buffer, pattern, 0, size)
         self.queue.finish()
 
     def to_host(self, value: Any) -> np.ndarray:
@@ -139,12 +138,15 @@ class OpenCLBackend(Backend):
         try:
             program = cl.Program(self.context, kernel.source).build(options=[*defines, *kernel.build_options])
             cl_kernel = getattr(program, kernel.name)
-        except Exception as exc:  # noqa: BLE001 - every build failure is a candidate failure
+        except Exception as exc:  # every build failure is this candidate's failure
+            errors = [line.strip() for line in str(exc).splitlines() if line.startswith("error:")]
+            if errors:  # the compiler's own diagnostics, not pyopencl's repeated header
+                raise CandidateFailed(FailureKind.COMPILE.value, "compile: " + " | ".join(errors[:3])) from exc
             raise fail(exc, "compile") from exc
         compile_s = time.perf_counter() - start
         binaries = program.get_info(cl.program_info.BINARIES)
         info = cl.kernel_work_group_info
-        resources = {
+        resources: dict[str, Any] = {
             "max_work_group_size": int(cl_kernel.get_work_group_info(info.WORK_GROUP_SIZE, self.device)),
             "local_mem_bytes": int(cl_kernel.get_work_group_info(info.LOCAL_MEM_SIZE, self.device)),
             "private_mem_bytes": int(cl_kernel.get_work_group_info(info.PRIVATE_MEM_SIZE, self.device)),

@@ -26,12 +26,12 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 def _nvml_driver() -> str | None:
     try:
-        import pynvml  # nvidia-ml-py
+        import pynvml  # type: ignore[import-not-found]  # nvidia-ml-py
 
         pynvml.nvmlInit()
         version = pynvml.nvmlSystemGetDriverVersion()
         return version.decode() if isinstance(version, bytes) else str(version)
-    except Exception:  # noqa: BLE001 - telemetry is optional; absence is recorded as None
+    except Exception:
         return None
 
 
@@ -141,9 +141,9 @@ class TorchBackend(Backend):
     def time_launches(self, launch: Callable[[], Any], count: int, flush: bool) -> list[float]:
         if not self.on_gpu:
             raise CandidateFailed(FailureKind.ERROR.value, "no device timer on the CPU: timing is not claimed")
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
-        for start, end in zip(starts, ends):
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]  # type: ignore[no-untyped-call]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]  # type: ignore[no-untyped-call]
+        for start, end in zip(starts, ends, strict=False):
             if flush:
                 # Written on the same stream before the start event: the flush finishes before timing
                 # begins and is never part of a sample.
@@ -152,7 +152,7 @@ class TorchBackend(Backend):
             launch()
             end.record()
         torch.cuda.synchronize(self.device)
-        return [float(s.elapsed_time(e)) for s, e in zip(starts, ends)]
+        return [float(s.elapsed_time(e)) for s, e in zip(starts, ends, strict=False)]
 
     @property
     def flush_bytes(self) -> int:
@@ -167,6 +167,6 @@ def run_first(launch: Callable[[], Any], sync: Callable[[], None], stage: str) -
         sync()
     except CandidateFailed:
         raise
-    except Exception as exc:  # noqa: BLE001 - a candidate's failure must not escape as a crash of the tuner
+    except Exception as exc:
         raise fail(exc, stage) from exc
     return result, time.perf_counter() - start

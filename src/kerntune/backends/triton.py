@@ -8,6 +8,7 @@ kernel is compiled (and its registers, spills and shared memory read) before it 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Mapping
@@ -40,10 +41,8 @@ def kernel_resources(compiled: Any) -> tuple[dict[str, Any], str | None]:
     resources: dict[str, Any] = {}
     init = getattr(compiled, "_init_handles", None)
     if callable(init):
-        try:
+        with contextlib.suppress(Exception):
             init()
-        except Exception:  # noqa: BLE001 - resources are informative; the launch itself reports errors
-            pass
     for attr, key in (("n_regs", "registers"), ("n_spills", "spills"), ("n_max_threads", "max_threads")):
         value = getattr(compiled, attr, None)
         if isinstance(value, int):
@@ -119,7 +118,7 @@ class TritonBackend(TorchBackend):
         start = time.perf_counter()
         try:
             compiled = fn.warmup(*args.values(), grid=grid, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - any compiler failure is this candidate's failure
+        except Exception as exc:
             raise fail(exc, "compile") from exc
         seconds = time.perf_counter() - start
         resources, binary = kernel_resources(compiled)

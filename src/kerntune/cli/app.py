@@ -10,7 +10,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -29,7 +29,7 @@ app = typer.Typer(
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
 StoreOpt = Annotated[
-    Optional[Path], typer.Option("--store", help="Store folder (default: $KERNTUNE_HOME or ./.kerntune).")
+    Path | None, typer.Option("--store", help="Store folder (default: $KERNTUNE_HOME or ./.kerntune).")
 ]
 
 
@@ -80,19 +80,19 @@ def parse_budget(values: list[str]) -> Budget:
 
 @app.command()
 def tune(
-    spec: Annotated[Optional[str], typer.Argument(help="Spec file, or a folder holding spec.py.")] = None,
+    spec: Annotated[str | None, typer.Argument(help="Spec file, or a folder holding spec.py.")] = None,
     shape: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option("--shape", help="Shape fields NAME=VALUE[,NAME=VALUE]; repeat for several shapes."),
     ] = None,
-    dtype: Annotated[Optional[str], typer.Option("--dtype", help="One of the spec's dtypes.")] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype", help="One of the spec's dtypes.")] = None,
     device: Annotated[str, typer.Option("--device", help="cuda, cuda:N, cpu, or an OpenCL device name.")] = "",
     strategy: Annotated[str, typer.Option("--strategy", help="exhaustive or random.")] = "exhaustive",
     budget: Annotated[
-        Optional[list[str]], typer.Option("--budget", help="Evaluations per shape (100) and/or time (90s, 5m).")
+        list[str] | None, typer.Option("--budget", help="Evaluations per shape (100) and/or time (90s, 5m).")
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for random search and gate inputs.")] = 0,
-    resume: Annotated[Optional[str], typer.Option("--resume", help="Continue an interrupted run (id).")] = None,
+    resume: Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run (id).")] = None,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kerntune.model import Candidate, Run
@@ -84,7 +84,7 @@ class BarProgress:
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             TextColumn("{task.fields[last]}"), console=console, transient=False,
         )
-        self.task: int | None = None
+        self.task: TaskID | None = None
 
     def __enter__(self) -> BarProgress:
         self.bar.start()

@@ -8,6 +8,7 @@ log, and restarted the same way. Nothing a candidate does can take the tuner dow
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -95,10 +96,8 @@ class Worker:
 
     def stop(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self._proc.wait()
         for conn in (self._to, self._from):
             if conn is not None:

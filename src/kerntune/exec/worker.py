@@ -39,7 +39,7 @@ def serve(inbox: Connection, outbox: Connection) -> None:
             reply = ("failed", exc.kind, exc.reason)
         except KerntuneError as exc:
             reply = ("error", type(exc).__name__, str(exc))
-        except BaseException as exc:  # noqa: BLE001 - report, never die silently
+        except BaseException as exc:
             traceback.print_exc()  # the whole traceback goes to the worker log; the reply stays one line
             frames = traceback.extract_tb(exc.__traceback__)
             where = f" ({os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""

@@ -52,8 +52,8 @@ def _inputs(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> dict[
         if missing:
             raise CandidateFailed(FailureKind.ERROR.value, f"make_inputs returned no output argument {missing}")
         cache[key] = args
-    args: dict[str, Any] = cache[key]
-    return args
+    inputs: dict[str, Any] = cache[key]
+    return inputs
 
 
 def _reference(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> list[Any]:
@@ -71,7 +71,7 @@ def _reference(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> li
         if len(values) != len(problem.outputs):
             raise CandidateFailed(
                 FailureKind.ERROR.value,
-                f"the reference returned {len(values)} arrays for {len(problem.outputs)} outputs {list(problem.outputs)}",
+                f"the reference returned {len(values)} arrays for outputs {list(problem.outputs)}",
             )
         cache[key] = [backend.to_host(v) for v in values]
     refs: list[Any] = cache[key]
@@ -82,7 +82,7 @@ def _spec_call(what: str, fn: Any, *args: Any) -> Any:
     """Call the spec's own code; its failure is the spec's fault, not a candidate's: the run stops."""
     try:
         return fn(*args)
-    except Exception as exc:  # noqa: BLE001 - reported as one line naming the spec function
+    except Exception as exc:
         where = ""
         for frame in reversed(traceback.extract_tb(exc.__traceback__)):
             where = f" ({Path(frame.filename).name}:{frame.lineno})"
@@ -127,8 +127,10 @@ def evaluate(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
         else:
             produced = [args[name] for name in problem.outputs]
         if len(produced) != len(refs):
-            raise CandidateFailed(FailureKind.ERROR.value, f"produced {len(produced)} outputs, expected {len(refs)}")
-        outs = [(name, backend.to_host(value), ref) for name, value, ref in zip(problem.outputs, produced, refs)]
+            raise CandidateFailed(FailureKind.ERROR.value,
+                                  f"produced {len(produced)} outputs, expected {len(refs)}")
+        outs = [(name, backend.to_host(value), ref)
+                for name, value, ref in zip(problem.outputs, produced, refs, strict=True)]
         verdicts.append(gate.check_outputs(outs, dtype, threshold, seed))
         timing_args = args
     verdict = gate.combine(verdicts)
@@ -150,7 +152,7 @@ def evaluate(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
         measurement = measure(backend, lambda: launch(bound), options)
     except CandidateFailed:
         raise
-    except Exception as exc:  # noqa: BLE001 - a failure while timing is still this candidate's failure
+    except Exception as exc:
         raise fail(exc, "measure") from exc
     result["measure_s"] = time.perf_counter() - start
     result["samples_ms"] = list(measurement.samples_ms)
@@ -165,5 +167,5 @@ def _run_once(backend: Backend, launch: Any, args: dict[str, Any]) -> Any:
         return returned
     except CandidateFailed:
         raise
-    except Exception as exc:  # noqa: BLE001 - any launch error is this candidate's failure
+    except Exception as exc:
         raise fail(exc, "launch") from exc

@@ -52,7 +52,7 @@ def build_report(store: Store, run: Run) -> RunReport:
         mine = [c for c in candidates if c.shape == shape]
         timed = [c for c in mine if _timed(c)]
         ranked = sorted(timed, key=lambda c: c.measurement.median_ms if c.measurement else float("inf"))
-        counts = Counter(c.status for c in mine)
+        counts: Counter[str] = Counter(c.status for c in mine)
         reports.append(ShapeReport(
             shape=shape,
             winner=ranked[0] if ranked else None,

@@ -68,10 +68,10 @@ def load_spec(path: str | Path) -> LoadedSpec:
         root = (exc.name or "").split(".")[0]
         extra = _HEAVY.get(root)
         hint = f"pip install 'kerntune[{extra}]'" if extra else f"install the {root!r} package"
-        raise BackendUnavailable(f"{spec_path.name} needs the module {root!r}, which is not installed: {hint}") from None
+        raise BackendUnavailable(f"{spec_path.name} needs the module {root!r}, not installed: {hint}") from None
     except KerntuneError as exc:
         raise SpecError(f"{_where(exc, spec_path)}: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - any error in user code becomes a one-line SpecError
+    except Exception as exc:
         raise SpecError(
             f"{_where(exc, spec_path)}: loading the spec raised {type(exc).__name__}: {exc}; fix the spec file"
         ) from None

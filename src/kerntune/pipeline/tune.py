@@ -202,9 +202,10 @@ class _Tuner:
             if self.out_of_time():
                 self.stop_reason = f"time budget reached ({self.run.budget.seconds:g} s)"
                 return
-            config = strategy.ask()
-            if config is None:
+            proposed = strategy.ask()
+            if proposed is None:
                 return
+            config = proposed
             if config.key in baseline_configs:
                 strategy.tell(config, known.get(config.key))  # already measured as a baseline, side by side
                 continue

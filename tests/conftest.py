@@ -60,6 +60,6 @@ def kerntune(tmp_path: Path) -> Callable[..., CliResult]:
 
 
 def failures_by_config(report: dict[str, Any]) -> dict[str, str]:
-    """config key → failure kind, for the first shape of a JSON report."""
+    """config key (or, for a baseline implementation, its label) → failure kind, for the first shape."""
     shape = report["shapes"][0]
-    return {",".join(f"{k}={v}" for k, v in f["config"].items()): f["failure"] for f in shape["failed"]}
+    return {",".join(f"{k}={v}" for k, v in f["config"].items()) or f["label"]: f["failure"] for f in shape["failed"]}

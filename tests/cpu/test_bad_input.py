@@ -15,6 +15,8 @@ CASES = {
     "unknown shape field": (["tune", str(EXAMPLES / "opencl_matmul"), "--shape", "Q=3"], "unknown shape field 'Q'"),
     "missing spec path": (["tune", "no/such/spec"], "does not exist"),
     "spec code raises": (["tune", str(SPECS / "spec_error")], "reference raised KeyError"),
+    "all-zero inputs": (["tune", str(SPECS / "zero_inputs")], "all-zero input 'a'"),
+    "inputs ignore the seed": (["tune", str(SPECS / "seedless")], "same inputs for seeds"),
     "bad budget": (["tune", str(EXAMPLES / "opencl_matmul"), "--budget", "soon"], "--budget"),
     "unknown strategy": (["tune", str(EXAMPLES / "opencl_matmul"), "--strategy", "magic"], "unknown strategy"),
     "unknown dtype": (["tune", str(EXAMPLES / "opencl_matmul"), "--dtype", "int4"], "dtype 'int4'"),
@@ -24,7 +26,7 @@ CASES = {
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_bad_input_is_one_line_and_exit_2(name: str, kerntune: Callable[..., CliResult]) -> None:
-    if name == "spec code raises":
+    if name in ("spec code raises", "all-zero inputs", "inputs ignore the seed"):
         pytest.importorskip("pyopencl")
     args, expected = CASES[name]
     result = kerntune(*args)

@@ -35,6 +35,7 @@ def test_wrong_kernel_is_caught_by_the_gate_in_the_interpreter(kerntune: Callabl
     failed = failures_by_config(result.json())
     assert failed["VARIANT=4,BLOCK=1024"] == "wrong-result"
     assert failed["VARIANT=3,BLOCK=1024"] == "hang"
+    assert failed["oom"] == "oom"
 
 
 def test_decorator_form_tunes_its_triton_configs(kerntune: Callable[..., CliResult]) -> None:

@@ -21,6 +21,7 @@ def test_all_four_faults_are_isolated_and_named(kerntune: Callable[..., CliResul
         "VARIANT=2,BLOCK=1024": "crash",
         "VARIANT=3,BLOCK=1024": "hang",
         "VARIANT=4,BLOCK=1024": "wrong-result",
+        "oom": "oom",
     }
     winner = report["shapes"][0]["winner"]
     assert winner["config"]["VARIANT"] in (0, 5)

@@ -100,7 +100,9 @@ def classify(exc: BaseException) -> FailureKind:
     """
     kind = type(exc).__name__
     text = f"{kind}: {exc}".lower()
-    if "outofmemory" in kind.lower() or "out of memory" in text or "mem_object_allocation" in text:
+    if "outofmemory" in kind.lower() or any(
+        s in text for s in ("out of memory", "mem_object_allocation", "can't allocate memory")
+    ):
         return FailureKind.OOM
     if kind in ("CompilationError", "OutOfResources", "CompileTimeAssertionFailure") or any(
         s in text for s in ("build_program_failure", "compilation error", "out of resources", "passmanager")

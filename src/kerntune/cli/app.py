@@ -86,7 +86,9 @@ def tune(
         typer.Option("--shape", help="Shape fields NAME=VALUE[,NAME=VALUE]; repeat for several shapes."),
     ] = None,
     dtype: Annotated[str | None, typer.Option("--dtype", help="One of the spec's dtypes.")] = None,
-    device: Annotated[str, typer.Option("--device", help="cuda, cuda:N, cpu, or an OpenCL device name.")] = "",
+    device: Annotated[
+        str, typer.Option("--device", help="cuda, cuda:N, cpu, or an OpenCL device name (default $KERNTUNE_DEVICE).")
+    ] = "",
     strategy: Annotated[str, typer.Option("--strategy", help="exhaustive or random.")] = "exhaustive",
     budget: Annotated[
         list[str] | None, typer.Option("--budget", help="Evaluations per shape (100) and/or time (90s, 5m).")
@@ -108,7 +110,7 @@ def tune(
         raise UsageError("--resume continues a run exactly as it was started: give only the run id")
     settings = Settings.from_env()
     request = TuneRequest(
-        spec=spec or "", shapes=[parse_shape(s) for s in shape or []], dtype=dtype, device=device,
+        spec=spec or "", shapes=[parse_shape(s) for s in shape or []], dtype=dtype, device=device or settings.device,
         strategy=strategy, budget=parse_budget(budget or []), seed=seed, resume=resume,
     )
     db = _store(store)

@@ -50,10 +50,44 @@ def _inputs(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> dict[
         args = _spec_call("make_inputs", problem.make_inputs, shape.as_dict(), dtype, seed)
         missing = [o for o in problem.outputs if o not in args]
         if missing:
-            raise CandidateFailed(FailureKind.ERROR.value, f"make_inputs returned no output argument {missing}")
+            raise SpecError(f"make_inputs returned no output argument {missing}; return every output too")
+        _refuse_degenerate_inputs(args, problem.outputs, seed)
+        for (other_shape, other_dtype, other_seed), other in cache.items():
+            if (other_shape, other_dtype) == (shape.key, dtype) and other_seed != seed and _same_inputs(args, other):
+                raise SpecError(f"make_inputs returned the same inputs for seeds {other_seed} and {seed}: "
+                                "draw them from the seed so each gate check sees fresh data")
         cache[key] = args
     inputs: dict[str, Any] = cache[key]
     return inputs
+
+
+def _float_inputs(args: dict[str, Any], outputs: Any) -> list[tuple[str, Any]]:
+    found = []
+    for name, value in args.items():
+        if name in outputs:
+            continue
+        dtype = getattr(value, "dtype", None)
+        is_float = getattr(value, "is_floating_point", None)
+        if callable(is_float) and is_float():
+            found.append((name, value))
+        elif dtype is not None and getattr(dtype, "kind", "") == "f" and getattr(value, "size", 0) > 1:
+            found.append((name, value))
+    return found
+
+
+def _refuse_degenerate_inputs(args: dict[str, Any], outputs: Any, seed: int) -> None:
+    """All-zero inputs hide unwritten outputs and wrong indexing, and run faster than real data."""
+    for name, value in _float_inputs(args, outputs):
+        if not bool(value.any()):
+            raise SpecError(f"make_inputs gave an all-zero input {name!r} for seed {seed}: draw random data instead")
+
+
+def _same_inputs(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    first_a, first_b = _float_inputs(a, ()), _float_inputs(b, ())
+    if not first_a or not first_b:
+        return False
+    x, y = first_a[0][1], first_b[0][1]
+    return bool(getattr(x, "shape", None) == getattr(y, "shape", None) and bool((x == y).all()))
 
 
 def _reference(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> list[Any]:

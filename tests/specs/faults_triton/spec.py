@@ -1,5 +1,6 @@
 """Planted faults on the Triton backend: VARIANT 1 fails to compile, 2 writes out of bounds (an illegal
-address on a GPU), 3 never returns, 4 computes wrong numbers; 0 and 5 are correct."""
+address on a GPU), 3 never returns, 4 computes wrong numbers; 0 and 5 are correct. The baseline
+"oom" asks for far more memory than any device has."""
 
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
             "flag": torch.zeros(1, dtype=torch.int32), "out": torch.empty(n), "n": n}
 
 
+def allocate_too_much(args: dict[str, Any], meta: dict[str, Any]) -> None:
+    torch.empty(1 << 50, dtype=torch.uint8, device=args["x"].device)  # 1 PiB
+
+
 problem = kt.Problem(
     name="faults_triton",
     kernel=kt.TritonKernel(add_kernel, grid=lambda m: (triton.cdiv(m["N"], m["BLOCK"]),)),
@@ -47,4 +52,5 @@ problem = kt.Problem(
     make_inputs=make_inputs,
     reference=lambda args, shape: args["x"].double() + args["y"].double(),
     outputs=("out",),
+    baselines=[kt.Baseline("oom", kernel=kt.TorchCallable(allocate_too_much, "oom"))],
 )

@@ -66,11 +66,9 @@ def _float_inputs(args: dict[str, Any], outputs: Any) -> list[tuple[str, Any]]:
     for name, value in args.items():
         if name in outputs:
             continue
-        dtype = getattr(value, "dtype", None)
-        is_float = getattr(value, "is_floating_point", None)
-        if callable(is_float) and is_float():
-            found.append((name, value))
-        elif dtype is not None and getattr(dtype, "kind", "") == "f" and getattr(value, "size", 0) > 1:
+        is_float = getattr(value, "is_floating_point", None)  # torch tensors
+        numpy_float = getattr(getattr(value, "dtype", None), "kind", "") == "f" and getattr(value, "size", 0) > 1
+        if (callable(is_float) and is_float()) or numpy_float:
             found.append((name, value))
     return found
 

@@ -1,0 +1,30 @@
+"""The nouns of kerntune: plain data, no I/O, no heavy imports.
+
+Problem (what is tuned) → Space (where to look) → Config (one point) → Candidate (a Config compiled for a
+Target and a shape) → Measurement (raw samples under recorded Conditions) and Verdict (gate outcome) → Run
+(one tuning session in the store).
+"""
+
+from kerntune.model.measurement import Conditions, FailureKind, Measurement, Verdict, median_ci
+from kerntune.model.point import Config, Meta, Scalar, Shape
+from kerntune.model.problem import (
+    Baseline,
+    Cost,
+    InputMaker,
+    Kernel,
+    OpenCLKernel,
+    Problem,
+    Reference,
+    TorchCallable,
+    TritonKernel,
+)
+from kerntune.model.run import Budget, Candidate, CandidateRole, CandidateStatus, Run, RunStatus
+from kerntune.model.space import Constraint, Derived, Space
+from kerntune.model.target import Target
+
+__all__ = [
+    "Baseline", "Budget", "Candidate", "CandidateRole", "CandidateStatus", "Conditions", "Config", "Constraint",
+    "Cost", "Derived", "FailureKind", "InputMaker", "Kernel", "Measurement", "Meta", "OpenCLKernel", "Problem",
+    "Reference", "Run", "RunStatus", "Scalar", "Shape", "Space", "Target", "TorchCallable", "TritonKernel",
+    "Verdict", "median_ci",
+]

@@ -1,0 +1,162 @@
+"""``Measurement`` (raw samples under ``Conditions``), ``Verdict`` and ``FailureKind``."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """How a Measurement was taken. Results compare only under equal conditions (``key``)."""
+
+    timer: str
+    regime: Literal["cold", "warm", "rotating"] = "cold"
+    mode: Literal["eager", "graph"] = "eager"
+    fresh_process: bool = False
+    warmup_ms: float = 0.0
+    flush_bytes: int = 0
+    telemetry: Mapping[str, Any] | None = None
+    """Clocks, power, temperature seen; None where not available (the CPU)."""
+
+    def key(self) -> tuple[str, str, str, bool]:
+        return (self.timer, self.regime, self.mode, self.fresh_process)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "timer": self.timer,
+            "regime": self.regime,
+            "mode": self.mode,
+            "fresh_process": self.fresh_process,
+            "warmup_ms": self.warmup_ms,
+            "flush_bytes": self.flush_bytes,
+            "telemetry": dict(self.telemetry) if self.telemetry is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Conditions:
+        return cls(
+            timer=str(data["timer"]),
+            regime=data.get("regime", "cold"),
+            mode=data.get("mode", "eager"),
+            fresh_process=bool(data.get("fresh_process", False)),
+            warmup_ms=float(data.get("warmup_ms", 0.0)),
+            flush_bytes=int(data.get("flush_bytes", 0)),
+            telemetry=data.get("telemetry"),
+        )
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    if len(ordered) == 1:
+        return ordered[0]
+    pos = q * (len(ordered) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def median_ci(ordered: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median from order statistics (binomial ranks).
+
+    Timing samples are skewed (a long tail of interrupted launches), so a normal-theory interval around the
+    mean would mislead; ranks make no assumption about the distribution.
+    """
+    n = len(ordered)
+    if n < 6:
+        return ordered[0], ordered[-1]
+    z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
+    half = z * math.sqrt(n) / 2
+    lo = max(0, math.floor(n / 2 - half) - 1)
+    hi = min(n - 1, math.ceil(n / 2 + half))
+    return ordered[lo], ordered[hi]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Every raw sample (milliseconds of device time per launch) and its summary, under Conditions."""
+
+    samples_ms: tuple[float, ...]
+    conditions: Conditions
+
+    def __post_init__(self) -> None:
+        if not self.samples_ms:
+            raise ValueError("a Measurement needs at least one sample")
+
+    @property
+    def ordered(self) -> list[float]:
+        return sorted(self.samples_ms)
+
+    @property
+    def n(self) -> int:
+        return len(self.samples_ms)
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.samples_ms)
+
+    @property
+    def min_ms(self) -> float:
+        return min(self.samples_ms)
+
+    @property
+    def max_ms(self) -> float:
+        return max(self.samples_ms)
+
+    def quantile(self, q: float) -> float:
+        return _quantile(self.ordered, q)
+
+    @property
+    def ci_ms(self) -> tuple[float, float]:
+        return median_ci(self.ordered)
+
+    @property
+    def spread(self) -> float:
+        """(q90 − q10) / median: the relative spread shown next to a median."""
+        return (self.quantile(0.9) - self.quantile(0.1)) / self.median_ms
+
+    def summary(self) -> dict[str, float]:
+        lo, hi = self.ci_ms
+        return {
+            "median_ms": self.median_ms,
+            "q10_ms": self.quantile(0.1),
+            "q90_ms": self.quantile(0.9),
+            "min_ms": self.min_ms,
+            "max_ms": self.max_ms,
+            "mean_ms": statistics.fmean(self.samples_ms),
+            "ci_low_ms": lo,
+            "ci_high_ms": hi,
+            "n": float(self.n),
+        }
+
+
+class FailureKind(str, Enum):
+    """Why a candidate did not produce a trusted result."""
+
+    COMPILE = "compile"
+    CRASH = "crash"
+    HANG = "hang"
+    OOM = "oom"
+    WRONG = "wrong-result"
+    LAUNCH = "launch"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of a gate (pass/fail) or an A/B (win/loss/noise), with its number and a reason."""
+
+    kind: Literal["gate", "ab"]
+    outcome: Literal["pass", "fail", "win", "loss", "noise", "blocked"]
+    metric: str
+    value: float | None
+    threshold: float | None
+    reason: str
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome in ("pass", "win")

@@ -1,0 +1,125 @@
+"""``Problem``: what is tuned — kernel descriptors, baselines, the input maker, reference and cost."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kerntune.model.point import Meta, Scalar
+from kerntune.model.space import Space
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Work of one launch: floating-point operations and the fewest bytes it must move."""
+
+    flops: float = 0.0
+    bytes: float = 0.0
+
+
+@dataclass(frozen=True)
+class OpenCLKernel:
+    """An OpenCL C kernel. Config and derived values become ``-D NAME=VALUE``; ``grid(meta)`` returns
+    ``(global_size, local_size)`` (local may be None). Arguments are passed in the input maker's order."""
+
+    source: str
+    name: str
+    grid: Callable[[Meta], tuple[Sequence[int], Sequence[int] | None]]
+    build_options: Sequence[str] = ()
+    language: Literal["opencl"] = "opencl"
+
+
+@dataclass(frozen=True)
+class TritonKernel:
+    """A ``triton.jit`` function. ``grid(meta)`` gives the launch grid; config values are passed as
+    constexpr keyword arguments (``num_warps``, ``num_stages``, ``num_ctas``, ``maxnreg`` as launch options).
+    ``launch(fn, args, meta)``, when given, replaces the default launch (multi-kernel schemes such as a
+    split-K reduction) and may return the main compiled kernel for resource reporting."""
+
+    fn: Any
+    grid: Callable[[Meta], tuple[int, ...]]
+    launch: Callable[[Any, dict[str, Any], Meta], Any] | None = None
+    language: Literal["triton"] = "triton"
+
+
+@dataclass(frozen=True)
+class TorchCallable:
+    """Any Python callable on device tensors, e.g. ``torch.matmul(a, b, out=c)``: ``fn(args, meta)``.
+
+    With ``returns_outputs``, ``fn`` returns its outputs (one tensor, or a tuple in ``outputs`` order) instead
+    of writing them into the output arguments, and the gate checks what it returned: for ops with no ``out=``,
+    a copy into the output argument would add memory traffic the op does not do and slow the baseline.
+    """
+
+    fn: Callable[[dict[str, Any], Meta], Any]
+    name: str = "torch"
+    returns_outputs: bool = False
+    language: Literal["torch"] = "torch"
+
+
+Kernel = OpenCLKernel | TritonKernel | TorchCallable
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What the winner is compared against, timed and gated side by side in the same run: a config of the
+    problem's own space, or another implementation (e.g. ``torch.matmul``)."""
+
+    name: str
+    config: Mapping[str, Scalar] | None = None
+    kernel: TorchCallable | None = None
+
+
+InputMaker = Callable[[Mapping[str, Scalar], str, int], dict[str, Any]]
+Reference = Callable[[dict[str, Any], Mapping[str, Scalar]], Any]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What is tuned. See ``examples/*/spec.py``.
+
+    - ``make_inputs(shape, dtype, seed)`` returns the launch arguments in kernel order (arrays and scalars);
+      it must draw random, non-zero data from ``seed``.
+    - ``outputs`` names the arguments the kernel writes; they are poisoned before each checked run.
+    - ``reference(args, shape)`` returns the expected outputs (one array, or a tuple in ``outputs`` order)
+      computed in higher precision from the same inputs.
+    - ``cost(shape, dtype)`` gives flops and bytes for speed-of-light figures.
+    """
+
+    name: str
+    kernel: Kernel
+    space: Space
+    shapes: Sequence[Mapping[str, Scalar]]
+    make_inputs: InputMaker
+    reference: Reference
+    outputs: Sequence[str]
+    dtypes: Sequence[str] = ("float32",)
+    cost: Callable[[Mapping[str, Scalar], str], Cost] | None = None
+    baselines: Sequence[Baseline] = ()
+    tolerance: Mapping[str, float] = field(default_factory=dict)
+    """Per-dtype relative-error threshold overrides (see ``pipeline.gate``)."""
+
+    def __post_init__(self) -> None:
+        from kerntune.errors import SpecError
+
+        if not self.shapes:
+            raise SpecError(f"problem {self.name!r} lists no shapes: give shapes=[{{...}}]")
+        if not self.outputs:
+            raise SpecError(f"problem {self.name!r} names no outputs: give outputs=('c',)")
+        if not self.dtypes:
+            raise SpecError(f"problem {self.name!r} lists no dtypes")
+
+    @property
+    def language(self) -> str:
+        return self.kernel.language
+
+    def shape_fields(self) -> tuple[str, ...]:
+        return tuple(str(k) for k in self.shapes[0])
+
+    def all_baselines(self) -> list[Baseline]:
+        """The declared baselines, with the space's default config first when none names it."""
+        declared = list(self.baselines)
+        if not any(b.config is not None for b in declared):
+            declared.insert(0, Baseline("default", config=self.space.default_config().as_dict()))
+        return declared

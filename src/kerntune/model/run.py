@@ -1,0 +1,72 @@
+"""``Candidate``, ``Budget`` and ``Run``: what the store records about a tuning session."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kerntune.model.measurement import FailureKind, Measurement, Verdict
+from kerntune.model.point import Config, Shape
+from kerntune.model.target import Target
+
+CandidateStatus = Literal["pending", "ok", "failed"]
+CandidateRole = Literal["search", "baseline"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A config (or a baseline implementation) compiled for a Target and run on one shape."""
+
+    shape: Shape
+    config: Config
+    role: CandidateRole = "search"
+    label: str = ""
+    status: CandidateStatus = "pending"
+    failure: FailureKind | None = None
+    reason: str = ""
+    compile_s: float | None = None
+    binary_hash: str | None = None
+    resources: Mapping[str, Any] = field(default_factory=dict)
+    measurement: Measurement | None = None
+    verdict: Verdict | None = None
+    id: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self.label or self.config.key
+
+
+RunStatus = Literal["running", "done", "interrupted", "failed"]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Search limits: evaluations (per shape) and seconds (whole run). None means unlimited."""
+
+    evaluations: int | None = None
+    seconds: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"evaluations": self.evaluations, "seconds": self.seconds}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One tuning session in the store. Resumable: its options are enough to redo the plan."""
+
+    id: str
+    problem: str
+    spec_path: str
+    spec_hash: str
+    target: Target
+    strategy: str
+    budget: Budget
+    shapes: tuple[Shape, ...]
+    dtype: str
+    seed: int
+    status: RunStatus = "running"
+    stop_reason: str = ""
+    created: str = ""
+    elapsed_s: float = 0.0
+    options: Mapping[str, Any] = field(default_factory=dict)

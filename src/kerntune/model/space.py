@@ -1,0 +1,129 @@
+"""``Space``: named parameters with value lists (or explicit points), constraints, derived values."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kerntune.model.point import Config, Meta, Scalar, Shape
+from kerntune.model.target import Target
+
+
+def _arity(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 3
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return 3
+    return len(positional)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A predicate over (config, shape, target). ``fn`` may take 1, 2 or 3 of those, in that order."""
+
+    fn: Callable[..., bool]
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or getattr(self.fn, "__name__", "constraint")
+
+    def holds(self, meta: Meta, shape: Shape, target: Target | None) -> bool:
+        args: tuple[Any, ...] = (meta, shape.as_dict(), target)
+        return bool(self.fn(*args[: max(1, _arity(self.fn))]))
+
+
+Derived = Callable[[Meta], Scalar]
+
+
+@dataclass(frozen=True)
+class Space:
+    """Named parameters with value lists (a product), or explicit points; constraints; derived values.
+
+    - ``params``: name → candidate values; the space is their Cartesian product.
+    - ``points``: an explicit list of configs instead of a product (e.g. a list of ``triton.Config``).
+    - ``constraints``: predicates over (config, shape, target); a config failing one is rejected with the
+      constraint's name as the reason. A constraint sees derived values too.
+    - ``derived``: name → fn(meta) computed from config and shape values (not part of the config's identity).
+    - ``default``: the conservative config a user would run without tuning (first values when absent).
+    """
+
+    params: Mapping[str, Sequence[Scalar]] = field(default_factory=dict)
+    constraints: Sequence[Constraint | Callable[..., bool]] = ()
+    derived: Mapping[str, Derived] = field(default_factory=dict)
+    default: Mapping[str, Scalar] | None = None
+    points: Sequence[Mapping[str, Scalar]] | None = None
+
+    def __post_init__(self) -> None:
+        from kerntune.errors import SpecError
+
+        if self.points is None and not self.params:
+            raise SpecError("the space is empty: give Space(params={...}) at least one parameter with values")
+        if self.points is not None and len(self.points) == 0:
+            raise SpecError("the space is empty: Space(points=[...]) lists no config")
+        for name, values in self.params.items():
+            if isinstance(values, (str, bytes)) or len(list(values)) == 0:
+                raise SpecError(f"parameter {name!r} has no values: give it a non-empty list")
+
+    @property
+    def size(self) -> int:
+        if self.points is not None:
+            return len(self.points)
+        return math.prod(len(list(v)) for v in self.params.values())
+
+    def all_configs(self) -> Iterator[Config]:
+        """Every point, in a stable order (product order, or the listed points)."""
+        if self.points is not None:
+            for point in self.points:
+                yield Config.of(point)
+            return
+        names = list(self.params)
+        for values in itertools.product(*(list(self.params[n]) for n in names)):
+            yield Config.of(dict(zip(names, values, strict=False)))
+
+    def default_config(self) -> Config:
+        if self.default is not None:
+            return Config.of(self.default)
+        return next(self.all_configs())
+
+    def _constraints(self) -> list[Constraint]:
+        return [c if isinstance(c, Constraint) else Constraint(c) for c in self.constraints]
+
+    def meta(self, config: Config, shape: Shape) -> Meta:
+        """Shape fields, then config values, then derived values: what kernels and grids see."""
+        meta: Meta = {**shape.as_dict(), **config.as_dict()}
+        for name, fn in self.derived.items():
+            meta[name] = fn(meta)
+        return meta
+
+    def tunables(self, config: Config, shape: Shape) -> Meta:
+        """Config values and derived values: what is compiled into a candidate (defines, constexprs)."""
+        meta = self.meta(config, shape)
+        return {k: meta[k] for k in (*config.names(), *self.derived)}
+
+    def check(self, config: Config, shape: Shape, target: Target | None) -> str | None:
+        """None when the config is valid for this shape and target, else the rejecting constraint's name."""
+        meta = self.meta(config, shape)
+        for constraint in self._constraints():
+            if not constraint.holds(meta, shape, target):
+                return constraint.label
+        return None
+
+    def valid_configs(self, shape: Shape, target: Target | None) -> tuple[list[Config], dict[str, int]]:
+        """The configs that pass every constraint, and how many each constraint rejected."""
+        valid: list[Config] = []
+        rejected: dict[str, int] = {}
+        for config in self.all_configs():
+            reason = self.check(config, shape, target)
+            if reason is None:
+                valid.append(config)
+            else:
+                rejected[reason] = rejected.get(reason, 0) + 1
+        return valid, rejected

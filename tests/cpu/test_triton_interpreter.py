@@ -1,4 +1,4 @@
-"""Triton on a CPU machine: the interpreter checks correctness; no timing is claimed."""
+"""Triton and torch on a CPU machine: the interpreter (and eager torch) check correctness; no timing is claimed."""
 
 from __future__ import annotations
 
@@ -47,3 +47,13 @@ def test_decorator_form_tunes_its_triton_configs(kerntune: Callable[..., CliResu
     assert shape["counts"] == {"ok": 2}  # the default (first config) and the second config
     (default,) = [b["config"] for b in shape["baselines"]]
     assert default["BLOCK"] == 128 and default["num_warps"] == 4
+
+
+def test_library_ops_as_candidates_on_the_torch_backend(kerntune: Callable[..., CliResult]) -> None:
+    from tests.conftest import SPECS
+
+    result = kerntune("tune", str(SPECS / "torch_ops"), "--json")
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["run"]["target"]["backend"] == "torch" and report["run"]["target"]["claims_timing"] is False
+    assert report["shapes"][0]["counts"] == {"ok": 3}

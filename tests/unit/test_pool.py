@@ -28,6 +28,7 @@ def test_results_and_candidate_failures(worker: Worker) -> None:
     assert ok.status == "ok" and ok.value["payload"] == {"x": 1}
     failed = worker.call(f"{FNS}:fail", {}, 30)
     assert (failed.status, failed.kind, failed.reason) == ("failed", "compile", "planted failure")
+    assert not failed.restarted
     error = worker.call(f"{FNS}:boom", {}, 30)
     assert error.status == "error" and error.kind == "ValueError" and "unexpected" in error.reason
     assert worker.call(f"{FNS}:noisy", {}, 30).value == "clean"
@@ -36,7 +37,7 @@ def test_results_and_candidate_failures(worker: Worker) -> None:
 def test_segfault_is_a_crash_and_the_worker_restarts(worker: Worker) -> None:
     before = worker.call(f"{FNS}:echo", {}, 30).value["pid"]
     crash = worker.call(f"{FNS}:segfault", {}, 30)
-    assert crash.status == "failed" and crash.kind == "crash" and "SIGSEGV" in crash.reason
+    assert crash.status == "failed" and crash.kind == "crash" and "SIGSEGV" in crash.reason and crash.restarted
     after = worker.call(f"{FNS}:echo", {}, 30)
     assert after.status == "ok" and after.value["pid"] != before
     assert worker.restarts == 1
@@ -44,7 +45,7 @@ def test_segfault_is_a_crash_and_the_worker_restarts(worker: Worker) -> None:
 
 def test_hang_is_killed_after_the_timeout(worker: Worker) -> None:
     hang = worker.call(f"{FNS}:hang", {}, 1.5)
-    assert hang.status == "failed" and hang.kind == "hang"
+    assert hang.status == "failed" and hang.kind == "hang" and hang.restarted
     assert worker.call(f"{FNS}:echo", {"y": 2}, 30).value["payload"] == {"y": 2}
 
 

@@ -31,6 +31,8 @@ class Outcome:
     value: Any = None
     kind: str = ""
     reason: str = ""
+    restarted: bool = False
+    """True when the worker was replaced after this call (it hung or died): nothing of it is reused."""
 
 
 def _signal_name(returncode: int) -> str:
@@ -151,7 +153,8 @@ class Worker:
                 if restart:
                     self.restarts += 1
                     self.start()
-                return Outcome("failed", kind="hang", reason=f"no answer within {timeout_s:g} s; worker killed")
+                return Outcome("failed", kind="hang", reason=f"no answer within {timeout_s:g} s; worker killed",
+                               restarted=restart)
 
     @staticmethod
     def _outcome(reply: tuple[Any, ...]) -> Outcome:
@@ -170,4 +173,4 @@ class Worker:
         if restart:
             self.restarts += 1
             self.start()
-        return Outcome("failed", kind="crash", reason=reason)
+        return Outcome("failed", kind="crash", reason=reason, restarted=restart)

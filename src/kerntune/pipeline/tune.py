@@ -165,9 +165,7 @@ class _Tuner:
             if outcome.status == "error" and outcome.kind in ("SpecError", "BackendUnavailable"):
                 raise SpecError(outcome.reason)  # the spec's own code failed: every candidate would
             result = _result(outcome)
-            if outcome.status == "failed" and outcome.kind in ("crash", "oom") and not outcome.reason.startswith(
-                "worker died"
-            ):
+            if outcome.status == "failed" and outcome.kind in ("crash", "oom") and not outcome.restarted:
                 # The process survived but its device context may not have (CUDA errors are sticky).
                 self.worker.restart()
         self.store.finish_candidate(cid, result)

@@ -33,6 +33,10 @@ class Settings:
     """KERNTUNE_CI_TARGET: stop sampling once the median's 95% CI half-width is within this fraction."""
     gate_seeds: int = 2
     """KERNTUNE_GATE_SEEDS: how many fresh random input sets each candidate is checked on (at least 2)."""
+    finalists: int = 3
+    """KERNTUNE_FINALISTS: how many of the fastest searched configs are confirmed (0: no confirmation)."""
+    confirm_rounds: int = 3
+    """KERNTUNE_CONFIRM_ROUNDS: fresh processes in which finalists and baselines are re-timed, interleaved."""
     device: str = ""
     """KERNTUNE_DEVICE: device selector (e.g. ``cuda:0``, ``pocl``, an OpenCL device name fragment)."""
 

@@ -25,7 +25,7 @@ def _finished(db: Path) -> dict[int, tuple[str, int]]:
     with sqlite3.connect(db) as conn:
         rows = conn.execute(
             "SELECT c.id, c.config_key, COUNT(m.id) FROM candidates c LEFT JOIN measurements m"
-            " ON m.candidate_id = c.id WHERE c.status != 'pending' GROUP BY c.id").fetchall()
+            " ON m.candidate_id = c.id AND m.phase = 'search' WHERE c.status != 'pending' GROUP BY c.id").fetchall()
     return {r[0]: (r[1], r[2]) for r in rows}
 
 

@@ -64,3 +64,29 @@ def test_unwritable_store_is_a_clear_error(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(StoreError, match="cannot open the store"):
         Store(blocker / "sub")
+
+
+def test_confirmation_rounds_pool_and_rank_the_winner(tmp_path: Path) -> None:
+    from kerntune.pipeline.report import build_report
+
+    store = Store(tmp_path)
+    run = _run(store)
+    ids = {}
+    for name, search in (("A", 1.0), ("B", 1.5)):
+        cid = store.start_candidate(run.id, SHAPE, Config.of({"X": name}), "search", "")
+        store.finish_candidate(cid, CandidateResult("ok", measurement=Measurement((search,) * 3, Conditions("t"))))
+        ids[name] = cid
+    fresh = Conditions("t", fresh_process=True)
+    store.add_confirmation(ids["A"], Measurement((2.0, 2.2), fresh), 0)
+    store.add_confirmation(ids["A"], Measurement((2.1,), fresh), 1)
+    store.add_confirmation(ids["B"], Measurement((1.4, 1.4), fresh), 0)
+    assert store.confirmed_rounds(ids["A"]) == {0, 1}
+    cands = {c.config["X"]: c for c in store.candidates(run.id)}
+    assert cands["A"].confirmed is not None and cands["A"].confirmed.samples_ms == (2.0, 2.2, 2.1)
+    assert cands["A"].measurement is not None and cands["A"].measurement.samples_ms == (1.0, 1.0, 1.0)
+    report = build_report(store, store.get_run(run.id)).shapes[0]
+    assert report.winner is not None and report.winner.config["X"] == "B"  # confirmed beats search-time
+    assert report.speedup_over(cands["A"]) == pytest.approx(2.1 / 1.4)
+    store.fail_candidate(ids["B"], FailureKind.WRONG, "failed in confirmation round 2: relative error")
+    report = build_report(store, store.get_run(run.id)).shapes[0]
+    assert report.winner is not None and report.winner.config["X"] == "A"

@@ -13,8 +13,11 @@ from kerntune.pipeline.report import RunReport, ShapeReport
 def _ms(c: Candidate | None) -> str:
     if c is None or c.measurement is None:
         return "—"
-    m = c.measurement
-    return f"{m.median_ms:.4g} ms ±{m.spread * 50:.1f}%"
+    m = c.best_measurement or c.measurement
+    text = f"{m.median_ms:.4g} ms ±{m.spread * 50:.1f}%"
+    if c.confirmed is not None:
+        text += f" (search {c.measurement.median_ms:.4g})"
+    return text
 
 
 def _times(x: float | None) -> str:
@@ -32,7 +35,7 @@ def shape_table(run: Run, s: ShapeReport) -> Table:
     table = Table(title=f"{run.problem} · {s.shape.key} · {run.dtype} · {run.target.label}", title_justify="left")
     table.add_column("")
     table.add_column("candidate", overflow="fold")
-    table.add_column("median ±½(q90−q10)")
+    table.add_column("median ±½(q90−q10), confirmed")
     table.add_column("winner is")
     table.add_column("gate")
     if s.winner is not None:

@@ -29,8 +29,16 @@ class Candidate:
     binary_hash: str | None = None
     resources: Mapping[str, Any] = field(default_factory=dict)
     measurement: Measurement | None = None
+    """The search-time measurement (in the tuner's long-lived worker)."""
+    confirmed: Measurement | None = None
+    """Samples pooled over the confirmation rounds (fresh processes, interleaved), when it was a finalist."""
     verdict: Verdict | None = None
     id: int | None = None
+
+    @property
+    def best_measurement(self) -> Measurement | None:
+        """The confirmed measurement where there is one, else the search-time one."""
+        return self.confirmed or self.measurement
 
     @property
     def name(self) -> str:

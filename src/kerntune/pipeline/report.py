@@ -24,10 +24,15 @@ class ShapeReport:
     pending: int = 0
 
     def speedup_over(self, other: Candidate | None) -> float | None:
-        """other's median ÷ winner's median (above 1: the winner is faster)."""
-        if self.winner is None or other is None or other.measurement is None or self.winner.measurement is None:
+        """other's median ÷ winner's median (above 1: the winner is faster), confirmed medians when both have
+        them — never a confirmed figure against a search-time one."""
+        if self.winner is None or other is None:
             return None
-        return other.measurement.median_ms / self.winner.measurement.median_ms
+        pairs = [(self.winner.confirmed, other.confirmed), (self.winner.measurement, other.measurement)]
+        for mine, theirs in pairs:
+            if mine is not None and theirs is not None:
+                return theirs.median_ms / mine.median_ms
+        return None
 
 
 @dataclass(frozen=True)
@@ -45,19 +50,27 @@ def _timed(c: Candidate) -> bool:
     return c.status == "ok" and c.measurement is not None and c.config.items != ()
 
 
+def _rank_key(c: Candidate) -> tuple[int, float]:
+    # Confirmed finalists rank first (by confirmed median); the rest by search-time median.
+    if c.confirmed is not None:
+        return (0, c.confirmed.median_ms)
+    return (1, c.measurement.median_ms if c.measurement else float("inf"))
+
+
 def build_report(store: Store, run: Run) -> RunReport:
     candidates = store.candidates(run.id)
     reports = []
     for shape in run.shapes:
         mine = [c for c in candidates if c.shape == shape]
         timed = [c for c in mine if _timed(c)]
-        ranked = sorted(timed, key=lambda c: c.measurement.median_ms if c.measurement else float("inf"))
+        ranked = sorted(timed, key=_rank_key)
         counts: Counter[str] = Counter(c.status for c in mine)
         reports.append(ShapeReport(
             shape=shape,
             winner=ranked[0] if ranked else None,
             baselines=[c for c in mine if c.role == "baseline"],
-            slowest=ranked[-1] if len(ranked) > 1 else None,
+            slowest=max(timed, key=lambda c: c.measurement.median_ms if c.measurement else 0.0)
+            if len(timed) > 1 else None,
             failed=[c for c in mine if c.status == "failed"],
             counts=dict(counts),
             timing_claimed=run.target.claims_timing,
@@ -74,9 +87,9 @@ def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
         "failure": c.failure.value if c.failure else None, "reason": c.reason, "compile_s": c.compile_s,
         "binary_hash": c.binary_hash, "resources": dict(c.resources),
     }
-    if c.measurement is not None:
-        out["measurement"] = {**c.measurement.summary(), "spread": c.measurement.spread,
-                              "conditions": c.measurement.conditions.as_dict()}
+    for key, m in (("measurement", c.measurement), ("confirmed", c.confirmed)):
+        if m is not None:
+            out[key] = {**m.summary(), "spread": m.spread, "conditions": m.conditions.as_dict()}
     if c.verdict is not None:
         out["gate"] = {"outcome": c.verdict.outcome, "metric": c.verdict.metric, "value": c.verdict.value,
                        "threshold": c.verdict.threshold, "reason": c.verdict.reason}

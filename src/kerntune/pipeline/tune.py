@@ -8,7 +8,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,6 +17,7 @@ from kerntune.errors import KerntuneError, SpecError, UsageError
 from kerntune.exec.pool import Outcome, Worker
 from kerntune.model import (
     Budget,
+    Candidate,
     Conditions,
     Config,
     FailureKind,
@@ -140,6 +141,7 @@ class _Tuner:
         self.seeds = [run.seed * 1000 + i + 1 for i in range(settings.gate_seeds)]
         self.started = time.monotonic()
         self.stop_reason = ""
+        self.setup = (SETUP, {"spec_path": str(loaded.path), "device": str(run.options.get("device", ""))})
 
     def elapsed(self) -> float:
         return self.run.elapsed_s + (time.monotonic() - self.started)
@@ -159,9 +161,8 @@ class _Tuner:
             result = CandidateResult("failed", failure=FailureKind.ERROR,
                                      reason=f"violates constraint {reason!r} at this shape")
         else:
-            payload = {"shape": shape.as_dict(), "dtype": self.run.dtype, "seeds": self.seeds,
-                       "config": config.as_dict(), "baseline_kernel": baseline_kernel, "measure": self.measure}
-            outcome = self.worker.call(EVALUATE, payload, self.settings.candidate_timeout_s)
+            outcome = self.worker.call(EVALUATE, self.payload(shape, config, baseline_kernel),
+                                       self.settings.candidate_timeout_s)
             if outcome.status == "error" and outcome.kind in ("SpecError", "BackendUnavailable"):
                 raise SpecError(outcome.reason)  # the spec's own code failed: every candidate would
             result = _result(outcome)
@@ -174,6 +175,59 @@ class _Tuner:
                   else f"{result.failure.value if result.failure else ''} {result.reason}".strip())
         self.progress.finished(label or config.key, result.status, detail)
         return result
+
+    def payload(self, shape: Shape, config: Config, baseline_kernel: str | None) -> dict[str, Any]:
+        return {"shape": shape.as_dict(), "dtype": self.run.dtype, "seeds": self.seeds, "config": config.as_dict(),
+                "baseline_kernel": baseline_kernel, "measure": self.measure}
+
+    def finalists(self, shape: Shape) -> list[Candidate]:
+        """The fastest searched configs, then every timed baseline: what confirmation re-times."""
+        timed = [c for c in self.store.candidates(self.run.id)
+                 if c.shape == shape and c.status == "ok" and c.measurement is not None]
+        ranked = sorted((c for c in timed if c.config.items), key=lambda c: c.measurement.median_ms)  # type: ignore[union-attr]
+        top = ranked[: self.settings.finalists]
+        return top + [c for c in timed if c.role == "baseline" and c not in top]
+
+    def confirm_shape(self, shape: Shape) -> None:
+        """Re-time the finalists and baselines in fresh processes, interleaved, before a winner is declared.
+
+        The best of many search-time medians is biased low (it is partly the luckiest sample), and one
+        long-lived process carries state (clocks, allocator placement, warm caches) that a real program does
+        not share; each round starts a new worker and alternates the order (ABBA-style), so drift over the
+        round does not favour whoever goes first."""
+        rounds = self.settings.confirm_rounds
+        finalists = self.finalists(shape)
+        if rounds == 0 or self.settings.finalists == 0 or len(finalists) < 2 or not self.target.claims_timing:
+            return
+        for round_ in range(rounds):
+            todo = [c for c in finalists if c.id is not None and round_ not in self.store.confirmed_rounds(c.id)]
+            if not todo:
+                continue
+            log = self.store.home / "logs" / f"confirm-{self.run.id}-{round_}-{secrets.token_hex(2)}.log"
+            worker = Worker(self.setup, log_path=log, setup_timeout_s=self.settings.setup_timeout_s)
+            worker.start()
+            try:
+                for cand in todo if round_ % 2 == 0 else todo[::-1]:
+                    self.confirm_one(worker, shape, cand, round_)
+            finally:
+                worker.stop()
+
+    def confirm_one(self, worker: Worker, shape: Shape, cand: Candidate, round_: int) -> None:
+        assert cand.id is not None
+        kernel = None if cand.config.items else cand.label
+        outcome = worker.call(EVALUATE, self.payload(shape, cand.config, kernel), self.settings.candidate_timeout_s)
+        result = _result(outcome)
+        label = f"confirm {round_ + 1}/{self.settings.confirm_rounds} {cand.name}"
+        if result.measurement is None:
+            # A candidate that passed in search and fails now is flaky (a race, a read of unwritten memory):
+            # it is no longer a result anyone should trust.
+            self.store.fail_candidate(cand.id, result.failure or FailureKind.ERROR,
+                                      f"failed in confirmation round {round_ + 1}: {result.reason}")
+            self.progress.finished(label, "failed", result.reason)
+            return
+        fresh = replace(result.measurement.conditions, fresh_process=True)
+        self.store.add_confirmation(cand.id, Measurement(result.measurement.samples_ms, fresh), round_)
+        self.progress.finished(label, "ok", f"{result.measurement.median_ms:.4g} ms")
 
     def stored_medians(self, shape: Shape) -> dict[str, float | None]:
         medians: dict[str, float | None] = {}
@@ -224,6 +278,8 @@ class _Tuner:
             if self.run.budget.evaluations is not None:
                 searchable = min(searchable, self.run.budget.evaluations)
             total += searchable + len(baselines)
+            if self.target.claims_timing and self.settings.finalists:
+                total += self.settings.confirm_rounds * (min(self.settings.finalists, searchable) + len(baselines))
         return total
 
 
@@ -286,6 +342,7 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         try:
             for shape in shapes:
                 tuner.tune_shape(shape)
+                tuner.confirm_shape(shape)
         except KerntuneError as exc:
             store.update_run(run.id, status="failed", stop_reason=str(exc), elapsed_s=tuner.elapsed())
             raise

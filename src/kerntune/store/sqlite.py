@@ -73,7 +73,9 @@ CREATE TABLE IF NOT EXISTS measurements (
     conditions TEXT NOT NULL,
     median_ms REAL NOT NULL,
     n INTEGER NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    phase TEXT NOT NULL DEFAULT 'search',
+    round INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS samples (
     measurement_id INTEGER NOT NULL REFERENCES measurements(id),
@@ -238,13 +240,33 @@ class Store:
                     (candidate_id, v.kind, v.outcome, v.metric, v.value, v.threshold, v.reason,
                      json.dumps(dict(v.details))))
             if result.measurement is not None:
-                m = result.measurement
-                cursor = db.execute(
-                    "INSERT INTO measurements (candidate_id, conditions, median_ms, n, created) VALUES (?,?,?,?,?)",
-                    (candidate_id, json.dumps(m.conditions.as_dict()), m.median_ms, m.n, time.time()))
-                mid = cursor.lastrowid
-                db.executemany("INSERT INTO samples (measurement_id, seq, ms) VALUES (?,?,?)",
-                               [(mid, i, s) for i, s in enumerate(m.samples_ms)])
+                self._insert_measurement(db, candidate_id, result.measurement, "search", 0)
+
+    @staticmethod
+    def _insert_measurement(db: sqlite3.Connection, candidate_id: int, m: Measurement, phase: str,
+                            round_: int) -> None:
+        cursor = db.execute(
+            "INSERT INTO measurements (candidate_id, conditions, median_ms, n, created, phase, round)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (candidate_id, json.dumps(m.conditions.as_dict()), m.median_ms, m.n, time.time(), phase, round_))
+        mid = cursor.lastrowid
+        db.executemany("INSERT INTO samples (measurement_id, seq, ms) VALUES (?,?,?)",
+                       [(mid, i, s) for i, s in enumerate(m.samples_ms)])
+
+    def fail_candidate(self, candidate_id: int, failure: FailureKind, reason: str) -> None:
+        """Mark a finished candidate failed (it failed when checked again); its measurements stay on record."""
+        self.db.execute("UPDATE candidates SET status='failed', failure=?, reason=? WHERE id=?",
+                        (failure.value, reason, candidate_id))
+
+    def add_confirmation(self, candidate_id: int, measurement: Measurement, round_: int) -> None:
+        """Record one confirmation round of a finished candidate (its search-time row is left as it is)."""
+        with self._transaction() as db:
+            self._insert_measurement(db, candidate_id, measurement, "confirm", round_)
+
+    def confirmed_rounds(self, candidate_id: int) -> set[int]:
+        rows = self.db.execute("SELECT round FROM measurements WHERE candidate_id=? AND phase='confirm'",
+                               (candidate_id,))
+        return {int(r[0]) for r in rows.fetchall()}
 
     def finished_keys(self, run_id: str) -> set[tuple[str, str, str, str]]:
         rows = self.db.execute(
@@ -263,12 +285,24 @@ class Store:
                 role=row["role"], label=row["label"], status=row["status"],
                 failure=FailureKind(row["failure"]) if row["failure"] else None, reason=row["reason"],
                 compile_s=row["compile_s"], binary_hash=row["binary_hash"], resources=json.loads(row["resources"]),
-                measurement=self._measurement(cid), verdict=self._verdict(cid), id=cid))
+                measurement=self._measurement(cid), confirmed=self._confirmed(cid), verdict=self._verdict(cid),
+                id=cid))
         return result
 
+    def _confirmed(self, candidate_id: int) -> Measurement | None:
+        rows = self.db.execute("SELECT id, conditions FROM measurements WHERE candidate_id=? AND phase='confirm'"
+                               " ORDER BY round, id", (candidate_id,)).fetchall()
+        if not rows:
+            return None
+        samples = [r[0] for r in self.db.execute(
+            "SELECT s.ms FROM samples s JOIN measurements m ON m.id = s.measurement_id"
+            " WHERE m.candidate_id=? AND m.phase='confirm' ORDER BY m.round, m.id, s.seq", (candidate_id,))]
+        conditions = Conditions.from_dict({**json.loads(rows[0]["conditions"]), "fresh_process": True})
+        return Measurement(tuple(samples), conditions)
+
     def _measurement(self, candidate_id: int) -> Measurement | None:
-        row = self.db.execute("SELECT id, conditions FROM measurements WHERE candidate_id=? ORDER BY id DESC"
-                              " LIMIT 1", (candidate_id,)).fetchone()
+        row = self.db.execute("SELECT id, conditions FROM measurements WHERE candidate_id=? AND phase='search'"
+                              " ORDER BY id DESC LIMIT 1", (candidate_id,)).fetchone()
         if row is None:
             return None
         samples = [r[0] for r in self.db.execute(
@@ -283,9 +317,3 @@ class Store:
         return Verdict(row["kind"], row["outcome"], row["metric"], row["value"], row["threshold"], row["reason"],
                        json.loads(row["details"]))
 
-    def measurement_counts(self, run_id: str) -> dict[int, int]:
-        """candidate id → number of measurements taken (a resumed run must not add any to finished ones)."""
-        rows = self.db.execute(
-            "SELECT c.id, COUNT(m.id) FROM candidates c LEFT JOIN measurements m ON m.candidate_id = c.id"
-            " WHERE c.run_id=? GROUP BY c.id", (run_id,))
-        return {int(r[0]): int(r[1]) for r in rows.fetchall()}

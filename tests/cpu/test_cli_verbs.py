@@ -7,7 +7,7 @@ import pytest
 from tests.conftest import EXAMPLES, CliResult
 
 
-@pytest.mark.parametrize("verb", ["tune", "runs", "show"])
+@pytest.mark.parametrize("verb", ["tune", "runs", "show", "ledger"])
 def test_every_verb_has_help_and_json(verb: str, kerntune: Callable[..., CliResult]) -> None:
     result = kerntune(verb, "--help")
     assert result.code == 0 and "--json" in result.stdout

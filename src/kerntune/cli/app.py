@@ -95,6 +95,9 @@ def tune(
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for random search and gate inputs.")] = 0,
     resume: Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run (id).")] = None,
+    retry_failed: Annotated[
+        bool, typer.Option("--retry-failed", help="Run configs the ledger says failed before (same source, device).")
+    ] = False,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -111,7 +114,7 @@ def tune(
     settings = Settings.from_env()
     request = TuneRequest(
         spec=spec or "", shapes=[parse_shape(s) for s in shape or []], dtype=dtype, device=device or settings.device,
-        strategy=strategy, budget=parse_budget(budget or []), seed=seed, resume=resume,
+        strategy=strategy, budget=parse_budget(budget or []), seed=seed, resume=resume, retry_failed=retry_failed,
     )
     db = _store(store)
     console = Console(stderr=as_json)
@@ -167,6 +170,30 @@ def show(
         _emit_json(report_json(report))
     else:
         print_report(Console(), report)
+
+
+@app.command()
+def ledger(
+    problem: Annotated[str | None, typer.Option("--problem", help="Only this problem.")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="Only this failure kind (compile, hang, ...).")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Most recent rows to list.")] = 200,
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """List failed candidates across runs with their reasons (what searches skip unless --retry-failed)."""
+    from kerntune.cli.render import ledger_table
+    from kerntune.model import FailureKind
+    from kerntune.store.ledger import ledger_rows
+
+    if kind is not None and kind not in FailureKind._value2member_map_:
+        raise UsageError(f"unknown failure kind {kind!r}: one of {', '.join(k.value for k in FailureKind)}")
+    rows = ledger_rows(_store(store), problem=problem, kind=kind, limit=limit)
+    if as_json:
+        _emit_json([{"run": r.run_id, "problem": r.problem, "spec_hash": r.spec_hash, "target": r.target.as_dict(),
+                     "shape": r.shape_key, "candidate": r.candidate, "failure": r.failure, "reason": r.reason}
+                    for r in rows])
+    else:
+        Console().print(ledger_table(rows))
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from kerntune.model import Candidate, Run
 from kerntune.pipeline.report import RunReport, ShapeReport
+from kerntune.store.ledger import LedgerRow
 
 
 def _ms(c: Candidate | None) -> str:
@@ -76,6 +77,15 @@ def runs_table(runs: list[Run]) -> Table:
     for r in runs:
         shapes = "; ".join(s.key for s in r.shapes[:2]) + (" …" if len(r.shapes) > 2 else "")
         table.add_row(r.id, r.problem, r.status, r.target.label, shapes, r.strategy, f"{r.elapsed_s:.1f} s")
+    return table
+
+
+def ledger_table(rows: list[LedgerRow]) -> Table:
+    table = Table(title="ledger: failed candidates")
+    for col in ("run", "problem", "target", "shape", "candidate", "failure", "reason"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r.run_id, r.problem, r.target.arch, r.shape_key, r.candidate, r.failure, r.reason[:160])
     return table
 
 

@@ -34,6 +34,7 @@ from kerntune.pipeline.search import make_strategy
 from kerntune.pipeline.spec import LoadedSpec, load_spec
 from kerntune.settings import Settings
 from kerntune.store import CandidateResult, Store
+from kerntune.store.ledger import LedgerRow, prior_failures
 
 EVALUATE = "kerntune.pipeline.evaluate:evaluate"
 SETUP = "kerntune.pipeline.evaluate:setup"
@@ -52,6 +53,8 @@ class TuneRequest:
     budget: Budget = field(default_factory=Budget)
     seed: int = 0
     resume: str | None = None
+    retry_failed: bool = False
+    """Run configs again that the ledger says failed before for the same source, shape and Target."""
 
 
 class Progress(Protocol):
@@ -176,6 +179,15 @@ class _Tuner:
         self.progress.finished(label or config.key, result.status, detail)
         return result
 
+    def skip_known_bad(self, shape: Shape, config: Config, row: LedgerRow) -> None:
+        """Record, without running it, a config that failed deterministically in an earlier run."""
+        if (shape.key, "search", "", config.key) in self.finished:
+            return
+        cid = self.store.start_candidate(self.run.id, shape, config, "search", "")
+        reason = f"skipped: failed in run {row.run_id} ({row.failure}: {row.reason}); --retry-failed runs it"
+        self.store.finish_candidate(cid, CandidateResult("failed", failure=FailureKind(row.failure), reason=reason))
+        self.progress.finished(config.key, "failed", "skipped (ledger)")
+
     def payload(self, shape: Shape, config: Config, baseline_kernel: str | None) -> dict[str, Any]:
         return {"shape": shape.as_dict(), "dtype": self.run.dtype, "seeds": self.seeds, "config": config.as_dict(),
                 "baseline_kernel": baseline_kernel, "measure": self.measure}
@@ -238,6 +250,9 @@ class _Tuner:
 
     def tune_shape(self, shape: Shape) -> None:
         valid, _rejected = self.problem.space.valid_configs(shape, self.target)
+        known_bad = {} if self.run.options.get("retry_failed") else prior_failures(
+            self.store, run_id=self.run.id, problem=self.problem.name, spec_hash=self.run.spec_hash,
+            target=self.target, shape_key=shape.key)
         baseline_configs: set[str] = set()
         for baseline in self.problem.all_baselines():
             config = Config.of(baseline.config or {})
@@ -262,6 +277,10 @@ class _Tuner:
                 strategy.tell(config, known.get(config.key))  # already measured as a baseline, side by side
                 continue
             evaluations += 1
+            if config.key in known_bad:
+                self.skip_known_bad(shape, config, known_bad[config.key])
+                strategy.tell(config, None)
+                continue
             result = self.evaluate(shape, config, "search", "")
             if result is None:
                 strategy.tell(config, known.get(config.key))
@@ -333,7 +352,7 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
                 id=_new_run_id(), problem=loaded.problem.name, spec_path=str(loaded.path), spec_hash=loaded.digest,
                 target=target, strategy=request.strategy, budget=request.budget, shapes=tuple(shapes), dtype=dtype,
                 seed=request.seed, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                options={"device": device},
+                options={"device": device, "retry_failed": request.retry_failed},
             )
             store.create_run(run)
         store.update_run(run.id, status="running")

@@ -1,0 +1,43 @@
+"""The ledger: failures are listed across runs, and a new run skips what failed for the same source and device."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import SPECS, CliResult, failures_by_config
+
+pytest.importorskip("pyopencl")
+
+ENV = {"KERNTUNE_CANDIDATE_TIMEOUT_S": "8", "KERNTUNE_CONFIRM_ROUNDS": "0"}
+
+
+def test_second_run_skips_deterministic_failures_and_retry_runs_them(kerntune: Callable[..., CliResult]) -> None:
+    first = kerntune("tune", str(SPECS / "faults_opencl"), "--json", env=ENV)
+    assert first.code == 0, first.stderr
+    first_failed = failures_by_config(first.json())
+    assert len(first_failed) == 4
+
+    started = time.monotonic()
+    second = kerntune("tune", str(SPECS / "faults_opencl"), "--json", env=ENV)
+    assert second.code == 0, second.stderr
+    assert failures_by_config(second.json()) == first_failed  # same kinds, recorded again
+    reasons = [f["reason"] for f in second.json()["shapes"][0]["failed"]]
+    assert all(r.startswith(f"skipped: failed in run {first.json()['run']['id']}") for r in reasons)
+    assert time.monotonic() - started < 8  # the hang was not waited for again
+
+    ledger = kerntune("ledger", "--json", "--kind", "hang")
+    assert ledger.code == 0
+    rows = ledger.json()
+    assert {r["candidate"] for r in rows} == {"VARIANT=2,LS=64"} and len(rows) == 2
+
+    retried = kerntune("tune", str(SPECS / "faults_opencl"), "--json", "--retry-failed", env=ENV)
+    assert retried.code == 0
+    assert not any(f["reason"].startswith("skipped") for f in retried.json()["shapes"][0]["failed"])
+
+
+def test_unknown_failure_kind_is_a_usage_error(kerntune: Callable[..., CliResult]) -> None:
+    result = kerntune("ledger", "--kind", "slow")
+    assert result.code == 2 and "unknown failure kind 'slow'" in result.stderr

@@ -196,6 +196,59 @@ def ledger(
         Console().print(ledger_table(rows))
 
 
+floor_app = typer.Typer(help="Per-arch speed floors: record a run's winners, check a later run against them.")
+app.add_typer(floor_app, name="floor")
+FloorFile = Annotated[Path, typer.Option("--file", help="Floor file (key = ms lines, comment header).")]
+
+
+@floor_app.command("record")
+def floor_record(
+    run: Annotated[str, typer.Argument(help="Run id, prefix, or 'last'.")],
+    file: FloorFile,
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Write the run's winners (confirmed medians) as floors, merged over the file's other keys."""
+    from kerntune.pipeline.floor import write_floors
+    from kerntune.pipeline.report import build_report
+
+    db = _store(store)
+    floors = write_floors(file, build_report(db, db.get_run(run)))
+    if as_json:
+        _emit_json({"file": str(file), "floors": floors})
+    else:
+        Console().print(f"recorded {len(floors)} floor(s) in {file}")
+
+
+@floor_app.command("check")
+def floor_check(
+    run: Annotated[str, typer.Argument(help="Run id, prefix, or 'last'.")],
+    file: FloorFile,
+    band: Annotated[float, typer.Option("--band", help="Fail when slower than floor by more than this.")] = 0.05,
+    fast_band: Annotated[float, typer.Option("--fast-band", help="Label FAST when faster by more.")] = 0.02,
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Compare a run's winners with the floors: exit 1 if any is slower than its floor beyond the band."""
+    from kerntune.pipeline.floor import check_floors, read_floors
+    from kerntune.pipeline.report import build_report
+
+    if not (0 <= band < 1 and 0 <= fast_band < 1):
+        raise UsageError("--band and --fast-band are fractions in [0, 1), e.g. 0.05")
+    db = _store(store)
+    report = build_report(db, db.get_run(run))
+    checks = check_floors(read_floors(file, report.run.target.arch), report, band, fast_band)
+    if as_json:
+        _emit_json([c.__dict__ for c in checks])
+    else:
+        console = Console()
+        for c in checks:
+            floor = f"{c.floor_ms:.4g}" if c.floor_ms is not None else "—"
+            now = f"{c.measured_ms:.4g}" if c.measured_ms is not None else "—"
+            console.print(f"{c.verdict:12s} {c.key}: floor {floor} ms, now {now} ms", highlight=False)
+    raise typer.Exit(1 if any(c.verdict == "FAIL" for c in checks) else 0)
+
+
 def main() -> None:
     """Console-script entry: a KerntuneError is one line on stderr and exit code 2, never a traceback."""
     try:

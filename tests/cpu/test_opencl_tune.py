@@ -51,7 +51,6 @@ def test_random_search_respects_the_evaluation_budget(kerntune: Callable[..., Cl
                       "--budget", "3", "--seed", "7", "--json")
     assert result.code == 0, result.stderr
     report = result.json()
-    search = [c for c in [report["shapes"][0]["winner"]] if c["role"] == "search"]
     assert report["run"]["stop_reason"].startswith("evaluation budget reached")
     assert report["shapes"][0]["counts"]["ok"] == 3 + 1  # three searched, one default baseline
-    assert search or report["shapes"][0]["winner"]["label"] == "default"
+    assert report["shapes"][0]["winner"]["gate"]["outcome"] == "pass"

@@ -10,9 +10,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Protocol
 
+from kerntune.backends.base import CONTEXT_FATAL
 from kerntune.errors import KerntuneError, SpecError, UsageError
 from kerntune.exec.pool import Outcome, Worker
 from kerntune.model import (
@@ -37,6 +37,7 @@ from kerntune.store import CandidateResult, Store
 from kerntune.store.ledger import LedgerRow, prior_failures
 
 EVALUATE = "kerntune.pipeline.evaluate:evaluate"
+CONTEXT_FATAL_KINDS = {kind.value for kind in CONTEXT_FATAL}
 SETUP = "kerntune.pipeline.evaluate:setup"
 
 
@@ -169,7 +170,7 @@ class _Tuner:
             if outcome.status == "error" and outcome.kind in ("SpecError", "BackendUnavailable"):
                 raise SpecError(outcome.reason)  # the spec's own code failed: every candidate would
             result = _result(outcome)
-            if outcome.status == "failed" and outcome.kind in ("crash", "oom") and not outcome.restarted:
+            if outcome.status == "failed" and outcome.kind in CONTEXT_FATAL_KINDS and not outcome.restarted:
                 # The process survived but its device context may not have (CUDA errors are sticky).
                 self.worker.restart()
         self.store.finish_candidate(cid, result)
@@ -373,7 +374,3 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         return store.get_run(run.id)
     finally:
         worker.stop()
-
-
-def default_store_home(settings: Settings, override: str | None) -> Path:
-    return Path(override) if override else settings.home

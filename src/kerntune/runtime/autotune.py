@@ -38,7 +38,7 @@ class TunableKernel:
         self.fn = fn
         self.points = [config_point(c) for c in configs]
         self.key = tuple(key)
-        self.selected = Config.of(self.points[0])
+        self.select(self.points[0])
 
     def space(self) -> Space:
         return Space(points=self.points, default=self.points[0])
@@ -46,9 +46,11 @@ class TunableKernel:
     def select(self, config: Mapping[str, Scalar]) -> None:
         """Launch with ``config`` from now on (a tuned winner)."""
         self.selected = Config.of(config)
+        # Built once here, not per launch: the live call path must not pay for the selection.
+        self._launch_kwargs = self.selected.as_dict()
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
-        fn, chosen = self.fn, self.selected.as_dict()
+        fn, chosen = self.fn, self._launch_kwargs
 
         def launch(*args: Any, **kwargs: Any) -> Any:
             return fn[grid](*args, **kwargs, **chosen)

@@ -197,9 +197,9 @@ class _Tuner:
         """The fastest searched configs, then every timed baseline: what confirmation re-times."""
         timed = [c for c in self.store.candidates(self.run.id)
                  if c.shape == shape and c.status == "ok" and c.measurement is not None]
-        ranked = sorted((c for c in timed if c.config.items), key=lambda c: c.measurement.median_ms)  # type: ignore[union-attr]
-        top = ranked[: self.settings.finalists]
-        return top + [c for c in timed if c.role == "baseline" and c not in top]
+        searched = [c for c in timed if c.role == "search"]
+        top = sorted(searched, key=lambda c: c.measurement.median_ms)[: self.settings.finalists]  # type: ignore[union-attr]
+        return top + [c for c in timed if c.role == "baseline"]
 
     def confirm_shape(self, shape: Shape) -> None:
         """Re-time the finalists and baselines in fresh processes, interleaved, before a winner is declared.

@@ -21,16 +21,28 @@ class Settings:
     """KERNTUNE_CANDIDATE_TIMEOUT_S: a candidate running longer is killed and recorded as a hang."""
     setup_timeout_s: float = 600.0
     """KERNTUNE_SETUP_TIMEOUT_S: limit for a worker to load the spec and make inputs and references."""
-    warmup_ms: float = 100.0
+    warmup_ms: float = 250.0
     """KERNTUNE_WARMUP_MS: warm-up by time before sampling (clocks ramp, caches and JIT settle)."""
     min_samples: int = 10
     """KERNTUNE_MIN_SAMPLES: fewest timed samples per measurement."""
-    max_samples: int = 200
+    max_samples: int = 5000
     """KERNTUNE_MAX_SAMPLES: most timed samples per measurement."""
+    min_window_ms: float = 0.0
+    """KERNTUNE_MIN_WINDOW_MS: sample for at least this long (averages a power cap's clock swings)."""
     sample_budget_ms: float = 1500.0
     """KERNTUNE_SAMPLE_BUDGET_MS: wall-clock budget for sampling one candidate (warm-up excluded)."""
-    ci_target: float = 0.01
+    ci_target: float = 0.005
     """KERNTUNE_CI_TARGET: stop sampling once the median's 95% CI half-width is within this fraction."""
+    regime: str = "cold"
+    """KERNTUNE_REGIME: cache regime timed: cold (flushed before each sample), warm, or rotating inputs."""
+    mode: str = "eager"
+    """KERNTUNE_MODE: eager (events per launch) or graph (CUDA-graph replays; launch overhead apart)."""
+    ab_processes: int = 6
+    """KERNTUNE_AB_PROCESSES: fresh processes per side of an A/B (ABBA order); at least 2."""
+    ab_min_band: float = 0.01
+    """KERNTUNE_AB_MIN_BAND: the smallest noise band an A/B uses, whatever its A/A run showed (a fraction).
+    Two copies of one kernel in different buffers or processes differ systematically by up to ~1% (placement,
+    clocks): a smaller difference is not a claim kerntune makes by default."""
     gate_seeds: int = 2
     """KERNTUNE_GATE_SEEDS: how many fresh random input sets each candidate is checked on (at least 2)."""
     finalists: int = 3
@@ -57,6 +69,8 @@ class Settings:
                     "fix or unset it"
                 ) from exc
         settings = cls(**values)  # type: ignore[arg-type]
+        if settings.ab_processes < 2:
+            raise UsageError("KERNTUNE_AB_PROCESSES must be at least 2: a ratio interval needs two pairs")
         if settings.gate_seeds < 2:
             raise UsageError("KERNTUNE_GATE_SEEDS must be at least 2: one seed can hide a wrong kernel")
         return settings

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.conftest import SPECS, CliResult, failures_by_config
+from tests.conftest import EXAMPLES, SPECS, CliResult, failures_by_config
 
 pytest.importorskip("pyopencl")
 
@@ -40,4 +40,13 @@ def test_second_run_skips_deterministic_failures_and_retry_runs_them(kerntune: C
 
 def test_unknown_failure_kind_is_a_usage_error(kerntune: Callable[..., CliResult]) -> None:
     result = kerntune("ledger", "--kind", "slow")
-    assert result.code == 2 and "unknown failure kind 'slow'" in result.stderr
+    assert result.code == 2 and "unknown kind 'slow'" in result.stderr and "pruned" in result.stderr
+
+
+def test_configs_pruned_by_constraints_are_in_the_ledger(kerntune: Callable[..., CliResult]) -> None:
+    run = kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--budget", "1", "--json", env=ENV)
+    assert run.code == 0, run.stderr
+    rows = kerntune("ledger", "--kind", "pruned", "--json").json()
+    assert rows and all(r["failure"] == "pruned" and r["run"] == run.json()["run"]["id"] for r in rows)
+    assert any("WPT <= TS" in r["reason"] for r in rows)
+    assert all(int(r["candidate"].split()[0]) > 0 for r in rows)

@@ -53,3 +53,15 @@ def test_floors_are_per_arch_and_well_formed(tmp_path: Path) -> None:
 def test_missing_keys_are_reported_not_passed(tmp_path: Path) -> None:
     checks = check_floors({"other|float32|N=1": 1.0}, _report(tmp_path, 1.0))
     assert sorted(c.verdict for c in checks) == ["NO-FLOOR", "NOT-MEASURED"]
+
+
+def test_floors_refuse_a_run_measured_under_other_conditions(tmp_path: Path) -> None:
+    from kerntune.pipeline.floor import run_conditions
+
+    path = tmp_path / "null-arch.txt"
+    write_floors(path, _report(tmp_path, 2.0))
+    report = _report(tmp_path, 2.0)
+    assert "regime=cold" in path.read_text()
+    assert read_floors(path, "null-arch", run_conditions(report))  # equal conditions: compared
+    with pytest.raises(UsageError, match="equal conditions"):
+        read_floors(path, "null-arch", "timer=t regime=warm mode=eager fresh_process=False")

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from kerntune.devices.telemetry import Telemetry, Unavailable
 from kerntune.errors import CandidateFailed
 from kerntune.model import FailureKind, Kernel, Meta, Target, TorchCallable
 
@@ -43,6 +44,8 @@ class Backend(ABC):
     name: str = ""
     timer: str = ""
     """Name of the clock the samples come from (``cuda-events``, ``opencl-profiling``)."""
+    graphs: bool = False
+    """True when ``graph`` can capture launches (CUDA/HIP graphs)."""
     reference_on_device: bool = False
     """True when the spec's reference receives placed (device) arguments rather than the host inputs."""
 
@@ -75,13 +78,26 @@ class Backend(ABC):
     def synchronize(self) -> None: ...
 
     @abstractmethod
-    def time_launches(self, launch: Callable[[], Any], count: int, flush: bool) -> list[float]:
-        """Time ``count`` launches with device events, one sample each, in milliseconds.
+    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
+        """Run each launch in order, timed alone with device events: one sample per launch, in milliseconds.
 
         With ``flush``, the last-level cache is overwritten before every launch, outside the timed region,
         so each sample starts cold (the default regime): a warm cache makes repeated launches look faster
         than the first touch of data in a real program.
         """
+
+    def time_calls(self, call: Callable[[], Any], count: int) -> list[float]:
+        """Device time of each of ``count`` calls of ``call`` (which may enqueue many launches), in ms."""
+        raise CandidateFailed(FailureKind.ERROR.value, f"the {self.name} backend cannot time batched calls")
+
+    def graph(self, launches: Sequence[Callable[[], Any]]) -> Callable[[], Any]:
+        """Capture ``launches`` into one replayable graph (CUDA/HIP graphs); return its replay."""
+        raise CandidateFailed(FailureKind.ERROR.value,
+                              f"the {self.name} backend has no graph mode: measure with --mode eager")
+
+    def telemetry(self) -> Telemetry:
+        """Where this device's clocks, power and throttle reasons are read (``Unavailable`` if nowhere)."""
+        return Unavailable(f"no telemetry for the {self.name} backend on this device")
 
     @property
     @abstractmethod

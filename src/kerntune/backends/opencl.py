@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from kerntune.backends.base import Backend, Compiled, digest, fail
+from kerntune.devices.telemetry import Telemetry, Unavailable
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.model import FailureKind, Kernel, Meta, OpenCLKernel, Target
 
@@ -167,14 +168,17 @@ class OpenCLBackend(Backend):
     def synchronize(self) -> None:
         self.queue.finish()
 
-    def time_launches(self, launch: Callable[[], Any], count: int, flush: bool) -> list[float]:
+    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
         events = []
-        for _ in range(count):
+        for launch in launches:
             if flush:
                 cl.enqueue_fill_buffer(self.queue, self._flush, np.uint8(0), 0, self._flush_bytes)
             events.append(launch())
         self.queue.finish()
         return [(e.profile.end - e.profile.start) * 1e-6 for e in events]
+
+    def telemetry(self) -> Telemetry:
+        return Unavailable(f"no telemetry for the OpenCL device {self.device.name.strip()!r}")
 
     @property
     def flush_bytes(self) -> int:

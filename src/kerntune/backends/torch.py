@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from kerntune.backends.base import Backend, Compiled, fail
+from kerntune.devices.telemetry import Telemetry, Unavailable, open_telemetry
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.model import FailureKind, Kernel, Meta, Target, TorchCallable
 
@@ -26,7 +27,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 def _nvml_driver() -> str | None:
     try:
-        import pynvml  # type: ignore[import-not-found]  # nvidia-ml-py
+        import pynvml  # nvidia-ml-py
 
         pynvml.nvmlInit()
         version = pynvml.nvmlSystemGetDriverVersion()
@@ -54,6 +55,7 @@ class TorchBackend(Backend):
         else:
             raise BackendUnavailable(f"unknown torch device {device!r}: use cuda, cuda:N or cpu")
         self.on_gpu = self.device.type == "cuda"
+        self.graphs = self.on_gpu
         self.timer = "cuda-events" if self.on_gpu else "none"
         if self.on_gpu:
             props = torch.cuda.get_device_properties(self.device)
@@ -138,12 +140,14 @@ class TorchBackend(Backend):
         if self.on_gpu:
             torch.cuda.synchronize(self.device)
 
-    def time_launches(self, launch: Callable[[], Any], count: int, flush: bool) -> list[float]:
+    def _events(self, count: int) -> list[Any]:
         if not self.on_gpu:
             raise CandidateFailed(FailureKind.ERROR.value, "no device timer on the CPU: timing is not claimed")
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]  # type: ignore[no-untyped-call]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]  # type: ignore[no-untyped-call]
-        for start, end in zip(starts, ends, strict=False):
+        return [torch.cuda.Event(enable_timing=True) for _ in range(count)]  # type: ignore[no-untyped-call]
+
+    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
+        starts, ends = self._events(len(launches)), self._events(len(launches))
+        for start, end, launch in zip(starts, ends, launches, strict=True):
             if flush:
                 # Written on the same stream before the start event: the flush finishes before timing
                 # begins and is never part of a sample.
@@ -152,7 +156,36 @@ class TorchBackend(Backend):
             launch()
             end.record()
         torch.cuda.synchronize(self.device)
-        return [float(s.elapsed_time(e)) for s, e in zip(starts, ends, strict=False)]
+        return [float(s.elapsed_time(e)) for s, e in zip(starts, ends, strict=True)]
+
+    def time_calls(self, call: Callable[[], Any], count: int) -> list[float]:
+        starts, ends = self._events(count), self._events(count)
+        for start, end in zip(starts, ends, strict=True):
+            start.record()
+            call()
+            end.record()
+        torch.cuda.synchronize(self.device)
+        return [float(s.elapsed_time(e)) for s, e in zip(starts, ends, strict=True)]
+
+    def graph(self, launches: Sequence[Callable[[], Any]]) -> Callable[[], Any]:
+        if not self.on_gpu:
+            return super().graph(launches)
+        graph = torch.cuda.CUDAGraph()
+        # Capture runs on a side stream (torch.cuda.graph does this); kernels must already be compiled,
+        # which the gate's runs guarantee. Nothing executes during capture.
+        with torch.cuda.graph(graph):
+            for launch in launches:
+                launch()
+        torch.cuda.synchronize(self.device)
+        return graph.replay
+
+    def telemetry(self) -> Telemetry:
+        if not self.on_gpu:
+            return Unavailable("no telemetry for the host CPU")
+        props = torch.cuda.get_device_properties(self.device)
+        uuid = getattr(props, "uuid", None)
+        vendor = "amd" if getattr(torch.version, "hip", None) else "nvidia"
+        return open_telemetry(vendor, str(uuid) if uuid is not None else None, self.device.index or 0)
 
     @property
     def flush_bytes(self) -> int:

@@ -175,18 +175,23 @@ def show(
 @app.command()
 def ledger(
     problem: Annotated[str | None, typer.Option("--problem", help="Only this problem.")] = None,
-    kind: Annotated[str | None, typer.Option("--kind", help="Only this failure kind (compile, hang, ...).")] = None,
+    kind: Annotated[
+        str | None,
+        typer.Option("--kind", help="Only this kind: a failure kind (compile, hang, ...), claim or pruned."),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", help="Most recent rows to list.")] = 200,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """List failed candidates across runs with their reasons (what searches skip unless --retry-failed)."""
+    """List failed candidates and failed A/B claims with their reasons (searches skip deterministic failures
+    unless --retry-failed)."""
     from kerntune.cli.render import ledger_table
     from kerntune.model import FailureKind
-    from kerntune.store.ledger import ledger_rows
+    from kerntune.store.ledger import CLAIM, PRUNED, ledger_rows
 
-    if kind is not None and kind not in FailureKind._value2member_map_:
-        raise UsageError(f"unknown failure kind {kind!r}: one of {', '.join(k.value for k in FailureKind)}")
+    kinds = [k.value for k in FailureKind] + [CLAIM, PRUNED]
+    if kind is not None and kind not in kinds:
+        raise UsageError(f"unknown kind {kind!r}: one of {', '.join(kinds)}")
     rows = ledger_rows(_store(store), problem=problem, kind=kind, limit=limit)
     if as_json:
         _emit_json([{"run": r.run_id, "problem": r.problem, "spec_hash": r.spec_hash, "target": r.target.as_dict(),
@@ -194,6 +199,58 @@ def ledger(
                     for r in rows])
     else:
         Console().print(ledger_table(rows))
+
+
+@app.command()
+def ab(
+    a: Annotated[str, typer.Argument(help="Side A: SPEC, SPEC@K=V,.. (a config), SPEC@NAME (a baseline), "
+                                          "@K=V,.. or a kernel source (with --spec), git:REV:PATH, cmd:COMMAND.")],
+    b: Annotated[str, typer.Argument(help="Side B, the same forms. B is the change: 'win' means B is faster.")],
+    spec: Annotated[str | None, typer.Option("--spec", help="Spec for sides that are configs or sources.")] = None,
+    shape: Annotated[str | None, typer.Option("--shape", help="Shape fields NAME=VALUE[,...].")] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype", help="One of the spec's dtypes.")] = None,
+    device: Annotated[str, typer.Option("--device", help="Device selector (default $KERNTUNE_DEVICE).")] = "",
+    processes: Annotated[
+        int | None, typer.Option("--processes", help="Values per side (default $KERNTUNE_AB_PROCESSES).")
+    ] = None,
+    scheme: Annotated[str, typer.Option("--scheme", help="auto, fresh (ABBA processes) or in-process.")] = "auto",
+    metric: Annotated[
+        str | None, typer.Option("--metric", help="Regex whose first group is a command's metric.")
+    ] = None,
+    higher_is_better: Annotated[
+        bool, typer.Option("--higher-is-better", help="A command's metric is a throughput, not a time.")
+    ] = False,
+    expect: Annotated[
+        str | None, typer.Option("--expect", help="win, loss or same: exit 0 when it holds, 1 when not.")
+    ] = None,
+    recalibrate: Annotated[
+        bool, typer.Option("--recalibrate", help="Measure the A/A noise band again before the verdict.")
+    ] = False,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the gate's inputs.")] = 0,
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Is B faster than A (win), slower (loss), or within this box's noise band (measured by an A/A run)?
+
+    Two configs of one kernel are timed interleaved in one worker; other changes in fresh processes, ABBA."""
+    from kerntune.cli.render import LineProgress, ab_lines
+    from kerntune.pipeline.ab import ABRequest, run_ab
+    from kerntune.store.claims import ProcessRecord
+
+    settings = Settings.from_env()
+    request = ABRequest(a=a, b=b, spec=spec, shape=parse_shape(shape) if shape else {}, dtype=dtype,
+                        device=device or settings.device, processes=processes, scheme=scheme, metric=metric,
+                        higher_is_better=higher_is_better, expect=expect, recalibrate=recalibrate, seed=seed)
+    console = Console(stderr=True)
+    record = run_ab(request, settings, _store(store), None if as_json else LineProgress(console))
+    if as_json:
+        data = {k: v for k, v in record.__dict__.items() if k != "processes"}
+        data["processes"] = [p.__dict__ for p in record.processes if isinstance(p, ProcessRecord)]
+        _emit_json(data)
+    else:
+        for line in ab_lines(record):
+            Console().print(line, highlight=False, overflow="fold")
+    raise typer.Exit(1 if record.expect is not None and record.claim_failed else 0)
 
 
 floor_app = typer.Typer(help="Per-arch speed floors: record a run's winners, check a later run against them.")
@@ -230,14 +287,15 @@ def floor_check(
     as_json: JsonFlag = False,
 ) -> None:
     """Compare a run's winners with the floors: exit 1 if any is slower than its floor beyond the band."""
-    from kerntune.pipeline.floor import check_floors, read_floors
+    from kerntune.pipeline.floor import check_floors, read_floors, run_conditions
     from kerntune.pipeline.report import build_report
 
     if not (0 <= band < 1 and 0 <= fast_band < 1):
         raise UsageError("--band and --fast-band are fractions in [0, 1), e.g. 0.05")
     db = _store(store)
     report = build_report(db, db.get_run(run))
-    checks = check_floors(read_floors(file, report.run.target.arch), report, band, fast_band)
+    floors = read_floors(file, report.run.target.arch, run_conditions(report))
+    checks = check_floors(floors, report, band, fast_band)
     if as_json:
         _emit_json([c.__dict__ for c in checks])
     else:

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from kerntune.model import Candidate, Run
 from kerntune.pipeline.report import RunReport, ShapeReport
+from kerntune.store.claims import ABRecord
 from kerntune.store.ledger import LedgerRow
 
 
@@ -56,6 +57,20 @@ def shape_table(run: Run, s: ShapeReport) -> Table:
     return table
 
 
+def finalists_table(s: ShapeReport) -> Table:
+    table = Table(title="finalists: search-time vs confirmed (fresh processes, interleaved)", title_justify="left")
+    for col in ("", "candidate", "search median", "confirmed median", "confirmed / search"):
+        table.add_column(col, overflow="fold")
+    for i, f in enumerate(s.finalists):
+        search = f.measurement.median_ms if f.measurement else None
+        confirmed = f.confirmed.median_ms if f.confirmed else None
+        drift = f"{confirmed / search:.3f}" if search and confirmed else "—"
+        mark = "[bold green]winner" if f is s.winner else ("baseline" if f.role == "baseline" else "")
+        table.add_row(mark if i == 0 or f.role == "baseline" else "", f.name,
+                      f"{search:.4g} ms" if search else "—", f"{confirmed:.4g} ms" if confirmed else "—", drift)
+    return table
+
+
 def print_report(console: Console, report: RunReport) -> None:
     run = report.run
     console.print(
@@ -64,6 +79,8 @@ def print_report(console: Console, report: RunReport) -> None:
     )
     for s in report.shapes:
         console.print(shape_table(run, s))
+        if s.finalists:
+            console.print(finalists_table(s))
         for f in s.failed:
             kind = f.failure.value if f.failure else "failed"
             reason = f.reason if len(f.reason) <= 200 else f.reason[:197] + "…"
@@ -81,12 +98,47 @@ def runs_table(runs: list[Run]) -> Table:
 
 
 def ledger_table(rows: list[LedgerRow]) -> Table:
-    table = Table(title="ledger: failed candidates")
+    table = Table(title="ledger: failed candidates and claims")
     for col in ("run", "problem", "target", "shape", "candidate", "failure", "reason"):
         table.add_column(col, overflow="fold")
     for r in rows:
         table.add_row(r.run_id, r.problem, r.target.arch, r.shape_key, r.candidate, r.failure, r.reason[:160])
     return table
+
+
+def ab_lines(r: ABRecord) -> list[str]:
+    """The A/B verdict with everything it rests on: ratio and interval, band, processes, hashes, cost."""
+    colour = {"win": "green", "loss": "red", "noise": "yellow"}.get(r.verdict, "white")
+    lines = [f"[bold {colour}]{r.verdict.upper()}[/] {r.reason}",
+             f"A = {r.a['text']}   B = {r.b['text']}   scheme {r.scheme} · {r.kind} · "
+             f"{r.target.get('device_name') or r.target.get('label', '')}"]
+    if r.conditions.get("regime"):
+        c = r.conditions
+        tel = c.get("telemetry") or {}
+        clocks = (f"SM {tel['sm_mhz_min']}–{tel['sm_mhz_max']} MHz, " if tel.get("available") else
+                  f"telemetry: {tel.get('reason', 'not available')}; ")
+        lines.append(f"conditions: {c.get('regime')}, {c.get('mode')}; {clocks}"
+                     f"throttled values: {c.get('throttled_values', 0)}; shape {c.get('shape')} {c.get('dtype')}")
+    values = " ".join(f"{p.side}:{p.value:.5g}" for p in r.processes)
+    lines.append(f"values (ABBA order): {values}")
+    for side in ("A", "B"):
+        hashes = ", ".join(f"{k} {v if isinstance(v, str) else ' '.join(v)}" for k, v in r.hashes.get(side, {}).items())
+        lines.append(f"md5 {side}: {hashes}")
+    if r.expect is not None:
+        held = "[red]did not hold[/]" if r.claim_failed else "[green]held[/]"
+        lines.append(f"expected {r.expect}: {held}")
+    lines.append(f"cost: {r.wall_s:.1f} s wall for {len(r.processes)} measurements")
+    return lines
+
+
+class LineProgress:
+    """One line per finished measurement (A/B progress), on the given console."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def finished(self, label: str, status: str, detail: str) -> None:
+        self.console.print(f"  {label}: {status} {detail}", highlight=False)
 
 
 class BarProgress:

@@ -16,15 +16,31 @@ class Conditions:
 
     timer: str
     regime: Literal["cold", "warm", "rotating"] = "cold"
+    """cold: cache flushed before every sample; warm: back-to-back on the same inputs; rotating: cycling
+    through input copies whose total size is ``cache_bytes``."""
     mode: Literal["eager", "graph"] = "eager"
+    """eager: one device-event pair per launch; graph: CUDA-graph replays of many launches, per-launch mean."""
     fresh_process: bool = False
     warmup_ms: float = 0.0
     flush_bytes: int = 0
+    cache_bytes: int = 0
+    """Bytes between two touches of the same data: the flush size (cold) or the rotated inputs (rotating)."""
+    launch_overhead_ms: float | None = None
+    """Graph mode only: eager per-launch time minus graph per-launch time on the same launches."""
     telemetry: Mapping[str, Any] | None = None
-    """Clocks, power, temperature seen; None where not available (the CPU)."""
+    """Clocks, power, temperature and throttle reasons seen; None where not available (the CPU)."""
 
-    def key(self) -> tuple[str, str, str, bool]:
-        return (self.timer, self.regime, self.mode, self.fresh_process)
+    @property
+    def throttled(self) -> bool:
+        return bool(self.telemetry and self.telemetry.get("throttled"))
+
+    def key(self) -> tuple[str, str, str, bool, bool]:
+        """What must be equal for two results to be compared: a delta across different keys is not a delta."""
+        return (self.timer, self.regime, self.mode, self.fresh_process, self.throttled)
+
+    def label(self) -> str:
+        text = f"{self.regime}, {self.mode}, {'fresh process' if self.fresh_process else 'in-process'}"
+        return text + (", THROTTLED" if self.throttled else "")
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -34,11 +50,14 @@ class Conditions:
             "fresh_process": self.fresh_process,
             "warmup_ms": self.warmup_ms,
             "flush_bytes": self.flush_bytes,
+            "cache_bytes": self.cache_bytes,
+            "launch_overhead_ms": self.launch_overhead_ms,
             "telemetry": dict(self.telemetry) if self.telemetry is not None else None,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Conditions:
+        overhead = data.get("launch_overhead_ms")
         return cls(
             timer=str(data["timer"]),
             regime=data.get("regime", "cold"),
@@ -46,6 +65,8 @@ class Conditions:
             fresh_process=bool(data.get("fresh_process", False)),
             warmup_ms=float(data.get("warmup_ms", 0.0)),
             flush_bytes=int(data.get("flush_bytes", 0)),
+            cache_bytes=int(data.get("cache_bytes", data.get("flush_bytes", 0))),
+            launch_overhead_ms=float(overhead) if overhead is not None else None,
             telemetry=data.get("telemetry"),
         )
 
@@ -81,6 +102,8 @@ class Measurement:
 
     samples_ms: tuple[float, ...]
     conditions: Conditions
+    ci: tuple[float, float] | None = None
+    """The median's 95% confidence interval as computed when measured (bootstrap); None: order statistics."""
 
     def __post_init__(self) -> None:
         if not self.samples_ms:
@@ -111,7 +134,7 @@ class Measurement:
 
     @property
     def ci_ms(self) -> tuple[float, float]:
-        return median_ci(self.ordered)
+        return self.ci if self.ci is not None else median_ci(self.ordered)
 
     @property
     def spread(self) -> float:

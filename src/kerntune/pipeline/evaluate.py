@@ -7,19 +7,21 @@ the worker returns as a result; anything that kills the process (a segfault, a h
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import traceback
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from kerntune.backends import Backend, load_backend
 from kerntune.backends.base import fail
 from kerntune.errors import CandidateFailed, SpecError
-from kerntune.model import Config, FailureKind, Problem, Shape, TorchCallable
+from kerntune.model import Config, FailureKind, Measurement, Problem, Shape, TorchCallable
 from kerntune.pipeline import gate
-from kerntune.pipeline.measure import MeasureOptions, measure
-from kerntune.pipeline.spec import load_spec
+from kerntune.pipeline.measure import MeasureOptions, measure, measure_interleaved
+from kerntune.pipeline.spec import load_spec, with_kernel_source
 
 
 def _gpu_present() -> bool:
@@ -34,12 +36,16 @@ def setup(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
         # Triton reads this when a kernel is decorated, so it must be set before the spec is imported.
         os.environ.setdefault("TRITON_INTERPRET", "1")
     loaded = load_spec(payload["spec_path"])
+    if payload.get("kernel_source"):
+        loaded = with_kernel_source(loaded, payload["kernel_source"])
     problem = loaded.problem
     backend = load_backend(problem.language, "" if device in ("interpreter",) else device)
     state.clear()
     target = backend.target()
-    state.update(problem=problem, backend=backend, target=target, inputs={}, references={})
-    return {"target": target.as_dict(), "digest": loaded.digest}
+    telemetry = backend.telemetry()
+    state.update(problem=problem, backend=backend, target=target, inputs={}, references={}, telemetry=telemetry)
+    return {"target": target.as_dict(), "digest": loaded.digest, "pid": os.getpid(),
+            "telemetry": telemetry.read(), "graphs": backend.graphs, "backend": backend.name}
 
 
 def _inputs(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> dict[str, Any]:
@@ -124,6 +130,54 @@ def _spec_call(what: str, fn: Any, *args: Any) -> Any:
 
 def evaluate(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
     """Compile, gate and measure one candidate. Returns a plain dict (see ``pipeline.tune``)."""
+    result, launches, set_bytes = _prepare(state, payload)
+    if launches is None:
+        return result
+    backend: Backend = state["backend"]
+    options = MeasureOptions(**payload["measure"])
+    start = time.perf_counter()
+    try:
+        measurement = measure(backend, launches, options, state["telemetry"], set_bytes * len(launches))
+    except CandidateFailed:
+        raise
+    except Exception as exc:
+        raise fail(exc, "measure") from exc
+    result["measure_s"] = time.perf_counter() - start
+    result.update(_measurement_dict(measurement))
+    return result
+
+
+def evaluate_pair(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """Two candidates of one kernel, each compiled and gated, then timed interleaved (A B B A ...) so that
+    every A sample has a B sample beside it in time: drift of the machine cancels within each pair.
+    ``payload``: ``{"a": evaluate payload, "b": evaluate payload, "measure": options}``. A side that
+    fails returns ``{"failed": "A" or "B", "result": its result}``."""
+    backend: Backend = state["backend"]
+    prepared = []
+    for name in ("a", "b"):
+        result, launches, _ = _prepare(state, payload[name])
+        if launches is None:
+            return {"failed": name.upper(), "result": result}
+        prepared.append((result, launches[0]))
+    options = MeasureOptions(**payload["measure"])
+    try:
+        pair = measure_interleaved(backend, prepared[0][1], prepared[1][1], options, state["telemetry"])
+    except CandidateFailed:
+        raise
+    except Exception as exc:
+        raise fail(exc, "measure") from exc
+    out: dict[str, Any] = {}
+    for (result, _), name, m in zip(prepared, ("a", "b"), pair, strict=True):
+        out[name] = {**result, **_measurement_dict(m)}
+    return out
+
+
+def _measurement_dict(m: Measurement) -> dict[str, Any]:
+    return {"samples_ms": list(m.samples_ms), "ci_ms": list(m.ci_ms), "conditions": m.conditions.as_dict()}
+
+
+def _prepare(state: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], list[Any] | None, int]:
+    """Compile and gate one candidate; return its result so far and its timed launches (None: do not time)."""
     problem: Problem = state["problem"]
     backend: Backend = state["backend"]
     shape = Shape.of(payload["shape"])
@@ -149,6 +203,10 @@ def evaluate(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
 
     verdicts = []
     timing_args: dict[str, Any] | None = None
+    if not payload.get("gate", True):
+        # Asked to time only (a later round of an in-process A/B whose first round passed the gate).
+        seeds = []
+        timing_args = first_args
     for seed in seeds:
         args = first_args if seed == seeds[0] else backend.place(_inputs(state, shape, dtype, seed))
         refs = _reference(state, shape, dtype, seed)
@@ -165,31 +223,41 @@ def evaluate(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
                 for name, value, ref in zip(problem.outputs, produced, refs, strict=True)]
         verdicts.append(gate.check_outputs(outs, dtype, threshold, seed))
         timing_args = args
-    verdict = gate.combine(verdicts)
-    result["verdict"] = {
-        "outcome": verdict.outcome, "metric": verdict.metric, "value": verdict.value,
-        "threshold": verdict.threshold, "reason": verdict.reason, "details": dict(verdict.details),
-    }
-    if not verdict.passed:
-        result["failure"] = {"kind": FailureKind.WRONG.value, "reason": verdict.reason}
-        return result
+    if verdicts:
+        verdict = gate.combine(verdicts)
+        result["verdict"] = _verdict_dict(verdict)
+        if not verdict.passed:
+            result["failure"] = {"kind": FailureKind.WRONG.value, "reason": verdict.reason}
+            return result, None, 0
     if not state["target"].claims_timing or timing_args is None:
         result["timing"] = f"not claimed: {backend.timer}"
-        return result
-    options = MeasureOptions(**payload["measure"])
-    launch = compiled.launch
-    bound = timing_args
-    start = time.perf_counter()
-    try:
-        measurement = measure(backend, lambda: launch(bound), options)
-    except CandidateFailed:
-        raise
-    except Exception as exc:
-        raise fail(exc, "measure") from exc
-    result["measure_s"] = time.perf_counter() - start
-    result["samples_ms"] = list(measurement.samples_ms)
-    result["conditions"] = measurement.conditions.as_dict()
-    return result
+        return result, None, 0
+    sets = [timing_args]
+    if payload["measure"].get("regime") == "rotating":
+        host = _inputs(state, shape, dtype, int(payload["seeds"][0]))
+        sets += [backend.place(host) for _ in range(_rotating_copies(backend, host) - 1)]
+    return result, [partial(compiled.launch, args) for args in sets], _set_bytes(sets[0])
+
+
+def _verdict_dict(verdict: Any) -> dict[str, Any]:
+    return {"outcome": verdict.outcome, "metric": verdict.metric, "value": verdict.value,
+            "threshold": verdict.threshold, "reason": verdict.reason, "details": dict(verdict.details)}
+
+
+def _set_bytes(args: dict[str, Any]) -> int:
+    total = 0
+    for value in args.values():
+        nbytes = getattr(value, "nbytes", None)
+        if nbytes is None and hasattr(value, "shape") and hasattr(value, "dtype"):  # an OpenCL DeviceArray
+            nbytes = math.prod(value.shape) * value.dtype.itemsize
+        total += int(nbytes or 0)
+    return total
+
+
+def _rotating_copies(backend: Backend, host: dict[str, Any]) -> int:
+    """Enough input copies that cycling through them overflows the cache (twice its size), at most 64."""
+    size = max(1, _set_bytes(host))
+    return max(2, min(64, math.ceil(backend.flush_bytes / size) + 1))
 
 
 def _run_once(backend: Backend, launch: Any, args: dict[str, Any]) -> Any:

@@ -34,6 +34,17 @@ def floor_key(problem: str, dtype: str, shape_key: str) -> str:
     return f"{problem}|{dtype}|{shape_key}"
 
 
+def run_conditions(report: RunReport) -> str:
+    """The conditions the run's winners were timed under, as the floor file's ``# conditions:`` line."""
+    seen = set()
+    for shape in report.shapes:
+        best = shape.winner.best_measurement if shape.winner else None
+        if best is not None:
+            c = best.conditions
+            seen.add(f"timer={c.timer} regime={c.regime} mode={c.mode} fresh_process={c.fresh_process}")
+    return "; ".join(sorted(seen))
+
+
 def run_floors(report: RunReport) -> Floors:
     """key → the winner's (confirmed) median in ms, for every shape of the run that has a timed winner."""
     floors: Floors = {}
@@ -64,6 +75,7 @@ def write_floors(path: Path, report: RunReport, merge: bool = True) -> Floors:
         f"# device: {report.run.target.label}",
         f"# recorded: {datetime.now(timezone.utc).isoformat(timespec='seconds')} from run {report.run.id}",
         f"# commit: {_commit()}",
+        f"# conditions: {run_conditions(report)}",
     ]
     body = [f"{key} = {value:.6g}" for key, value in sorted(floors.items())]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,8 +86,9 @@ def write_floors(path: Path, report: RunReport, merge: bool = True) -> Floors:
     return floors
 
 
-def read_floors(path: Path, arch: str) -> Floors:
-    """Parse a floor file; refuse one recorded on another arch (floors never transfer between chips)."""
+def read_floors(path: Path, arch: str, conditions: str | None = None) -> Floors:
+    """Parse a floor file; refuse one recorded on another arch (floors never transfer between chips) or, when
+    ``conditions`` is given, under other measurement conditions (a cold floor says nothing of a warm time)."""
     if not path.is_file():
         raise UsageError(f"floor file {str(path)!r} does not exist: record one with `kerntune floor record RUN`")
     floors: Floors = {}
@@ -84,6 +97,12 @@ def read_floors(path: Path, arch: str) -> Floors:
         line = raw.strip()
         if line.startswith("# arch:"):
             file_arch = line.split(":", 1)[1].strip()
+        if line.startswith("# conditions:") and conditions is not None:
+            recorded = line.split(":", 1)[1].strip()
+            if recorded and conditions and recorded != conditions:
+                raise UsageError(f"{path} was recorded under {recorded!r}, this run measured under "
+                                 f"{conditions!r}: deltas are only computed under equal conditions; "
+                                 "re-record the floors or measure as they were")
         if not line or line.startswith("#"):
             continue
         key, sep, value = line.rpartition("=")

@@ -1,65 +1,240 @@
-"""Measurement, first version of the protocol in DESIGN.md.
+"""Measurement: the protocol of DESIGN.md.
 
-Device events bracket each launch; warm-up runs by time (clocks ramp, JIT and caches settle); the cache
-is flushed before every sample, outside the timed region (cold regime); sampling continues until the
-median's 95% confidence interval is within ``ci_target`` of it, or the sample budget ends. Every raw sample
-is kept: summaries are computed from them, never stored instead of them.
+Device events bracket the work. Warm-up runs by time (clocks ramp, JIT and caches settle) and is extended
+while the SM clock is still climbing, as telemetry shows. Three cache regimes: ``cold`` (the default: the
+cache is flushed before every sample, outside the timed region), ``warm`` (back-to-back on the same
+inputs) and ``rotating`` (cycling through input copies larger than the cache together). Two modes:
+``eager`` (one event pair per launch) and ``graph`` (CUDA-graph replays of many launches: for kernels so
+short that launch overhead would dominate; the overhead is measured and reported apart). Sampling goes on
+until the median's bootstrap 95% confidence interval is within ``ci_target`` of it, or the budget ends.
+Every raw sample is kept: summaries are computed from them, never stored instead of them.
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import cycle, islice
 from typing import Any
 
 from kerntune.backends.base import Backend
-from kerntune.model import Conditions, Measurement, median_ci
+from kerntune.devices.telemetry import Recorder, Telemetry, Unavailable
+from kerntune.errors import UsageError
+from kerntune.model import Conditions, Measurement
+from kerntune.pipeline.stats import block_half_width, median_ci
+
+REGIMES = ("cold", "warm", "rotating")
+MODES = ("eager", "graph")
+BATCH_MS = 10.0
+"""Device work per block between host synchronizations: one sync per launch would add host latency to the
+loop, one sync per thousand launches would overrun the budget on slow kernels; 10 ms blocks resolve the
+clock swings of a power-capped GPU, which the stopping rule looks at."""
+MIN_BLOCKS = 5
+"""Fewest blocks before a measurement may stop: one block is one moment of the clock's swing."""
+GRAPH_MS = 2.0
+"""Device time of one graph replay: long enough that the events' own resolution (~0.5 µs) is noise."""
+RAMP_TOLERANCE = 0.02
+"""Warm-up ends only when two consecutive SM clock readings agree within this fraction."""
 
 
 @dataclass(frozen=True)
 class MeasureOptions:
-    warmup_ms: float = 100.0
+    warmup_ms: float = 250.0
     min_samples: int = 10
-    max_samples: int = 200
+    max_samples: int = 5000
     budget_ms: float = 1500.0
-    ci_target: float = 0.01
+    ci_target: float = 0.005
     regime: str = "cold"
+    mode: str = "eager"
+    min_window_ms: float = 0.0
+    """Shortest sampling window: under a power cap the clock oscillates over tens of milliseconds, and a
+    median taken inside one swing of it differs from the next measurement's."""
+    ramp_limit_ms: float = 1000.0
+    """Longest extra warm-up granted while the clocks still climb; past it the measurement is flagged."""
+
+    def __post_init__(self) -> None:
+        if self.regime not in REGIMES:
+            raise UsageError(f"unknown regime {self.regime!r}: one of {', '.join(REGIMES)}")
+        if self.mode not in MODES:
+            raise UsageError(f"unknown mode {self.mode!r}: one of {', '.join(MODES)}")
+        if self.mode == "graph" and self.regime == "cold":
+            raise UsageError("graph mode replays launches back to back, so a cache flush between them would be "
+                             "timed: use --regime warm or --regime rotating with --mode graph")
+        if self.min_samples < 3 or self.max_samples < self.min_samples:
+            raise UsageError("need 3 <= min_samples <= max_samples")
 
 
-def _batch_size(last_ms: float, remaining: int) -> int:
-    # Batches of ~50 ms of device work between host synchronizations: one sync per launch would add host
-    # latency to the loop, one sync per thousand would overrun the budget on slow kernels.
-    per = max(last_ms, 1e-3)
-    return max(1, min(remaining, int(50.0 / per)))
+def _batch(last_ms: float, remaining: int) -> int:
+    return max(1, min(remaining, int(BATCH_MS / max(last_ms, 1e-3))))
 
 
-def measure(backend: Backend, launch: Callable[[], Any], options: MeasureOptions) -> Measurement:
+def _settled(recorder: Recorder) -> bool:
+    clocks = [float(r["sm_mhz"]) for r in recorder.readings[-2:]]
+    if not recorder.source.available or len(clocks) < 2:
+        return not recorder.source.available
+    return abs(clocks[1] - clocks[0]) <= RAMP_TOLERANCE * max(clocks)
+
+
+class _Sampler:
+    """One way of producing samples (eager per launch, or graph replays), with warm-up and stopping."""
+
+    def __init__(self, take: Callable[[int], list[float]], options: MeasureOptions, recorder: Recorder) -> None:
+        self.take, self.options, self.recorder = take, options, recorder
+        self.ramp_ms = 0.0
+        self.ramping = False
+
+    def warm_up(self) -> float:
+        """Run for ``warmup_ms``, longer while the clock climbs; return the last sample's time."""
+        start = time.perf_counter()
+        last = max(self.take(1))
+        self.recorder.take()
+        while True:
+            elapsed = (time.perf_counter() - start) * 1e3
+            if elapsed >= self.options.warmup_ms:
+                if _settled(self.recorder):
+                    break
+                if elapsed >= self.options.warmup_ms + self.options.ramp_limit_ms:
+                    self.ramping = True  # the clock never settled: the measurement says so
+                    break
+            last = max(self.take(_batch(last, 64)))
+            self.recorder.take()
+        self.ramp_ms = max(0.0, (time.perf_counter() - start) * 1e3 - self.options.warmup_ms)
+        return last
+
+    def sample(self, last: float) -> tuple[list[float], tuple[float, float]]:
+        """Sample in blocks of ~BATCH_MS until the median is known to ``ci_target`` or the budget ends.
+
+        Neighbouring samples are not independent: under a power cap the clock swings over tens of
+        milliseconds, so a bootstrap over samples alone calls a median precise that the next measurement
+        will not reproduce. The stopping rule also asks the medians of the blocks to agree (batch means):
+        the interval is the wider of the two, and a steady kernel stops after MIN_BLOCKS blocks."""
+        options = self.options
+        samples: list[float] = []
+        blocks: list[float] = []
+        ci = (last, last)
+        start = time.perf_counter()
+        while len(samples) < options.max_samples:
+            block = self.take(_batch(last, options.max_samples - len(samples)))
+            samples.extend(block)
+            blocks.append(statistics.median(block))
+            self.recorder.take()
+            last = samples[-1]
+            elapsed = (time.perf_counter() - start) * 1e3
+            out_of_budget = elapsed >= options.budget_ms
+            if (len(samples) < options.min_samples or len(blocks) < MIN_BLOCKS
+                    or elapsed < options.min_window_ms) and not out_of_budget:
+                continue
+            median = statistics.median(samples)
+            block_half = block_half_width(blocks)
+            if block_half > options.ci_target * median and not out_of_budget:
+                continue
+            lo, hi = median_ci(samples)
+            ci = (min(lo, median - block_half), max(hi, median + block_half))
+            if (ci[1] - ci[0]) / 2 <= options.ci_target * median or out_of_budget:
+                break
+        return samples, ci
+
+
+def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: MeasureOptions,
+            telemetry: Telemetry | None = None, rotating_bytes: int = 0) -> Measurement:
+    """Measure ``launches[0]`` (or, in the rotating regime, all of them in turn, each on its own inputs)."""
+    if not launches:
+        raise ValueError("nothing to measure")
+    recorder = Recorder(telemetry or Unavailable("not asked"))
+    used = list(launches) if options.regime == "rotating" else [launches[0]]
+    stream: Iterator[Callable[[], Any]] = cycle(used)
     flush = options.regime == "cold"
-    # Warm-up by time, not count: a 5 µs kernel needs thousands of launches to ramp clocks, a 50 ms one few.
-    start = time.perf_counter()
-    last = backend.time_launches(launch, 1, flush)[0]
-    while (time.perf_counter() - start) * 1e3 < options.warmup_ms:
-        last = max(backend.time_launches(launch, _batch_size(last, 64), flush))
-    samples: list[float] = []
-    start = time.perf_counter()
-    while len(samples) < options.max_samples:
-        batch = _batch_size(last, options.max_samples - len(samples))
-        samples.extend(backend.time_launches(launch, batch, flush))
-        last = samples[-1]
-        if len(samples) < options.min_samples:
-            continue
-        ordered = sorted(samples)
-        lo, hi = median_ci(ordered)
-        median = ordered[len(ordered) // 2]
-        if (hi - lo) / 2 <= options.ci_target * median:
-            break
-        if (time.perf_counter() - start) * 1e3 >= options.budget_ms:
-            break
+    overhead = None
+    if options.mode == "eager":
+        def take(count: int) -> list[float]:
+            return backend.time_launches(list(islice(stream, count)), flush)
+        sampler = _Sampler(take, options, recorder)
+        samples, ci = sampler.sample(sampler.warm_up())
+    else:
+        per_launch = max(backend.time_launches(list(islice(stream, 3)), False))
+        length = max(len(used), min(1000, math.ceil(GRAPH_MS / max(per_launch, 1e-4))))
+        sequence = list(islice(stream, length))
+        replay = backend.graph(sequence)
+
+        def take(count: int) -> list[float]:
+            return [t / length for t in backend.time_calls(replay, count)]
+
+        sampler = _Sampler(take, options, recorder)
+        samples, ci = sampler.sample(sampler.warm_up())
+
+        # Launch overhead, apart: the same launches issued eagerly, timed from the first to the last; the
+        # difference per launch is what the host's launch path costs when the GPU waits on it.
+        def eager() -> None:
+            for launch in sequence:
+                launch()
+
+        eager_ms = statistics.median(t / length for t in backend.time_calls(eager, 5))
+        overhead = max(0.0, eager_ms - statistics.median(samples))
+    cache = backend.flush_bytes if flush else (rotating_bytes if options.regime == "rotating" else 0)
     conditions = Conditions(
         timer=backend.timer,
-        regime="cold" if flush else "warm",
-        warmup_ms=options.warmup_ms,
+        regime=options.regime,  # type: ignore[arg-type]
+        mode=options.mode,  # type: ignore[arg-type]
+        warmup_ms=options.warmup_ms + sampler.ramp_ms,
         flush_bytes=backend.flush_bytes if flush else 0,
+        cache_bytes=cache,
+        launch_overhead_ms=overhead,
+        telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping}),
     )
-    return Measurement(tuple(samples), conditions)
+    return Measurement(tuple(samples), conditions, ci)
+
+
+def measure_interleaved(backend: Backend, launch_a: Callable[[], Any], launch_b: Callable[[], Any],
+                        options: MeasureOptions, telemetry: Telemetry | None = None) -> tuple[Measurement, Measurement]:
+    """Time two launches interleaved, A B B A A B ..., so that sample ``i`` of A and sample ``i`` of B were
+    taken next to each other: slow drift of the machine (clocks, temperature, neighbours) lands on both
+    alike. Eager mode only; sampling stops when both medians' intervals are within ``ci_target`` or the
+    budget (twice the single budget: two things are timed) ends."""
+    if options.mode != "eager":
+        raise UsageError("interleaved A/B measurement is eager only: use --scheme fresh with --mode graph")
+    recorder = Recorder(telemetry or Unavailable("not asked"))
+    flush = options.regime == "cold"
+    a_samples: list[float] = []
+    b_samples: list[float] = []
+
+    def take(count: int) -> list[float]:
+        # ``count`` A/B pairs; even pairs run A first, odd pairs B first (ABBA).
+        start = len(a_samples) + len(b_samples)
+        order = [(launch_a, launch_b) if (start // 2 + i) % 2 == 0 else (launch_b, launch_a) for i in range(count)]
+        times = backend.time_launches([launch for pair in order for launch in pair], flush)
+        pair_times = []
+        for i, (first, _) in enumerate(order):
+            t_first, t_second = times[2 * i], times[2 * i + 1]
+            a, b = (t_first, t_second) if first is launch_a else (t_second, t_first)
+            pair_times.append(a + b)
+            if collecting:
+                a_samples.append(a)
+                b_samples.append(b)
+        return pair_times
+
+    collecting = False
+    sampler = _Sampler(take, options, recorder)
+    last = sampler.warm_up()
+    collecting = True
+    start = time.perf_counter()
+    while len(a_samples) < options.max_samples:
+        take(_batch(last, options.max_samples - len(a_samples)))
+        recorder.take()
+        if len(a_samples) < options.min_samples:
+            continue
+        cis = [median_ci(s) for s in (a_samples, b_samples)]
+        tight = all((hi - lo) / 2 <= options.ci_target * statistics.median(s)
+                    for (lo, hi), s in zip(cis, (a_samples, b_samples), strict=True))
+        if tight or (time.perf_counter() - start) * 1e3 >= 2 * options.budget_ms:
+            break
+    conditions = Conditions(
+        timer=backend.timer, regime=options.regime,  # type: ignore[arg-type]
+        warmup_ms=options.warmup_ms + sampler.ramp_ms, flush_bytes=backend.flush_bytes if flush else 0,
+        cache_bytes=backend.flush_bytes if flush else 0,
+        telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping,
+                                    "interleaved": True}))
+    a_ci, b_ci = median_ci(a_samples), median_ci(b_samples)
+    return Measurement(tuple(a_samples), conditions, a_ci), Measurement(tuple(b_samples), conditions, b_ci)

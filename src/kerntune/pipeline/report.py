@@ -22,6 +22,8 @@ class ShapeReport:
     counts: dict[str, int]
     timing_claimed: bool
     pending: int = 0
+    finalists: list[Candidate] = field(default_factory=list)
+    """Candidates re-timed in fresh processes (configs and baselines), fastest confirmed median first."""
 
     def speedup_over(self, other: Candidate | None) -> float | None:
         """other's median ÷ winner's median (above 1: the winner is faster), confirmed medians when both have
@@ -75,6 +77,8 @@ def build_report(store: Store, run: Run) -> RunReport:
             counts=dict(counts),
             timing_claimed=run.target.claims_timing,
             pending=counts.get("pending", 0),
+            finalists=sorted((c for c in mine if c.status == "ok" and c.confirmed is not None),
+                             key=lambda c: c.confirmed.median_ms if c.confirmed else 0.0),
         ))
     return RunReport(run, reports)
 
@@ -119,5 +123,9 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "slowest": {**(_candidate_json(s.slowest) or {}), "winner_speedup": s.speedup_over(s.slowest)}
             if s.slowest else None,
             "failed": [_candidate_json(f) for f in s.failed],
+            "finalists": [{"name": f.name, "role": f.role, "config": f.config.as_dict(),
+                           "search_median_ms": f.measurement.median_ms if f.measurement else None,
+                           "confirmed_median_ms": f.confirmed.median_ms if f.confirmed else None,
+                           "confirmed_n": f.confirmed.n if f.confirmed else 0} for f in s.finalists],
         })
     return {"run": run_json(report.run), "shapes": shapes, "all_gated": report.all_gated}

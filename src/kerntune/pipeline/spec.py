@@ -10,8 +10,9 @@ import importlib.util
 import inspect
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from kerntune.errors import BackendUnavailable, KerntuneError, SpecError
 from kerntune.model import OpenCLKernel, Problem, TritonKernel
@@ -95,3 +96,43 @@ def _digest(source: bytes, problem: Problem) -> str:
         except (OSError, TypeError):
             h.update(repr(fn).encode())
     return h.hexdigest()[:16]
+
+
+def with_kernel_source(loaded: LoadedSpec, source_path: str | Path) -> LoadedSpec:
+    """The spec with its kernel's source taken from another file (an A/B of two kernel sources).
+
+    OpenCL: the file is the kernel source. Triton: the file is a Python module defining a ``@triton.jit``
+    function of the same name as the spec's kernel. The digest covers the new source.
+    """
+    path = Path(source_path)
+    if not path.is_file():
+        raise SpecError(f"kernel source {str(path)!r} does not exist")
+    kernel = loaded.problem.kernel
+    text = path.read_bytes()
+    if isinstance(kernel, OpenCLKernel):
+        new_kernel: OpenCLKernel | TritonKernel = replace(kernel, source=text.decode())
+    elif isinstance(kernel, TritonKernel):
+        name = getattr(getattr(kernel.fn, "fn", kernel.fn), "__name__", "")
+        module = _import_file(path, f"kerntune_source_{hashlib.md5(text).hexdigest()[:12]}")
+        fn = getattr(module, name, None)
+        if fn is None:
+            raise SpecError(f"{path} defines no kernel named {name!r} (the spec's kernel): name it the same")
+        new_kernel = replace(kernel, fn=fn)
+    else:
+        raise SpecError(f"a {loaded.problem.language} kernel has no source file to swap: A/B two specs instead")
+    problem = replace(loaded.problem, kernel=new_kernel)
+    digest = hashlib.sha256(loaded.digest.encode() + text).hexdigest()[:16]
+    return LoadedSpec(loaded.path, problem, digest)
+
+
+def _import_file(path: Path, module_name: str) -> Any:
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise SpecError(f"cannot load {path} as Python")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:
+        raise SpecError(f"{path}: importing it raised {type(exc).__name__}: {exc}") from None
+    return module

@@ -72,7 +72,7 @@ class _Silent:
         pass
 
 
-def _parse_value(text: str) -> Scalar:
+def parse_value(text: str) -> Scalar:
     for cast in (int, float):
         try:
             return cast(text)
@@ -93,7 +93,7 @@ def resolve_shapes(problem: Problem, overrides: Sequence[Mapping[str, str]]) -> 
             raise UsageError(
                 f"unknown shape field {unknown[0]!r} in --shape; this spec's shape fields are {', '.join(fields)}"
             )
-        shapes.append(Shape.of({**problem.shapes[0], **{k: _parse_value(v) for k, v in override.items()}}))
+        shapes.append(Shape.of({**problem.shapes[0], **{k: parse_value(v) for k, v in override.items()}}))
     return shapes
 
 
@@ -101,10 +101,16 @@ def _new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
-def _measure_options(settings: Settings) -> dict[str, Any]:
-    return asdict(MeasureOptions(
+def measure_options(settings: Settings, **overrides: Any) -> dict[str, Any]:
+    """The measurement protocol's options from the settings (validated here, in the parent, so a bad
+    regime or mode is a usage error before any worker starts)."""
+    values: dict[str, Any] = dict(
         warmup_ms=settings.warmup_ms, min_samples=settings.min_samples, max_samples=settings.max_samples,
-        budget_ms=settings.sample_budget_ms, ci_target=settings.ci_target))
+        budget_ms=settings.sample_budget_ms, ci_target=settings.ci_target, regime=settings.regime,
+        min_window_ms=settings.min_window_ms,
+        mode=settings.mode)
+    values.update(overrides)
+    return asdict(MeasureOptions(**values))
 
 
 def _result(outcome: Outcome) -> CandidateResult:
@@ -120,7 +126,9 @@ def _result(outcome: Outcome) -> CandidateResult:
         verdict = Verdict("gate", v["outcome"], v["metric"], v["value"], v["threshold"], v["reason"], v["details"])
     measurement = None
     if value.get("samples_ms"):
-        measurement = Measurement(tuple(value["samples_ms"]), Conditions.from_dict(value["conditions"]))
+        ci = value.get("ci_ms")
+        measurement = Measurement(tuple(value["samples_ms"]), Conditions.from_dict(value["conditions"]),
+                                  (float(ci[0]), float(ci[1])) if ci else None)
     failure = value.get("failure")
     return CandidateResult(
         status="failed" if failure else "ok",
@@ -141,7 +149,7 @@ class _Tuner:
         self.problem = loaded.problem
         self.progress, self.worker, self.target = progress, worker, target
         self.finished = store.finished_keys(run.id)
-        self.measure = _measure_options(settings)
+        self.measure = measure_options(settings)
         self.seeds = [run.seed * 1000 + i + 1 for i in range(settings.gate_seeds)]
         self.started = time.monotonic()
         self.stop_reason = ""
@@ -250,7 +258,8 @@ class _Tuner:
         return medians
 
     def tune_shape(self, shape: Shape) -> None:
-        valid, _rejected = self.problem.space.valid_configs(shape, self.target)
+        valid, rejected = self.problem.space.valid_configs(shape, self.target)
+        self.store.record_pruned(self.run.id, shape, rejected)
         known_bad = {} if self.run.options.get("retry_failed") else prior_failures(
             self.store, run_id=self.run.id, problem=self.problem.name, spec_hash=self.run.spec_hash,
             target=self.target, shape_key=shape.key)
@@ -303,6 +312,13 @@ class _Tuner:
         return total
 
 
+def require_graphs(settings: Settings, setup: Mapping[str, Any]) -> None:
+    """Graph mode asked of a backend that cannot capture graphs is a usage error, not N failed candidates."""
+    if settings.mode == "graph" and not setup.get("graphs"):
+        raise UsageError(f"the {setup.get('backend', '')} backend on this device has no graph mode "
+                         "(CUDA/HIP graphs): measure with KERNTUNE_MODE=eager")
+
+
 def _check_space(problem: Problem, shapes: Sequence[Shape], target: Target) -> None:
     for shape in shapes:
         valid, rejected = problem.space.valid_configs(shape, target)
@@ -336,11 +352,13 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
             raise UsageError(f"dtype {dtype!r} is not one of this spec's dtypes: {', '.join(loaded.problem.dtypes)}")
         make_strategy(request.strategy, [], request.seed)  # unknown strategy names fail before any work
 
+    measure_options(settings)  # a bad regime or mode fails here, before any worker starts
     log_path = store.home / "logs" / f"worker-{int(time.time())}-{secrets.token_hex(2)}.log"
     worker = Worker((SETUP, {"spec_path": str(loaded.path), "device": device}), log_path=log_path,
                     setup_timeout_s=settings.setup_timeout_s)
     setup = worker.start()
     try:
+        require_graphs(settings, setup)
         target = Target.from_dict(setup["target"])
         if request.resume:
             run = store.get_run(request.resume)

@@ -94,6 +94,48 @@ CREATE TABLE IF NOT EXISTS verdicts (
     reason TEXT NOT NULL,
     details TEXT NOT NULL DEFAULT '{}'
 );
+CREATE TABLE IF NOT EXISTS ab_runs (
+    id TEXT PRIMARY KEY,
+    created TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    a TEXT NOT NULL,
+    b TEXT NOT NULL,
+    target TEXT NOT NULL,
+    conditions TEXT NOT NULL,
+    scheme TEXT NOT NULL,
+    ratio REAL,
+    ci_low REAL,
+    ci_high REAL,
+    band REAL,
+    verdict TEXT NOT NULL,
+    expect TEXT,
+    claim_failed INTEGER NOT NULL DEFAULT 0,
+    reason TEXT NOT NULL DEFAULT '',
+    hashes TEXT NOT NULL DEFAULT '{}',
+    wall_s REAL
+);
+CREATE TABLE IF NOT EXISTS ab_processes (
+    ab_id TEXT NOT NULL REFERENCES ab_runs(id),
+    seq INTEGER NOT NULL,
+    side TEXT NOT NULL,
+    value REAL NOT NULL,
+    samples TEXT NOT NULL,
+    info TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (ab_id, seq)
+);
+CREATE TABLE IF NOT EXISTS pruned (
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    shape_key TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (run_id, shape_key, reason)
+);
+CREATE TABLE IF NOT EXISTS noise_bands (
+    scope TEXT PRIMARY KEY,
+    band REAL NOT NULL,
+    ab_id TEXT NOT NULL,
+    created TEXT NOT NULL
+);
 CREATE INDEX IF NOT EXISTS candidates_run ON candidates(run_id);
 CREATE INDEX IF NOT EXISTS measurements_candidate ON measurements(candidate_id);
 CREATE INDEX IF NOT EXISTS verdicts_candidate ON verdicts(candidate_id);
@@ -127,11 +169,19 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.executescript(SCHEMA)
+            self._migrate()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the store in {str(home)!r}: {exc}; choose another --store folder") from exc
 
     def close(self) -> None:
         self.db.close()
+
+    def _migrate(self) -> None:
+        """Columns added after a store may have been created: add them where missing (old rows keep NULL)."""
+        columns = {r[1] for r in self.db.execute("PRAGMA table_info(measurements)").fetchall()}
+        for name in ("ci_low", "ci_high"):
+            if name not in columns:
+                self.db.execute(f"ALTER TABLE measurements ADD COLUMN {name} REAL")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -245,10 +295,12 @@ class Store:
     @staticmethod
     def _insert_measurement(db: sqlite3.Connection, candidate_id: int, m: Measurement, phase: str,
                             round_: int) -> None:
+        ci = m.ci or (None, None)
         cursor = db.execute(
-            "INSERT INTO measurements (candidate_id, conditions, median_ms, n, created, phase, round)"
-            " VALUES (?,?,?,?,?,?,?)",
-            (candidate_id, json.dumps(m.conditions.as_dict()), m.median_ms, m.n, time.time(), phase, round_))
+            "INSERT INTO measurements (candidate_id, conditions, median_ms, n, created, phase, round, ci_low, ci_high)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (candidate_id, json.dumps(m.conditions.as_dict()), m.median_ms, m.n, time.time(), phase, round_,
+             ci[0], ci[1]))
         mid = cursor.lastrowid
         db.executemany("INSERT INTO samples (measurement_id, seq, ms) VALUES (?,?,?)",
                        [(mid, i, s) for i, s in enumerate(m.samples_ms)])
@@ -267,6 +319,12 @@ class Store:
         rows = self.db.execute("SELECT round FROM measurements WHERE candidate_id=? AND phase='confirm'",
                                (candidate_id,))
         return {int(r[0]) for r in rows.fetchall()}
+
+    def record_pruned(self, run_id: str, shape: Shape, rejected: dict[str, int]) -> None:
+        """How many configs each constraint removed before the search (the ledger's ``pruned`` rows)."""
+        with self._transaction() as db:
+            db.executemany("INSERT OR REPLACE INTO pruned (run_id, shape_key, reason, count) VALUES (?,?,?,?)",
+                           [(run_id, shape.key, reason, count) for reason, count in rejected.items()])
 
     def finished_keys(self, run_id: str) -> set[tuple[str, str, str, str]]:
         rows = self.db.execute(
@@ -301,13 +359,14 @@ class Store:
         return Measurement(tuple(samples), conditions)
 
     def _measurement(self, candidate_id: int) -> Measurement | None:
-        row = self.db.execute("SELECT id, conditions FROM measurements WHERE candidate_id=? AND phase='search'"
-                              " ORDER BY id DESC LIMIT 1", (candidate_id,)).fetchone()
+        row = self.db.execute("SELECT id, conditions, ci_low, ci_high FROM measurements WHERE candidate_id=?"
+                              " AND phase='search' ORDER BY id DESC LIMIT 1", (candidate_id,)).fetchone()
         if row is None:
             return None
         samples = [r[0] for r in self.db.execute(
             "SELECT ms FROM samples WHERE measurement_id=? ORDER BY seq", (row["id"],)).fetchall()]
-        return Measurement(tuple(samples), Conditions.from_dict(json.loads(row["conditions"])))
+        ci = (row["ci_low"], row["ci_high"]) if row["ci_low"] is not None else None
+        return Measurement(tuple(samples), Conditions.from_dict(json.loads(row["conditions"])), ci)
 
     def _verdict(self, candidate_id: int) -> Verdict | None:
         row = self.db.execute("SELECT * FROM verdicts WHERE candidate_id=? AND kind='gate' ORDER BY id DESC"

@@ -1,0 +1,1 @@
+"""Per-vendor device facts: telemetry (NVML), and later calibration and arch tables."""

@@ -1,0 +1,134 @@
+"""Telemetry read beside every measurement: SM and memory clocks, power, temperature, throttle reasons.
+
+NVIDIA through NVML (the ``nvidia-ml-py`` package); elsewhere ``Unavailable`` says why there is none
+(the CPU has no such counters here, AMD's amdsmi reader is not written yet). Reading never raises: a
+telemetry failure must not fail a candidate, so it becomes ``{"available": False, "reason": ...}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# NVML clock-event reason bits (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*). Idle and
+# application-clock settings are not throttling; the rest mean the clock was held below what it could run.
+_REASONS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+THROTTLING = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+                        "hw_power_brake_slowdown"})
+
+
+def decode_reasons(mask: int) -> list[str]:
+    """Names of the set bits of an NVML clock-event reason mask (unknown bits as hex)."""
+    names = [name for bit, name in _REASONS.items() if mask & bit]
+    unknown = mask & ~sum(_REASONS)
+    if unknown:
+        names.append(hex(unknown))
+    return names
+
+
+class Telemetry(Protocol):
+    available: bool
+
+    def read(self) -> dict[str, Any]:
+        """One reading: ``sm_mhz``, ``mem_mhz``, ``power_w``, ``temp_c``, ``reasons`` (list of names)."""
+        ...
+
+
+@dataclass
+class Unavailable:
+    reason: str
+    available: bool = False
+
+    def read(self) -> dict[str, Any]:
+        return {"available": False, "reason": self.reason}
+
+
+class Nvml:
+    """NVML readings of one GPU, found by UUID (robust to CUDA_VISIBLE_DEVICES) or else by index."""
+
+    available = True
+
+    def __init__(self, uuid: str | None, index: int) -> None:
+        import pynvml
+
+        self.nvml = pynvml
+        pynvml.nvmlInit()
+        handle = None
+        if uuid:
+            text = uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
+            with contextlib.suppress(pynvml.NVMLError):
+                handle = pynvml.nvmlDeviceGetHandleByUUID(text)
+        self.handle = handle if handle is not None else pynvml.nvmlDeviceGetHandleByIndex(index)
+        reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        self._reasons = reasons or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+
+    def read(self) -> dict[str, Any]:
+        nvml, h = self.nvml, self.handle
+        try:
+            return {
+                "sm_mhz": int(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)),
+                "mem_mhz": int(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM)),
+                "power_w": nvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
+                "temp_c": int(nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU)),
+                "reasons": decode_reasons(int(self._reasons(h))),
+            }
+        except nvml.NVMLError as exc:
+            return {"available": False, "reason": f"NVML read failed: {exc}"}
+
+
+def open_telemetry(vendor: str, uuid: str | None = None, index: int = 0) -> Telemetry:
+    """The telemetry reader for a device of ``vendor`` (``nvidia``, ``amd``, anything else)."""
+    if vendor == "nvidia":
+        try:
+            return Nvml(uuid, index)
+        except ImportError:
+            return Unavailable("nvidia-ml-py is not installed: pip install nvidia-ml-py")
+        except Exception as exc:  # NVMLError_LibraryNotFound, driver mismatch, ...
+            return Unavailable(f"NVML unavailable: {exc}")
+    if vendor == "amd":
+        return Unavailable("AMD telemetry (amdsmi) is not implemented yet")
+    return Unavailable(f"no telemetry for a {vendor or 'CPU'} device")
+
+
+@dataclass
+class Recorder:
+    """Readings taken through a measurement, summarized into what ``Conditions.telemetry`` holds."""
+
+    source: Telemetry
+    readings: list[dict[str, Any]] = field(default_factory=list)
+
+    def take(self) -> dict[str, Any]:
+        reading = self.source.read()
+        if reading.get("available", True):
+            self.readings.append(reading)
+        return reading
+
+    def summary(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """min/max clocks, max power and temperature, every reason seen, and ``throttled``; or, where there is
+        no telemetry, ``{"available": False, "reason": ...}`` (never silently empty)."""
+        if not self.source.available:
+            return self.source.read()
+        if not self.readings:
+            return {"available": False, "reason": "every telemetry read failed"}
+        r = self.readings
+        reasons = sorted({name for x in r for name in x["reasons"]})
+        summary: dict[str, Any] = {
+            "sm_mhz_min": min(x["sm_mhz"] for x in r), "sm_mhz_max": max(x["sm_mhz"] for x in r),
+            "mem_mhz_min": min(x["mem_mhz"] for x in r), "mem_mhz_max": max(x["mem_mhz"] for x in r),
+            "power_w_max": max(x["power_w"] for x in r), "temp_c_max": max(x["temp_c"] for x in r),
+            "reasons": reasons, "throttled": bool(THROTTLING.intersection(reasons)), "readings": len(r),
+            "available": True,
+        }
+        summary.update(extra or {})
+        return summary

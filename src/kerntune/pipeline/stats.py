@@ -1,0 +1,73 @@
+"""The statistics measurements and A/B verdicts rest on (SciPy), in one place.
+
+- ``median_ci``: bootstrap confidence interval of a median. Timing samples are skewed (a tail of
+  interrupted or clock-dipped launches), so a normal-theory interval around the mean would mislead.
+- ``ratio_ci``: confidence interval of a B/A time ratio from paired per-process medians. Each pair is two
+  neighbouring processes of an ABBA sequence, so slow drift of the machine (clocks, temperature, other
+  tenants) cancels within a pair instead of landing on whichever side ran later.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+BOOTSTRAP_RESAMPLES = 1000
+"""Enough for a stopping rule: the interval's ends move by well under the 1% target between reruns."""
+
+
+def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the median (fixed seed: the same samples give the same interval)."""
+    data = np.asarray(samples, dtype=np.float64)
+    if data.size < 3 or float(data.min()) == float(data.max()):
+        return float(data.min()), float(data.max())
+    result = stats.bootstrap(
+        (data,), np.median, confidence_level=confidence, n_resamples=BOOTSTRAP_RESAMPLES,
+        method="percentile", vectorized=True, axis=-1, random_state=np.random.default_rng(0),
+    )
+    low, high = result.confidence_interval
+    return float(low), float(high)
+
+
+def block_half_width(block_medians: Sequence[float], confidence: float = 0.95) -> float:
+    """Half-width of a Student-t interval over block medians (the batch-means method): it widens when the
+    blocks disagree, which correlated samples hide from a bootstrap over single samples."""
+    if len(block_medians) < 2:
+        return float("inf")
+    data = np.asarray(block_medians, dtype=np.float64)
+    sem = float(data.std(ddof=1)) / math.sqrt(data.size)
+    return float(stats.t.ppf(0.5 + confidence / 2, data.size - 1)) * sem
+
+
+@dataclass(frozen=True)
+class RatioEstimate:
+    """B/A time ratio (below 1: B is faster) with its confidence interval, from ``n`` pairs."""
+
+    ratio: float
+    low: float
+    high: float
+    n: int
+
+    @property
+    def extent(self) -> float:
+        """The farthest the interval reaches from 1 (the A/A noise band is built from this)."""
+        return max(abs(self.low - 1.0), abs(self.high - 1.0))
+
+
+def ratio_ci(pairs: Sequence[tuple[float, float]], confidence: float = 0.95) -> RatioEstimate:
+    """Geometric-mean ratio of paired (a, b) times with a Student-t interval on the log ratios.
+
+    Logs make the ratio symmetric (B twice as slow and twice as fast are equally far from 1); with the few
+    pairs an A/B can afford, a t interval is honest where a bootstrap of five values is not.
+    """
+    if len(pairs) < 2:
+        raise ValueError("a ratio interval needs at least two pairs")
+    logs = np.array([math.log(b / a) for a, b in pairs])
+    mean = float(logs.mean())
+    sem = float(logs.std(ddof=1)) / math.sqrt(len(logs))
+    half = float(stats.t.ppf(0.5 + confidence / 2, len(logs) - 1)) * sem
+    return RatioEstimate(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))

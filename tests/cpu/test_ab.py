@@ -1,0 +1,68 @@
+"""``kerntune ab`` end to end on PoCL with real OpenCL kernels: the A/A path and its noise band, planted
+slowdowns and speedups, the fresh-process scheme with kernel sources, commands, --expect, and the ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.conftest import EXAMPLES, CliResult
+
+PLANTED = EXAMPLES / "opencl_planted_slowdown"
+# Enough sampling per round for this small kernel; the CLI fixture's FAST_ENV would stop after 30 samples.
+AB_ENV = {"KERNTUNE_SAMPLE_BUDGET_MS": "300", "KERNTUNE_MAX_SAMPLES": "400", "KERNTUNE_MIN_SAMPLES": "10"}
+
+
+def test_aa_is_noise_and_calibrates_the_band_once(kerntune: Callable[..., CliResult]) -> None:
+    first = kerntune("ab", str(PLANTED), str(PLANTED), "--expect", "same", "--json", env=AB_ENV)
+    assert first.code == 0, first.stderr
+    data = first.json()
+    assert data["kind"] == "aa" and data["verdict"] == "noise" and data["scheme"] == "in-process"
+    assert data["band"] >= 0.01 and "A/A" in data["reason"]
+    assert len(data["processes"]) == 12 and [p["side"] for p in data["processes"][:4]] == ["A", "B", "A", "B"]
+    assert data["conditions"]["telemetry"]["available"] is False  # no telemetry on the CPU, and it says so
+    second = kerntune("ab", str(PLANTED), f"{PLANTED}@ITERS=200", "--json", env=AB_ENV)
+    assert second.code == 0, second.stderr
+    assert second.json()["reason"].split("(A/A ")[1] == data["reason"].split("(A/A ")[1]  # same stored band
+    assert second.json()["kind"] == "aa"  # ITERS=200 is the default config: the same work
+
+
+def test_planted_slowdown_is_a_loss_and_the_reverse_a_win(kerntune: Callable[..., CliResult]) -> None:
+    slow = kerntune("ab", "--spec", str(PLANTED), "@ITERS=200", "@ITERS=250", "--expect", "loss", "--json", env=AB_ENV)
+    assert slow.code == 0, slow.stdout[-1500:] + slow.stderr[-1500:]
+    assert slow.json()["verdict"] == "loss" and slow.json()["ratio"] > 1.1
+    fast = kerntune("ab", "--spec", str(PLANTED), "@ITERS=250", "@ITERS=200", "--expect", "win", env=AB_ENV)
+    assert fast.code == 0, fast.stdout[-1500:] + fast.stderr[-1500:]
+    assert fast.stdout.startswith("WIN")
+    wrong = kerntune("ab", "--spec", str(PLANTED), "@ITERS=250", "@ITERS=200", "--expect", "loss", env=AB_ENV)
+    assert wrong.code == 1 and "did not hold" in wrong.stdout
+    ledger = kerntune("ledger", "--kind", "claim", "--json")
+    rows = ledger.json()
+    assert len(rows) == 1 and rows[0]["failure"] == "claim" and "expected loss, got win" in rows[0]["reason"]
+
+
+def test_fresh_processes_for_two_kernel_sources(kerntune: Callable[..., CliResult]) -> None:
+    result = kerntune("ab", "--spec", str(PLANTED), str(PLANTED / "busy.cl"), str(PLANTED / "busy_slower.cl"),
+                      "--processes", "2", "--expect", "win", "--json", env=AB_ENV)
+    assert result.code == 1, result.stderr  # B runs 3% more work: never a win
+    data = result.json()
+    assert data["scheme"] == "fresh" and [p["side"] for p in data["processes"]] == ["A", "B", "B", "A"]
+    assert data["hashes"]["A"]["busy.cl"] != data["hashes"]["B"]["busy_slower.cl"]
+    assert data["hashes"]["A"]["binaries"] and data["hashes"]["B"]["binaries"]
+    assert data["claim_failed"] is True
+
+
+def test_commands_metric_direction_and_errors(kerntune: Callable[..., CliResult]) -> None:
+    a, b = "cmd:echo time 2.0 ms", "cmd:echo time 3.0 ms"
+    loss = kerntune("ab", a, b, "--metric", r"time ([\d.]+) ms", "--processes", "3", "--json")
+    assert loss.code == 0, loss.stderr
+    assert loss.json()["verdict"] == "loss" and abs(loss.json()["ratio"] - 1.5) < 1e-9
+    win = kerntune("ab", a, b, "--higher-is-better", "--processes", "3", "--expect", "win")
+    assert win.code == 0, win.stdout + win.stderr
+    broken = kerntune("ab", a, "cmd:exit 3", "--processes", "2")
+    assert broken.code == 1 and "exited with 3" in broken.stderr
+    blocked = [r for r in kerntune("ledger", "--kind", "claim", "--json").json() if "blocked" in r["reason"]]
+    assert len(blocked) == 1 and "exited with 3" in blocked[0]["reason"]
+    mixed = kerntune("ab", a, str(PLANTED))
+    assert mixed.code == 2 and "both commands" in mixed.stderr
+    bad = kerntune("ab", "--spec", str(PLANTED), "@NOPE=1", "@ITERS=200")
+    assert bad.code == 2 and "'NOPE' is not a parameter" in bad.stderr

@@ -1,8 +1,9 @@
 """Telemetry read beside every measurement: SM and memory clocks, power, temperature, throttle reasons.
 
-NVIDIA through NVML (the ``nvidia-ml-py`` package); elsewhere ``Unavailable`` says why there is none
-(the CPU has no such counters here, AMD's amdsmi reader is not written yet). Reading never raises: a
-telemetry failure must not fail a candidate, so it becomes ``{"available": False, "reason": ...}``.
+NVIDIA through NVML (the ``nvidia-ml-py`` package); AMD through amdsmi's GPU metrics table (written from
+the amdsmi Python API, not yet run on an AMD GPU: no AMD device is reachable from this project's machines);
+elsewhere ``Unavailable`` says why there is none. Reading never raises: a telemetry failure must not fail a
+candidate, so it becomes ``{"available": False, "reason": ...}``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ _REASONS = {
 }
 THROTTLING = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
                         "hw_power_brake_slowdown"})
+
+
+def is_throttling(reason: str) -> bool:
+    return reason in THROTTLING or reason.startswith("amd_throttle_status=")
 
 
 def decode_reasons(mask: int) -> list[str]:
@@ -87,6 +92,47 @@ class Nvml:
             return {"available": False, "reason": f"NVML read failed: {exc}"}
 
 
+_AMD_NA = (0xFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)
+"""amdsmi's "not available" sentinels in the GPU metrics table."""
+
+
+class AmdSmi:
+    """amdsmi GPU metrics of one GPU by index: gfx and memory clocks (MHz), socket power (W), hotspot
+    temperature (°C) and the throttle-status bitmask (any set bit counts as throttled)."""
+
+    available = True
+
+    def __init__(self, index: int) -> None:
+        import amdsmi
+
+        self.amdsmi = amdsmi
+        amdsmi.amdsmi_init()
+        self.handle = amdsmi.amdsmi_get_processor_handles()[index]
+
+    def read(self) -> dict[str, Any]:
+        try:
+            m = self.amdsmi.amdsmi_get_gpu_metrics_info(self.handle)
+        except Exception as exc:
+            return {"available": False, "reason": f"amdsmi read failed: {exc}"}
+
+        def value(*keys: str) -> float | None:
+            for key in keys:
+                raw = m.get(key)
+                if isinstance(raw, (int, float)) and raw not in _AMD_NA:
+                    return float(raw)
+            return None
+
+        status = int(value("indep_throttle_status", "throttle_status") or 0)
+        reading = {"sm_mhz": value("current_gfxclk", "average_gfxclk_frequency"),
+                   "mem_mhz": value("current_uclk", "average_uclk_frequency"),
+                   "power_w": value("current_socket_power", "average_socket_power"),
+                   "temp_c": value("temperature_hotspot", "temperature_edge"),
+                   "reasons": [f"amd_throttle_status={status:#x}"] if status else []}
+        if reading["sm_mhz"] is None:
+            return {"available": False, "reason": "amdsmi's metrics table has no gfx clock on this GPU"}
+        return {k: (0.0 if v is None else v) for k, v in reading.items()}
+
+
 def open_telemetry(vendor: str, uuid: str | None = None, index: int = 0) -> Telemetry:
     """The telemetry reader for a device of ``vendor`` (``nvidia``, ``amd``, anything else)."""
     if vendor == "nvidia":
@@ -97,7 +143,12 @@ def open_telemetry(vendor: str, uuid: str | None = None, index: int = 0) -> Tele
         except Exception as exc:  # NVMLError_LibraryNotFound, driver mismatch, ...
             return Unavailable(f"NVML unavailable: {exc}")
     if vendor == "amd":
-        return Unavailable("AMD telemetry (amdsmi) is not implemented yet")
+        try:
+            return AmdSmi(index)
+        except ImportError:
+            return Unavailable("amdsmi is not installed: pip install amdsmi (matching the ROCm version)")
+        except Exception as exc:
+            return Unavailable(f"amdsmi unavailable: {exc}")
     return Unavailable(f"no telemetry for a {vendor or 'CPU'} device")
 
 
@@ -127,7 +178,7 @@ class Recorder:
             "sm_mhz_min": min(x["sm_mhz"] for x in r), "sm_mhz_max": max(x["sm_mhz"] for x in r),
             "mem_mhz_min": min(x["mem_mhz"] for x in r), "mem_mhz_max": max(x["mem_mhz"] for x in r),
             "power_w_max": max(x["power_w"] for x in r), "temp_c_max": max(x["temp_c"] for x in r),
-            "reasons": reasons, "throttled": bool(THROTTLING.intersection(reasons)), "readings": len(r),
+            "reasons": reasons, "throttled": any(is_throttling(x) for x in reasons), "readings": len(r),
             "available": True,
         }
         summary.update(extra or {})

@@ -54,3 +54,16 @@ def test_random_search_respects_the_evaluation_budget(kerntune: Callable[..., Cl
     assert report["run"]["stop_reason"].startswith("evaluation budget reached")
     assert report["shapes"][0]["counts"]["ok"] == 3 + 1  # three searched, one default baseline
     assert report["shapes"][0]["winner"]["gate"]["outcome"] == "pass"
+
+
+@pytest.mark.parametrize("strategy", ["tpe", "coordinate", "lever"])
+def test_model_based_and_local_strategies_tune_a_real_kernel(kerntune: Callable[..., CliResult],
+                                                              strategy: str) -> None:
+    result = kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--strategy", strategy, "--budget", "6", "--json",
+                      env={"KERNTUNE_CONFIRM_ROUNDS": "0"})
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["run"]["strategy"] == strategy
+    shape = report["shapes"][0]
+    assert shape["winner"]["gate"]["outcome"] == "pass"
+    assert 2 <= shape["counts"]["ok"] <= 6 + 1  # the budget, plus the default config measured as a baseline

@@ -33,3 +33,45 @@ def test_random_is_a_seeded_permutation() -> None:
 def test_unknown_strategy() -> None:
     with pytest.raises(UsageError, match="unknown strategy"):
         make_strategy("annealing-by-hand", CONFIGS, 0)
+
+
+# A synthetic landscape (a null workload: no device, no kernel) with one best point, for strategy logic only.
+GRID = [Config.of({"BM": bm, "BN": bn, "W": w}) for bm in (16, 32, 64, 128, 256) for bn in (16, 32, 64, 128, 256)
+        for w in (1, 2, 4, 8)]
+
+
+def _cost(c: Config) -> float:
+    return 1.0 + abs(int(c["BM"]).bit_length() - 7) * 0.3 + abs(int(c["BN"]).bit_length() - 8) * 0.2 \
+        + abs(int(c["W"]).bit_length() - 3) * 0.1
+
+
+def _run(name: str, seed: int = 0, budget: int = 1000, start: Config | None = None) -> list[Config]:
+    strategy = make_strategy(name, GRID, seed, start)
+    seen: list[Config] = []
+    while len(seen) < budget and (c := strategy.ask()) is not None:
+        strategy.tell(c, _cost(c))
+        seen.append(c)
+    return seen
+
+
+def test_lever_changes_one_parameter_at_a_time_from_the_start() -> None:
+    start = GRID[0]
+    seen = _run("lever", start=start)
+    assert seen[0] == start and len(seen) == 1 + 4 + 4 + 3
+    assert all(sum(a != b for (_, a), (_, b) in zip(c.items, start.items, strict=True)) == 1 for c in seen[1:])
+
+
+def test_coordinate_search_reaches_the_best_of_a_separable_landscape_cheaply() -> None:
+    seen = _run("coordinate", start=GRID[0])
+    best = min(GRID, key=_cost)
+    assert best in seen and len(seen) < len(GRID) // 3
+    assert len({c.key for c in seen}) == len(seen)  # never the same config twice
+
+
+def test_tpe_is_seeded_finds_a_near_best_config_and_ends() -> None:
+    first = _run("tpe", seed=1, budget=40)
+    assert first == _run("tpe", seed=1, budget=40)
+    assert len({c.key for c in first}) == len(first)
+    assert min(_cost(c) for c in first) <= min(_cost(c) for c in GRID) * 1.02
+    everything = _run("tpe", seed=2)
+    assert sorted(c.key for c in everything) == sorted(c.key for c in GRID)  # exhausts, then stops

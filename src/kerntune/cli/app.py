@@ -89,7 +89,9 @@ def tune(
     device: Annotated[
         str, typer.Option("--device", help="cuda, cuda:N, cpu, or an OpenCL device name (default $KERNTUNE_DEVICE).")
     ] = "",
-    strategy: Annotated[str, typer.Option("--strategy", help="exhaustive or random.")] = "exhaustive",
+    strategy: Annotated[
+        str, typer.Option("--strategy", help="exhaustive, random, tpe (Optuna), coordinate or lever.")
+    ] = "exhaustive",
     budget: Annotated[
         list[str] | None, typer.Option("--budget", help="Evaluations per shape (100) and/or time (90s, 5m).")
     ] = None,

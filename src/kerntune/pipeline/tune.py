@@ -269,7 +269,7 @@ class _Tuner:
             if baseline.config is not None:
                 baseline_configs.add(config.key)
             self.evaluate(shape, config, "baseline", baseline.name, None if baseline.config else baseline.name)
-        strategy = make_strategy(self.run.strategy, valid, self.run.seed)
+        strategy = make_strategy(self.run.strategy, valid, self.run.seed, self.problem.space.default_config())
         known = self.stored_medians(shape)
         evaluations = 0
         while True:

@@ -16,9 +16,12 @@ from kerntune.model import Config
 class Strategy(ABC):
     name = ""
 
-    def __init__(self, configs: Sequence[Config], seed: int) -> None:
+    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None) -> None:
         self.configs = list(configs)
         self.seed = seed
+        self.start = start if start is not None and start in self.configs else (self.configs[0] if self.configs
+                                                                                 else None)
+        """Where local strategies begin: the space's default config when valid, else the first valid one."""
 
     @abstractmethod
     def ask(self) -> Config | None:

@@ -13,8 +13,8 @@ from kerntune.pipeline.search.base import Strategy
 class RandomSearch(Strategy):
     name = "random"
 
-    def __init__(self, configs: Sequence[Config], seed: int) -> None:
-        super().__init__(configs, seed)
+    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None) -> None:
+        super().__init__(configs, seed, start)
         self._order = list(self.configs)
         random.Random(seed).shuffle(self._order)
 

@@ -43,6 +43,10 @@ class Settings:
     """KERNTUNE_AB_MIN_BAND: the smallest noise band an A/B uses, whatever its A/A run showed (a fraction).
     Two copies of one kernel in different buffers or processes differ systematically by up to ~1% (placement,
     clocks): a smaller difference is not a claim kerntune makes by default."""
+    plateau_rounds: int = 3
+    """KERNTUNE_PLATEAU_ROUNDS: stop a non-exhaustive search after this many rounds under 2% gain (0: never)."""
+    plateau_round: int = 0
+    """KERNTUNE_PLATEAU_ROUND: evaluations per round (0: max(8, 5% of the valid configs))."""
     gate_seeds: int = 2
     """KERNTUNE_GATE_SEEDS: how many fresh random input sets each candidate is checked on (at least 2)."""
     finalists: int = 3

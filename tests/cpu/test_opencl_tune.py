@@ -67,3 +67,15 @@ def test_model_based_and_local_strategies_tune_a_real_kernel(kerntune: Callable[
     shape = report["shapes"][0]
     assert shape["winner"]["gate"]["outcome"] == "pass"
     assert 2 <= shape["counts"]["ok"] <= 6 + 1  # the budget, plus the default config measured as a baseline
+
+
+def test_a_plateau_stops_a_random_search_and_says_so(kerntune: Callable[..., CliResult]) -> None:
+    # Rounds of one config and one stale round allowed: the search stops at the first config that does not
+    # beat the best by 2% (continuing through all 30 would need 29 successive 2% improvements).
+    result = kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--strategy", "random", "--json",
+                      env={"KERNTUNE_PLATEAU_ROUND": "1", "KERNTUNE_PLATEAU_ROUNDS": "1",
+                           "KERNTUNE_CONFIRM_ROUNDS": "0"})
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["run"]["stop_reason"].startswith("plateau: 1 rounds of 1 configs")
+    assert report["shapes"][0]["counts"]["ok"] < 30

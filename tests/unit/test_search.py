@@ -75,3 +75,16 @@ def test_tpe_is_seeded_finds_a_near_best_config_and_ends() -> None:
     assert min(_cost(c) for c in first) <= min(_cost(c) for c in GRID) * 1.02
     everything = _run("tpe", seed=2)
     assert sorted(c.key for c in everything) == sorted(c.key for c in GRID)  # exhausts, then stops
+
+
+def test_plateau_stops_after_three_rounds_under_two_percent() -> None:
+    from kerntune.pipeline.search.stopping import Plateau
+
+    rule = Plateau(round_size=2)
+    improving = [10.0, 9.0, 8.0, 7.0, 6.0, 5.0, 4.0, 3.0]
+    assert all(rule.add(x) is None for x in improving)  # every round gains more than 2%
+    flat = [3.0, 2.99, 3.1, 2.98, 3.0, 3.0]
+    reasons = [rule.add(x) for x in flat]
+    assert reasons[:-1] == [None] * 5 and reasons[-1] is not None and reasons[-1].startswith("plateau")
+    failures = Plateau(round_size=1, rounds=1)
+    assert failures.add(None) is None and failures.add(None) is None  # no timed result: nothing to compare

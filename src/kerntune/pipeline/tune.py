@@ -31,6 +31,7 @@ from kerntune.model import (
 )
 from kerntune.pipeline.measure import MeasureOptions
 from kerntune.pipeline.search import make_strategy
+from kerntune.pipeline.search.stopping import Plateau
 from kerntune.pipeline.spec import LoadedSpec, load_spec
 from kerntune.settings import Settings
 from kerntune.store import CandidateResult, Store
@@ -272,6 +273,8 @@ class _Tuner:
         strategy = make_strategy(self.run.strategy, valid, self.run.seed, self.problem.space.default_config())
         known = self.stored_medians(shape)
         evaluations = 0
+        size = self.settings.plateau_round or max(8, len(valid) // 20)
+        plateau = Plateau(size, self.settings.plateau_rounds) if self.run.strategy != "exhaustive" else None
         while True:
             if self.run.budget.evaluations is not None and evaluations >= self.run.budget.evaluations:
                 self.stop_reason = f"evaluation budget reached ({self.run.budget.evaluations} per shape)"
@@ -293,9 +296,14 @@ class _Tuner:
                 continue
             result = self.evaluate(shape, config, "search", "")
             if result is None:
-                strategy.tell(config, known.get(config.key))
+                median = known.get(config.key)
             else:
-                strategy.tell(config, result.measurement.median_ms if result.measurement else None)
+                median = result.measurement.median_ms if result.measurement else None
+            strategy.tell(config, median)
+            reason = plateau.add(median) if plateau is not None and self.settings.plateau_rounds else None
+            if reason is not None:
+                self.stop_reason = reason
+                return
 
     def planned_total(self, shapes: Sequence[Shape]) -> int:
         total = 0

@@ -237,7 +237,6 @@ def ab(
     Two configs of one kernel are timed interleaved in one worker; other changes in fresh processes, ABBA."""
     from kerntune.cli.render import LineProgress, ab_lines
     from kerntune.pipeline.ab import ABRequest, run_ab
-    from kerntune.store.claims import ProcessRecord
 
     settings = Settings.from_env()
     request = ABRequest(a=a, b=b, spec=spec, shape=parse_shape(shape) if shape else {}, dtype=dtype,
@@ -247,7 +246,7 @@ def ab(
     record = run_ab(request, settings, _store(store), None if as_json else LineProgress(console))
     if as_json:
         data = {k: v for k, v in record.__dict__.items() if k != "processes"}
-        data["processes"] = [p.__dict__ for p in record.processes if isinstance(p, ProcessRecord)]
+        data["processes"] = [p.__dict__ for p in record.processes]
         _emit_json(data)
     else:
         for line in ab_lines(record):

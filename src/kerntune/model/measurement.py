@@ -38,9 +38,10 @@ class Conditions:
         """What must be equal for two results to be compared: a delta across different keys is not a delta."""
         return (self.timer, self.regime, self.mode, self.fresh_process, self.throttled)
 
-    def label(self) -> str:
-        text = f"{self.regime}, {self.mode}, {'fresh process' if self.fresh_process else 'in-process'}"
-        return text + (", THROTTLED" if self.throttled else "")
+    def key_text(self) -> str:
+        """``key()`` as text (the ``# conditions:`` line of a floor file)."""
+        timer, regime, mode, fresh, throttled = self.key()
+        return f"timer={timer} regime={regime} mode={mode} fresh_process={fresh} throttled={throttled}"
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -123,16 +123,13 @@ def _runner(sides: tuple[Side, Side], request: ABRequest, settings: Settings,
     return SpecRunner(sides, request, settings, store, in_process), "in-process" if in_process else "fresh"
 
 
-def _scope(runner: SpecRunner | CommandRunner, scheme: str, conditions: dict[str, Any], side: Side) -> str:
+def _scope(runner: SpecRunner | CommandRunner, scheme: str, conditions: dict[str, Any]) -> str:
     """Where a noise band applies: device, scheme, conditions, what side A runs (by content and resolved
     config: ``SPEC`` and ``SPEC@K=default`` are one scope), shape and dtype."""
     keys = ("timer", "regime", "mode")
     cond = ",".join(str(conditions.get(k, "")) for k in keys)
-    what = side.identity() if isinstance(runner, CommandRunner) else "|".join(
-        (side.identity().rsplit("|", 1)[-1], side.kernel_source, side.baseline,
-         repr(sorted(runner.payloads[0]["config"].items()))))
     return "|".join((str(runner.target.get("device_name") or runner.target.get("label")), scheme, cond,
-                     what, runner.shape_key, runner.dtype))
+                     runner.work(0), runner.shape_key, runner.dtype))
 
 
 def _measure_pair(sides: tuple[Side, Side], request: ABRequest, settings: Settings, store: Store,
@@ -170,7 +167,7 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
             wall_s=time.perf_counter() - started))
         raise
     conditions = {**_conditions(records), "shape": runner.shape_key, "dtype": runner.dtype}
-    scope = _scope(runner, scheme, conditions, sides[0])
+    scope = _scope(runner, scheme, conditions)
     known = noise_band(store, scope)
     if known is None or request.recalibrate:
         calibration = _calibrate(sides[0], request, settings, store, count, progress, scope)
@@ -178,7 +175,7 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
     band = max(settings.ab_min_band, known[0])
     estimate = ratio_ci(_pairs(records))
     verdict = verdict_for(estimate, band)
-    is_aa = _same_work(runner, sides)
+    is_aa = runner.work(0) == runner.work(1)  # same code by content and same resolved config
     expect = request.expect if request.expect is not None else (None if is_aa else "win")
     claim_failed = expect is not None and not claim_holds(verdict, expect)
     reason = _reason(verdict, estimate, band, known[1])
@@ -190,16 +187,6 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
         processes=tuple(records))
     save_ab(store, record)
     return record
-
-
-def _same_work(runner: SpecRunner | CommandRunner, sides: tuple[Side, Side]) -> bool:
-    """True when both sides run the same thing (an A/A): same files by content and the same resolved config
-    (``SPEC`` and ``SPEC@K=its default`` are the same work)."""
-    if isinstance(runner, CommandRunner):
-        return sides[0].identity() == sides[1].identity()
-    a, b = runner.payloads
-    same_files = [sorted(s.hashes().values()) for s in sides]
-    return (a["config"], a["baseline_kernel"]) == (b["config"], b["baseline_kernel"]) and same_files[0] == same_files[1]
 
 
 def _calibrate(side: Side, request: ABRequest, settings: Settings, store: Store, count: int,

@@ -16,20 +16,20 @@ from typing import Any
 from kerntune.errors import KerntuneError, SpecError, UsageError
 from kerntune.exec.pool import Outcome, Worker
 from kerntune.model import Config, Problem, Shape
-from kerntune.pipeline.sides import Side
-from kerntune.pipeline.spec import load_spec
-from kerntune.pipeline.tune import (
+from kerntune.pipeline.run_inputs import (
     EVALUATE,
+    EVALUATE_PAIR,
     SETUP,
     measure_options,
     parse_value,
     require_graphs,
     resolve_shapes,
 )
+from kerntune.pipeline.sides import Side
+from kerntune.pipeline.spec import load_spec
 from kerntune.settings import Settings
 from kerntune.store import Store
 
-EVALUATE_PAIR = "kerntune.pipeline.evaluate:evaluate_pair"
 Value = tuple[float, tuple[float, ...], dict[str, Any]]
 """One measured value: the number compared, the raw samples behind it, and what else was recorded."""
 
@@ -85,6 +85,12 @@ class SpecRunner:
         return {"shape": shape.as_dict(), "dtype": dtype, "seeds": [self.request.seed * 1000 + i + 1 for i in
                 range(self.settings.gate_seeds)], "config": config.as_dict(), "baseline_kernel": baseline,
                 "measure": measure_options(self.settings)}
+
+    def work(self, index: int) -> str:
+        """What side ``index`` runs, by content and resolved config: equal for both sides means an A/A."""
+        payload = self.payloads[index]
+        return "|".join((self.sides[index].file_digest(), repr(sorted(payload["config"].items())),
+                         str(payload["baseline_kernel"])))
 
     def _worker(self, index: int) -> Worker:
         side = self.sides[index]
@@ -165,7 +171,10 @@ class CommandRunner:
 
     def __init__(self, sides: tuple[Side, Side], request: ABRequest, settings: Settings) -> None:
         self.sides, self.request, self.settings = sides, request, settings
-        self.pattern = re.compile(request.metric) if request.metric else None
+        try:
+            self.pattern = re.compile(request.metric) if request.metric else None
+        except re.error as exc:
+            raise UsageError(f"--metric {request.metric!r} is not a regular expression: {exc}") from None
         self.target = {"label": "host (commands)"}
         self.shape_key, self.dtype = "", ""
 
@@ -184,6 +193,9 @@ class CommandRunner:
         metric = _metric(done.stdout, self.pattern, side.command)
         value = 1.0 / metric if self.request.higher_is_better else metric
         return value, (metric,), {"wall_s": time.perf_counter() - start, "metric": metric}
+
+    def work(self, index: int) -> str:
+        return self.sides[index].identity()
 
     def close(self) -> None:
         pass

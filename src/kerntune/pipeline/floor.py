@@ -40,8 +40,7 @@ def run_conditions(report: RunReport) -> str:
     for shape in report.shapes:
         best = shape.winner.best_measurement if shape.winner else None
         if best is not None:
-            c = best.conditions
-            seen.add(f"timer={c.timer} regime={c.regime} mode={c.mode} fresh_process={c.fresh_process}")
+            seen.add(best.conditions.key_text())
     return "; ".join(sorted(seen))
 
 

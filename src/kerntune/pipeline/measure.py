@@ -78,6 +78,25 @@ def _settled(recorder: Recorder) -> bool:
     return abs(clocks[1] - clocks[0]) <= RAMP_TOLERANCE * max(clocks)
 
 
+def _interval(samples: Sequence[float], blocks: Sequence[float] | None, elapsed_ms: float,
+              options: MeasureOptions, budget_ms: float) -> tuple[float, float] | None:
+    """The median's 95% interval once sampling may stop (precise to ``ci_target``, or out of samples or
+    budget); None while it must go on. With ``blocks``, the interval is the wider of a bootstrap over samples
+    and a batch-means interval over block medians (see ``_Sampler.sample``); without, the bootstrap alone."""
+    done = elapsed_ms >= budget_ms or len(samples) >= options.max_samples
+    if not done and (len(samples) < options.min_samples or elapsed_ms < options.min_window_ms
+                     or (blocks is not None and len(blocks) < MIN_BLOCKS)):
+        return None
+    median = statistics.median(samples)
+    block_half = block_half_width(blocks) if blocks is not None else 0.0
+    if not done and block_half > options.ci_target * median:
+        return None
+    lo, hi = median_ci(samples)
+    if math.isfinite(block_half):
+        lo, hi = min(lo, median - block_half), max(hi, median + block_half)
+    return (lo, hi) if done or (hi - lo) / 2 <= options.ci_target * median else None
+
+
 class _Sampler:
     """One way of producing samples (eager per launch, or graph replays), with warm-up and stopping."""
 
@@ -114,28 +133,16 @@ class _Sampler:
         options = self.options
         samples: list[float] = []
         blocks: list[float] = []
-        ci = (last, last)
         start = time.perf_counter()
-        while len(samples) < options.max_samples:
+        while True:
             block = self.take(_batch(last, options.max_samples - len(samples)))
             samples.extend(block)
             blocks.append(statistics.median(block))
             self.recorder.take()
             last = samples[-1]
-            elapsed = (time.perf_counter() - start) * 1e3
-            out_of_budget = elapsed >= options.budget_ms
-            if (len(samples) < options.min_samples or len(blocks) < MIN_BLOCKS
-                    or elapsed < options.min_window_ms) and not out_of_budget:
-                continue
-            median = statistics.median(samples)
-            block_half = block_half_width(blocks)
-            if block_half > options.ci_target * median and not out_of_budget:
-                continue
-            lo, hi = median_ci(samples)
-            ci = (min(lo, median - block_half), max(hi, median + block_half))
-            if (ci[1] - ci[0]) / 2 <= options.ci_target * median or out_of_budget:
-                break
-        return samples, ci
+            ci = _interval(samples, blocks, (time.perf_counter() - start) * 1e3, options, options.budget_ms)
+            if ci is not None:
+                return samples, ci
 
 
 def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: MeasureOptions,
@@ -191,50 +198,41 @@ def measure_interleaved(backend: Backend, launch_a: Callable[[], Any], launch_b:
                         options: MeasureOptions, telemetry: Telemetry | None = None) -> tuple[Measurement, Measurement]:
     """Time two launches interleaved, A B B A A B ..., so that sample ``i`` of A and sample ``i`` of B were
     taken next to each other: slow drift of the machine (clocks, temperature, neighbours) lands on both
-    alike. Eager mode only; sampling stops when both medians' intervals are within ``ci_target`` or the
-    budget (twice the single budget: two things are timed) ends."""
+    alike. Eager mode only; sampling stops when both medians' bootstrap intervals are within ``ci_target`` or
+    the budget (twice the single budget: two things are timed) ends. No batch-means check here: the A/B's
+    precision comes from pairing adjacent samples and from its rounds, not from each side's interval."""
     if options.mode != "eager":
         raise UsageError("interleaved A/B measurement is eager only: use --scheme fresh with --mode graph")
     recorder = Recorder(telemetry or Unavailable("not asked"))
     flush = options.regime == "cold"
-    a_samples: list[float] = []
-    b_samples: list[float] = []
+    samples: tuple[list[float], list[float]] = ([], [])
 
-    def take(count: int) -> list[float]:
-        # ``count`` A/B pairs; even pairs run A first, odd pairs B first (ABBA).
-        start = len(a_samples) + len(b_samples)
-        order = [(launch_a, launch_b) if (start // 2 + i) % 2 == 0 else (launch_b, launch_a) for i in range(count)]
-        times = backend.time_launches([launch for pair in order for launch in pair], flush)
-        pair_times = []
-        for i, (first, _) in enumerate(order):
-            t_first, t_second = times[2 * i], times[2 * i + 1]
-            a, b = (t_first, t_second) if first is launch_a else (t_second, t_first)
-            pair_times.append(a + b)
-            if collecting:
-                a_samples.append(a)
-                b_samples.append(b)
-        return pair_times
+    def pairs(count: int) -> tuple[list[float], list[float]]:
+        """Time ``count`` A/B pairs: even pairs run A first, odd pairs B first (ABBA)."""
+        first = len(samples[0])
+        order = [(0, 1) if (first + i) % 2 == 0 else (1, 0) for i in range(count)]
+        times = backend.time_launches([(launch_a, launch_b)[side] for pair in order for side in pair], flush)
+        return ([times[2 * i + pair.index(0)] for i, pair in enumerate(order)],
+                [times[2 * i + pair.index(1)] for i, pair in enumerate(order)])
 
-    collecting = False
-    sampler = _Sampler(take, options, recorder)
+    sampler = _Sampler(lambda count: [a + b for a, b in zip(*pairs(count), strict=True)], options, recorder)
     last = sampler.warm_up()
-    collecting = True
     start = time.perf_counter()
-    while len(a_samples) < options.max_samples:
-        take(_batch(last, options.max_samples - len(a_samples)))
+    intervals: list[tuple[float, float] | None] = [None, None]
+    while None in intervals:
+        got = pairs(_batch(last, options.max_samples - len(samples[0])))
+        for side in (0, 1):
+            samples[side].extend(got[side])
+        last = got[0][-1] + got[1][-1]
         recorder.take()
-        if len(a_samples) < options.min_samples:
-            continue
-        cis = [median_ci(s) for s in (a_samples, b_samples)]
-        tight = all((hi - lo) / 2 <= options.ci_target * statistics.median(s)
-                    for (lo, hi), s in zip(cis, (a_samples, b_samples), strict=True))
-        if tight or (time.perf_counter() - start) * 1e3 >= 2 * options.budget_ms:
-            break
+        elapsed = (time.perf_counter() - start) * 1e3
+        intervals = [_interval(samples[i], None, elapsed, options, 2 * options.budget_ms) for i in (0, 1)]
     conditions = Conditions(
         timer=backend.timer, regime=options.regime,  # type: ignore[arg-type]
         warmup_ms=options.warmup_ms + sampler.ramp_ms, flush_bytes=backend.flush_bytes if flush else 0,
         cache_bytes=backend.flush_bytes if flush else 0,
         telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping,
                                     "interleaved": True}))
-    a_ci, b_ci = median_ci(a_samples), median_ci(b_samples)
-    return Measurement(tuple(a_samples), conditions, a_ci), Measurement(tuple(b_samples), conditions, b_ci)
+    a_ci, b_ci = intervals
+    assert a_ci is not None and b_ci is not None
+    return Measurement(tuple(samples[0]), conditions, a_ci), Measurement(tuple(samples[1]), conditions, b_ci)

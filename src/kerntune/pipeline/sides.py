@@ -39,10 +39,14 @@ class Side:
     files: tuple[str, ...] = ()
     """Every source file involved: their md5s go into the A/B record."""
 
+    def file_digest(self) -> str:
+        """The md5s of the side's files, in order: its code by content, wherever it was read from."""
+        return ",".join(md5_file(f) for f in self.files)
+
     def identity(self) -> str:
-        """What the side runs, by content: two sides with equal identity are an A/A comparison."""
-        hashes = ",".join(md5_file(f) for f in self.files)
-        return "|".join((self.kind, self.command, self.baseline, repr(sorted(self.config.items())), hashes))
+        """What the side runs as written (content, command, selector); runners refine it with the resolved
+        config (``SpecRunner.work``)."""
+        return "|".join((self.kind, self.command, self.baseline, repr(sorted(self.config.items())), self.file_digest()))
 
     def hashes(self) -> dict[str, str]:
         out = {Path(f).name: md5_file(f) for f in self.files}

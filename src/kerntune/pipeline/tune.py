@@ -8,7 +8,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
@@ -24,12 +24,11 @@ from kerntune.model import (
     Measurement,
     Problem,
     Run,
-    Scalar,
     Shape,
     Target,
     Verdict,
 )
-from kerntune.pipeline.measure import MeasureOptions
+from kerntune.pipeline.run_inputs import EVALUATE, SETUP, measure_options, require_graphs, resolve_shapes
 from kerntune.pipeline.search import make_strategy
 from kerntune.pipeline.search.stopping import Plateau
 from kerntune.pipeline.spec import LoadedSpec, load_spec
@@ -37,9 +36,7 @@ from kerntune.settings import Settings
 from kerntune.store import CandidateResult, Store
 from kerntune.store.ledger import LedgerRow, prior_failures
 
-EVALUATE = "kerntune.pipeline.evaluate:evaluate"
 CONTEXT_FATAL_KINDS = {kind.value for kind in CONTEXT_FATAL}
-SETUP = "kerntune.pipeline.evaluate:setup"
 
 
 @dataclass(frozen=True)
@@ -73,45 +70,8 @@ class _Silent:
         pass
 
 
-def parse_value(text: str) -> Scalar:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            continue
-    return text
-
-
-def resolve_shapes(problem: Problem, overrides: Sequence[Mapping[str, str]]) -> list[Shape]:
-    """The spec's shapes, or each override merged over the spec's first shape; unknown fields are errors."""
-    if not overrides:
-        return [Shape.of(s) for s in problem.shapes]
-    fields = problem.shape_fields()
-    shapes = []
-    for override in overrides:
-        unknown = [k for k in override if k not in fields]
-        if unknown:
-            raise UsageError(
-                f"unknown shape field {unknown[0]!r} in --shape; this spec's shape fields are {', '.join(fields)}"
-            )
-        shapes.append(Shape.of({**problem.shapes[0], **{k: parse_value(v) for k, v in override.items()}}))
-    return shapes
-
-
 def _new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-
-
-def measure_options(settings: Settings, **overrides: Any) -> dict[str, Any]:
-    """The measurement protocol's options from the settings (validated here, in the parent, so a bad
-    regime or mode is a usage error before any worker starts)."""
-    values: dict[str, Any] = dict(
-        warmup_ms=settings.warmup_ms, min_samples=settings.min_samples, max_samples=settings.max_samples,
-        budget_ms=settings.sample_budget_ms, ci_target=settings.ci_target, regime=settings.regime,
-        min_window_ms=settings.min_window_ms,
-        mode=settings.mode)
-    values.update(overrides)
-    return asdict(MeasureOptions(**values))
 
 
 def _result(outcome: Outcome) -> CandidateResult:
@@ -318,13 +278,6 @@ class _Tuner:
             if self.target.claims_timing and self.settings.finalists:
                 total += self.settings.confirm_rounds * (min(self.settings.finalists, searchable) + len(baselines))
         return total
-
-
-def require_graphs(settings: Settings, setup: Mapping[str, Any]) -> None:
-    """Graph mode asked of a backend that cannot capture graphs is a usage error, not N failed candidates."""
-    if settings.mode == "graph" and not setup.get("graphs"):
-        raise UsageError(f"the {setup.get('backend', '')} backend on this device has no graph mode "
-                         "(CUDA/HIP graphs): measure with KERNTUNE_MODE=eager")
 
 
 def _check_space(problem: Problem, shapes: Sequence[Shape], target: Target) -> None:

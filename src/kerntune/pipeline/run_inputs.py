@@ -1,0 +1,61 @@
+"""What a tuning run and an A/B share before and around their workers: the worker entry points, shapes
+from ``--shape`` overrides, the measurement options from the settings (validated in the parent, so a bad
+regime or mode is a usage error before any worker starts), and the graph-mode check on a worker's setup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from kerntune.errors import UsageError
+from kerntune.model import Problem, Scalar, Shape
+from kerntune.pipeline.measure import MeasureOptions
+from kerntune.settings import Settings
+
+SETUP = "kerntune.pipeline.evaluate:setup"
+EVALUATE = "kerntune.pipeline.evaluate:evaluate"
+EVALUATE_PAIR = "kerntune.pipeline.evaluate:evaluate_pair"
+
+
+def parse_value(text: str) -> Scalar:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            continue
+    return text
+
+
+def resolve_shapes(problem: Problem, overrides: Sequence[Mapping[str, str]]) -> list[Shape]:
+    """The spec's shapes, or each override merged over the spec's first shape; unknown fields are errors."""
+    if not overrides:
+        return [Shape.of(s) for s in problem.shapes]
+    fields = problem.shape_fields()
+    shapes = []
+    for override in overrides:
+        unknown = [k for k in override if k not in fields]
+        if unknown:
+            raise UsageError(
+                f"unknown shape field {unknown[0]!r} in --shape; this spec's shape fields are {', '.join(fields)}"
+            )
+        shapes.append(Shape.of({**problem.shapes[0], **{k: parse_value(v) for k, v in override.items()}}))
+    return shapes
+
+
+def measure_options(settings: Settings) -> dict[str, Any]:
+    """The measurement protocol's options from the settings (validated here, in the parent, so a bad
+    regime or mode is a usage error before any worker starts)."""
+    values: dict[str, Any] = dict(
+        warmup_ms=settings.warmup_ms, min_samples=settings.min_samples, max_samples=settings.max_samples,
+        budget_ms=settings.sample_budget_ms, ci_target=settings.ci_target, regime=settings.regime,
+        min_window_ms=settings.min_window_ms, mode=settings.mode)
+    return asdict(MeasureOptions(**values))
+
+
+def require_graphs(settings: Settings, setup: Mapping[str, Any]) -> None:
+    """Graph mode asked of a backend that cannot capture graphs is a usage error, not N failed candidates."""
+    if settings.mode == "graph" and not setup.get("graphs"):
+        raise UsageError(f"the {setup.get('backend', '')} backend on this device has no graph mode "
+                         "(CUDA/HIP graphs): measure with KERNTUNE_MODE=eager")

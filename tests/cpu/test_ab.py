@@ -64,5 +64,7 @@ def test_commands_metric_direction_and_errors(kerntune: Callable[..., CliResult]
     assert len(blocked) == 1 and "exited with 3" in blocked[0]["reason"]
     mixed = kerntune("ab", a, str(PLANTED))
     assert mixed.code == 2 and "both commands" in mixed.stderr
+    regex = kerntune("ab", a, b, "--metric", "(")
+    assert regex.code == 2 and "not a regular expression" in regex.stderr
     bad = kerntune("ab", "--spec", str(PLANTED), "@NOPE=1", "@ITERS=200")
     assert bad.code == 2 and "'NOPE' is not a parameter" in bad.stderr

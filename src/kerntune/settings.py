@@ -53,6 +53,12 @@ class Settings:
     """KERNTUNE_FINALISTS: how many of the fastest searched configs are confirmed (0: no confirmation)."""
     confirm_rounds: int = 3
     """KERNTUNE_CONFIRM_ROUNDS: fresh processes in which finalists and baselines are re-timed, interleaved."""
+    compile_workers: int = -1
+    """KERNTUNE_COMPILE_WORKERS: processes compiling candidates ahead of the timing worker (-1: all cores but
+    three on a GPU host, none on a CPU device, whose cores the compilers would take from the kernel timed)."""
+    min_occupancy: float = 0.0
+    """KERNTUNE_MIN_OCCUPANCY: prune compiled configs whose resident warps per multiprocessor, as a fraction of
+    the most it holds, are under this (0: prune only configs that cannot launch)."""
     device: str = ""
     """KERNTUNE_DEVICE: device selector (e.g. ``cuda:0``, ``pocl``, an OpenCL device name fragment)."""
 

@@ -28,10 +28,12 @@ def test_matmul_tunes_to_a_gated_winner_faster_than_default_and_slowest(kerntune
     assert shape["counts"] == {"ok": 30}
 
 
+@pytest.mark.parametrize("compile_workers", ["0", "1"])
 def test_planted_faults_fail_with_their_reasons_and_a_correct_config_wins(
-    kerntune: Callable[..., CliResult],
+    kerntune: Callable[..., CliResult], compile_workers: str,
 ) -> None:
-    result = kerntune("tune", str(SPECS / "faults_opencl"), "--json", env={"KERNTUNE_CANDIDATE_TIMEOUT_S": "8"})
+    result = kerntune("tune", str(SPECS / "faults_opencl"), "--json",
+                      env={"KERNTUNE_CANDIDATE_TIMEOUT_S": "8", "KERNTUNE_COMPILE_WORKERS": compile_workers})
     assert result.code == 0, result.stderr
     report = result.json()
     assert failures_by_config(report) == {
@@ -43,6 +45,8 @@ def test_planted_faults_fail_with_their_reasons_and_a_correct_config_wins(
     failed = {f["config"]["VARIANT"]: f["reason"] for f in report["shapes"][0]["failed"]}
     assert "this is not OpenCL C" in failed[1] or "error" in failed[1].lower()
     assert "SIGSEGV" in failed[4]
+    # With a compile-ahead worker the compile error is caught there, before the timing worker sees it.
+    assert failed[1].endswith("(compile-ahead worker)") == (compile_workers == "1")
     assert report["shapes"][0]["winner"]["config"]["VARIANT"] in (0, 5)
 
 

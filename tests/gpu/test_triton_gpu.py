@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +59,22 @@ def test_rmsnorm_tunes_against_torch(kerntune: Callable[..., CliResult]) -> None
     shape = result.json()["shapes"][0]
     assert shape["winner"]["gate"]["outcome"] == "pass"
     assert any(b["label"] == "torch rms_norm" and b["status"] == "ok" for b in shape["baselines"])
+
+
+def test_race_with_compile_ahead_and_occupancy_pruning(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+    # Compile workers build ahead, configs under 20% occupancy are pruned from their compiled resources, and
+    # the race screens briefly, then gives the survivors the full protocol.
+    result = kerntune("tune", str(EXAMPLES / "triton_matmul"), "--shape", "M=16,N=1024,K=4096",
+                      "--strategy", "race", "--budget", "40", "--json",
+                      env={"KERNTUNE_COMPILE_WORKERS": "4", "KERNTUNE_MIN_OCCUPANCY": "0.2",
+                           # Triton caches by divisibility, not value: another shape's binaries would be hits.
+                           "TRITON_CACHE_DIR": str(tmp_path / "triton-cache")})
+    assert result.code == 0, result.stderr
+    shape = result.json()["shapes"][0]
+    outcomes, seconds = shape["outcomes"], shape["seconds"]
+    assert outcomes.get("pruned", 0) >= 1 and outcomes.get("timed", 0) >= 4, outcomes
+    assert seconds["screened"] >= outcomes["timed"] - 1 and seconds["timed"] >= 2, seconds
+    assert seconds["compile"] > 0 and seconds["measure"] > 0
+    winner = shape["winner"]
+    assert winner["role"] == "search" and winner["gate"]["outcome"] == "pass"
+    assert winner["compile_s"] > 0.05  # the compile-ahead worker's real compile, not the timing worker's cache hit

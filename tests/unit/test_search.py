@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kerntune.errors import UsageError
@@ -88,3 +90,58 @@ def test_plateau_stops_after_three_rounds_under_two_percent() -> None:
     assert reasons[:-1] == [None] * 5 and reasons[-1] is not None and reasons[-1].startswith("plateau")
     failures = Plateau(round_size=1, rounds=1)
     assert failures.add(None) is None and failures.add(None) is None  # no timed result: nothing to compare
+
+
+@pytest.mark.parametrize("name", ["cmaes", "local"])
+def test_model_based_and_local_searches_are_seeded_find_a_near_best_config_and_end(name: str) -> None:
+    first = _run(name, seed=1, budget=40)
+    assert first == _run(name, seed=1, budget=40)
+    assert len({c.key for c in first}) == len(first)
+    assert min(_cost(c) for c in first) <= min(_cost(c) for c in GRID) * 1.05
+    assert sorted(c.key for c in _run(name, seed=2)) == sorted(c.key for c in GRID)  # exhausts, then stops
+
+
+def _race(seed: int, ahead: int = 1, stop_after: int | None = None) -> tuple[list[tuple[Config, int | None]], Any]:
+    """Drive a race as the tuner does: up to ``ahead`` proposals in flight, each told its rung-free cost."""
+    race = make_strategy("race", GRID, seed)
+    seen: list[tuple[Config, int | None]] = []
+    window: list[Config] = []
+    while True:
+        if stop_after is not None and len({c.key for c, _ in seen}) >= stop_after and race.wind_down("budget"):
+            for c in window:
+                race.tell(c, None)
+            window, stop_after = [], None
+        while len(window) < ahead and (c := race.ask()) is not None:
+            window.append(c)
+        if not window:
+            return seen, race
+        c = window.pop(0)
+        seen.append((c, race.rung(c)))
+        race.tell(c, _cost(c))
+
+
+def test_race_screens_many_briefly_then_gives_few_the_full_protocol() -> None:
+    seen, race = _race(seed=0, ahead=8)
+    screened = [c for c, rung in seen if rung == 0]
+    middle = [c for c, rung in seen if rung == 1]
+    full = [c for c, rung in seen if rung is None]
+    assert len(middle) == -(-len(screened) // 4) and 2 <= len(full) <= 8  # the best quarter, then at most 8
+    assert {c.key for c in full} <= {c.key for c in middle} <= {c.key for c in screened}
+    assert min(full, key=_cost) == min(GRID, key=_cost)  # the best of the landscape survives the race
+    assert race.stop_reason.startswith("screening plateau")
+
+
+def test_a_race_out_of_budget_still_measures_its_survivors() -> None:
+    seen, race = _race(seed=3, ahead=4, stop_after=12)
+    assert len({c.key for c, rung in seen if rung == 0}) <= 12 + 4
+    assert [c for c, rung in seen if rung is None], "no full measurement: the run would end without a result"
+    assert race.stop_reason == "screening ended: budget"
+
+
+def test_auto_races_large_timed_spaces_and_times_small_ones_exhaustively() -> None:
+    from kerntune.pipeline.search import resolve_strategy
+
+    assert resolve_strategy("auto", 500, timed=True) == "race"
+    assert resolve_strategy("auto", 30, timed=True) == "exhaustive"
+    assert resolve_strategy("auto", 500, timed=False) == "exhaustive"  # a race ranks by time
+    assert resolve_strategy("tpe", 5, timed=True) == "tpe"

@@ -30,6 +30,31 @@ class Compiled:
     compile_s: float
     binary_hash: str | None = None
     resources: dict[str, Any] = field(default_factory=dict)
+    signature: str | None = None
+    """Identity of the work a launch does: every kernel binary it runs with its grid. Two configs with equal
+    signatures do the same work, so the tuner times one of them (None: unknown, time each)."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """An output against its reference: what the gate judges (computed where the data lives)."""
+
+    shape: tuple[int, ...]
+    ref_shape: tuple[int, ...]
+    size: int
+    non_finite: int
+    relative_error: float
+    """‖out − ref‖₂ / ‖ref‖₂ in float64 (the absolute norm where the reference is all zeros)."""
+
+
+def compare_arrays(out: np.ndarray, ref: np.ndarray) -> Comparison:
+    """Comparison of two host arrays, in float64."""
+    if out.shape != ref.shape:
+        return Comparison(tuple(out.shape), tuple(ref.shape), int(out.size), 0, float("nan"))
+    non_finite = int(np.count_nonzero(~np.isfinite(out)))
+    diff = float(np.linalg.norm((out.astype(np.float64) - ref.astype(np.float64)).ravel()))
+    norm = float(np.linalg.norm(ref.astype(np.float64).ravel()))
+    return Comparison(tuple(out.shape), tuple(ref.shape), int(out.size), non_finite, diff / norm if norm > 0 else diff)
 
 
 def digest(data: bytes | str) -> str:
@@ -64,11 +89,35 @@ class Backend(ABC):
     def to_host(self, value: Any) -> np.ndarray:
         """A device output (or a reference value) as a float64 NumPy array."""
 
+    def hold_reference(self, value: Any) -> Any:
+        """Keep a reference output for later comparisons (host float64 by default)."""
+        return self.to_host(value)
+
+    def compare(self, out: Any, reference: Any) -> Comparison:
+        """Compare a device output with a held reference (on the host by default)."""
+        return compare_arrays(self.to_host(out), np.asarray(reference))
+
+    def copy_placed(self, placed: Mapping[str, Any]) -> dict[str, Any] | None:
+        """A fresh device-side copy of placed inputs, or None where only ``place`` from the host can make one.
+        Cheaper than a host transfer; each candidate still gets its own copy (a bad kernel may corrupt them)."""
+        return None
+
+    def limits(self) -> dict[str, int]:
+        """The device's per-block and per-multiprocessor limits (shared memory, registers, threads) that a
+        compiled kernel must fit; empty where unknown. Names: see ``kerntune.isa.occupancy``."""
+        return {}
+
     @abstractmethod
     def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
         """Compile ``kernel`` with ``tunables`` (config and derived values) for the shape in ``meta`` (which
         holds shape fields and tunables together); ``args`` are placed example arguments (some compilers
         specialize on argument types and alignment). Raise CandidateFailed on failure."""
+
+    def precompile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+        """Compile without running anything on the device (a compile-ahead worker calls this while another
+        process times kernels, which a launch would disturb); the result's binary lands in the compiler's
+        on-disk cache, so the timing worker's own compile is a cache hit. Default: ``compile``."""
+        return self.compile(kernel, tunables, meta, args)
 
     def compile_callable(self, kernel: TorchCallable, meta: Meta, args: dict[str, Any]) -> Compiled:
         """A baseline implementation (e.g. a library op) as a launchable."""

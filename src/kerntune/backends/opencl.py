@@ -163,7 +163,13 @@ class OpenCLBackend(Backend):
             values = [a.buffer if isinstance(a, DeviceArray) else a for a in args.values()]
             return cl_kernel(queue, gsize, lsize, *values)
 
-        return Compiled(launch=launch, compile_s=compile_s, binary_hash=digest(b"".join(binaries)), resources=resources)
+        binary = digest(b"".join(binaries))
+        return Compiled(launch=launch, compile_s=compile_s, binary_hash=binary, resources=resources,
+                        signature=digest(f"{binary}@{gsize}/{lsize}"))
+
+    def limits(self) -> dict[str, int]:
+        return {"shared_bytes_per_block": int(self.device.local_mem_size),
+                "threads_per_block": int(self.device.max_work_group_size)}
 
     def synchronize(self) -> None:
         self.queue.finish()

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kerntune.backends.base import Backend, Compiled, fail
+from kerntune.backends.base import Backend, Comparison, Compiled, fail
 from kerntune.devices.telemetry import Telemetry, Unavailable, open_telemetry
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.model import FailureKind, Kernel, Meta, Target, TorchCallable
@@ -124,6 +124,46 @@ class TorchBackend(Backend):
         if isinstance(value, torch.Tensor):
             return value.detach().to(torch.float64).cpu().numpy()
         return np.asarray(value, dtype=np.float64)
+
+    def copy_placed(self, placed: Mapping[str, Any]) -> dict[str, Any] | None:
+        return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in placed.items()}
+
+    def hold_reference(self, value: Any) -> Any:
+        if not self.on_gpu:
+            return self.to_host(value)
+        # Kept on the device in float64: comparing there moves no output across PCIe and spares the host a
+        # float64 norm over hundreds of MB per candidate (the gate's cost on large GEMMs).
+        tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
+        return tensor.detach().to(self.device, torch.float64)
+
+    def compare(self, out: Any, reference: Any) -> Comparison:
+        if not (isinstance(reference, torch.Tensor) and isinstance(out, torch.Tensor)):
+            return super().compare(out, reference)
+        shape, ref_shape = tuple(out.shape), tuple(reference.shape)
+        if shape != ref_shape:
+            return Comparison(shape, ref_shape, out.numel(), 0, float("nan"))
+        values = out.detach().to(torch.float64)
+        non_finite = int((~torch.isfinite(values)).sum().item())
+        diff = float(torch.linalg.vector_norm(values - reference).item())
+        norm = float(torch.linalg.vector_norm(reference).item())
+        return Comparison(shape, ref_shape, out.numel(), non_finite, diff / norm if norm > 0 else diff)
+
+    def limits(self) -> dict[str, int]:
+        if not self.on_gpu:
+            return {}
+        props = torch.cuda.get_device_properties(self.device)
+        fields = {"shared_bytes_per_block": "shared_memory_per_block_optin",
+                  "shared_bytes_per_sm": "shared_memory_per_multiprocessor",
+                  "registers_per_sm": "regs_per_multiprocessor",
+                  "threads_per_sm": "max_threads_per_multi_processor",
+                  "warp_size": "warp_size"}
+        found = {name: int(getattr(props, attr)) for name, attr in fields.items()
+                 if isinstance(getattr(props, attr, None), int)}
+        found.setdefault("threads_per_block", 1024)  # every CUDA and HIP device since 2010
+        if not getattr(torch.version, "hip", None):
+            found.setdefault("shared_reserved_per_block", 1024)  # the driver's own share, sm_80 and newer
+            found.setdefault("blocks_per_sm", 32)
+        return found
 
     # ---------------------------------------------------------------------------------------- compile
     def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kerntune.backends.base import Compiled, digest, fail
@@ -55,6 +55,46 @@ def kernel_resources(compiled: Any) -> tuple[dict[str, Any], str | None]:
     asm = getattr(compiled, "asm", None) or {}
     binary = asm.get("cubin") or asm.get("hsaco") if isinstance(asm, dict) else None
     return resources, digest(binary) if isinstance(binary, (bytes, str)) else None
+
+
+@contextlib.contextmanager
+def compile_only() -> Iterator[list[tuple[Any, Any]]]:
+    """Within this block, ``kernel[grid](...)`` compiles and returns the kernel without launching it (Triton's
+    own warm-up path), and each (compiled kernel, grid) is recorded. A spec's custom launch function can so be
+    compiled in a compile-ahead worker without putting work on a device that another process is timing."""
+    launched: list[tuple[Any, Any]] = []
+    interface = triton.runtime.jit.KernelInterface
+    original = interface.__getitem__
+
+    def compile_getitem(self: Any, grid: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            kernel = self.run(*args, grid=grid, warmup=True, **kwargs)
+            launched.append((kernel, grid))
+            return kernel
+        return run
+
+    interface.__getitem__ = compile_getitem
+    try:
+        yield launched
+    finally:
+        interface.__getitem__ = original
+
+
+def _loaded_resources(compiled: Any) -> tuple[dict[str, Any], str | None]:
+    """Resources of a kernel compiled but not yet loaded: loading it (no launch) reads its registers, and
+    fails when it needs more shared memory or registers than the device has — which is then a resource the
+    kernel cannot have, recorded for pruning rather than raised."""
+    init = getattr(compiled, "_init_handles", None)
+    load_error = None
+    if callable(init):
+        try:
+            init()
+        except Exception as exc:  # OutOfResources and its kin
+            load_error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    resources, binary = kernel_resources(compiled)
+    if load_error:
+        resources["load_error"] = load_error
+    return resources, binary
 
 
 class TritonBackend(TorchBackend):
@@ -123,6 +163,42 @@ class TritonBackend(TorchBackend):
         seconds = time.perf_counter() - start
         resources, binary = kernel_resources(compiled)
         return Compiled(launch, seconds, binary, resources)
+
+    def precompile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+        if isinstance(kernel, TorchCallable) or not isinstance(kernel, TritonKernel) or self.interpret:
+            return self.compile(kernel, tunables, meta, args)
+        if not hasattr(triton.runtime.jit, "KernelInterface"):
+            raise BackendUnavailable(f"compile-ahead needs Triton's warm-up path (Triton >= 3.0, this is "
+                                     f"{triton.__version__}): set KERNTUNE_COMPILE_WORKERS=0")
+        fn = kernel.fn
+        start = time.perf_counter()
+        try:
+            with compile_only() as launched:
+                if kernel.launch is not None:
+                    kernel.launch(fn, args, meta)
+                else:
+                    grid = tuple(int(g) for g in kernel.grid(meta))
+                    fn[grid](*args.values(), **self._kernel_kwargs(fn, tunables))
+        except CandidateFailed:
+            raise
+        except Exception as exc:
+            raise fail(exc, "compile") from exc
+        seconds = time.perf_counter() - start
+        if not launched:
+            raise CandidateFailed(FailureKind.ERROR.value, "the launch function launched no Triton kernel")
+        parts, per_kernel = [], []
+        binaries: list[str | None] = []
+        for compiled, grid in launched:
+            kernel_res, binary = _loaded_resources(compiled)
+            per_kernel.append(kernel_res)
+            binaries.append(binary)
+            # A grid given as a function of the arguments is not known here: no signature, no de-duplication.
+            parts.append(f"{binary}@{tuple(grid)}" if binary and isinstance(grid, (tuple, list)) else "")
+        resources = dict(per_kernel[0])
+        if len(per_kernel) > 1:
+            resources["kernels"] = per_kernel
+        return Compiled(lambda a: None, seconds, binaries[0], resources,
+                        signature=digest("|".join(parts)) if all(parts) else None)
 
     @staticmethod
     def _kernel_kwargs(fn: Any, tunables: Mapping[str, Any]) -> dict[str, Any]:

@@ -90,8 +90,13 @@ def tune(
         str, typer.Option("--device", help="cuda, cuda:N, cpu, or an OpenCL device name (default $KERNTUNE_DEVICE).")
     ] = "",
     strategy: Annotated[
-        str, typer.Option("--strategy", help="exhaustive, random, tpe (Optuna), coordinate or lever.")
-    ] = "exhaustive",
+        str, typer.Option("--strategy", help="auto (the default: race over spaces of more than 64 valid configs, "
+                          "else exhaustive), race (successive halving over TPE proposals), exhaustive, random, tpe "
+                          "or cmaes (Optuna), coordinate or lever.")
+    ] = "auto",
+    target_ms: Annotated[
+        float | None, typer.Option("--target-ms", help="Stop a shape's search once a config's median is this fast.")
+    ] = None,
     budget: Annotated[
         list[str] | None, typer.Option("--budget", help="Evaluations per shape (100) and/or time (90s, 5m).")
     ] = None,
@@ -117,6 +122,7 @@ def tune(
     request = TuneRequest(
         spec=spec or "", shapes=[parse_shape(s) for s in shape or []], dtype=dtype, device=device or settings.device,
         strategy=strategy, budget=parse_budget(budget or []), seed=seed, resume=resume, retry_failed=retry_failed,
+        target_ms=target_ms,
     )
     db = _store(store)
     console = Console(stderr=as_json)

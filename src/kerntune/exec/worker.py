@@ -64,6 +64,9 @@ def _exit_with_parent() -> None:
 
 def main(argv: list[str]) -> None:
     _exit_with_parent()
+    nice = int(os.environ.get("KERNTUNE_WORKER_NICE", "0") or 0)
+    if nice:
+        os.nice(nice)  # a compile-ahead worker yields the CPU to the timing worker
     inbox = Connection(int(argv[1]), writable=False)
     outbox = Connection(int(argv[2]), readable=False)
     serve(inbox, outbox)

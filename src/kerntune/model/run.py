@@ -10,8 +10,11 @@ from kerntune.model.measurement import FailureKind, Measurement, Verdict
 from kerntune.model.point import Config, Shape
 from kerntune.model.target import Target
 
-CandidateStatus = Literal["pending", "ok", "failed"]
-CandidateRole = Literal["search", "baseline"]
+CandidateStatus = Literal["pending", "ok", "failed", "pruned", "duplicate"]
+"""``pruned``: its compiled resources rule it out (cannot launch, or under the minimum occupancy), never run;
+``duplicate``: the same binaries and grids as a config already timed at this shape, so not timed again."""
+CandidateRole = Literal["search", "baseline", "screen"]
+"""``screen``: a short measurement in a race, used only to decide which configs get the full protocol."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,10 @@ class Candidate:
     """Samples pooled over the confirmation rounds (fresh processes, interleaved), when it was a finalist."""
     verdict: Verdict | None = None
     id: int | None = None
+    gate_s: float | None = None
+    """Seconds spent on the correctness gate (all seeds)."""
+    measure_s: float | None = None
+    """Seconds spent sampling, warm-up included."""
 
     @property
     def best_measurement(self) -> Measurement | None:

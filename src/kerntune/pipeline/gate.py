@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from kerntune.backends.base import Comparison, compare_arrays
 from kerntune.model import Verdict
 
 DEFAULT_TOLERANCE: dict[str, float] = {
@@ -41,28 +42,31 @@ def threshold_for(dtype: str, overrides: Mapping[str, float] | None = None) -> f
 
 def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
     """‖out − ref‖₂ / ‖ref‖₂ in float64 (absolute error where the reference is all zeros)."""
-    diff = float(np.linalg.norm((out.astype(np.float64) - ref.astype(np.float64)).ravel()))
-    norm = float(np.linalg.norm(ref.astype(np.float64).ravel()))
-    return diff / norm if norm > 0 else diff
+    return compare_arrays(out, ref).relative_error
 
 
 def check_outputs(
     outputs: Sequence[tuple[str, np.ndarray, np.ndarray]], dtype: str, threshold: float, seed: int
 ) -> Verdict:
-    """Gate one run: every (name, out, ref) must be finite everywhere and within ``threshold``."""
+    """Gate one run of host arrays: every (name, out, ref) must be finite everywhere and within ``threshold``."""
+    return judge([(name, compare_arrays(out, ref)) for name, out, ref in outputs], dtype, threshold, seed)
+
+
+def judge(comparisons: Sequence[tuple[str, Comparison]], dtype: str, threshold: float, seed: int) -> Verdict:
+    """Gate one run from its outputs' comparisons (made where the data lives: on the device for torch)."""
     worst = 0.0
-    for name, out, ref in outputs:
-        if out.shape != ref.shape:
+    for name, c in comparisons:
+        if c.shape != c.ref_shape:
             return Verdict("gate", "fail", "rel_l2", None, threshold,
-                           f"output {name!r} has shape {out.shape}, the reference {ref.shape}", {"seed": seed})
-        bad = int(np.count_nonzero(~np.isfinite(out)))
-        if bad:
+                           f"output {name!r} has shape {c.shape}, the reference {c.ref_shape}", {"seed": seed})
+        if c.non_finite:
             return Verdict(
                 "gate", "fail", "rel_l2", None, threshold,
-                f"output {name!r}: {bad} of {out.size} elements are NaN/Inf (unwritten or non-finite), seed {seed}",
-                {"seed": seed, "non_finite": bad},
+                f"output {name!r}: {c.non_finite} of {c.size} elements are NaN/Inf (unwritten or non-finite), "
+                f"seed {seed}",
+                {"seed": seed, "non_finite": c.non_finite},
             )
-        err = relative_error(out, ref)
+        err = c.relative_error
         worst = max(worst, err)
         if not err <= threshold:
             return Verdict(

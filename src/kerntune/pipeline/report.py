@@ -24,6 +24,26 @@ class ShapeReport:
     pending: int = 0
     finalists: list[Candidate] = field(default_factory=list)
     """Candidates re-timed in fresh processes (configs and baselines), fastest confirmed median first."""
+    pruned_by_constraint: int = 0
+    """Configs the space's constraints excluded before the search (never compiled)."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Time split: ``compile`` (summed over compile workers, which run in parallel), ``gate`` and ``measure``
+    (in the timing worker), and ``screened``/``timed`` counts of measurements by fidelity."""
+
+    @property
+    def outcome_counts(self) -> dict[str, int]:
+        """Configs (not measurements) by what became of them: timed, failed, pruned, duplicate."""
+        searched: dict[str, str] = {}
+        for c in self.all_candidates:
+            if c.role != "baseline":
+                best = searched.get(c.config.key)
+                if best is None or _STATUS_ORDER[c.status] < _STATUS_ORDER[best]:
+                    searched[c.config.key] = c.status
+        ok = "timed" if self.timing_claimed else "gated"
+        counts = Counter(ok if v == "ok" else v for v in searched.values())
+        return {"pruned before compiling": self.pruned_by_constraint, **dict(counts)}
+
+    all_candidates: list[Candidate] = field(default_factory=list)
 
     def speedup_over(self, other: Candidate | None) -> float | None:
         """other's median ÷ winner's median (above 1: the winner is faster), confirmed medians when both have
@@ -48,8 +68,19 @@ class RunReport:
         return all(s.winner is not None or (not s.timing_claimed and s.counts.get("ok", 0) > 0) for s in self.shapes)
 
 
+_STATUS_ORDER = {"ok": 0, "duplicate": 1, "failed": 2, "pruned": 3, "pending": 4}
+
+
 def _timed(c: Candidate) -> bool:
-    return c.status == "ok" and c.measurement is not None and c.config.items != ()
+    """Timed under the full protocol: a screening measurement is never a result."""
+    return c.status == "ok" and c.measurement is not None and c.config.items != () and c.role != "screen"
+
+
+def _seconds(mine: list[Candidate]) -> dict[str, float]:
+    return {"compile": sum(c.compile_s or 0.0 for c in mine if c.role != "baseline"),
+            "gate": sum(c.gate_s or 0.0 for c in mine), "measure": sum(c.measure_s or 0.0 for c in mine),
+            "screened": float(sum(1 for c in mine if c.role == "screen" and c.measurement is not None)),
+            "timed": float(sum(1 for c in mine if c.role != "screen" and c.measurement is not None))}
 
 
 def _rank_key(c: Candidate) -> tuple[int, float]:
@@ -61,6 +92,7 @@ def _rank_key(c: Candidate) -> tuple[int, float]:
 
 def build_report(store: Store, run: Run) -> RunReport:
     candidates = store.candidates(run.id)
+    pruned = store.pruned_counts(run.id)
     reports = []
     for shape in run.shapes:
         mine = [c for c in candidates if c.shape == shape]
@@ -79,6 +111,7 @@ def build_report(store: Store, run: Run) -> RunReport:
             pending=counts.get("pending", 0),
             finalists=sorted((c for c in mine if c.status == "ok" and c.confirmed is not None),
                              key=lambda c: c.confirmed.median_ms if c.confirmed else 0.0),
+            pruned_by_constraint=pruned.get(shape.key, 0), seconds=_seconds(mine), all_candidates=mine,
         ))
     return RunReport(run, reports)
 
@@ -116,6 +149,8 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "shape": s.shape.as_dict(),
             "timing_claimed": s.timing_claimed,
             "counts": s.counts,
+            "outcomes": s.outcome_counts,
+            "seconds": s.seconds,
             "winner": _candidate_json(s.winner),
             "baselines": [
                 {**(_candidate_json(b) or {}), "winner_speedup": s.speedup_over(b)} for b in s.baselines

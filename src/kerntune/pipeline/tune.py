@@ -5,6 +5,7 @@ candidate in the store as it finishes. A killed run resumes from the store witho
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from collections.abc import Mapping, Sequence
@@ -28,13 +29,15 @@ from kerntune.model import (
     Target,
     Verdict,
 )
+from kerntune.pipeline.compile_ahead import CompileAhead, auto_workers
 from kerntune.pipeline.run_inputs import EVALUATE, SETUP, measure_options, require_graphs, resolve_shapes
-from kerntune.pipeline.search import make_strategy
-from kerntune.pipeline.search.stopping import Plateau
+from kerntune.pipeline.search import make_strategy, resolve_strategy
+from kerntune.pipeline.search_loop import ShapeSearch
 from kerntune.pipeline.spec import LoadedSpec, load_spec
 from kerntune.settings import Settings
 from kerntune.store import CandidateResult, Store
 from kerntune.store.ledger import LedgerRow, prior_failures
+from kerntune.store.warm_start import nearest_winners
 
 CONTEXT_FATAL_KINDS = {kind.value for kind in CONTEXT_FATAL}
 
@@ -48,12 +51,14 @@ class TuneRequest:
     """Overrides as text (``{"M": "4096"}``), each merged over the spec's first shape."""
     dtype: str | None = None
     device: str = ""
-    strategy: str = "exhaustive"
+    strategy: str = "auto"
     budget: Budget = field(default_factory=Budget)
     seed: int = 0
     resume: str | None = None
     retry_failed: bool = False
     """Run configs again that the ledger says failed before for the same source, shape and Target."""
+    target_ms: float | None = None
+    """Stop a shape's search once a config's full measurement is at or under this median."""
 
 
 class Progress(Protocol):
@@ -100,6 +105,8 @@ def _result(outcome: Outcome) -> CandidateResult:
         resources=value.get("resources") or {},
         measurement=measurement,
         verdict=verdict,
+        gate_s=value.get("gate_s"),
+        measure_s=value.get("measure_s"),
     )
 
 
@@ -114,7 +121,15 @@ class _Tuner:
         self.seeds = [run.seed * 1000 + i + 1 for i in range(settings.gate_seeds)]
         self.started = time.monotonic()
         self.stop_reason = ""
+        self.valid_sets: dict[str, tuple[list[Config], dict[str, int]]] = {}
         self.setup = (SETUP, {"spec_path": str(loaded.path), "device": str(run.options.get("device", ""))})
+        self.compile_workers = auto_workers(settings.compile_workers, target.vendor) if target.claims_timing else 0
+
+    def valid(self, shape: Shape) -> tuple[list[Config], dict[str, int]]:
+        """The shape's valid configs and constraint rejections, computed once (large spaces take seconds)."""
+        if shape.key not in self.valid_sets:
+            self.valid_sets[shape.key] = self.problem.space.valid_configs(shape, self.target)
+        return self.valid_sets[shape.key]
 
     def elapsed(self) -> float:
         return self.run.elapsed_s + (time.monotonic() - self.started)
@@ -123,9 +138,12 @@ class _Tuner:
         seconds = self.run.budget.seconds
         return seconds is not None and self.elapsed() >= seconds
 
-    def evaluate(self, shape: Shape, config: Config, role: str, label: str,
-                 baseline_kernel: str | None = None) -> CandidateResult | None:
-        """Evaluate one candidate unless the store already holds its result (then return None)."""
+    def evaluate(self, shape: Shape, config: Config, role: str, label: str, baseline_kernel: str | None = None, *,
+                 measure: dict[str, Any] | None = None,
+                 precompiled: Mapping[str, Any] | None = None) -> CandidateResult | None:
+        """Evaluate one candidate in the timing worker unless the store already holds its result (then return
+        None). ``precompiled``: a compile-ahead worker's result, whose compile time is the real one (the
+        timing worker's own compile was a cache hit)."""
         if (shape.key, role, label, config.key) in self.finished:
             return None
         cid = self.store.start_candidate(self.run.id, shape, config, role, label)
@@ -134,11 +152,14 @@ class _Tuner:
             result = CandidateResult("failed", failure=FailureKind.ERROR,
                                      reason=f"violates constraint {reason!r} at this shape")
         else:
-            outcome = self.worker.call(EVALUATE, self.payload(shape, config, baseline_kernel),
+            outcome = self.worker.call(EVALUATE, self.payload(shape, config, baseline_kernel, measure),
                                        self.settings.candidate_timeout_s)
             if outcome.status == "error" and outcome.kind in ("SpecError", "BackendUnavailable"):
                 raise SpecError(outcome.reason)  # the spec's own code failed: every candidate would
             result = _result(outcome)
+            if precompiled is not None:
+                result = replace(result, compile_s=precompiled.get("compile_s"),
+                                 resources={**(precompiled.get("resources") or {}), **(result.resources or {})})
             if outcome.status == "failed" and outcome.kind in CONTEXT_FATAL_KINDS and not outcome.restarted:
                 # The process survived but its device context may not have (CUDA errors are sticky).
                 self.worker.restart()
@@ -146,21 +167,22 @@ class _Tuner:
         self.store.update_run(self.run.id, elapsed_s=self.elapsed())
         detail = (f"{result.measurement.median_ms:.4g} ms" if result.measurement
                   else f"{result.failure.value if result.failure else ''} {result.reason}".strip())
-        self.progress.finished(label or config.key, result.status, detail)
+        self.progress.finished(f"{label} {config.key}" if role == "screen" else label or config.key,
+                               result.status, detail)
         return result
 
-    def skip_known_bad(self, shape: Shape, config: Config, row: LedgerRow) -> None:
+    def skip_known_bad(self, shape: Shape, config: Config, row: LedgerRow, role: str = "search",
+                       label: str = "") -> None:
         """Record, without running it, a config that failed deterministically in an earlier run."""
-        if (shape.key, "search", "", config.key) in self.finished:
-            return
-        cid = self.store.start_candidate(self.run.id, shape, config, "search", "")
+        cid = self.store.start_candidate(self.run.id, shape, config, role, label)
         reason = f"skipped: failed in run {row.run_id} ({row.failure}: {row.reason}); --retry-failed runs it"
         self.store.finish_candidate(cid, CandidateResult("failed", failure=FailureKind(row.failure), reason=reason))
         self.progress.finished(config.key, "failed", "skipped (ledger)")
 
-    def payload(self, shape: Shape, config: Config, baseline_kernel: str | None) -> dict[str, Any]:
+    def payload(self, shape: Shape, config: Config, baseline_kernel: str | None,
+                measure: dict[str, Any] | None = None) -> dict[str, Any]:
         return {"shape": shape.as_dict(), "dtype": self.run.dtype, "seeds": self.seeds, "config": config.as_dict(),
-                "baseline_kernel": baseline_kernel, "measure": self.measure}
+                "baseline_kernel": baseline_kernel, "measure": measure or self.measure}
 
     def finalists(self, shape: Shape) -> list[Candidate]:
         """The fastest searched configs, then every timed baseline: what confirmation re-times."""
@@ -170,27 +192,31 @@ class _Tuner:
         top = sorted(searched, key=lambda c: c.measurement.median_ms)[: self.settings.finalists]  # type: ignore[union-attr]
         return top + [c for c in timed if c.role == "baseline"]
 
-    def confirm_shape(self, shape: Shape) -> None:
-        """Re-time the finalists and baselines in fresh processes, interleaved, before a winner is declared.
+    def confirm(self, shapes: Sequence[Shape]) -> None:
+        """Re-time every shape's finalists and baselines in fresh processes, interleaved, before a winner is
+        declared.
 
         The best of many search-time medians is biased low (it is partly the luckiest sample), and one
         long-lived process carries state (clocks, allocator placement, warm caches) that a real program does
-        not share; each round starts a new worker and alternates the order (ABBA-style), so drift over the
-        round does not favour whoever goes first."""
+        not share; each round starts a new worker (one for all shapes) and alternates the order (ABBA-style),
+        so drift over the round does not favour whoever goes first."""
         rounds = self.settings.confirm_rounds
-        finalists = self.finalists(shape)
-        if rounds == 0 or self.settings.finalists == 0 or len(finalists) < 2 or not self.target.claims_timing:
+        if rounds == 0 or self.settings.finalists == 0 or not self.target.claims_timing:
             return
+        plan = [(shape, finalists) for shape in shapes if len(finalists := self.finalists(shape)) >= 2]
         for round_ in range(rounds):
-            todo = [c for c in finalists if c.id is not None and round_ not in self.store.confirmed_rounds(c.id)]
+            todo = [(shape, c) for shape, finalists in plan for c in finalists
+                    if c.id is not None and round_ not in self.store.confirmed_rounds(c.id)]
             if not todo:
                 continue
             log = self.store.home / "logs" / f"confirm-{self.run.id}-{round_}-{secrets.token_hex(2)}.log"
             worker = Worker(self.setup, log_path=log, setup_timeout_s=self.settings.setup_timeout_s)
             worker.start()
             try:
-                for cand in todo if round_ % 2 == 0 else todo[::-1]:
-                    self.confirm_one(worker, shape, cand, round_)
+                by_shape = [[c for s, c in todo if s == shape] for shape, _ in plan]
+                for (shape, _), cands in zip(plan, by_shape, strict=True):
+                    for cand in cands if round_ % 2 == 0 else cands[::-1]:
+                        self.confirm_one(worker, shape, cand, round_)
             finally:
                 worker.stop()
 
@@ -211,15 +237,28 @@ class _Tuner:
         self.store.add_confirmation(cand.id, Measurement(result.measurement.samples_ms, fresh), round_)
         self.progress.finished(label, "ok", f"{result.measurement.median_ms:.4g} ms")
 
-    def stored_medians(self, shape: Shape) -> dict[str, float | None]:
-        medians: dict[str, float | None] = {}
+    def stored_medians(self, shape: Shape) -> dict[tuple[str, str, str], float | None]:
+        medians: dict[tuple[str, str, str], float | None] = {}
         for cand in self.store.candidates(self.run.id):
             if cand.shape == shape and cand.status != "pending":
-                medians[cand.config.key] = cand.measurement.median_ms if cand.measurement else None
+                key = (cand.role, cand.label, cand.config.key)
+                medians[key] = cand.measurement.median_ms if cand.measurement else None
         return medians
 
-    def tune_shape(self, shape: Shape) -> None:
-        valid, rejected = self.problem.space.valid_configs(shape, self.target)
+    def start_config(self, shape: Shape, valid: Sequence[Config]) -> Config:
+        """Where the search begins: the winner of the nearest shape tuned before on this device (warm start),
+        if it is valid here; else the spec's default config."""
+        allowed = {c.key for c in valid}
+        for seed in nearest_winners(self.store, problem=self.problem.name, dtype=self.run.dtype, target=self.target,
+                                    shape=shape, exclude_run=self.run.id):
+            if seed.config.key in allowed:
+                self.progress.finished("warm start", "ok", f"from {seed.config.key}, the winner at {seed.shape.key} "
+                                       f"in run {seed.run_id}")
+                return seed.config
+        return self.problem.space.default_config()
+
+    def tune_shape(self, shape: Shape, ahead: CompileAhead | None) -> None:
+        valid, rejected = self.valid(shape)
         self.store.record_pruned(self.run.id, shape, rejected)
         known_bad = {} if self.run.options.get("retry_failed") else prior_failures(
             self.store, run_id=self.run.id, problem=self.problem.name, spec_hash=self.run.spec_hash,
@@ -230,45 +269,22 @@ class _Tuner:
             if baseline.config is not None:
                 baseline_configs.add(config.key)
             self.evaluate(shape, config, "baseline", baseline.name, None if baseline.config else baseline.name)
-        strategy = make_strategy(self.run.strategy, valid, self.run.seed, self.problem.space.default_config())
-        known = self.stored_medians(shape)
-        evaluations = 0
-        size = self.settings.plateau_round or max(8, len(valid) // 20)
-        plateau = Plateau(size, self.settings.plateau_rounds) if self.run.strategy != "exhaustive" else None
-        while True:
-            if self.run.budget.evaluations is not None and evaluations >= self.run.budget.evaluations:
-                self.stop_reason = f"evaluation budget reached ({self.run.budget.evaluations} per shape)"
-                return
-            if self.out_of_time():
-                self.stop_reason = f"time budget reached ({self.run.budget.seconds:g} s)"
-                return
-            proposed = strategy.ask()
-            if proposed is None:
-                return
-            config = proposed
-            if config.key in baseline_configs:
-                strategy.tell(config, known.get(config.key))  # already measured as a baseline, side by side
-                continue
-            evaluations += 1
-            if config.key in known_bad:
-                self.skip_known_bad(shape, config, known_bad[config.key])
-                strategy.tell(config, None)
-                continue
-            result = self.evaluate(shape, config, "search", "")
-            if result is None:
-                median = known.get(config.key)
-            else:
-                median = result.measurement.median_ms if result.measurement else None
-            strategy.tell(config, median)
-            reason = plateau.add(median) if plateau is not None and self.settings.plateau_rounds else None
-            if reason is not None:
-                self.stop_reason = reason
-                return
+        name = resolve_strategy(self.run.strategy, len(valid), self.target.claims_timing)
+        strategy = make_strategy(name, valid, self.run.seed, self.start_config(shape, valid))
+        search = ShapeSearch(self, shape, strategy, ahead, baseline_configs, known_bad,
+                             known=self.stored_medians(shape))
+        try:
+            reason = search.run()
+        finally:
+            if ahead is not None:
+                ahead.cancel()  # nothing compiles while finalists are confirmed
+        if reason:
+            self.stop_reason = f"{reason} ({name})" if name != self.run.strategy else reason
 
     def planned_total(self, shapes: Sequence[Shape]) -> int:
         total = 0
         for shape in shapes:
-            valid, _ = self.problem.space.valid_configs(shape, self.target)
+            valid, _ = self.valid(shape)
             baselines = self.problem.all_baselines()
             overlap = {Config.of(b.config).key for b in baselines if b.config is not None}
             searchable = len([c for c in valid if c.key not in overlap])
@@ -280,15 +296,22 @@ class _Tuner:
         return total
 
 
-def _check_space(problem: Problem, shapes: Sequence[Shape], target: Target) -> None:
+ValidSets = dict[str, tuple[list[Config], dict[str, int]]]
+"""Per shape key: the valid configs and how many configs each constraint rejected."""
+
+
+def _check_space(problem: Problem, shapes: Sequence[Shape], target: Target) -> ValidSets:
+    """Every shape's valid configs (each shape must keep at least one), computed once for the whole run."""
+    sets: ValidSets = {}
     for shape in shapes:
-        valid, rejected = problem.space.valid_configs(shape, target)
+        valid, rejected = sets[shape.key] = problem.space.valid_configs(shape, target)
         if not valid:
             why = ", ".join(f"{name} ({count})" for name, count in sorted(rejected.items(), key=lambda kv: -kv[1]))
             raise SpecError(
                 f"the constraints exclude every one of the {problem.space.size} configs at shape {shape.key} "
                 f"(rejected by: {why}); loosen the constraints or widen the parameter values"
             )
+    return sets
 
 
 def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progress | None = None) -> Run:
@@ -326,22 +349,31 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
             if target.device_name != run.target.device_name or target.arch != run.target.arch:
                 raise UsageError(f"run {run.id} was measured on {run.target.label}, this device is {target.label}: "
                                  "results from two devices are never mixed; start a new run")
-        else:
-            _check_space(loaded.problem, shapes, target)
+        valid_sets: ValidSets = {}
+        if not request.resume:
+            valid_sets = _check_space(loaded.problem, shapes, target)
             run = Run(
                 id=_new_run_id(), problem=loaded.problem.name, spec_path=str(loaded.path), spec_hash=loaded.digest,
                 target=target, strategy=request.strategy, budget=request.budget, shapes=tuple(shapes), dtype=dtype,
                 seed=request.seed, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                options={"device": device, "retry_failed": request.retry_failed},
+                options={"device": device, "retry_failed": request.retry_failed,
+                         "target_ms": request.target_ms},
             )
             store.create_run(run)
         store.update_run(run.id, status="running")
         tuner = _Tuner(run, loaded, store, settings, progress, worker, target)
+        tuner.valid_sets.update(valid_sets)
         progress.planned(run, tuner.planned_total(shapes))
         try:
-            for shape in shapes:
-                tuner.tune_shape(shape)
-                tuner.confirm_shape(shape)
+            with contextlib.ExitStack() as stack:
+                ahead = None
+                if tuner.compile_workers:
+                    ahead = stack.enter_context(CompileAhead(
+                        tuner.compile_workers, tuner.setup, log_dir=store.home / "logs",
+                        timeout_s=settings.candidate_timeout_s, setup_timeout_s=settings.setup_timeout_s))
+                for shape in shapes:
+                    tuner.tune_shape(shape, ahead)
+            tuner.confirm(shapes)
         except KerntuneError as exc:
             store.update_run(run.id, status="failed", stop_reason=str(exc), elapsed_s=tuner.elapsed())
             raise

@@ -99,7 +99,8 @@ def prior_failures(store: Store, *, run_id: str, problem: str, spec_hash: str, t
     rows = store.db.execute(
         "SELECT r.id, r.target, c.config_key, c.failure, c.reason FROM candidates c JOIN runs r ON r.id = c.run_id"
         f" WHERE c.status = 'failed' AND r.problem = ? AND r.spec_hash = ? AND c.shape_key = ? AND r.id != ?"
-        f" AND c.role = 'search' AND c.failure IN ({','.join('?' * len(kinds))}) AND c.reason NOT LIKE 'skipped:%'"
+        " AND c.role IN ('search', 'screen')"
+        f" AND c.failure IN ({','.join('?' * len(kinds))}) AND c.reason NOT LIKE 'skipped:%'"
         " ORDER BY c.id",
         (problem, spec_hash, shape_key, run_id, *kinds)).fetchall()
     found: dict[str, LedgerRow] = {}

@@ -154,6 +154,8 @@ class CandidateResult:
     resources: dict[str, Any] | None = None
     measurement: Measurement | None = None
     verdict: Verdict | None = None
+    gate_s: float | None = None
+    measure_s: float | None = None
 
 
 class Store:
@@ -178,10 +180,14 @@ class Store:
 
     def _migrate(self) -> None:
         """Columns added after a store may have been created: add them where missing (old rows keep NULL)."""
-        columns = {r[1] for r in self.db.execute("PRAGMA table_info(measurements)").fetchall()}
-        for name in ("ci_low", "ci_high"):
-            if name not in columns:
-                self.db.execute(f"ALTER TABLE measurements ADD COLUMN {name} REAL")
+        added = {"measurements": {"ci_low": "REAL", "ci_high": "REAL", "phase": "TEXT NOT NULL DEFAULT 'search'",
+                                  "round": "INTEGER NOT NULL DEFAULT 0"},
+                 "candidates": {"gate_s": "REAL", "measure_s": "REAL"}}
+        for table, names in added.items():
+            columns = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})").fetchall()}
+            for name, kind in names.items():
+                if name not in columns:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -279,9 +285,10 @@ class Store:
         with self._transaction() as db:
             db.execute(
                 "UPDATE candidates SET status=?, failure=?, reason=?, compile_s=?, binary_hash=?, resources=?,"
-                " finished=? WHERE id=?",
+                " finished=?, gate_s=?, measure_s=? WHERE id=?",
                 (result.status, result.failure.value if result.failure else None, result.reason, result.compile_s,
-                 result.binary_hash, json.dumps(result.resources or {}), time.time(), candidate_id))
+                 result.binary_hash, json.dumps(result.resources or {}), time.time(), result.gate_s,
+                 result.measure_s, candidate_id))
             if result.verdict is not None:
                 v = result.verdict
                 db.execute(
@@ -326,6 +333,12 @@ class Store:
             db.executemany("INSERT OR REPLACE INTO pruned (run_id, shape_key, reason, count) VALUES (?,?,?,?)",
                            [(run_id, shape.key, reason, count) for reason, count in rejected.items()])
 
+    def pruned_counts(self, run_id: str) -> dict[str, int]:
+        """Configs removed by constraints before the search, per shape key."""
+        rows = self.db.execute("SELECT shape_key, SUM(count) FROM pruned WHERE run_id=? GROUP BY shape_key",
+                               (run_id,)).fetchall()
+        return {str(r[0]): int(r[1]) for r in rows}
+
     def finished_keys(self, run_id: str) -> set[tuple[str, str, str, str]]:
         rows = self.db.execute(
             "SELECT shape_key, role, label, config_key FROM candidates WHERE run_id=? AND status != 'pending'",
@@ -344,7 +357,7 @@ class Store:
                 failure=FailureKind(row["failure"]) if row["failure"] else None, reason=row["reason"],
                 compile_s=row["compile_s"], binary_hash=row["binary_hash"], resources=json.loads(row["resources"]),
                 measurement=self._measurement(cid), confirmed=self._confirmed(cid), verdict=self._verdict(cid),
-                id=cid))
+                id=cid, gate_s=row["gate_s"], measure_s=row["measure_s"]))
         return result
 
     def _confirmed(self, candidate_id: int) -> Measurement | None:

@@ -7,23 +7,41 @@ from collections.abc import Sequence
 from kerntune.errors import UsageError
 from kerntune.model import Config
 from kerntune.pipeline.search.base import Strategy
+from kerntune.pipeline.search.cmaes import CMAESSearch
 from kerntune.pipeline.search.coordinate import CoordinateSearch
 from kerntune.pipeline.search.exhaustive import Exhaustive
 from kerntune.pipeline.search.lever import OneLever
+from kerntune.pipeline.search.local import LocalSearch
+from kerntune.pipeline.search.race import Race
 from kerntune.pipeline.search.random import RandomSearch
 from kerntune.pipeline.search.tpe import TPESearch
 
 STRATEGIES: dict[str, type[Strategy]] = {
     "exhaustive": Exhaustive, "random": RandomSearch, "coordinate": CoordinateSearch, "lever": OneLever,
-    "tpe": TPESearch,
+    "tpe": TPESearch, "cmaes": CMAESSearch, "race": Race,
+    "local": LocalSearch,
 }
+
+
+AUTO_EXHAUSTIVE_MAX = 64
+"""``auto`` times every config of spaces up to this size: racing a small space saves little and can drop a
+config whose short screening measurement was unlucky."""
+
+
+def resolve_strategy(name: str, valid: int, timed: bool) -> str:
+    """The strategy ``auto`` stands for at one shape: ``race`` over more than ``AUTO_EXHAUSTIVE_MAX`` valid
+    configs on a device whose timings are claimed, ``exhaustive`` otherwise (a race ranks by time)."""
+    if name != "auto":
+        return name
+    return "race" if timed and valid > AUTO_EXHAUSTIVE_MAX else "exhaustive"
 
 
 def make_strategy(name: str, configs: Sequence[Config], seed: int, start: Config | None = None) -> Strategy:
     """The strategy ``name`` over ``configs`` (the valid ones), seeded; ``start`` seeds local strategies."""
+    name = resolve_strategy(name, len(configs), True)
     if name not in STRATEGIES:
-        raise UsageError(f"unknown strategy {name!r}: choose one of {', '.join(STRATEGIES)}")
+        raise UsageError(f"unknown strategy {name!r}: choose one of auto, {', '.join(STRATEGIES)}")
     return STRATEGIES[name](configs, seed, start)
 
 
-__all__ = ["STRATEGIES", "Strategy", "make_strategy"]
+__all__ = ["STRATEGIES", "Strategy", "make_strategy", "resolve_strategy"]

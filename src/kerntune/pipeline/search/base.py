@@ -15,6 +15,10 @@ from kerntune.model import Config
 
 class Strategy(ABC):
     name = ""
+    stops_itself = False
+    stop_reason = ""
+    """Why the strategy ended early, when it did (a strategy that stops itself sets it)."""
+    """True when the strategy applies its own stopping rule (the tuner's plateau rule then stays out)."""
 
     def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None) -> None:
         self.configs = list(configs)
@@ -29,3 +33,15 @@ class Strategy(ABC):
 
     def tell(self, config: Config, median_ms: float | None) -> None:  # noqa: B027 - optional for static orders
         """The result of a config the strategy proposed (None: failed or not timed)."""
+
+    def wind_down(self, reason: str) -> bool:
+        """A budget ran out: propose no new config from now on. Return True to go on re-measuring configs
+        already evaluated (a race's survivors), False to stop at once (the default)."""
+        return False
+
+    def rung(self, config: Config) -> int | None:
+        """The screening rung of a pending proposal (0: shortest measurement), or None for the full protocol.
+        ``ask`` may be called again before earlier proposals are told (the tuner compiles ahead); a strategy
+        that must wait for results returns None from ``ask`` until they are told, and None with nothing
+        pending means it is done."""
+        return None

@@ -1,0 +1,1 @@
+"""ISA analysis: occupancy arithmetic from compiled resources (pure, no device)."""

@@ -1,0 +1,104 @@
+"""Occupancy of a compiled kernel: how many of its blocks fit on one multiprocessor, and what limits that.
+
+Arithmetic only, from the resources a backend read off the compiled kernel (registers per thread, shared
+memory per block, threads per block) and the device limits it reported (``Backend.limits``). A kernel that
+does not fit at all can never launch; one below a minimum occupancy is not worth timing. Every verdict comes
+with its reason, which the tuner logs for each pruned config.
+
+Limit names: ``shared_bytes_per_block``, ``shared_bytes_per_sm``, ``shared_reserved_per_block`` (the driver's
+own share per block, 1 KiB on NVIDIA sm_80+), ``registers_per_sm``, ``threads_per_sm``, ``threads_per_block``,
+``blocks_per_sm``, ``warp_size``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+REGISTER_UNIT = 256
+"""NVIDIA allocates registers per warp in units of 256 (8 per thread): 65 registers cost as much as 72."""
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    blocks_per_sm: int
+    warps_per_sm: int
+    fraction: float
+    """Resident warps over the most the multiprocessor holds."""
+    limiter: str
+    """What stops one more block from fitting: registers, shared memory, threads, or the block limit."""
+
+
+def threads_per_block(resources: Mapping[str, Any], limits: Mapping[str, int]) -> int | None:
+    if isinstance(resources.get("num_warps"), int):
+        return int(resources["num_warps"]) * int(limits.get("warp_size", 32))
+    local = resources.get("local_size")
+    if isinstance(local, (list, tuple)) and local:
+        return math.prod(int(x) for x in local)
+    return None
+
+
+def shared_bytes(resources: Mapping[str, Any]) -> int | None:
+    for key in ("shared_bytes", "local_mem_bytes"):
+        if isinstance(resources.get(key), int):
+            return int(resources[key])
+    return None
+
+
+def unlaunchable(resources: Mapping[str, Any], limits: Mapping[str, int]) -> str | None:
+    """Why a block of this kernel cannot launch on the device at all, or None if it can (or is unknown)."""
+    shared, threads = shared_bytes(resources), threads_per_block(resources, limits)
+    regs = resources.get("registers")
+    if shared is not None and "shared_bytes_per_block" in limits and shared > limits["shared_bytes_per_block"]:
+        return f"needs {shared} B of shared memory per block; the device allows {limits['shared_bytes_per_block']} B"
+    if threads is not None and "threads_per_block" in limits and threads > limits["threads_per_block"]:
+        return f"needs {threads} threads per block; the device allows {limits['threads_per_block']}"
+    if isinstance(regs, int) and threads and "registers_per_sm" in limits and \
+            _register_cost(regs, threads, limits) > limits["registers_per_sm"]:
+        return (f"{regs} registers × {threads} threads exceed the {limits['registers_per_sm']} registers of a "
+                "multiprocessor")
+    return None
+
+
+def _register_cost(regs: int, threads: int, limits: Mapping[str, int]) -> int:
+    warp = int(limits.get("warp_size", 32))
+    per_warp = math.ceil(regs * warp / REGISTER_UNIT) * REGISTER_UNIT
+    return per_warp * math.ceil(threads / warp)
+
+
+def occupancy(resources: Mapping[str, Any], limits: Mapping[str, int]) -> Occupancy | None:
+    """Blocks and warps resident per multiprocessor, or None when resources or limits are not known."""
+    threads = threads_per_block(resources, limits)
+    if not threads or "threads_per_sm" not in limits:
+        return None
+    warp = int(limits.get("warp_size", 32))
+    bounds = {"threads": limits["threads_per_sm"] // threads,
+              "the block limit": int(limits.get("blocks_per_sm", 32))}
+    regs = resources.get("registers")
+    if isinstance(regs, int) and regs > 0 and "registers_per_sm" in limits:
+        bounds["registers"] = limits["registers_per_sm"] // _register_cost(regs, threads, limits)
+    shared = shared_bytes(resources)
+    if shared and "shared_bytes_per_sm" in limits:
+        per_block = shared + int(limits.get("shared_reserved_per_block", 0))
+        bounds["shared memory"] = limits["shared_bytes_per_sm"] // per_block
+    limiter = min(bounds, key=lambda k: bounds[k])
+    blocks = max(0, bounds[limiter])
+    warps = blocks * math.ceil(threads / warp)
+    return Occupancy(blocks, warps, warps / (limits["threads_per_sm"] // warp), limiter)
+
+
+def prune_reason(resources: Mapping[str, Any], limits: Mapping[str, int], min_occupancy: float) -> str | None:
+    """Why this compiled kernel is not worth timing, or None: it cannot launch, or its occupancy (resident
+    warps over the maximum) is under ``min_occupancy``."""
+    reason = unlaunchable(resources, limits)
+    if reason is not None:
+        return f"cannot launch: {reason}"
+    occ = occupancy(resources, limits)
+    if occ is not None and occ.blocks_per_sm == 0:
+        return f"cannot launch: no block fits a multiprocessor ({occ.limiter})"
+    if occ is not None and min_occupancy > 0 and occ.fraction < min_occupancy:
+        return (f"occupancy {occ.fraction:.0%} ({occ.warps_per_sm} warps/SM, limited by {occ.limiter}) is under "
+                f"the minimum {min_occupancy:.0%}")
+    return None

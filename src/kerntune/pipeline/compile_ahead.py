@@ -1,0 +1,140 @@
+"""Pipelined compilation: a pool of compile workers builds candidates ahead while the device worker times.
+
+Each compile worker is a crash-isolated subprocess (``exec.pool.Worker``) that loads the spec and calls
+``evaluate.precompile``: the compiler runs, nothing is launched (a launch would disturb the kernel being
+timed), and the binary lands in the compiler's on-disk cache, so the timing worker's own compile of that
+config is a cache hit. The workers run at low priority (``nice``) and leave cores to the timing worker, whose
+host-side launch latency enters short samples. Results are kept by (shape, config): asking twice compiles
+once.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import secrets
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kerntune.errors import KerntuneError
+from kerntune.exec.pool import Outcome, Worker
+
+PRECOMPILE = "kerntune.pipeline.evaluate:precompile"
+NICE = 10
+"""Compile workers yield the CPU to the timing worker (a busy host delays launches inside short samples)."""
+
+
+def auto_workers(requested: int, vendor: str) -> int:
+    """How many compile workers to run: ``requested`` when given (>= 0); otherwise none on a CPU device (the
+    compilers would take the very cores whose kernels are being timed) and all cores but three on a GPU host
+    (one for the timing worker, one for the tuner, one spare), at most 16."""
+    if requested >= 0:
+        return requested
+    if vendor == "cpu":
+        return 0
+    return max(1, min(16, (os.cpu_count() or 1) - 3))
+
+
+class CompileAhead:
+    """``submit`` (shape key, config key, payload) in the order the search will time them; ``result`` blocks
+    until that one is compiled. A worker that cannot start makes its items answer ``error`` (the tuner then
+    compiles those in the timing worker, as without a pool)."""
+
+    def __init__(self, workers: int, setup: tuple[str, dict[str, Any]], *, log_dir: Path, timeout_s: float,
+                 setup_timeout_s: float) -> None:
+        self._size = workers
+        self._setup = setup
+        self._log_dir = log_dir
+        self._timeout_s = timeout_s
+        self._setup_timeout_s = setup_timeout_s
+        self._todo: queue.Queue[tuple[tuple[str, str], dict[str, Any]] | None] = queue.Queue()
+        self._done: dict[tuple[str, str], Outcome] = {}
+        self._submitted: set[tuple[str, str]] = set()
+        self._busy = 0
+        self._cond = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self.busy_s = 0.0
+        """Seconds the workers spent compiling, summed over workers."""
+
+    def __enter__(self) -> CompileAhead:
+        env = {**os.environ, "KERNTUNE_WORKER_NICE": str(NICE)}
+        for i in range(self._size):
+            log = self._log_dir / f"compile-{i}-{secrets.token_hex(2)}.log"
+            worker = Worker(self._setup, log_path=log, env=env, setup_timeout_s=self._setup_timeout_s)
+            thread = threading.Thread(target=self._serve, args=(worker,), name=f"kerntune-compile-{i}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.cancel()
+        for _ in self._threads:
+            self._todo.put(None)
+        for thread in self._threads:
+            thread.join()
+        self._threads.clear()
+
+    def submit(self, shape_key: str, config_key: str, payload: Mapping[str, Any]) -> None:
+        key = (shape_key, config_key)
+        with self._cond:
+            if key in self._submitted:
+                return
+            self._submitted.add(key)
+        self._todo.put((key, dict(payload)))
+
+    def pending(self, shape_key: str, config_key: str) -> bool:
+        return (shape_key, config_key) in self._submitted
+
+    def result(self, shape_key: str, config_key: str) -> Outcome:
+        key = (shape_key, config_key)
+        with self._cond:
+            if key not in self._submitted:
+                raise KerntuneError(f"config {config_key} was never submitted for compilation")
+            self._cond.wait_for(lambda: key in self._done)
+            return self._done[key]
+
+    def cancel(self) -> None:
+        """Drop what is queued and wait for the compiles in progress: nothing compiles while finalists are
+        confirmed."""
+        while True:
+            try:
+                item = self._todo.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                with self._cond:
+                    self._submitted.discard(item[0])
+        with self._cond:
+            self._cond.wait_for(lambda: self._busy == 0)
+
+    def _serve(self, worker: Worker) -> None:
+        started = False
+        try:
+            while True:
+                item = self._todo.get()
+                if item is None:
+                    return
+                key, payload = item
+                with self._cond:
+                    self._busy += 1
+                begin = time.monotonic()
+                try:
+                    if not started:
+                        worker.start()
+                        started = True
+                    outcome = worker.call(PRECOMPILE, payload, self._timeout_s)
+                except KerntuneError as exc:
+                    outcome = Outcome("error", kind="setup", reason=str(exc))
+                with self._cond:
+                    self.busy_s += time.monotonic() - begin
+                    self._done[key] = outcome
+                    self._busy -= 1
+                    self._cond.notify_all()
+        finally:
+            worker.stop()

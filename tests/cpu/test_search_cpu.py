@@ -1,0 +1,35 @@
+"""The search machinery end to end on PoCL: compile-ahead workers, the race's rungs, stopping rules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.conftest import EXAMPLES, CliResult
+
+pytest.importorskip("pyopencl")
+
+
+def test_race_with_compile_ahead_workers_ranks_only_full_measurements(kerntune: Callable[..., CliResult]) -> None:
+    result = kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--shape", "M=128,N=128,K=128", "--strategy",
+                      "race", "--json", env={"KERNTUNE_COMPILE_WORKERS": "2"})
+    assert result.code == 0, result.stderr
+    report = result.json()
+    shape = report["shapes"][0]
+    seconds, outcomes = shape["seconds"], shape["outcomes"]
+    assert outcomes["timed"] >= 20 and outcomes["pruned before compiling"] >= 1
+    assert seconds["screened"] > seconds["timed"] >= 3 and seconds["compile"] > 0 and seconds["measure"] > 0
+    winner = shape["winner"]
+    assert winner["role"] == "search" and winner["gate"]["outcome"] == "pass" and winner["compile_s"] > 0
+    assert winner["measurement"]["n"] >= 5
+    assert all(f["confirmed_n"] > 0 for f in shape["finalists"])
+
+
+def test_a_target_time_stops_the_search_and_says_so(kerntune: Callable[..., CliResult]) -> None:
+    result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--target-ms", "1000",
+                      "--json")
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["run"]["stop_reason"].startswith("target met: ")
+    assert report["shapes"][0]["outcomes"]["timed"] == 1

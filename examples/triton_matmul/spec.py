@@ -2,8 +2,10 @@
 tuned against torch.matmul (cuBLAS / hipBLASLt), which is timed and gated side by side in the same run.
 
 C[M×N] = A[M×K] · B[K×N], row-major, fp32 accumulation. SPLIT_K > 1 writes fp32 partial tiles to a
-workspace and a second kernel sums them (deterministic, no atomics). TMA = 1 loads tiles through host-made
-tensor descriptors (Hopper and newer), and PERSISTENT = 1 walks the tiles with one program per multiprocessor.
+workspace, summed in a fixed order (deterministic) either by a second kernel or, with FUSED = 1, by the last
+program of each tile to arrive (a per-tile counter: one launch, which decode shapes need). TMA = 1 loads tiles
+through host-made tensor descriptors (Hopper and newer), and PERSISTENT = 1 walks the tiles with one program per
+multiprocessor.
 On a CPU machine the interpreter checks correctness (use ``--dtype float16``: Triton's interpreter mishandles
 bf16 loads) and no timing is claimed.
 """
@@ -32,10 +34,10 @@ def grouped_tile(tile_id, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GR
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, M, N, K,
+def matmul_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
                   stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr):
+                  GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, FUSED: tl.constexpr):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     pid_k = tl.program_id(1)
     offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
@@ -60,6 +62,20 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, M, N, K,
     else:
         w_ptrs = ws_ptr + pid_k * M * N + offs_cm[:, None] * N + offs_cn[None, :]
         tl.store(w_ptrs, acc, mask=mask)
+        if FUSED:
+            # The last of a tile's SPLIT_K programs to finish sums the partials (in a fixed order: the result
+            # is deterministic) and writes C: no second kernel launch. Every thread's partial is stored before
+            # the barrier; the counter's acq_rel atomic publishes them to, and acquires them for, the last one.
+            tl.debug_barrier()
+            arrived = tl.atomic_add(lock_ptr + tl.program_id(0), 1, sem="acq_rel")
+            if arrived == SPLIT_K - 1:
+                total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+                for s in range(SPLIT_K):
+                    total += tl.load(ws_ptr + s * M * N + offs_cm[:, None] * N + offs_cn[None, :], mask=mask,
+                                     cache_modifier=".cg")
+                c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+                tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=mask)
+                tl.atomic_xchg(lock_ptr + tl.program_id(0), 0)  # ready for the next launch
 
 
 @triton.jit
@@ -103,16 +119,18 @@ def splitk_reduce_kernel(ws_ptr, c_ptr, MN, SPLIT_K: tl.constexpr, BLOCK: tl.con
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-_workspaces: dict[tuple[Any, ...], torch.Tensor] = {}
+_workspaces: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor]] = {}
 
 
-def _workspace(split_k: int, m: int, n: int, device: torch.device) -> torch.Tensor:
+def _workspace(split_k: int, m: int, n: int, tiles: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     # Allocated at the first (compile) launch and reused: an allocation inside the timed region would be
-    # host work the kernel does not do in a real program that keeps its workspace.
-    key = (split_k, m, n, str(device))
+    # host work the kernel does not do in a real program that keeps its workspace. The per-tile arrival
+    # counters start at zero and the fused reduction leaves them at zero.
+    key = (split_k, m, n, tiles, str(device))
     if key not in _workspaces:
         _workspaces.clear()
-        _workspaces[key] = torch.empty((split_k, m, n), dtype=torch.float32, device=device)
+        _workspaces[key] = (torch.empty((split_k, m, n), dtype=torch.float32, device=device),
+                            torch.zeros(tiles, dtype=torch.int32, device=device))
     return _workspaces[key]
 
 
@@ -135,11 +153,11 @@ def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
                 NUM_SMS=sms, **options)
         return matmul_tma_kernel[(tiles,)](a_desc, b_desc, c_desc, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                                            GROUP_M=meta["GROUP_M"], **options)
-    ws = _workspace(split_k, m, n, a.device) if split_k > 1 else c
-    compiled = fn[(tiles, split_k)](a, b, c, ws, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+    ws, locks = _workspace(split_k, m, n, tiles, a.device) if split_k > 1 else (c, c)
+    compiled = fn[(tiles, split_k)](a, b, c, ws, locks, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                                     c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                                    GROUP_M=meta["GROUP_M"], SPLIT_K=split_k, **options)
-    if split_k > 1:
+                                    GROUP_M=meta["GROUP_M"], SPLIT_K=split_k, FUSED=meta["FUSED"], **options)
+    if split_k > 1 and not meta["FUSED"]:
         splitk_reduce_kernel[(triton.cdiv(m * n, 1024),)](ws, c, m * n, SPLIT_K=split_k, BLOCK=1024, num_warps=4)
     return compiled
 
@@ -186,6 +204,11 @@ def splitk_when_underfilled(c: dict[str, Any], s: dict[str, Any], t: kt.Target |
     return tiles < (t.compute_units if t else 132)
 
 
+def group_matters(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool:
+    """GROUP_M orders row tiles: with a single row of tiles every value runs the same schedule."""
+    return c["GROUP_M"] == 8 or triton.cdiv(s["M"], c["BLOCK_M"]) > 1
+
+
 def tma_supported(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool:
     """Capability: TMA descriptors exist on sm_90 and newer only, and take no split-K here."""
     if not c["TMA"]:
@@ -199,21 +222,28 @@ problem = kt.Problem(
     space=kt.Space(
         params={
             "BLOCK_M": [16, 32, 64, 128, 256],
-            "BLOCK_N": [64, 128, 256],
-            "BLOCK_K": [32, 64, 128],
-            "GROUP_M": [8],
-            "SPLIT_K": [1, 2, 4, 8],
+            "BLOCK_N": [32, 64, 128, 256],
+            "BLOCK_K": [32, 64, 128, 256],
+            "GROUP_M": [1, 4, 8, 16],
+            "SPLIT_K": [1, 2, 4, 8, 16],
+            "FUSED": [0, 1],
             "TMA": [0, 1],
             "PERSISTENT": [0, 1],
-            "num_warps": [4, 8],
-            "num_stages": [3, 4],
+            "num_warps": [2, 4, 8],
+            "num_stages": [2, 3, 4, 5],
         },
         constraints=[
             kt.Constraint(lambda c, s: c["BLOCK_M"] <= max(16, s["M"]), "BLOCK_M <= M"),
             kt.Constraint(lambda c, s: s["K"] % (c["SPLIT_K"] * c["BLOCK_K"]) == 0, "K divisible by SPLIT_K*BLOCK_K"),
             kt.Constraint(lambda c: c["BLOCK_M"] * c["BLOCK_N"] // (32 * c["num_warps"]) <= 128,
                           "accumulator <= 128 registers/thread"),
-            kt.Constraint(lambda c: c["BLOCK_M"] >= 64 or c["num_warps"] == 4, "small BLOCK_M with 4 warps"),
+            kt.Constraint(lambda c: c["BLOCK_M"] >= 64 or c["num_warps"] <= 4, "small BLOCK_M with at most 4 warps"),
+            kt.Constraint(lambda c: c["BLOCK_M"] * c["BLOCK_N"] >= 64 * 64 or c["num_warps"] <= 4,
+                          "8 warps only for tiles of 64x64 or more"),
+            kt.Constraint(lambda c: c["num_warps"] >= 4 or c["BLOCK_M"] * c["BLOCK_N"] <= 64 * 64,
+                          "2 warps only for small tiles"),
+            kt.Constraint(lambda c: c["BLOCK_K"] <= 128 or c["BLOCK_M"] <= 64, "BLOCK_K 256 only for BLOCK_M <= 64"),
+            kt.Constraint(group_matters, "GROUP_M varies only with several row tiles"),
             kt.Constraint(lambda c, s: c["BLOCK_M"] >= min(64, s["M"]), "BLOCK_M >= min(64, M)"),
             kt.Constraint(lambda c: c["BLOCK_K"] >= 64 or c["BLOCK_M"] * c["BLOCK_N"] <= 128 * 128,
                           "BLOCK_K 32 only for small tiles"),
@@ -221,8 +251,9 @@ problem = kt.Problem(
             kt.Constraint(splitk_when_underfilled, "split-K only when tiles underfill the device"),
             kt.Constraint(tma_supported, "TMA needs sm_90+"),
             kt.Constraint(lambda c: c["TMA"] or not c["PERSISTENT"], "PERSISTENT only with TMA"),
+            kt.Constraint(lambda c: c["SPLIT_K"] > 1 or not c["FUSED"], "FUSED only with split-K"),
         ],
-        default={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "TMA": 0,
+        default={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "TMA": 0,
                  "PERSISTENT": 0, "num_warps": 4, "num_stages": 3},
     ),
     shapes=[{"M": 4096, "N": 4096, "K": 4096}],

@@ -114,7 +114,14 @@ class CompileAhead:
             self._cond.wait_for(lambda: self._busy == 0)
 
     def _serve(self, worker: Worker) -> None:
-        started = False
+        # Started at once, not at the first item: loading torch, the compiler and the spec takes seconds per
+        # worker, which then overlaps the timing worker's own start and its baselines (measured on the H200:
+        # 10 s between the baselines and the first screened config when workers started on demand).
+        try:
+            worker.start()
+            started = True
+        except KerntuneError:
+            started = False
         try:
             while True:
                 item = self._todo.get()

@@ -120,7 +120,7 @@ class CompileAhead:
         try:
             worker.start()
             started = True
-        except KerntuneError:
+        except Exception:  # retried at the first item, whose outcome then carries the error
             started = False
         try:
             while True:
@@ -136,8 +136,8 @@ class CompileAhead:
                         worker.start()
                         started = True
                     outcome = worker.call(PRECOMPILE, payload, self._timeout_s)
-                except KerntuneError as exc:
-                    outcome = Outcome("error", kind="setup", reason=str(exc))
+                except Exception as exc:  # never leave the tuner waiting on an item that will not come
+                    outcome = Outcome("error", kind="setup", reason=f"{type(exc).__name__}: {exc}")
                 with self._cond:
                     self.busy_s += time.monotonic() - begin
                     self._done[key] = outcome

@@ -3,6 +3,7 @@ parameter is a categorical over the values valid configs take."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, cast
 
 from kerntune.model import Config, Scalar
@@ -14,8 +15,11 @@ class TPESearch(OptunaSearch):
 
     def sampler(self, seed: int, size: int) -> Any:
         # constant_liar: trials asked ahead and not yet told count as bad guesses, so proposals asked while
-        # the compile workers run ahead spread out instead of repeating one region.
-        return self._optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(10, size), constant_liar=True)
+        # the compile workers run ahead spread out instead of repeating one region (experimental in older
+        # Optuna releases, which warn about it).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", self._optuna.exceptions.ExperimentalWarning)
+            return self._optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(10, size), constant_liar=True)
 
     def suggest(self, trial: Any) -> dict[str, Scalar]:
         return {n: cast(Scalar, trial.suggest_categorical(n, values)) for n, values in self.choices.items()}

@@ -82,7 +82,7 @@ def print_report(console: Console, report: RunReport) -> None:
         console.print("  configs: " + ", ".join(f"{n} {k}" for k, n in s.outcome_counts.items()), highlight=False)
         t = s.seconds
         if t:
-            console.print(f"  time: compile {t['compile']:.1f} s (summed over workers), gate {t['gate']:.1f} s, "
+            console.print(f"  time: compile {t['compile']:.1f} s summed over candidates, gate {t['gate']:.1f} s, "
                           f"measure {t['measure']:.1f} s; {t['screened']:.0f} screening and {t['timed']:.0f} full "
                           "measurements", highlight=False)
         if s.finalists:

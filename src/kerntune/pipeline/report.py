@@ -27,7 +27,7 @@ class ShapeReport:
     pruned_by_constraint: int = 0
     """Configs the space's constraints excluded before the search (never compiled)."""
     seconds: dict[str, float] = field(default_factory=dict)
-    """Time split: ``compile`` (summed over compile workers, which run in parallel), ``gate`` and ``measure``
+    """Time split: ``compile`` (summed over candidates; compile workers run in parallel), ``gate`` and ``measure``
     (in the timing worker), and ``screened``/``timed`` counts of measurements by fidelity."""
 
     @property

@@ -43,3 +43,22 @@ def test_prune_reason_applies_the_minimum_occupancy_only_when_asked() -> None:
     reason = prune_reason(heavy, SM90, 0.2)
     assert reason is not None and reason.startswith("occupancy 12%") and "under the minimum 20%" in reason
     assert (prune_reason({"shared_bytes": 300000, "num_warps": 4}, SM90, 0.0) or "").startswith("cannot launch")
+
+
+def test_the_gfx906_occupancy_ladder() -> None:
+    from kerntune.isa.occupancy import amd_occupancy
+
+    # The seeds' ladder: 1-64 VGPRs -> 4 waves (more below 64: up to 10), 65-84 -> 3, 85-128 -> 2, 129-256 -> 1.
+    ladder = {64: 4, 65: 3, 84: 3, 85: 2, 128: 2, 129: 1, 256: 1, 24: 10}
+    assert {v: amd_occupancy("gfx906", v).blocks_per_sm for v in ladder} == ladder
+
+
+def test_cdna_agprs_share_the_register_file_and_lds_can_limit() -> None:
+    from kerntune.isa.occupancy import amd_next_boundary, amd_occupancy
+
+    assert amd_occupancy("gfx942", 217).blocks_per_sm == 2  # 220 (rounded to 4) -> 224 of 512 per lane
+    assert amd_occupancy("gfx942", 128, agprs=128).blocks_per_sm == 2  # 256 of 512
+    assert amd_occupancy("gfx942", 64).blocks_per_sm == 8  # the wave limit
+    lds = amd_occupancy("gfx942", 64, lds_bytes=32768, threads_per_block=256)
+    assert (lds.blocks_per_sm, lds.limiter) == (2, "LDS")  # 2 blocks of 4 waves over 4 SIMDs
+    assert amd_next_boundary("gfx906", 65) == "1 fewer VGPRs per lane would allow 4 waves"

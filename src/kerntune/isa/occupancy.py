@@ -102,3 +102,67 @@ def prune_reason(resources: Mapping[str, Any], limits: Mapping[str, int], min_oc
         return (f"occupancy {occ.fraction:.0%} ({occ.warps_per_sm} warps/SM, limited by {occ.limiter}) is under "
                 f"the minimum {min_occupancy:.0%}")
     return None
+
+
+@dataclass(frozen=True)
+class AmdArch:
+    vgprs_per_lane: int
+    """Vector registers one SIMD lane has (VGPRs, plus AGPRs where the file is unified)."""
+    granule: int
+    """Allocation granule of a wave's registers."""
+    max_waves: int
+    """Waves a SIMD holds at most."""
+    unified_agprs: bool
+    """CDNA2 and newer: AGPRs come out of the same file, after the VGPRs (rounded to 4)."""
+    lds_per_cu: int = 65536
+    simds_per_cu: int = 4
+
+
+AMD_ARCHES = {
+    "gfx906": AmdArch(256, 4, 10, False),
+    "gfx908": AmdArch(256, 8, 10, False),
+    "gfx90a": AmdArch(512, 8, 8, True),
+    "gfx942": AmdArch(512, 8, 8, True),
+    "gfx950": AmdArch(512, 8, 8, True, lds_per_cu=163840),
+}
+
+
+def _amd_used(vgprs: int, agprs: int, arch: AmdArch) -> int:
+    return (math.ceil(vgprs / 4) * 4 + agprs) if arch.unified_agprs else max(vgprs, agprs)
+
+
+def _amd_registers(vgprs: int, agprs: int, arch: AmdArch) -> int:
+    """Registers a wave is allocated per lane: what it uses, rounded up to the granule."""
+    return math.ceil(max(_amd_used(vgprs, agprs, arch), 1) / arch.granule) * arch.granule
+
+
+def amd_occupancy(arch_name: str, vgprs: int, agprs: int = 0, lds_bytes: int = 0,
+                  threads_per_block: int | None = None, wavefront: int = 64) -> Occupancy:
+    """Waves per SIMD for a CDNA/GCN kernel: floor(register file / registers per wave, rounded to the
+    granule), capped by the SIMD's wave slots and, when the block size is known, by LDS per CU."""
+    if arch_name not in AMD_ARCHES:
+        raise KeyError(f"no occupancy rules for {arch_name}: known AMD architectures are {', '.join(AMD_ARCHES)}")
+    arch = AMD_ARCHES[arch_name]
+    bounds = {"the wave limit": arch.max_waves,
+              "VGPRs": arch.vgprs_per_lane // _amd_registers(vgprs, agprs, arch)}
+    if lds_bytes and threads_per_block:
+        waves_per_block = math.ceil(threads_per_block / wavefront)
+        blocks = arch.lds_per_cu // lds_bytes
+        # Waves of the blocks that fit, spread over the CU's SIMDs: the fullest SIMD holds the ceiling.
+        bounds["LDS"] = math.ceil(blocks * waves_per_block / arch.simds_per_cu)
+    limiter = min(bounds, key=lambda k: bounds[k])
+    waves = bounds[limiter]
+    return Occupancy(waves, waves, waves / arch.max_waves, limiter)
+
+
+def amd_next_boundary(arch_name: str, vgprs: int, agprs: int = 0) -> str | None:
+    """What one more wave per SIMD would take ("12 fewer VGPRs per lane would allow 3 waves"), or None at
+    the wave limit."""
+    arch = AMD_ARCHES[arch_name]
+    waves = arch.vgprs_per_lane // _amd_registers(vgprs, agprs, arch)
+    if waves >= arch.max_waves:
+        return None
+    allowed = arch.vgprs_per_lane // (waves + 1) // arch.granule * arch.granule
+    fewer = _amd_used(vgprs, agprs, arch) - allowed
+    kind = "VGPRs + AGPRs" if arch.unified_agprs and agprs else "VGPRs"
+    return f"{fewer} fewer {kind} per lane would allow {waves + 1} waves"

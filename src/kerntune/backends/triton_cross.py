@@ -1,0 +1,127 @@
+"""Cross-compile a Triton kernel for a named target on any machine (Triton's compiler, and NVIDIA's ptxas,
+cuobjdump and nvdisasm, ship in the triton wheel; AMD code objects need nothing more), then read the
+binary: resources, an instruction census and the occupancy they allow on that architecture.
+
+No GPU is used or needed: this is how a CPU machine sees what a config becomes on an H200 or an MI300.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kerntune.backends.base import fail
+from kerntune.errors import BackendUnavailable, UsageError
+from kerntune.isa import amdgcn, sass
+from kerntune.isa.occupancy import Occupancy, amd_next_boundary, amd_occupancy, occupancy
+
+try:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise BackendUnavailable("cross-compiling needs triton: pip install 'kerntune[triton]'") from exc
+
+TARGETS: dict[str, tuple[str, int | str, int]] = {
+    "sm_80": ("cuda", 80, 32), "sm_86": ("cuda", 86, 32), "sm_89": ("cuda", 89, 32), "sm_90": ("cuda", 90, 32),
+    "sm_100": ("cuda", 100, 32),
+    "gfx906": ("hip", "gfx906", 64), "gfx90a": ("hip", "gfx90a", 64), "gfx942": ("hip", "gfx942", 64),
+    "gfx950": ("hip", "gfx950", 64), "gfx1100": ("hip", "gfx1100", 32), "gfx1201": ("hip", "gfx1201", 32),
+}
+NVIDIA_LIMITS: dict[str, dict[str, int]] = {
+    # Per-SM and per-block limits from NVIDIA's CUDA C++ Programming Guide, compute capability table.
+    "sm_80": {"registers_per_sm": 65536, "shared_bytes_per_sm": 167936, "shared_bytes_per_block": 166912,
+              "threads_per_sm": 2048, "blocks_per_sm": 32},
+    "sm_86": {"registers_per_sm": 65536, "shared_bytes_per_sm": 102400, "shared_bytes_per_block": 101376,
+              "threads_per_sm": 1536, "blocks_per_sm": 16},
+    "sm_89": {"registers_per_sm": 65536, "shared_bytes_per_sm": 102400, "shared_bytes_per_block": 101376,
+              "threads_per_sm": 1536, "blocks_per_sm": 24},
+    "sm_90": {"registers_per_sm": 65536, "shared_bytes_per_sm": 233472, "shared_bytes_per_block": 232448,
+              "threads_per_sm": 2048, "blocks_per_sm": 32},
+    "sm_100": {"registers_per_sm": 65536, "shared_bytes_per_sm": 233472, "shared_bytes_per_block": 232448,
+               "threads_per_sm": 2048, "blocks_per_sm": 32},
+}
+
+
+@dataclass
+class Inspection:
+    """What a config becomes on one target."""
+
+    target: str
+    resources: dict[str, int]
+    census: dict[str, int]
+    """Instruction counts by category (see ``isa.sass.CATEGORIES`` / ``isa.amdgcn.CATEGORIES``)."""
+    opcodes: dict[str, int] = field(default_factory=dict)
+    occupancy: Occupancy | None = None
+    next_boundary: str | None = None
+    spills: int = 0
+    """Spill instructions (NVIDIA LDL/STL) or scratch bytes (AMD)."""
+
+
+def gpu_target(name: str) -> Any:
+    if name not in TARGETS:
+        raise UsageError(f"unknown target {name!r}: choose one of {', '.join(TARGETS)}")
+    return GPUTarget(*TARGETS[name])
+
+
+def cross_compile(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any], target: str,
+                  options: Mapping[str, Any]) -> Any:
+    """Compile ``fn`` for ``target`` (a name in TARGETS) with Triton's options (num_warps, num_stages, ...).
+    ``signature`` maps every argument to a Triton type (``*bf16``, ``i32``, ``constexpr``)."""
+    source = ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
+    # FP fusion stated, not left to a default that Triton 3.10 changes (3.9 warns when it is left unset).
+    options = {"enable_fp_fusion": True, **options}
+    try:
+        return triton.compile(source, target=gpu_target(target), options=options)
+    except UsageError:
+        raise
+    except Exception as exc:
+        raise fail(exc, f"compile for {target}") from exc
+
+
+def _nvidia_tool(name: str) -> str:
+    bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
+    found = str(bundled) if bundled.exists() else shutil.which(name)
+    if not found:
+        raise BackendUnavailable(f"{name} not found (not in the triton wheel, not on PATH): install the CUDA toolkit")
+    return found
+
+
+def inspect_compiled(kernel: Any, target: str) -> Inspection:
+    """Resources, census and occupancy of a kernel compiled for ``target``."""
+    metadata = kernel.metadata
+    warps = int(getattr(metadata, "num_warps", 4))
+    shared = int(getattr(metadata, "shared", 0) or 0)  # Triton's dynamic shared memory / LDS, per block
+    if TARGETS[target][0] == "cuda":
+        with tempfile.TemporaryDirectory() as tmp:
+            cubin = Path(tmp) / "kernel.cubin"
+            cubin.write_bytes(kernel.asm["cubin"])
+            usage = subprocess.run([_nvidia_tool("cuobjdump"), "-res-usage", str(cubin)], capture_output=True,
+                                   text=True, check=True).stdout
+            disassembly = subprocess.run([_nvidia_tool("nvdisasm"), str(cubin)], capture_output=True, text=True,
+                                         check=True).stdout
+        res = sass.parse_res_usage(usage)
+        counted = sass.census(disassembly)
+        resources = {"registers": res.registers, "shared_bytes": shared + res.shared_bytes,
+                     "stack_bytes": res.stack_bytes, "local_bytes": res.local_bytes, "num_warps": warps}
+        occ = occupancy(resources, {**NVIDIA_LIMITS[target], "warp_size": 32, "shared_reserved_per_block": 1024})
+        return Inspection(target, resources, counted.summary(), dict(counted.opcodes), occ, None,
+                          sass.spill_instructions(counted))
+    text = kernel.asm["amdgcn"]
+    amd = amdgcn.parse_resources(text)
+    counts = amdgcn.census(text)
+    resources = {"vgprs": amd.vgprs, "agprs": amd.agprs, "sgprs": amd.sgprs,
+                 "lds_bytes": max(amd.lds_bytes, shared), "scratch_bytes": amd.scratch_bytes,
+                 "wavefront": amd.wavefront, "num_warps": warps}
+    occ, boundary = None, None
+    if target in ("gfx906", "gfx908", "gfx90a", "gfx942", "gfx950"):
+        occ = amd_occupancy(target, amd.vgprs, amd.agprs, resources["lds_bytes"], warps * amd.wavefront, amd.wavefront)
+        boundary = amd_next_boundary(target, amd.vgprs, amd.agprs)
+    if amd.compiler_occupancy is not None:
+        resources["compiler_occupancy"] = amd.compiler_occupancy
+    return Inspection(target, resources, amdgcn.categories(counts), dict(counts), occ, boundary, amd.scratch_bytes)

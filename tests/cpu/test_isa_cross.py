@@ -1,0 +1,60 @@
+"""Cross-compilation on the CPU machine: a Triton matmul built for sm_90 and gfx942 with the compilers and
+tools in the triton wheel, read back as resources, an instruction census and occupancy."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+pytest.importorskip("triton")
+
+from kerntune.backends.triton_cross import Inspection, cross_compile, inspect_compiled
+from kerntune.errors import CandidateFailed, UsageError
+from tests.helpers.isa_kernels import SIGNATURE, matmul
+
+TENSOR_CORE = "tensor core (HGMMA/HMMA/IMMA/QGMMA)"
+MATRIX = "matrix (v_mfma/v_wmma/v_smfmac)"
+
+
+def _inspect(target: str, tile: tuple[int, int, int], **options: Any) -> Inspection:
+    constexprs = dict(zip(("BLOCK_M", "BLOCK_N", "BLOCK_K"), tile, strict=True))
+    return inspect_compiled(cross_compile(matmul, SIGNATURE, constexprs, target, options), target)
+
+
+def test_sm90_matmul_uses_hgmma_and_its_registers_set_the_occupancy() -> None:
+    got = _inspect("sm_90", (64, 64, 32), num_warps=4, num_stages=2)
+    regs = got.resources["registers"]
+    assert got.census[TENSOR_CORE] > 0 and 0 < regs <= 255 and got.spills == 0
+    by_hand = 65536 // (math.ceil(regs * 32 / 256) * 256 * 4)  # registers per SM / registers per block
+    by_smem = 233472 // (got.resources["shared_bytes"] + 1024)
+    assert got.occupancy is not None and got.occupancy.blocks_per_sm == min(by_hand, by_smem, 16, 32)
+
+
+def test_a_register_hungry_sm90_config_spills() -> None:
+    got = _inspect("sm_90", (128, 256, 64), num_warps=4, num_stages=3)
+    assert got.spills > 0 and got.census["local memory (LDL/STL: spills)"] == got.spills
+    assert got.resources["registers"] == 255
+
+
+def test_gfx942_matmul_uses_mfma_and_agrees_with_the_compilers_occupancy() -> None:
+    got = _inspect("gfx942", (128, 128, 64), num_warps=4, num_stages=2)
+    res = got.resources
+    assert got.census[MATRIX] > 0 and res["vgprs"] > 0 and res["agprs"] >= 0 and res["lds_bytes"] > 0
+    assert res["wavefront"] == 64 and got.spills == 0
+    assert got.occupancy is not None and got.occupancy.blocks_per_sm == res["compiler_occupancy"]
+    assert got.next_boundary is not None and "would allow" in got.next_boundary
+
+
+def test_one_wave_for_a_big_tile_spills_to_scratch_on_gfx942() -> None:
+    got = _inspect("gfx942", (128, 128, 64), num_warps=1, num_stages=2)
+    assert got.spills > 0 and got.resources["scratch_bytes"] == got.spills
+    assert got.census["scratch (scratch_*: spills)"] > 0
+
+
+def test_bad_targets_and_configs_that_do_not_build_say_why() -> None:
+    with pytest.raises(UsageError, match=r"unknown target 'sm_1'.*sm_90"):
+        _inspect("sm_1", (64, 64, 32))
+    with pytest.raises(CandidateFailed, match=r"compile for sm_90: .*[Ii]nsufficient registers"):
+        _inspect("sm_90", (128, 128, 64), num_warps=4, num_stages=3, maxnreg=64)

@@ -4,6 +4,7 @@ tools in the triton wheel, read back as resources, an instruction census and occ
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ pytest.importorskip("triton")
 
 from kerntune.backends.triton_cross import Inspection, cross_compile, inspect_compiled
 from kerntune.errors import CandidateFailed, UsageError
+from tests.conftest import EXAMPLES, SPECS, CliResult
 from tests.helpers.isa_kernels import SIGNATURE, matmul
 
 TENSOR_CORE = "tensor core (HGMMA/HMMA/IMMA/QGMMA)"
@@ -58,3 +60,34 @@ def test_bad_targets_and_configs_that_do_not_build_say_why() -> None:
         _inspect("sm_1", (64, 64, 32))
     with pytest.raises(CandidateFailed, match=r"compile for sm_90: .*[Ii]nsufficient registers"):
         _inspect("sm_90", (128, 128, 64), num_warps=4, num_stages=3, maxnreg=64)
+
+
+def test_inspect_shows_a_spec_config_on_both_vendors(kerntune: Callable[..., CliResult]) -> None:
+    result = kerntune("inspect", str(EXAMPLES / "triton_matmul"), "--config", "BLOCK_M=64,BLOCK_N=64,BLOCK_K=64",
+                      "--shape", "M=256,N=256,K=256", "--target", "sm_90", "--target", "gfx942", "--json")
+    assert result.code == 0, result.stderr
+    rows = {r["target"]: r for r in result.json()}
+    nvidia, amd = rows["sm_90"], rows["gfx942"]
+    assert nvidia["census"][TENSOR_CORE] > 0 and nvidia["resources"]["registers"] > 0 and nvidia["spills"] == 0
+    assert amd["census"][MATRIX] > 0 and amd["resources"]["lds_bytes"] > 0 and amd["occupancy"]["blocks_per_sm"] > 0
+    # The spec's launch gave 16-byte-aligned tensors and unit strides, as the JIT would see them: loads vectorize.
+    assert amd["census"]["global 128-bit loads (global_load_dwordx4)"] > 0
+    assert nvidia["config"].startswith("BLOCK_M=64,BLOCK_N=64,BLOCK_K=64")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--target", "sm_99"], "unknown target 'sm_99'"),
+    (["--target", "sm_90", "--config", "TILE=3"], "unknown parameter 'TILE'"),
+])
+def test_inspect_refuses_bad_input(kerntune: Callable[..., CliResult], args: list[str], message: str) -> None:
+    result = kerntune("inspect", str(EXAMPLES / "triton_matmul"), *args)
+    assert result.code == 2 and message in result.stderr, result.stderr
+
+
+def test_inspect_exits_2_when_a_target_cannot_build_the_kernel(kerntune: Callable[..., CliResult]) -> None:
+    result = kerntune("inspect", str(SPECS / "ptx_asm"), "--target", "sm_90", "--target", "gfx942", "--json")
+    assert result.code == 2
+    rows = {r["target"]: r for r in result.json()}
+    assert "error" not in rows["sm_90"] and rows["sm_90"]["resources"]["registers"] > 0
+    assert rows["gfx942"]["error"].startswith("compile for gfx942")
+    assert "fast_tanh_kernel does not build for gfx942" in result.stderr

@@ -73,11 +73,18 @@ def cross_compile(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str
                   options: Mapping[str, Any]) -> Any:
     """Compile ``fn`` for ``target`` (a name in TARGETS) with Triton's options (num_warps, num_stages, ...).
     ``signature`` maps every argument to a Triton type (``*bf16``, ``i32``, ``constexpr``)."""
-    source = ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
+    return cross_compile_source(fn, signature, constexprs, {}, target, options)
+
+
+def cross_compile_source(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any],
+                         attrs: Mapping[Any, Any], target: str, options: Mapping[str, Any]) -> Any:
+    """``cross_compile`` with specialization attributes (``{(arg index,): [["tt.divisibility", 16]]}``)."""
+    gpu = gpu_target(target)
+    source = ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs), attrs=dict(attrs))
     # FP fusion stated, not left to a default that Triton 3.10 changes (3.9 warns when it is left unset).
     options = {"enable_fp_fusion": True, **options}
     try:
-        return triton.compile(source, target=gpu_target(target), options=options)
+        return triton.compile(source, target=gpu, options=options)
     except UsageError:
         raise
     except Exception as exc:

@@ -314,6 +314,38 @@ def floor_check(
     raise typer.Exit(1 if any(c.verdict == "FAIL" for c in checks) else 0)
 
 
+@app.command()
+def inspect(
+    spec: Annotated[str, typer.Argument(help="A Triton spec file or a folder holding spec.py.")],
+    target: Annotated[
+        list[str], typer.Option("--target", help="sm_80, sm_86, sm_89, sm_90, sm_100, gfx906, gfx90a, gfx942, "
+                                "gfx950, gfx1100, gfx1201; repeat for a compile matrix.")
+    ],
+    config: Annotated[str | None, typer.Option("--config", help="K=V,... over the spec's default config.")] = None,
+    shape: Annotated[str | None, typer.Option("--shape", help="Shape fields over the spec's first shape.")] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype", help="One of the spec's dtypes.")] = None,
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """What a config compiles to on each target, with no GPU needed: registers or VGPRs/AGPRs, shared memory
+    or LDS, spills, occupancy and its limiter, and the instruction mix. Exit 2 if a target does not build."""
+    from kerntune.cli.render import inspect_table
+    from kerntune.pipeline.inspect import InspectRequest
+    from kerntune.pipeline.inspect import inspect as run_inspect
+
+    request = InspectRequest(spec=spec, config=parse_shape(config) if config else {}, targets=target,
+                             shape=parse_shape(shape) if shape else None, dtype=dtype)
+    rows = run_inspect(request, Settings.from_env(), _store(store).home / "logs")
+    if as_json:
+        _emit_json(rows)
+    else:
+        Console().print(inspect_table(rows))
+    failed = [r for r in rows if "error" in r]
+    for r in failed:
+        sys.stderr.write(f"kerntune: error: {r['kernel']} does not build for {r['target']}: {r['error']}\n")
+    raise typer.Exit(2 if failed else 0)
+
+
 def main() -> None:
     """Console-script entry: a KerntuneError is one line on stderr and exit code 2, never a traceback."""
     try:

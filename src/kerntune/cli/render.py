@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -171,3 +173,30 @@ class BarProgress:
         if self.task is not None:
             text = f"{label[:48]}: {status} {detail[:60]}"
             self.bar.update(self.task, advance=1, last=text)
+
+
+def inspect_table(rows: list[dict[str, Any]]) -> Table:
+    """One column per (kernel, target): resources, occupancy, and the non-zero instruction categories."""
+    table = Table(title=f"inspect {rows[0]['config'] if rows else ''} at {rows[0]['shape'] if rows else ''}")
+    table.add_column("")
+    for r in rows:
+        table.add_column(f"{r['kernel']}\n{r['target']}", overflow="fold")
+    keys: list[str] = []
+    for r in rows:
+        for section in ("resources", "census"):
+            keys += [k for k, v in (r.get(section) or {}).items() if v and k not in keys]
+    for key in keys:
+        table.add_row(key, *[str((r.get("resources") or {}).get(key, (r.get("census") or {}).get(key, "")))
+                             for r in rows])
+    table.add_row("occupancy", *[_occupancy_text(r) for r in rows])
+    table.add_row("next boundary", *[str(r.get("next_boundary") or "") for r in rows])
+    table.add_row("error", *[str(r.get("error", ""))[:200] for r in rows])
+    return table
+
+
+def _occupancy_text(row: dict[str, Any]) -> str:
+    occ = row.get("occupancy")
+    if not occ:
+        return "—"
+    unit = "waves/SIMD" if str(row["target"]).startswith("gfx") else "blocks/SM"
+    return f"{occ['blocks_per_sm']} {unit} ({occ['fraction']:.0%}, limited by {occ['limiter']})"

@@ -1,0 +1,189 @@
+"""``kerntune inspect``: what one config of a Triton spec becomes on each target, without the target's GPU.
+
+In a worker process (a compiler can crash; the spec is loaded without Triton's interpreter), the spec's
+inputs are made on the host and its launch runs with every ``kernel[grid](...)`` captured instead of run.
+Each captured launch is cross-compiled for every target with the argument types and 16-byte divisibility
+Triton's JIT would specialize on (so loads vectorize as they would on the device), and read back through
+``isa/``: resources, instruction census, occupancy and its next boundary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kerntune.errors import CandidateFailed, SpecError, UsageError
+from kerntune.model import Config, Shape, TritonKernel
+from kerntune.pipeline.run_inputs import parse_value, resolve_shapes
+from kerntune.pipeline.spec import load_spec
+from kerntune.settings import Settings
+
+INSPECT = "kerntune.pipeline.inspect:inspect_in_worker"
+SETUP = "kerntune.pipeline.inspect:setup_in_worker"
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+KNOWN_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "gfx906", "gfx90a", "gfx942", "gfx950", "gfx1100",
+                 "gfx1201")
+"""The targets ``backends.triton_cross`` compiles for (named here too: the parent never imports Triton)."""
+TRITON_TYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64", "int8": "i8",
+                "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "i1",
+                "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5"}
+
+
+@dataclass(frozen=True)
+class InspectRequest:
+    spec: str
+    config: Mapping[str, Any]
+    targets: Sequence[str]
+    shape: Mapping[str, Any] | None = None
+    dtype: str | None = None
+
+
+def setup_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    # Compiling for a target needs Triton's real JIT functions, never the interpreter's stand-ins.
+    os.environ.pop("TRITON_INTERPRET", None)
+    loaded = load_spec(payload["spec_path"])
+    if not isinstance(loaded.problem.kernel, TritonKernel):
+        raise SpecError("inspect cross-compiles Triton kernels; this spec's kernel is "
+                        f"{loaded.problem.kernel.language}")
+    state["problem"] = loaded.problem
+    return {"name": loaded.problem.name}
+
+
+@contextlib.contextmanager
+def _captured() -> Iterator[list[tuple[Any, Any, tuple[Any, ...], dict[str, Any]]]]:
+    """Within this block ``kernel[grid](*args, **kwargs)`` records its call and runs nothing."""
+    import triton
+
+    calls: list[tuple[Any, Any, tuple[Any, ...], dict[str, Any]]] = []
+    interface = triton.runtime.jit.KernelInterface
+    original = interface.__getitem__
+
+    def capture(self: Any, grid: Any) -> Any:
+        def record(*args: Any, **kwargs: Any) -> None:
+            calls.append((self, grid, args, kwargs))
+        return record
+
+    interface.__getitem__ = capture
+    try:
+        yield calls
+    finally:
+        interface.__getitem__ = original
+
+
+def _argument_type(name: str, value: Any) -> tuple[str, bool]:
+    """Triton's type for one runtime argument and whether it is divisible by 16 (pointer alignment or value)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        dtype = str(value.dtype).removeprefix("torch.")
+        if dtype not in TRITON_TYPES:
+            raise UsageError(f"argument {name!r} has dtype {dtype}, which inspect cannot map to a Triton type")
+        return "*" + TRITON_TYPES[dtype], value.data_ptr() % 16 == 0
+    if isinstance(value, bool):
+        return "i1", False
+    if isinstance(value, int):
+        return ("i32" if -(2**31) <= value < 2**31 else "i64"), value % 16 == 0
+    if isinstance(value, float):
+        return "fp32", False
+    raise UsageError(f"argument {name!r} is a {type(value).__name__}: inspect cross-compiles tensor, int and float "
+                     "arguments only (TMA descriptors are not supported yet)")
+
+
+def _compile_inputs(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any],
+                                                                                      dict[Any, Any], dict[str, Any]]:
+    names = list(fn.arg_names)
+    values = dict(zip(names, args, strict=False))
+    values.update({k: v for k, v in kwargs.items() if k in names})
+    constexpr_names = {names[i] for i in getattr(fn, "constexprs", [])}
+    signature, constexprs, attrs = {}, {}, {}
+    for index, name in enumerate(names):
+        if name not in values:
+            raise UsageError(f"the launch gave no value for argument {name!r} of {fn.__name__}")
+        value = values[name]
+        # Triton's JIT turns an int argument equal to 1 (a unit stride) into a constant: contiguity the
+        # compiler then sees and vectorizes on; so does this.
+        if name in constexpr_names or (type(value) is int and value == 1):
+            signature[name], constexprs[name] = "constexpr", value
+            continue
+        signature[name], divisible = _argument_type(name, values[name])
+        if divisible:
+            attrs[(index,)] = [["tt.divisibility", 16]]  # Triton >= 3.3's form of its "D" specialization
+    options = {k: v for k, v in kwargs.items() if k in LAUNCH_OPTIONS}
+    return signature, constexprs, attrs, options
+
+
+def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[dict[str, Any]]:
+    from kerntune.backends.triton_cross import cross_compile_source, inspect_compiled
+
+    problem = state["problem"]
+    shape = Shape.of(payload["shape"])
+    config = Config.of(payload["config"])
+    meta, tunables = problem.space.meta(config, shape), problem.space.tunables(config, shape)
+    args = problem.make_inputs(shape.as_dict(), payload["dtype"], 1)
+    kernel: TritonKernel = problem.kernel
+    with _captured() as calls:
+        if kernel.launch is not None:
+            kernel.launch(kernel.fn, args, meta)
+        else:
+            names = set(kernel.fn.arg_names)
+            kernel.fn[tuple(kernel.grid(meta))](*args.values(), **{k: v for k, v in tunables.items()
+                                                                   if k in names or k in LAUNCH_OPTIONS})
+    if not calls:
+        raise UsageError("the spec's launch ran no Triton kernel for this config")
+    rows = []
+    for fn, _grid, call_args, call_kwargs in calls:
+        signature, constexprs, attrs, options = _compile_inputs(fn, call_args, call_kwargs)
+        for target in payload["targets"]:
+            row: dict[str, Any] = {"kernel": fn.__name__, "target": target, "options": options}
+            try:
+                compiled = cross_compile_source(fn, signature, constexprs, attrs, target, options)
+                found = inspect_compiled(compiled, target)
+                row.update(resources=found.resources, census=found.census, spills=found.spills,
+                           occupancy=asdict(found.occupancy) if found.occupancy else None,
+                           next_boundary=found.next_boundary)
+            except CandidateFailed as exc:
+                row["error"] = exc.reason
+            rows.append(row)
+    return rows
+
+
+def inspect(request: InspectRequest, settings: Settings, log_dir: Path) -> list[dict[str, Any]]:
+    """Cross-compile the request's config for each target in a worker; one row per (kernel, target), with
+    ``error`` set where the kernel does not build for that target. Unknown targets are a UsageError."""
+    from kerntune.exec.pool import Worker
+
+    unknown = [t for t in request.targets if t not in KNOWN_TARGETS]
+    if unknown or not request.targets:
+        raise UsageError(f"unknown target {unknown[0]!r}: choose from {', '.join(KNOWN_TARGETS)}" if unknown
+                         else f"give at least one --target: {', '.join(KNOWN_TARGETS)}")
+    loaded = load_spec(request.spec)
+    problem = loaded.problem
+    shape = resolve_shapes(problem, [request.shape] if request.shape else [])[0]
+    dtype = request.dtype or problem.dtypes[0]
+    if dtype not in problem.dtypes:
+        raise UsageError(f"dtype {dtype!r} is not one of this spec's dtypes: {', '.join(problem.dtypes)}")
+    config = Config.of({**problem.space.default_config().as_dict(),
+                        **{k: parse_value(str(v)) for k, v in request.config.items()}})
+    unknown_params = [k for k in request.config if k not in problem.space.params]
+    if unknown_params:
+        raise UsageError(f"unknown parameter {unknown_params[0]!r}: this spec's are {', '.join(problem.space.params)}")
+    worker = Worker((SETUP, {"spec_path": str(loaded.path)}), log_path=log_dir / f"inspect-{os.getpid()}.log",
+                    setup_timeout_s=settings.setup_timeout_s)
+    worker.start()
+    try:
+        payload = {"shape": shape.as_dict(), "config": config.as_dict(), "dtype": dtype,
+                   "targets": list(request.targets)}
+        outcome = worker.call(INSPECT, payload, settings.candidate_timeout_s * len(request.targets))
+    finally:
+        worker.stop()
+    if outcome.status != "ok":
+        error = UsageError if outcome.kind == "UsageError" else SpecError
+        raise error(f"inspect failed ({outcome.kind}): {outcome.reason}")
+    rows: list[dict[str, Any]] = outcome.value
+    for row in rows:
+        row.update(shape=shape.key, config=config.key, dtype=dtype)
+    return rows

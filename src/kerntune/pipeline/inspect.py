@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kerntune.errors import CandidateFailed, SpecError, UsageError
+from kerntune.isa.targets import TARGETS
 from kerntune.model import Config, Shape, TritonKernel
 from kerntune.pipeline.run_inputs import parse_value, resolve_shapes
 from kerntune.pipeline.spec import load_spec
@@ -25,9 +26,7 @@ from kerntune.settings import Settings
 INSPECT = "kerntune.pipeline.inspect:inspect_in_worker"
 SETUP = "kerntune.pipeline.inspect:setup_in_worker"
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
-KNOWN_TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "gfx906", "gfx90a", "gfx942", "gfx950", "gfx1100",
-                 "gfx1201")
-"""The targets ``backends.triton_cross`` compiles for (named here too: the parent never imports Triton)."""
+KNOWN_TARGETS = tuple(TARGETS)
 TRITON_TYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64", "int8": "i8",
                 "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "i1",
                 "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5"}

@@ -59,6 +59,8 @@ class Settings:
     min_occupancy: float = 0.0
     """KERNTUNE_MIN_OCCUPANCY: prune compiled configs whose resident warps per multiprocessor, as a fraction of
     the most it holds, are under this (0: prune only configs that cannot launch)."""
+    lock_timeout_s: float = 600.0
+    """KERNTUNE_LOCK_TIMEOUT_S: how long to wait for a device another kerntune is calibrating (0: refuse)."""
     device: str = ""
     """KERNTUNE_DEVICE: device selector (e.g. ``cuda:0``, ``pocl``, an OpenCL device name fragment)."""
 

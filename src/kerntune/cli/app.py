@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -312,6 +313,32 @@ def floor_check(
             now = f"{c.measured_ms:.4g}" if c.measured_ms is not None else "—"
             console.print(f"{c.verdict:12s} {c.key}: floor {floor} ms, now {now} ms", highlight=False)
     raise typer.Exit(1 if any(c.verdict == "FAIL" for c in checks) else 0)
+
+
+@app.command()
+def calibrate(
+    device: Annotated[str, typer.Option("--device", help="An OpenCL device name fragment or index.")] = "",
+    force: Annotated[bool, typer.Option("--force", help="Measure again even if a calibration is cached.")] = False,
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Measure the device's ceilings (copy and triad bandwidth, FMA rate, launch latency); cached 7 days."""
+    from dataclasses import asdict
+
+    from kerntune.pipeline.calibrate import calibrate as run_calibrate
+
+    settings = Settings.from_env()
+    found = run_calibrate(settings, _store(store), device=device or settings.device, force=force)
+    if as_json:
+        _emit_json({**asdict(found), "ridge_flops_per_byte": found.ridge_flops_per_byte})
+        return
+    age = f"cached, measured {time.time() - found.created:.0f} s ago" if found.cached else "measured now"
+    Console().print(f"[bold]{found.device}[/] ({age})\n"
+                    f"  copy  {found.copy_bytes_per_s / 1e9:8.2f} GB/s\n"
+                    f"  triad {found.triad_bytes_per_s / 1e9:8.2f} GB/s\n"
+                    f"  FMA   {found.fma_flops_per_s / 1e9:8.2f} GFLOP/s (fp32)\n"
+                    f"  launch latency {found.launch_latency_ms * 1e3:.1f} µs\n"
+                    f"  ridge point {found.ridge_flops_per_byte:.2f} FLOP/byte", highlight=False)
 
 
 @app.command()

@@ -137,6 +137,12 @@ CREATE TABLE IF NOT EXISTS noise_bands (
     created TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS candidates_run ON candidates(run_id);
+CREATE TABLE IF NOT EXISTS calibrations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    device_key TEXT NOT NULL,
+    created REAL NOT NULL,
+    data TEXT NOT NULL
+);
 CREATE INDEX IF NOT EXISTS measurements_candidate ON measurements(candidate_id);
 CREATE INDEX IF NOT EXISTS verdicts_candidate ON verdicts(candidate_id);
 """

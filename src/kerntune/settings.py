@@ -59,6 +59,9 @@ class Settings:
     min_occupancy: float = 0.0
     """KERNTUNE_MIN_OCCUPANCY: prune compiled configs whose resident warps per multiprocessor, as a fraction of
     the most it holds, are under this (0: prune only configs that cannot launch)."""
+    sol_stop: float = 0.9
+    """KERNTUNE_SOL_STOP: stop a shape's search once a config reaches this fraction of the roofline bound
+    (needs the spec's cost model and a ``kerntune calibrate`` of the device; 0: never)."""
     lock_timeout_s: float = 600.0
     """KERNTUNE_LOCK_TIMEOUT_S: how long to wait for a device another kerntune is calibrating (0: refuse)."""
     device: str = ""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from tests.conftest import CliResult
+from tests.conftest import EXAMPLES, CliResult
 
 pytest.importorskip("pyopencl")
 
@@ -34,3 +34,16 @@ def test_a_device_being_calibrated_elsewhere_is_refused_when_asked_not_to_wait(
     with FileLock(str(lock_dir / f"device-{key}.lock")):  # another kerntune, as far as this one can tell
         refused = kerntune("calibrate", "--force", env={"KERNTUNE_LOCK_TIMEOUT_S": "0"})
     assert refused.code == 2 and "another kerntune holds" in refused.stderr
+
+
+def test_with_a_calibration_the_report_has_the_speed_of_light_and_the_search_stops_near_it(
+        kerntune: Callable[..., CliResult]) -> None:
+    assert kerntune("calibrate").code == 0
+    result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=4194304", "--json",
+                      env={"KERNTUNE_SOL_STOP": "0.5"})
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["run"]["stop_reason"].startswith("near the hardware limit: ")
+    sol = report["shapes"][0]["speed_of_light"]
+    assert sol["bound"] == "memory" and sol["roofline_fraction"] >= 0.5
+    assert sol["roofline_fraction"] == pytest.approx(sol["copy_fraction"])

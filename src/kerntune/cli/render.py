@@ -10,6 +10,7 @@ from rich.table import Table
 
 from kerntune.model import Candidate, Run
 from kerntune.pipeline.report import RunReport, ShapeReport
+from kerntune.pipeline.speed_of_light import describe
 from kerntune.store.claims import ABRecord
 from kerntune.store.ledger import LedgerRow
 
@@ -82,6 +83,9 @@ def print_report(console: Console, report: RunReport) -> None:
     for s in report.shapes:
         console.print(shape_table(run, s))
         console.print("  configs: " + ", ".join(f"{n} {k}" for k, n in s.outcome_counts.items()), highlight=False)
+        sol = s.speed_of_light(s.winner)
+        if sol is not None:
+            console.print(f"  speed of light: the winner runs at {describe(sol)}", highlight=False)
         t = s.seconds
         if t:
             console.print(f"  time: compile {t['compile']:.1f} s summed over candidates, gate {t['gate']:.1f} s, "

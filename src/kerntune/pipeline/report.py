@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kerntune.model import Candidate, Run, Shape
+from kerntune.pipeline.speed_of_light import speed_of_light
 from kerntune.store import Store
 
 
@@ -44,6 +45,17 @@ class ShapeReport:
         return {"pruned before compiling": self.pruned_by_constraint, **dict(counts)}
 
     all_candidates: list[Candidate] = field(default_factory=list)
+    cost: dict[str, float] | None = None
+    """The spec's cost model at this shape (flops, bytes), when it has one."""
+    ceilings: dict[str, Any] | None = None
+    """The device's calibration recorded with the run, when there was one."""
+
+    def speed_of_light(self, c: Candidate | None) -> dict[str, Any] | None:
+        """The candidate's best time against the calibrated roofline (None without cost or calibration)."""
+        m = c.best_measurement if c is not None else None
+        if m is None or not self.cost or not self.ceilings:
+            return None
+        return speed_of_light(self.cost, m.median_ms, self.ceilings)
 
     def speedup_over(self, other: Candidate | None) -> float | None:
         """other's median ÷ winner's median (above 1: the winner is faster), confirmed medians when both have
@@ -112,6 +124,7 @@ def build_report(store: Store, run: Run) -> RunReport:
             finalists=sorted((c for c in mine if c.status == "ok" and c.confirmed is not None),
                              key=lambda c: c.confirmed.median_ms if c.confirmed else 0.0),
             pruned_by_constraint=pruned.get(shape.key, 0), seconds=_seconds(mine), all_candidates=mine,
+            cost=(run.options.get("costs") or {}).get(shape.key), ceilings=run.options.get("ceilings"),
         ))
     return RunReport(run, reports)
 
@@ -152,6 +165,7 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "outcomes": s.outcome_counts,
             "seconds": s.seconds,
             "winner": _candidate_json(s.winner),
+            "speed_of_light": s.speed_of_light(s.winner),
             "baselines": [
                 {**(_candidate_json(b) or {}), "winner_speedup": s.speedup_over(b)} for b in s.baselines
             ],

@@ -23,6 +23,7 @@ from kerntune.pipeline.compile_ahead import CompileAhead
 from kerntune.pipeline.search import Strategy
 from kerntune.pipeline.search.race import rung_fraction
 from kerntune.pipeline.search.stopping import Plateau
+from kerntune.pipeline.speed_of_light import describe, speed_of_light
 from kerntune.store import CandidateResult
 
 if TYPE_CHECKING:
@@ -86,9 +87,23 @@ class ShapeSearch:
             self.strategy.tell(config, median)
             if rung is None and median is not None and target_ms is not None and median <= float(target_ms):
                 return f"target met: {median:.4g} ms <= {float(target_ms):g} ms"
+            near = self._near_limit(median) if rung is None else None
+            if near is not None:
+                return near
             plateaued = plateau.add(median) if plateau is not None else None
             if plateaued is not None:
                 return plateaued
+
+    def _near_limit(self, median: float | None) -> str | None:
+        """Stop when a config runs within KERNTUNE_SOL_STOP of the roofline: nothing faster is left to find."""
+        options, limit = self.tuner.run.options, self.tuner.settings.sol_stop
+        cost = (options.get("costs") or {}).get(self.shape.key)
+        if median is None or not limit or not cost or not options.get("ceilings"):
+            return None
+        sol = speed_of_light(cost, median, options["ceilings"])
+        if sol["bound"] == "latency" or sol["roofline_fraction"] < limit:
+            return None
+        return f"near the hardware limit: {describe(sol)} (KERNTUNE_SOL_STOP={limit:g})"
 
     def _budget_spent(self) -> str:
         budget = self.tuner.run.budget

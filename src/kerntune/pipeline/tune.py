@@ -29,6 +29,7 @@ from kerntune.model import (
     Target,
     Verdict,
 )
+from kerntune.pipeline.calibrate import MAX_AGE_S, device_key
 from kerntune.pipeline.compile_ahead import CompileAhead, auto_workers
 from kerntune.pipeline.run_inputs import EVALUATE, SETUP, measure_options, require_graphs, resolve_shapes
 from kerntune.pipeline.search import make_strategy, resolve_strategy
@@ -36,6 +37,7 @@ from kerntune.pipeline.search_loop import ShapeSearch
 from kerntune.pipeline.spec import LoadedSpec, load_spec
 from kerntune.settings import Settings
 from kerntune.store import CandidateResult, Store
+from kerntune.store.calibrations import latest_calibration
 from kerntune.store.ledger import LedgerRow, prior_failures
 from kerntune.store.warm_start import nearest_winners
 
@@ -296,6 +298,20 @@ class _Tuner:
         return total
 
 
+def _roofline_inputs(problem: Problem, shapes: Sequence[Shape], dtype: str, store: Store,
+                     target: Target) -> dict[str, Any]:
+    """The spec's cost per shape and this device's latest calibration, kept with the run: the report's speed
+    of light and the near-the-limit stopping rule read them (nothing when either is missing)."""
+    if problem.cost is None:
+        return {}
+    costs = {}
+    for shape in shapes:
+        cost = problem.cost(shape.as_dict(), dtype)
+        costs[shape.key] = {"flops": float(cost.flops), "bytes": float(cost.bytes)}
+    ceilings = latest_calibration(store, device_key(target.as_dict()), MAX_AGE_S)
+    return {"costs": costs, **({"ceilings": ceilings} if ceilings else {})}
+
+
 ValidSets = dict[str, tuple[list[Config], dict[str, int]]]
 """Per shape key: the valid configs and how many configs each constraint rejected."""
 
@@ -357,7 +373,8 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
                 target=target, strategy=request.strategy, budget=request.budget, shapes=tuple(shapes), dtype=dtype,
                 seed=request.seed, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 options={"device": device, "retry_failed": request.retry_failed,
-                         "target_ms": request.target_ms},
+                         "target_ms": request.target_ms, **_roofline_inputs(loaded.problem, shapes, dtype, store,
+                                                                               target)},
             )
             store.create_run(run)
         store.update_run(run.id, status="running")

@@ -306,8 +306,12 @@ def _roofline_inputs(problem: Problem, shapes: Sequence[Shape], dtype: str, stor
         return {}
     costs = {}
     for shape in shapes:
-        cost = problem.cost(shape.as_dict(), dtype)
-        costs[shape.key] = {"flops": float(cost.flops), "bytes": float(cost.bytes)}
+        try:
+            cost = problem.cost(shape.as_dict(), dtype)
+            costs[shape.key] = {"flops": float(cost.flops), "bytes": float(cost.bytes)}
+        except Exception as exc:
+            raise SpecError(f"the spec's cost raised {type(exc).__name__}: {exc} at shape {shape.key}; fix the spec "
+                            "(cost(shape, dtype) returns kt.Cost(flops=..., bytes=...))") from exc
     ceilings = latest_calibration(store, device_key(target.as_dict()), MAX_AGE_S)
     return {"costs": costs, **({"ceilings": ceilings} if ceilings else {})}
 

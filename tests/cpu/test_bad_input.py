@@ -15,6 +15,7 @@ CASES = {
     "unknown shape field": (["tune", str(EXAMPLES / "opencl_matmul"), "--shape", "Q=3"], "unknown shape field 'Q'"),
     "missing spec path": (["tune", "no/such/spec"], "does not exist"),
     "spec code raises": (["tune", str(SPECS / "spec_error")], "reference raised KeyError"),
+    "cost model raises": (["tune", str(SPECS / "cost_error")], "the spec's cost raised KeyError"),
     "all-zero inputs": (["tune", str(SPECS / "zero_inputs")], "all-zero input 'a'"),
     "inputs ignore the seed": (["tune", str(SPECS / "seedless")], "same inputs for seeds"),
     "bad budget": (["tune", str(EXAMPLES / "opencl_matmul"), "--budget", "soon"], "--budget"),

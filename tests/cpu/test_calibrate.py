@@ -39,11 +39,13 @@ def test_a_device_being_calibrated_elsewhere_is_refused_when_asked_not_to_wait(
 def test_with_a_calibration_the_report_has_the_speed_of_light_and_the_search_stops_near_it(
         kerntune: Callable[..., CliResult]) -> None:
     assert kerntune("calibrate").code == 0
+    # A low threshold: a CPU shared with other work (CI, a second test run) can halve the vector add's
+    # bandwidth against a calibration measured a minute earlier; the rule's mechanics are what is checked.
     result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=4194304", "--json",
-                      env={"KERNTUNE_SOL_STOP": "0.5"})
+                      env={"KERNTUNE_SOL_STOP": "0.25"})
     assert result.code == 0, result.stderr
     report = result.json()
     assert report["run"]["stop_reason"].startswith("near the hardware limit: ")
     sol = report["shapes"][0]["speed_of_light"]
-    assert sol["bound"] == "memory" and sol["roofline_fraction"] >= 0.5
+    assert sol["bound"] == "memory" and sol["roofline_fraction"] >= 0.25
     assert sol["roofline_fraction"] == pytest.approx(sol["copy_fraction"])

@@ -86,6 +86,9 @@ class Settings:
         settings = cls(**values)  # type: ignore[arg-type]
         if settings.ab_processes < 2:
             raise UsageError("KERNTUNE_AB_PROCESSES must be at least 2: a ratio interval needs two pairs")
+        for name in ("min_occupancy", "sol_stop"):
+            if not 0.0 <= getattr(settings, name) <= 1.0:
+                raise UsageError(f"KERNTUNE_{name.upper()} is a fraction in [0, 1], e.g. 0.25")
         if settings.gate_seeds < 2:
             raise UsageError("KERNTUNE_GATE_SEEDS must be at least 2: one seed can hide a wrong kernel")
         return settings

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kerntune.backends.base import Compiled, digest, fail
@@ -58,26 +58,37 @@ def kernel_resources(compiled: Any) -> tuple[dict[str, Any], str | None]:
 
 
 @contextlib.contextmanager
-def compile_only() -> Iterator[list[tuple[Any, Any]]]:
-    """Within this block, ``kernel[grid](...)`` compiles and returns the kernel without launching it (Triton's
-    own warm-up path), and each (compiled kernel, grid) is recorded. A spec's custom launch function can so be
-    compiled in a compile-ahead worker without putting work on a device that another process is timing."""
-    launched: list[tuple[Any, Any]] = []
+def intercepted_launches(handler: Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]) -> Iterator[None]:
+    """Within this block ``kernel[grid](*args, **kwargs)`` calls ``handler(kernel, grid, args, kwargs)`` instead
+    of launching: how a spec's own launch function is compiled without a device (``compile_only``) or read for
+    its arguments (``kerntune inspect``)."""
     interface = triton.runtime.jit.KernelInterface
     original = interface.__getitem__
 
-    def compile_getitem(self: Any, grid: Any) -> Any:
-        def run(*args: Any, **kwargs: Any) -> Any:
-            kernel = self.run(*args, grid=grid, warmup=True, **kwargs)
-            launched.append((kernel, grid))
-            return kernel
-        return run
+    def getitem(self: Any, grid: Any) -> Any:
+        return lambda *args, **kwargs: handler(self, grid, args, kwargs)
 
-    interface.__getitem__ = compile_getitem
+    interface.__getitem__ = getitem
     try:
-        yield launched
+        yield
     finally:
         interface.__getitem__ = original
+
+
+@contextlib.contextmanager
+def compile_only() -> Iterator[list[tuple[Any, Any]]]:
+    """Launches compile (Triton's own warm-up path) and return the kernel without running it; each (compiled
+    kernel, grid) is recorded. A compile-ahead worker so builds a spec's launch without putting work on a device
+    that another process is timing."""
+    launched: list[tuple[Any, Any]] = []
+
+    def compile_one(kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        compiled = kernel.run(*args, grid=grid, warmup=True, **kwargs)
+        launched.append((compiled, grid))
+        return compiled
+
+    with intercepted_launches(compile_one):
+        yield launched
 
 
 def _loaded_resources(compiled: Any) -> tuple[dict[str, Any], str | None]:

@@ -29,10 +29,10 @@ FMA_CHAINS = 4
 FMA_WIDTH = 16
 """Independent float16 chains per work-item: 64 independent multiply-adds per iteration cover the FMA latency
 on every core's pipes. The probe writes ``x * m + k`` and lets the compiler contract it: ``fma()`` and
-``mad()`` became library calls on PoCL's CPU device (6-17 GFLOP/s against 145-163 GFLOP/s on this 2-core VM)."""
+``mad()`` became library calls on PoCL's CPU device (6.3 against 159.6 GFLOP/s: benchmarks/RESULTS.md)."""
 
 _T = f"float{FMA_WIDTH}"
-FMA_KERNEL = (  # written out chain by chain: an array of chains stayed in memory (44 against 145+ GFLOP/s here)
+FMA_KERNEL = (  # written out chain by chain: an array of chains stayed in memory on PoCL (a slower probe)
     "__kernel void fma_rate(__global float* out, int iters) {\n"
     + "".join(f"    {_T} x{j} = ({_T})(get_global_id(0) + {j});\n" for j in range(FMA_CHAINS))
     + f"    const {_T} m = ({_T})(0.999f), k = ({_T})(0.001f);\n"

@@ -14,7 +14,6 @@ import os
 import queue
 import secrets
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -56,8 +55,6 @@ class CompileAhead:
         self._busy = 0
         self._cond = threading.Condition()
         self._threads: list[threading.Thread] = []
-        self.busy_s = 0.0
-        """Seconds the workers spent compiling, summed over workers."""
 
     def __enter__(self) -> CompileAhead:
         env = {**os.environ, "KERNTUNE_WORKER_NICE": str(NICE)}
@@ -130,7 +127,6 @@ class CompileAhead:
                 key, payload = item
                 with self._cond:
                     self._busy += 1
-                begin = time.monotonic()
                 try:
                     if not started:
                         worker.start()
@@ -139,7 +135,6 @@ class CompileAhead:
                 except Exception as exc:  # never leave the tuner waiting on an item that will not come
                     outcome = Outcome("error", kind="setup", reason=f"{type(exc).__name__}: {exc}")
                 with self._cond:
-                    self.busy_s += time.monotonic() - begin
                     self._done[key] = outcome
                     self._busy -= 1
                     self._cond.notify_all()

@@ -9,9 +9,8 @@ Triton's JIT would specialize on (so loads vectorize as they would on the device
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -50,27 +49,6 @@ def setup_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str,
                         f"{loaded.problem.kernel.language}")
     state["problem"] = loaded.problem
     return {"name": loaded.problem.name}
-
-
-@contextlib.contextmanager
-def _captured() -> Iterator[list[tuple[Any, Any, tuple[Any, ...], dict[str, Any]]]]:
-    """Within this block ``kernel[grid](*args, **kwargs)`` records its call and runs nothing."""
-    import triton
-
-    calls: list[tuple[Any, Any, tuple[Any, ...], dict[str, Any]]] = []
-    interface = triton.runtime.jit.KernelInterface
-    original = interface.__getitem__
-
-    def capture(self: Any, grid: Any) -> Any:
-        def record(*args: Any, **kwargs: Any) -> None:
-            calls.append((self, grid, args, kwargs))
-        return record
-
-    interface.__getitem__ = capture
-    try:
-        yield calls
-    finally:
-        interface.__getitem__ = original
 
 
 def _argument_type(name: str, value: Any) -> tuple[str, bool]:
@@ -116,6 +94,7 @@ def _compile_inputs(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> t
 
 
 def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[dict[str, Any]]:
+    from kerntune.backends.triton import intercepted_launches
     from kerntune.backends.triton_cross import cross_compile_source, inspect_compiled
 
     problem = state["problem"]
@@ -124,7 +103,8 @@ def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[di
     meta, tunables = problem.space.meta(config, shape), problem.space.tunables(config, shape)
     args = problem.make_inputs(shape.as_dict(), payload["dtype"], 1)
     kernel: TritonKernel = problem.kernel
-    with _captured() as calls:
+    calls: list[tuple[Any, Any, tuple[Any, ...], dict[str, Any]]] = []
+    with intercepted_launches(lambda *call: calls.append(call)):  # recorded, never run
         if kernel.launch is not None:
             kernel.launch(kernel.fn, args, meta)
         else:

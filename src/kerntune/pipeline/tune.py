@@ -15,11 +15,10 @@ from typing import Any, Protocol
 
 from kerntune.backends.base import CONTEXT_FATAL
 from kerntune.errors import KerntuneError, SpecError, UsageError
-from kerntune.exec.pool import Outcome, Worker
+from kerntune.exec.pool import Worker
 from kerntune.model import (
     Budget,
     Candidate,
-    Conditions,
     Config,
     FailureKind,
     Measurement,
@@ -27,10 +26,10 @@ from kerntune.model import (
     Run,
     Shape,
     Target,
-    Verdict,
 )
 from kerntune.pipeline.calibrate import MAX_AGE_S, device_key
 from kerntune.pipeline.compile_ahead import CompileAhead, auto_workers
+from kerntune.pipeline.outcomes import candidate_result
 from kerntune.pipeline.run_inputs import EVALUATE, SETUP, measure_options, require_graphs, resolve_shapes
 from kerntune.pipeline.search import make_strategy, resolve_strategy
 from kerntune.pipeline.search_loop import ShapeSearch
@@ -81,37 +80,6 @@ def _new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
-def _result(outcome: Outcome) -> CandidateResult:
-    """Turn a worker's answer into what the store records."""
-    if outcome.status != "ok":
-        kind = FailureKind(outcome.kind) if outcome.kind in FailureKind._value2member_map_ else FailureKind.ERROR
-        reason = outcome.reason if outcome.status == "failed" else f"{outcome.kind}: {outcome.reason}"
-        return CandidateResult("failed", failure=kind, reason=reason.strip())
-    value: dict[str, Any] = outcome.value
-    verdict = None
-    if "verdict" in value:
-        v = value["verdict"]
-        verdict = Verdict("gate", v["outcome"], v["metric"], v["value"], v["threshold"], v["reason"], v["details"])
-    measurement = None
-    if value.get("samples_ms"):
-        ci = value.get("ci_ms")
-        measurement = Measurement(tuple(value["samples_ms"]), Conditions.from_dict(value["conditions"]),
-                                  (float(ci[0]), float(ci[1])) if ci else None)
-    failure = value.get("failure")
-    return CandidateResult(
-        status="failed" if failure else "ok",
-        failure=FailureKind(failure["kind"]) if failure else None,
-        reason=failure["reason"] if failure else value.get("timing", ""),
-        compile_s=value.get("compile_s"),
-        binary_hash=value.get("binary_hash"),
-        resources=value.get("resources") or {},
-        measurement=measurement,
-        verdict=verdict,
-        gate_s=value.get("gate_s"),
-        measure_s=value.get("measure_s"),
-    )
-
-
 class _Tuner:
     def __init__(self, run: Run, loaded: LoadedSpec, store: Store, settings: Settings, progress: Progress,
                  worker: Worker, target: Target) -> None:
@@ -158,7 +126,7 @@ class _Tuner:
                                        self.settings.candidate_timeout_s)
             if outcome.status == "error" and outcome.kind in ("SpecError", "BackendUnavailable"):
                 raise SpecError(outcome.reason)  # the spec's own code failed: every candidate would
-            result = _result(outcome)
+            result = candidate_result(outcome)
             if precompiled is not None:
                 result = replace(result, compile_s=precompiled.get("compile_s"),
                                  resources={**(precompiled.get("resources") or {}), **(result.resources or {})})
@@ -226,7 +194,7 @@ class _Tuner:
         assert cand.id is not None
         kernel = None if cand.config.items else cand.label
         outcome = worker.call(EVALUATE, self.payload(shape, cand.config, kernel), self.settings.candidate_timeout_s)
-        result = _result(outcome)
+        result = candidate_result(outcome)
         label = f"confirm {round_ + 1}/{self.settings.confirm_rounds} {cand.name}"
         if result.measurement is None:
             # A candidate that passed in search and fails now is flaky (a race, a read of unwritten memory):

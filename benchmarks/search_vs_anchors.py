@@ -41,8 +41,9 @@ class _Lines:
         print(f"[{time.perf_counter() - self.start:7.1f}s] {label}: {status} {detail[:120]}", flush=True)
 
 
-def tune(out: Path, shapes: list[tuple[int, int, int]], strategy: str, tag: str) -> None:
+def tune(out: Path, shapes: list[tuple[int, int, int]], strategy: str, tag: str, budget: list[str]) -> None:
     """One tuning run over all the shapes (one compile pool, one set of confirmation processes)."""
+    from kerntune.cli.app import parse_budget
     from kerntune.pipeline.report import build_report, report_json
     from kerntune.pipeline.tune import TuneRequest
     from kerntune.pipeline.tune import tune as run_tune
@@ -51,7 +52,7 @@ def tune(out: Path, shapes: list[tuple[int, int, int]], strategy: str, tag: str)
 
     settings = Settings.from_env()
     store = Store(out / "store")
-    request = TuneRequest(spec=str(ROOT / "examples" / "triton_matmul"), strategy=strategy,
+    request = TuneRequest(spec=str(ROOT / "examples" / "triton_matmul"), strategy=strategy, budget=parse_budget(budget),
                           shapes=[{"M": str(m), "N": str(n), "K": str(k)} for m, n, k in shapes])
     start = time.perf_counter()
     run = run_tune(request, settings, store, _Lines())
@@ -231,13 +232,17 @@ def main() -> None:
     parser.add_argument("--shapes", default="", help="M,N,K;M,N,K (default: the 10 LLM shapes)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--strategy", default="auto")
+    parser.add_argument("--budget", action="append", default=[], help="as kerntune tune --budget (45s/shape)")
+    parser.add_argument("--seed-tuned", type=Path, help="a tune.json from an earlier call: its winners are kept")
     parser.add_argument("--graph", action="store_true", help="also compare in graph mode over rotating inputs")
     parser.add_argument("--tag", default="all", help="names this call's files (tune-TAG.json, compare-TAG.json)")
     opts = parser.parse_args()
     shapes = [tuple(int(x) for x in s.split(",")) for s in opts.shapes.split(";")] if opts.shapes else SHAPES
     opts.out.mkdir(parents=True, exist_ok=True)
+    if opts.seed_tuned:
+        (opts.out / "tune.json").write_text(opts.seed_tuned.read_text())
     if opts.tune:
-        tune(opts.out, shapes, opts.strategy, opts.tag)  # type: ignore[arg-type]
+        tune(opts.out, shapes, opts.strategy, opts.tag, opts.budget)  # type: ignore[arg-type]
     if opts.compare:
         compare(opts.out, shapes, opts.rounds, opts.graph, opts.tag)  # type: ignore[arg-type]
 

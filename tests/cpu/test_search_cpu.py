@@ -33,3 +33,14 @@ def test_a_target_time_stops_the_search_and_says_so(kerntune: Callable[..., CliR
     report = result.json()
     assert report["run"]["stop_reason"].startswith("target met: ")
     assert report["shapes"][0]["outcomes"]["timed"] == 1
+
+
+def test_a_time_budget_per_shape_leaves_every_shape_its_share(kerntune: Callable[..., CliResult]) -> None:
+    result = kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--shape", "M=64,N=64,K=64", "--shape",
+                      "M=128,N=128,K=128", "--strategy", "random", "--budget", "2s/shape", "--json",
+                      env={"KERNTUNE_CONFIRM_ROUNDS": "0"})
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["run"]["stop_reason"] == "time budget reached (2 s per shape)"
+    assert report["run"]["budget"]["shape_seconds"] == 2.0
+    assert [s["outcomes"]["timed"] >= 1 for s in report["shapes"]] == [True, True]

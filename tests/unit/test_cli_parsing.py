@@ -19,8 +19,10 @@ def test_parse_budget() -> None:
     assert parse_budget(["100"]) == Budget(100, None)
     assert parse_budget(["90s"]) == Budget(None, 90.0)
     assert parse_budget(["50,2m"]) == Budget(50, 120.0)
+    assert parse_budget(["30s/shape", "200"]) == Budget(200, None, 30.0)
+    assert parse_budget(["1m/shape,1h"]) == Budget(None, 3600.0, 60.0)
     assert parse_budget([]) == Budget()
-    for bad in ("0", "1.5", "ten", "-3"):
+    for bad in ("0", "1.5", "ten", "-3", "0s/shape", "30/shape", "30s/run"):
         with pytest.raises(UsageError):
             parse_budget([bad])
 

@@ -59,24 +59,31 @@ def parse_shape(text: str) -> dict[str, str]:
 
 
 def parse_budget(values: list[str]) -> Budget:
-    """``100`` evaluations (per shape), ``90s`` / ``5m`` / ``1h`` seconds (whole run); both may be given."""
+    """``100`` evaluations (per shape), ``90s`` / ``5m`` / ``1h`` seconds (whole run), ``45s/shape`` seconds for
+    each shape's search; any of them may be combined."""
     evaluations: int | None = None
     seconds: float | None = None
+    shape_seconds: float | None = None
     for raw in values:
         for text in filter(None, (t.strip() for t in raw.split(","))):
-            match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|m|h)?", text)
+            match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(?:(s|m|h)(/shape)?)?", text)
             if not match:
-                raise UsageError(f"--budget {text!r}: give an evaluation count (100) or a time (90s, 5m, 1h)")
+                raise UsageError(f"--budget {text!r}: give an evaluation count (100), a time for the run (90s, 5m, "
+                                 "1h) or a time per shape (45s/shape)")
             number, unit = float(match.group(1)), match.group(2)
             if unit is None:
                 if number < 1 or number != int(number):
                     raise UsageError(f"--budget {text!r}: an evaluation count must be a positive integer")
                 evaluations = int(number)
+                continue
+            limit = number * {"s": 1, "m": 60, "h": 3600}[unit]
+            if limit <= 0:
+                raise UsageError(f"--budget {text!r}: a time budget must be positive")
+            if match.group(3):
+                shape_seconds = limit
             else:
-                seconds = number * {"s": 1, "m": 60, "h": 3600}[unit]
-                if seconds <= 0:
-                    raise UsageError(f"--budget {text!r}: a time budget must be positive")
-    return Budget(evaluations, seconds)
+                seconds = limit
+    return Budget(evaluations, seconds, shape_seconds)
 
 
 @app.command()
@@ -99,7 +106,9 @@ def tune(
         float | None, typer.Option("--target-ms", help="Stop a shape's search once a config's median is this fast.")
     ] = None,
     budget: Annotated[
-        list[str] | None, typer.Option("--budget", help="Evaluations per shape (100) and/or time (90s, 5m).")
+        list[str] | None,
+        typer.Option("--budget", help="Evaluations per shape (100), time for the run (90s, 5m), time per shape "
+                                      "(45s/shape); comma-separated or repeated."),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for random search and gate inputs.")] = 0,
     resume: Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run (id).")] = None,

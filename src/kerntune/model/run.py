@@ -57,13 +57,15 @@ RunStatus = Literal["running", "done", "interrupted", "failed"]
 
 @dataclass(frozen=True)
 class Budget:
-    """Search limits: evaluations (per shape) and seconds (whole run). None means unlimited."""
+    """Search limits: evaluations (per shape), seconds (whole run) and seconds per shape (each shape's search,
+    counted from its first proposal; a resumed shape starts its clock again). None means unlimited."""
 
     evaluations: int | None = None
     seconds: float | None = None
+    shape_seconds: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"evaluations": self.evaluations, "seconds": self.seconds}
+        return {"evaluations": self.evaluations, "seconds": self.seconds, "shape_seconds": self.shape_seconds}
 
 
 @dataclass(frozen=True)

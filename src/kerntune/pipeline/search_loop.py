@@ -12,6 +12,7 @@ protocol (``role = "search"``).
 from __future__ import annotations
 
 import math
+import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ class ShapeSearch:
     signatures: dict[tuple[str, str, str], tuple[str, float | None]] = field(default_factory=dict)
     """(signature, role, label) → (config key, median) of the config timed for those binaries."""
     evaluated: set[str] = field(default_factory=set)
+    started: float = field(default_factory=time.monotonic)
 
     def run(self) -> str:
         """Search until the strategy ends or a stopping rule fires; return why it stopped ("" if it ran out)."""
@@ -111,6 +113,8 @@ class ShapeSearch:
             return f"evaluation budget reached ({budget.evaluations} per shape)"
         if self.tuner.out_of_time():
             return f"time budget reached ({budget.seconds:g} s)"
+        if budget.shape_seconds is not None and time.monotonic() - self.started >= budget.shape_seconds:
+            return f"time budget reached ({budget.shape_seconds:g} s per shape)"
         return ""
 
     def _submit(self, config: Config) -> None:

@@ -234,7 +234,7 @@ class Store:
         return Run(
             id=row["id"], problem=row["problem"], spec_path=row["spec_path"], spec_hash=row["spec_hash"],
             target=Target.from_dict(json.loads(row["target"])), strategy=row["strategy"],
-            budget=Budget(budget.get("evaluations"), budget.get("seconds")),
+            budget=Budget(budget.get("evaluations"), budget.get("seconds"), budget.get("shape_seconds")),
             shapes=tuple(Shape.of(s) for s in json.loads(row["shapes"])), dtype=row["dtype"], seed=row["seed"],
             status=row["status"], stop_reason=row["stop_reason"], created=row["created"],
             elapsed_s=row["elapsed_s"], options=json.loads(row["options"]),

@@ -132,11 +132,14 @@ class Backend(ABC):
 
         With ``flush``, the last-level cache is overwritten before every launch, outside the timed region,
         so each sample starts cold (the default regime): a warm cache makes repeated launches look faster
-        than the first touch of data in a real program.
+        than the first touch of data in a real program. A sample is device time only: the device must not
+        wait on the host's enqueueing inside it (see backends.stream_hold).
         """
 
-    def time_calls(self, call: Callable[[], Any], count: int) -> list[float]:
-        """Device time of each of ``count`` calls of ``call`` (which may enqueue many launches), in ms."""
+    def time_calls(self, call: Callable[[], Any], count: int, fed: bool = True) -> list[float]:
+        """Device time of each of ``count`` calls of ``call`` (which may enqueue many launches), in ms. With
+        ``fed`` the device is kept busy while the host enqueues (device time only); without, the device
+        waits on the host as in a live eager program (what the launch-overhead figure measures)."""
         raise CandidateFailed(FailureKind.ERROR.value, f"the {self.name} backend cannot time batched calls")
 
     def graph(self, launches: Sequence[Callable[[], Any]]) -> Callable[[], Any]:

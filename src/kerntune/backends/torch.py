@@ -24,6 +24,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise BackendUnavailable("this backend needs torch: pip install 'kerntune[triton]'") from exc
 
+from kerntune.backends.stream_hold import StreamHold  # after the check above: it needs torch
+
 
 def _nvml_driver() -> str | None:
     try:
@@ -63,6 +65,7 @@ class TorchBackend(Backend):
             # Twice the L2 (at least 64 MiB): a partial flush leaves part of the working set warm.
             self._flush_bytes = max(2 * l2, 64 << 20)
             self._flush = torch.empty(self._flush_bytes, dtype=torch.uint8, device=self.device)
+            self._hold = StreamHold(self.device)
         else:
             self._flush_bytes = 0
 
@@ -187,25 +190,39 @@ class TorchBackend(Backend):
 
     def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
         starts, ends = self._events(len(launches)), self._events(len(launches))
-        for start, end, launch in zip(starts, ends, launches, strict=True):
+
+        def enqueue(i: int) -> None:
             if flush:
                 # Written on the same stream before the start event: the flush finishes before timing
                 # begins and is never part of a sample.
                 self._flush.zero_()
-            start.record()
-            launch()
-            end.record()
-        torch.cuda.synchronize(self.device)
+            starts[i].record()
+            launches[i]()
+            ends[i].record()
+
+        self._hold.timed(len(launches), enqueue)  # the device never waits on the host inside a sample
         return [float(s.elapsed_time(e)) for s, e in zip(starts, ends, strict=True)]
 
-    def time_calls(self, call: Callable[[], Any], count: int) -> list[float]:
+    def time_calls(self, call: Callable[[], Any], count: int, fed: bool = True) -> list[float]:
         starts, ends = self._events(count), self._events(count)
-        for start, end in zip(starts, ends, strict=True):
-            start.record()
+
+        def enqueue(i: int) -> None:
+            starts[i].record()
             call()
-            end.record()
-        torch.cuda.synchronize(self.device)
+            ends[i].record()
+
+        if fed:
+            self._hold.timed(count, enqueue)
+        else:
+            for i in range(count):
+                enqueue(i)
+            torch.cuda.synchronize(self.device)
         return [float(s.elapsed_time(e)) for s, e in zip(starts, ends, strict=True)]
+
+    @property
+    def uncovered_chunks(self) -> int:
+        """Timed chunks whose enqueueing outlasted the stream hold three times (see backends.stream_hold)."""
+        return self._hold.uncovered if self.on_gpu else 0
 
     def graph(self, launches: Sequence[Callable[[], Any]]) -> Callable[[], Any]:
         if not self.on_gpu:

@@ -172,13 +172,14 @@ def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: Me
         sampler = _Sampler(take, options, recorder)
         samples, ci = sampler.sample(sampler.warm_up())
 
-        # Launch overhead, apart: the same launches issued eagerly, timed from the first to the last; the
-        # difference per launch is what the host's launch path costs when the GPU waits on it.
+        # Launch overhead, apart: the same launches issued eagerly, timed from the first to the last with the
+        # device left to wait on the host (fed=False); the difference per launch is what the host's launch
+        # path costs when the GPU waits on it.
         def eager() -> None:
             for launch in sequence:
                 launch()
 
-        eager_ms = statistics.median(t / length for t in backend.time_calls(eager, 5))
+        eager_ms = statistics.median(t / length for t in backend.time_calls(eager, 5, fed=False))
         overhead = max(0.0, eager_ms - statistics.median(samples))
     cache = backend.flush_bytes if flush else (rotating_bytes if options.regime == "rotating" else 0)
     conditions = Conditions(

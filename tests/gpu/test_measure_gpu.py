@@ -35,8 +35,8 @@ def test_telemetry_and_graph_mode_with_launch_overhead_apart() -> None:
     assert graph.conditions.mode == "graph" and eager.conditions.mode == "eager"
     assert graph.conditions.launch_overhead_ms is not None and graph.conditions.launch_overhead_ms >= 0
     assert eager.conditions.launch_overhead_ms is None
-    # Both time the same kernel's device time (the graph adds only its inter-launch gaps).
-    assert 0.5 * eager.median_ms <= graph.median_ms <= 2.0 * eager.median_ms
+    # A replay's per-launch time has no event pair around each launch: it cannot exceed an eager sample.
+    assert graph.median_ms <= eager.median_ms * 1.05
     tel = graph.conditions.telemetry or {}
     assert tel["available"] and tel["sm_mhz_max"] >= tel["sm_mhz_min"] > 0
     assert isinstance(tel["throttled"], bool) and isinstance(tel["reasons"], list)

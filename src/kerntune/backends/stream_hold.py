@@ -21,9 +21,10 @@ FIRST_CYCLES_PER_MS = 1.0e6
 """Guess before the first hold is timed (1 GHz); every hold's own events correct it."""
 MAX_HOLD_MS = 100.0
 """Longest hold: a chunk is cut so that its enqueueing fits in this (the device spins idle while held)."""
-MARGIN = 1.5
-"""Hold this many times the host's expected enqueue time (plus MIN_HOLD_MS)."""
-MIN_HOLD_MS = 0.05
+MARGIN = 2.0
+"""Hold this many times the host's expected enqueue time (plus MIN_HOLD_MS): the host's pace jitters (a
+scheduler tick, a garbage collection), and an uncovered chunk is timed again."""
+MIN_HOLD_MS = 0.5
 TRIES = 3
 
 
@@ -57,8 +58,11 @@ class StreamHold:
         held_ms = float(begin.elapsed_time(end))
         if held_ms > 0:
             self.cycles_per_ms = cycles / held_ms
-        self.host_ms_per_item = max(host_ms / count, 0.002)
-        return host_ms < held_ms
+        covered = host_ms < held_ms
+        pace = max(host_ms / count, 0.002)
+        # Slow to trust a faster host, quick to follow a slower one: a retry must not fail the same way.
+        self.host_ms_per_item = pace if covered else max(pace, self.host_ms_per_item) * 2.0
+        return covered
 
     def timed(self, count: int, enqueue: Callable[[int], None]) -> None:
         """Run ``enqueue`` over ``range(count)`` in covered chunks (see the module docstring)."""

@@ -261,7 +261,7 @@ problem = kt.Problem(
     make_inputs=make_inputs,
     reference=reference,
     outputs=("c",),
-    cost=lambda s, d: kt.Cost(flops=2.0 * s["M"] * s["N"] * s["K"],
+    cost=lambda s, d: kt.Cost(flops=2.0 * s["M"] * s["N"] * s["K"], matrix=d,
                               bytes=2.0 * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"])),
     baselines=[kt.Baseline("torch.matmul", kernel=kt.TorchCallable(torch_matmul, "torch.matmul"))],
 )

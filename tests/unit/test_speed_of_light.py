@@ -20,3 +20,12 @@ def test_high_intensity_is_compute_bound_and_fractions_scale_with_time() -> None
 
 def test_work_too_small_to_reach_either_ceiling_is_latency_bound() -> None:
     assert speed_of_light({"flops": 1e3, "bytes": 1e3}, 0.004, CEILINGS)["bound"] == "latency"
+
+
+def test_matrix_work_is_held_to_the_matrix_rate_of_its_dtype() -> None:
+    ceilings = {**CEILINGS, "matrix_flops_per_s": {"bfloat16": 1e13}}
+    sol = speed_of_light({"flops": 1e10, "bytes": 1e7, "matrix": "bfloat16"}, 2.0, ceilings)  # 1 ms at 10 TFLOP/s
+    assert sol["compute_ceiling"] == "bfloat16 matrix" and sol["roofline_fraction"] == pytest.approx(0.5)
+    assert sol["bound"] == "compute" and sol["compute_fraction"] == pytest.approx(0.5)
+    fallback = speed_of_light({"flops": 1e10, "bytes": 1e8, "matrix": "float16"}, 20.0, ceilings)
+    assert fallback["compute_ceiling"] == "FMA" and fallback["roofline_fraction"] == pytest.approx(0.5)

@@ -156,6 +156,12 @@ class Backend(ABC):
     def flush_bytes(self) -> int:
         """Bytes written to evict the cache between samples (at least twice its size)."""
 
+    @property
+    def uncovered_chunks(self) -> int:
+        """Timed chunks so far whose samples may include the device waiting on the host (0 where the timer
+        is immune: OpenCL profiling events time the kernel itself)."""
+        return 0
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release device resources."""
 

@@ -60,22 +60,22 @@ class StreamHold:
             self.cycles_per_ms = cycles / held_ms
         covered = host_ms < held_ms
         pace = max(host_ms / count, 0.002)
-        # Slow to trust a faster host, quick to follow a slower one: a retry must not fail the same way.
+        # A covered chunk sets the pace; an uncovered one doubles it, so the retry holds longer and is cut shorter.
         self.host_ms_per_item = pace if covered else max(pace, self.host_ms_per_item) * 2.0
         return covered
 
     def timed(self, count: int, enqueue: Callable[[int], None]) -> None:
-        """Run ``enqueue`` over ``range(count)`` in covered chunks (see the module docstring)."""
-        done = 0
+        """Run ``enqueue`` over ``range(count)`` in covered chunks (see the module docstring). A chunk the hold
+        did not cover is timed again, cut to what the corrected pace says fits under the longest hold."""
+        done, tries = 0, 0
         while done < count:
             size = self.chunk_size(count - done)
 
             def shifted(i: int, first: int = done) -> None:
                 enqueue(first + i)
 
-            for attempt in range(TRIES):
-                if self.run(size, shifted):
-                    break
-                if attempt == TRIES - 1:
-                    self.uncovered += 1
-            done += size
+            covered = self.run(size, shifted)
+            tries += 1
+            if covered or tries == TRIES:
+                self.uncovered += not covered
+                done, tries = done + size, 0

@@ -221,7 +221,7 @@ class TorchBackend(Backend):
 
     @property
     def uncovered_chunks(self) -> int:
-        """Timed chunks whose enqueueing outlasted the stream hold three times (see backends.stream_hold)."""
+        """Chunks whose enqueueing outlasted the stream hold three times (see backends.stream_hold)."""
         return self._hold.uncovered if self.on_gpu else 0
 
     def graph(self, launches: Sequence[Callable[[], Any]]) -> Callable[[], Any]:

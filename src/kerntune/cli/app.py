@@ -326,12 +326,14 @@ def floor_check(
 
 @app.command()
 def calibrate(
-    device: Annotated[str, typer.Option("--device", help="An OpenCL device name fragment or index.")] = "",
+    device: Annotated[str, typer.Option("--device", help="cuda, cuda:N, rocm (the GPU), or an OpenCL device name "
+                                        "fragment; default: the GPU if torch sees one, else OpenCL.")] = "",
     force: Annotated[bool, typer.Option("--force", help="Measure again even if a calibration is cached.")] = False,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Measure the device's ceilings (copy and triad bandwidth, FMA rate, launch latency); cached 7 days."""
+    """Measure the device's ceilings (copy and triad bandwidth, FMA rate, matrix rates per dtype on a GPU,
+    launch latency); cached 7 days per device and driver."""
     from dataclasses import asdict
 
     from kerntune.pipeline.calibrate import calibrate as run_calibrate
@@ -342,10 +344,12 @@ def calibrate(
         _emit_json({**asdict(found), "ridge_flops_per_byte": found.ridge_flops_per_byte})
         return
     age = f"cached, measured {time.time() - found.created:.0f} s ago" if found.cached else "measured now"
+    matrix = "".join(f"  matrix {dtype:14} {rate / 1e12:8.1f} TFLOP/s\n"
+                     for dtype, rate in found.matrix_flops_per_s.items())
     Console().print(f"[bold]{found.device}[/] ({age})\n"
                     f"  copy  {found.copy_bytes_per_s / 1e9:8.2f} GB/s\n"
                     f"  triad {found.triad_bytes_per_s / 1e9:8.2f} GB/s\n"
-                    f"  FMA   {found.fma_flops_per_s / 1e9:8.2f} GFLOP/s (fp32)\n"
+                    f"  FMA   {found.fma_flops_per_s / 1e9:8.2f} GFLOP/s (fp32)\n{matrix}"
                     f"  launch latency {found.launch_latency_ms * 1e3:.1f} µs\n"
                     f"  ridge point {found.ridge_flops_per_byte:.2f} FLOP/byte", highlight=False)
 

@@ -12,10 +12,14 @@ from kerntune.model.space import Space
 
 @dataclass(frozen=True)
 class Cost:
-    """Work of one launch: floating-point operations and the fewest bytes it must move."""
+    """Work of one launch: floating-point operations and the fewest bytes it must move. ``matrix``: the dtype
+    (``bfloat16``, ``float16``, ``tf32``, ``float32``, ``float8_e4m3fn``) when the FLOPs are matrix products
+    meant for the matrix units; they are then held to the calibrated matrix rate of that dtype instead of the
+    FMA rate."""
 
     flops: float = 0.0
     bytes: float = 0.0
+    matrix: str | None = None
 
 
 @dataclass(frozen=True)

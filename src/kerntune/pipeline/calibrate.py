@@ -4,14 +4,15 @@ register-only kernel, and launch latency — cached per device for 7 days.
 The probes run in a worker with kerntune's own measurement protocol (warm regime: each array is several times
 the last-level cache, so every pass streams from memory anyway). Only one calibration runs per device at a
 time: another waits on the device's lock up to ``KERNTUNE_LOCK_TIMEOUT_S`` seconds (0: refuse at once), since
-two probes sharing a device would each measure half of it. Backends: OpenCL (PoCL's CPU device included).
+two probes sharing a device would each measure half of it. Probes: ``probes/opencl.py`` for OpenCL devices
+(PoCL's CPU device included), ``probes/gpu.py`` for CUDA and ROCm GPUs (Triton kernels for copy, triad and
+FMA; the vendor library through torch for the matrix rates).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -24,35 +25,6 @@ from kerntune.store.calibrations import latest_calibration, save_calibration
 CALIBRATE_SETUP = "kerntune.pipeline.calibrate:setup_in_worker"
 CALIBRATE = "kerntune.pipeline.calibrate:probe_in_worker"
 MAX_AGE_S = 7 * 24 * 3600.0
-FMA_ITERS = 4096
-FMA_CHAINS = 4
-FMA_WIDTH = 16
-"""Independent float16 chains per work-item: 64 independent multiply-adds per iteration cover the FMA latency
-on every core's pipes. The probe writes ``x * m + k`` and lets the compiler contract it: ``fma()`` and
-``mad()`` became library calls on PoCL's CPU device (6.3 against 159.6 GFLOP/s: benchmarks/RESULTS.md)."""
-
-_T = f"float{FMA_WIDTH}"
-FMA_KERNEL = (  # written out chain by chain: an array of chains stayed in memory on PoCL (a slower probe)
-    "__kernel void fma_rate(__global float* out, int iters) {\n"
-    + "".join(f"    {_T} x{j} = ({_T})(get_global_id(0) + {j});\n" for j in range(FMA_CHAINS))
-    + f"    const {_T} m = ({_T})(0.999f), k = ({_T})(0.001f);\n"
-    + "    for (int i = 0; i < iters; i++) {\n"
-    + "".join(f"        x{j} = x{j} * m + k;\n" for j in range(FMA_CHAINS))
-    + "    }\n"
-    + f"    {_T} s = " + " + ".join(f"x{j}" for j in range(FMA_CHAINS)) + ";\n"
-    + "    out[get_global_id(0)] = s.s0 + s.s1;\n}"
-)
-
-OPENCL_PROBES = f"""
-__kernel void copy(__global const float4* a, __global float4* b) {{
-    size_t i = get_global_id(0); b[i] = a[i];
-}}
-__kernel void triad(__global float4* a, __global const float4* b, __global const float4* c, float s) {{
-    size_t i = get_global_id(0); a[i] = b[i] + s * c[i];
-}}
-{FMA_KERNEL}
-__kernel void empty(__global float* out) {{ }}
-"""
 
 
 @dataclass(frozen=True)
@@ -77,70 +49,63 @@ class Ceilings:
         return self.fma_flops_per_s / self.copy_bytes_per_s
 
 
+DEVICE_VERSIONS = ("driver", "opencl", "cuda", "hip")
+"""Versions that can move a device's ceilings; compiler and framework versions (Triton, torch) do not key it,
+so a Triton spec and a torch spec on one GPU read the same calibration."""
+
+
 def device_key(target: dict[str, Any]) -> str:
-    """Backend, device, architecture, compute units and driver/toolkit versions: a different one measures anew."""
-    text = json.dumps({k: target.get(k) for k in ("backend", "device_name", "arch", "compute_units", "versions")},
-                      sort_keys=True)
+    """Vendor, device, architecture, compute units and driver/runtime versions: a different one measures anew."""
+    versions = {k: v for k, v in dict(target.get("versions") or {}).items() if k in DEVICE_VERSIONS}
+    fields = {k: target.get(k) for k in ("vendor", "device_name", "arch", "compute_units")}
+    text = json.dumps({**fields, "versions": versions}, sort_keys=True)
     return hashlib.md5(text.encode()).hexdigest()[:16]
+
+
+GPU_SELECTORS = ("cuda", "rocm", "hip", "gpu")
+
+
+def _backend_for(device: str) -> str:
+    """``cuda``/``cuda:N``/``rocm``/``hip``/``gpu``: the GPU (Triton probes); empty: the GPU if torch sees one,
+    else OpenCL; anything else names an OpenCL device."""
+    selector = device.strip().lower()
+    if selector.startswith(GPU_SELECTORS):
+        return "triton"
+    if selector:
+        return "opencl"
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None and importlib.util.find_spec("triton") is not None:
+        import torch
+
+        if torch.cuda.is_available():
+            return "triton"
+    return "opencl"
 
 
 def setup_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
     from kerntune.backends import load_backend
 
-    backend = load_backend(payload["backend"], payload.get("device", ""))
+    device = payload.get("device", "")
+    backend = load_backend(_backend_for(device), device)
     state.update(backend=backend, telemetry=backend.telemetry())
     target = backend.target()
     return {"target": target.as_dict(), "key": device_key(target.as_dict())}
 
 
 def probe_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
-    """Run the probes; return rates and the raw medians they came from."""
-    import numpy as np
-
-    from kerntune.model import OpenCLKernel
-    from kerntune.pipeline.measure import MeasureOptions, measure
-
+    """Run the probes of the worker's backend; return rates and the raw medians they came from."""
     backend = state["backend"]
-    if backend.name != "opencl":
-        raise UsageError(f"calibration of the {backend.name} backend is not built yet: only OpenCL devices today")
-    options = MeasureOptions(regime="warm", warmup_ms=payload.get("warmup_ms", 100.0), budget_ms=1000.0)
-    n4 = max(1 << 20, int(payload["array_bytes"]) // 16)  # float4 elements per array
-    host = {"a": np.zeros(n4 * 4, np.float32), "b": np.ones(n4 * 4, np.float32), "c": np.ones(n4 * 4, np.float32)}
-    arrays = backend.place(host)
-
-    def time_kernel(name: str, args: dict[str, Any], global_size: int) -> float:
-        def grid(meta: Any) -> tuple[tuple[int], None]:
-            return (global_size,), None
-
-        kernel = OpenCLKernel(OPENCL_PROBES, name, grid)
-        compiled = backend.compile(kernel, {}, {}, args)
-        m = measure(backend, [lambda: compiled.launch(args)], options, state["telemetry"])
-        return m.median_ms
-
-    copy_ms = time_kernel("copy", {"a": arrays["a"], "b": arrays["b"]}, n4)
-    triad_ms = time_kernel("triad", {"a": arrays["a"], "b": arrays["b"], "c": arrays["c"], "s": np.float32(3.0)}, n4)
-    items = int(payload.get("fma_items", 1 << 14))
-    out = backend.place({"out": np.zeros(items, np.float32)})["out"]
-    fma_ms = time_kernel("fma_rate", {"out": out, "iters": np.int32(FMA_ITERS)}, items)
-    empty = OpenCLKernel(OPENCL_PROBES, "empty", lambda meta: ((1,), None))
-    compiled = backend.compile(empty, {}, {}, {"out": out})
-    walls = []
-    for _ in range(200):  # host-side: submit an empty kernel and wait for it, as a program does per launch
-        start = time.perf_counter()
-        compiled.launch({"out": out})
-        backend.synchronize()
-        walls.append((time.perf_counter() - start) * 1e3)
-    bytes_per_array = n4 * 16
-    flops = 2.0 * FMA_WIDTH * FMA_CHAINS * FMA_ITERS * items  # a multiply-add is 2 flops per lane
-    return {"copy_bytes_per_s": 2 * bytes_per_array / (copy_ms * 1e-3),
-            "triad_bytes_per_s": 3 * bytes_per_array / (triad_ms * 1e-3),
-            "fma_flops_per_s": flops / (fma_ms * 1e-3), "launch_latency_ms": statistics.median(walls),
-            "details": {"array_bytes": bytes_per_array, "copy_ms": copy_ms, "triad_ms": triad_ms, "fma_ms": fma_ms,
-                        "fma_items": items, "fma_iters": FMA_ITERS, "regime": "warm"}}
+    if backend.name == "opencl":
+        from kerntune.pipeline.probes import opencl as probes
+    else:
+        from kerntune.pipeline.probes import gpu as probes  # type: ignore[no-redef]
+    result: dict[str, Any] = probes.probe(backend, state["telemetry"], payload)
+    return result
 
 
-def calibrate(settings: Settings, store: Store, *, backend: str = "opencl", device: str = "",
-              force: bool = False, array_bytes: int = 256 << 20) -> Ceilings:
+def calibrate(settings: Settings, store: Store, *, device: str = "", force: bool = False,
+              array_bytes: int = 256 << 20) -> Ceilings:
     """The device's ceilings: from the store when measured in the last 7 days (unless ``force``), else
     measured now under the device's exclusive lock."""
     from filelock import FileLock, Timeout
@@ -148,7 +113,7 @@ def calibrate(settings: Settings, store: Store, *, backend: str = "opencl", devi
     from kerntune.exec.pool import Worker
 
     logs = store.home / "logs"
-    worker = Worker((CALIBRATE_SETUP, {"backend": backend, "device": device}),
+    worker = Worker((CALIBRATE_SETUP, {"device": device}),
                     log_path=logs / f"calibrate-{int(time.time())}.log", setup_timeout_s=settings.setup_timeout_s)
     setup = worker.start()
     try:

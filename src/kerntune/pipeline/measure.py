@@ -151,6 +151,7 @@ def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: Me
     if not launches:
         raise ValueError("nothing to measure")
     recorder = Recorder(telemetry or Unavailable("not asked"))
+    uncovered = backend.uncovered_chunks
     used = list(launches) if options.regime == "rotating" else [launches[0]]
     stream: Iterator[Callable[[], Any]] = cycle(used)
     flush = options.regime == "cold"
@@ -190,7 +191,8 @@ def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: Me
         flush_bytes=backend.flush_bytes if flush else 0,
         cache_bytes=cache,
         launch_overhead_ms=overhead,
-        telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping}),
+        telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping,
+                                    "uncovered_chunks": backend.uncovered_chunks - uncovered}),
     )
     return Measurement(tuple(samples), conditions, ci)
 
@@ -205,6 +207,7 @@ def measure_interleaved(backend: Backend, launch_a: Callable[[], Any], launch_b:
     if options.mode != "eager":
         raise UsageError("interleaved A/B measurement is eager only: use --scheme fresh with --mode graph")
     recorder = Recorder(telemetry or Unavailable("not asked"))
+    uncovered = backend.uncovered_chunks
     flush = options.regime == "cold"
     samples: tuple[list[float], list[float]] = ([], [])
 
@@ -233,6 +236,7 @@ def measure_interleaved(backend: Backend, launch_a: Callable[[], Any], launch_b:
         warmup_ms=options.warmup_ms + sampler.ramp_ms, flush_bytes=backend.flush_bytes if flush else 0,
         cache_bytes=backend.flush_bytes if flush else 0,
         telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping,
+                                    "uncovered_chunks": backend.uncovered_chunks - uncovered,
                                     "interleaved": True}))
     a_ci, b_ci = intervals
     assert a_ci is not None and b_ci is not None

@@ -276,7 +276,8 @@ def _roofline_inputs(problem: Problem, shapes: Sequence[Shape], dtype: str, stor
     for shape in shapes:
         try:
             cost = problem.cost(shape.as_dict(), dtype)
-            costs[shape.key] = {"flops": float(cost.flops), "bytes": float(cost.bytes)}
+            costs[shape.key] = {"flops": float(cost.flops), "bytes": float(cost.bytes),
+                                **({"matrix": str(cost.matrix)} if cost.matrix else {})}
         except Exception as exc:
             raise SpecError(f"the spec's cost raised {type(exc).__name__}: {exc} at shape {shape.key}; fix the spec "
                             "(cost(shape, dtype) returns kt.Cost(flops=..., bytes=...))") from exc

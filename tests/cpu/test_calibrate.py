@@ -49,3 +49,39 @@ def test_with_a_calibration_the_report_has_the_speed_of_light_and_the_search_sto
     sol = report["shapes"][0]["speed_of_light"]
     assert sol["bound"] == "memory" and sol["roofline_fraction"] >= 0.25
     assert sol["roofline_fraction"] == pytest.approx(sol["copy_fraction"])
+
+
+@pytest.mark.parametrize("suffix", [".svg", ".png"])
+def test_roofline_draws_the_stored_candidates_against_the_calibration(
+        kerntune: Callable[..., CliResult], tmp_path: Path, suffix: str) -> None:
+    pytest.importorskip("matplotlib")
+    assert kerntune("roofline", "last").code == 2  # no run yet: a clear error, not a traceback
+    assert kerntune("calibrate").code == 0
+    tuned = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=1048576", "--budget", "4", "--json",
+                     env={"KERNTUNE_SOL_STOP": "0"})
+    assert tuned.code == 0, tuned.stderr
+    report = tuned.json()
+    chart = tmp_path / f"roofline{suffix}"
+    drawn = kerntune("roofline", "last", "-o", str(chart), "--json")
+    assert drawn.code == 0, drawn.stderr
+    data = drawn.json()
+    head = chart.read_bytes()[:512]
+    assert head.startswith(b"\x89PNG") if suffix == ".png" else b"<svg" in head
+    # Every plotted point is a stored median (confirmed where there is one) at the shape's intensity (1 FLOP
+    # per 12 bytes).
+    shape = report["shapes"][0]
+    winner = next(p for p in data["points"] if p["winner"])
+    stored = shape["winner"].get("confirmed") or shape["winner"]["measurement"]
+    assert winner["median_ms"] == pytest.approx(stored["median_ms"])
+    assert all(p["intensity"] == pytest.approx(1 / 12) for p in data["points"])
+    assert winner["flops_per_s"] == pytest.approx(1048576 / (winner["median_ms"] * 1e-3))
+    assert len(data["points"]) == shape["outcomes"]["timed"] + len(shape["baselines"])
+
+
+def test_roofline_refuses_a_run_without_a_calibration_and_an_unknown_format(
+        kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+    assert kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--budget", "2").code == 0
+    missing = kerntune("roofline", "last", "-o", str(tmp_path / "r.svg"))
+    assert missing.code == 2 and "no calibration recorded" in missing.stderr
+    wrong = kerntune("roofline", "last", "-o", str(tmp_path / "r.pdf"))
+    assert wrong.code == 2 and "PNG or SVG" in wrong.stderr

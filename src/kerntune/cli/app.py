@@ -191,6 +191,25 @@ def show(
 
 
 @app.command()
+def roofline(
+    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Chart file: *.png or *.svg.")] = Path("roofline.svg"),
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Draw a run's timed candidates on the calibrated roofline (needs a calibration and the spec's cost)."""
+    from kerntune.pipeline.report import build_report
+    from kerntune.pipeline.roofline import draw_roofline
+
+    db = _store(store)
+    drawn = draw_roofline(build_report(db, db.get_run(run)), output)
+    if as_json:
+        _emit_json(drawn)
+    else:
+        Console().print(f"{len(drawn['points'])} candidates on the roofline: {drawn['path']}")
+
+
+@app.command()
 def ledger(
     problem: Annotated[str | None, typer.Option("--problem", help="Only this problem.")] = None,
     kind: Annotated[

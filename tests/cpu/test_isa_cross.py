@@ -78,10 +78,29 @@ def test_inspect_shows_a_spec_config_on_both_vendors(kerntune: Callable[..., Cli
 @pytest.mark.parametrize("args, message", [
     (["--target", "sm_99"], "unknown target 'sm_99'"),
     (["--target", "sm_90", "--config", "TILE=3"], "unknown parameter 'TILE'"),
+    (["--target", "sm_90", "--config", "num_warps=4", "--config", "num_warps=8", "--config", "num_warps=2"],
+     "give one --config to inspect, or two to compare"),
 ])
 def test_inspect_refuses_bad_input(kerntune: Callable[..., CliResult], args: list[str], message: str) -> None:
     result = kerntune("inspect", str(EXAMPLES / "triton_matmul"), *args)
     assert result.code == 2 and message in result.stderr, result.stderr
+
+
+def test_two_configs_side_by_side_show_what_differs(kerntune: Callable[..., CliResult]) -> None:
+    small, large = "BLOCK_M=64,BLOCK_N=64,BLOCK_K=64,num_warps=4", "BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,num_warps=4"
+    result = kerntune("inspect", str(EXAMPLES / "triton_matmul"), "--config", small, "--config", large,
+                      "--shape", "M=256,N=256,K=256", "--target", "sm_90", "--json")
+    assert result.code == 0, result.stderr
+    data = result.json()
+    assert data["a"].startswith(small.rsplit(",", 1)[0]) and data["b"].startswith("BLOCK_M=128,BLOCK_N=128")
+    rows = {r["config"]: r for r in data["rows"]}
+    a, b = rows[data["a"]], rows[data["b"]]
+    diff = {d["metric"]: d for d in data["diff"]}
+    registers = diff["resources.registers"]  # a 4x larger accumulator tile on the same 4 warps
+    assert (registers["a"], registers["b"]) == (a["resources"]["registers"], b["resources"]["registers"])
+    assert registers["delta"] == registers["b"] - registers["a"] > 0
+    assert diff["resources.shared_bytes"]["delta"] > 0
+    assert all(d["a"] != d["b"] for d in data["diff"])  # only what differs is listed
 
 
 def test_inspect_exits_2_when_a_target_cannot_build_the_kernel(kerntune: Callable[..., CliResult]) -> None:

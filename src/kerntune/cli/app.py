@@ -380,25 +380,35 @@ def inspect(
         list[str], typer.Option("--target", help="sm_80, sm_86, sm_89, sm_90, sm_100, gfx906, gfx90a, gfx942, "
                                 "gfx950, gfx1100, gfx1201; repeat for a compile matrix.")
     ],
-    config: Annotated[str | None, typer.Option("--config", help="K=V,... over the spec's default config.")] = None,
+    config: Annotated[
+        list[str] | None,
+        typer.Option("--config", help="K=V,... over the spec's default config; give it twice to compare two."),
+    ] = None,
     shape: Annotated[str | None, typer.Option("--shape", help="Shape fields over the spec's first shape.")] = None,
     dtype: Annotated[str | None, typer.Option("--dtype", help="One of the spec's dtypes.")] = None,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """What a config compiles to on each target, with no GPU needed: registers or VGPRs/AGPRs, shared memory
-    or LDS, spills, occupancy and its limiter, and the instruction mix. Exit 2 if a target does not build."""
-    from kerntune.cli.render import inspect_table
+    or LDS, spills, occupancy and its limiter, and the instruction mix; with two configs, side by side with
+    what differs. Exit 2 if a target does not build."""
+    from kerntune.cli.render import diff_table, inspect_table
     from kerntune.pipeline.inspect import InspectRequest
     from kerntune.pipeline.inspect import inspect as run_inspect
+    from kerntune.pipeline.inspect_diff import diff_rows
 
-    request = InspectRequest(spec=spec, config=parse_shape(config) if config else {}, targets=target,
+    configs = [parse_shape(c) for c in config] if config else [{}]
+    request = InspectRequest(spec=spec, configs=configs, targets=target,
                              shape=parse_shape(shape) if shape else None, dtype=dtype)
     rows = run_inspect(request, Settings.from_env(), _store(store).home / "logs")
+    diff = diff_rows(rows) if len(configs) == 2 else None
     if as_json:
-        _emit_json(rows)
-    else:
+        _emit_json(rows if diff is None else {"a": rows[0]["config"], "b": rows[-1]["config"], "rows": rows,
+                                              "diff": diff})
+    elif diff is None:
         Console().print(inspect_table(rows))
+    else:
+        Console().print(diff_table(rows, diff))
     failed = [r for r in rows if "error" in r]
     for r in failed:
         sys.stderr.write(f"kerntune: error: {r['kernel']} does not build for {r['target']}: {r['error']}\n")

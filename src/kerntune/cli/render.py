@@ -198,6 +198,20 @@ def inspect_table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
+def diff_table(rows: list[dict[str, Any]], diff: list[dict[str, Any]]) -> Table:
+    """Two configs side by side: only the figures that differ, per (kernel, target), with B − A."""
+    a, b = rows[0]["config"], rows[-1]["config"]
+    table = Table(title=f"A = {a}\nB = {b}\nat {rows[0]['shape']}: what differs")
+    for column in ("kernel", "target", "metric", "A", "B", "B − A"):
+        table.add_column(column, overflow="fold")
+    for d in diff:
+        delta = "" if d["delta"] is None else f"{d['delta']:+.4g}"
+        table.add_row(d["kernel"], d["target"], d["metric"], str(d["a"]), str(d["b"]), delta)
+    if not diff:
+        table.add_row("", "", "nothing differs", "", "", "")
+    return table
+
+
 def _occupancy_text(row: dict[str, Any]) -> str:
     occ = row.get("occupancy")
     if not occ:

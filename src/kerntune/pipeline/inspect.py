@@ -34,7 +34,8 @@ TRITON_TYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float
 @dataclass(frozen=True)
 class InspectRequest:
     spec: str
-    config: Mapping[str, Any]
+    configs: Sequence[Mapping[str, Any]]
+    """Overrides over the spec's default config: one config, or two to compare (``inspect_diff``)."""
     targets: Sequence[str]
     shape: Mapping[str, Any] | None = None
     dtype: str | None = None
@@ -131,8 +132,8 @@ def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[di
 
 
 def inspect(request: InspectRequest, settings: Settings, log_dir: Path) -> list[dict[str, Any]]:
-    """Cross-compile the request's config for each target in a worker; one row per (kernel, target), with
-    ``error`` set where the kernel does not build for that target. Unknown targets are a UsageError."""
+    """Cross-compile the request's configs for each target in a worker; one row per (config, kernel, target),
+    with ``error`` set where the kernel does not build for that target. Unknown targets are a UsageError."""
     from kerntune.exec.pool import Worker
 
     unknown = [t for t in request.targets if t not in KNOWN_TARGETS]
@@ -145,24 +146,29 @@ def inspect(request: InspectRequest, settings: Settings, log_dir: Path) -> list[
     dtype = request.dtype or problem.dtypes[0]
     if dtype not in problem.dtypes:
         raise UsageError(f"dtype {dtype!r} is not one of this spec's dtypes: {', '.join(problem.dtypes)}")
-    config = Config.of({**problem.space.default_config().as_dict(),
-                        **{k: parse_value(str(v)) for k, v in request.config.items()}})
-    unknown_params = [k for k in request.config if k not in problem.space.params]
-    if unknown_params:
-        raise UsageError(f"unknown parameter {unknown_params[0]!r}: this spec's are {', '.join(problem.space.params)}")
+    if not 1 <= len(request.configs) <= 2:
+        raise UsageError("give one --config to inspect, or two to compare side by side")
+    configs = []
+    for overrides in request.configs:
+        unknown_params = [k for k in overrides if k not in problem.space.params]
+        if unknown_params:
+            raise UsageError(f"unknown parameter {unknown_params[0]!r}: this spec's are "
+                             f"{', '.join(problem.space.params)}")
+        configs.append(Config.of({**problem.space.default_config().as_dict(),
+                                  **{k: parse_value(str(v)) for k, v in overrides.items()}}))
     worker = Worker((SETUP, {"spec_path": str(loaded.path)}), log_path=log_dir / f"inspect-{os.getpid()}.log",
                     setup_timeout_s=settings.setup_timeout_s)
     worker.start()
+    rows: list[dict[str, Any]] = []
     try:
-        payload = {"shape": shape.as_dict(), "config": config.as_dict(), "dtype": dtype,
-                   "targets": list(request.targets)}
-        outcome = worker.call(INSPECT, payload, settings.candidate_timeout_s * len(request.targets))
+        for config in configs:
+            payload = {"shape": shape.as_dict(), "config": config.as_dict(), "dtype": dtype,
+                       "targets": list(request.targets)}
+            outcome = worker.call(INSPECT, payload, settings.candidate_timeout_s * len(request.targets))
+            if outcome.status != "ok":
+                error = UsageError if outcome.kind == "UsageError" else SpecError
+                raise error(f"inspect of {config.key} failed ({outcome.kind}): {outcome.reason}")
+            rows += [{**row, "shape": shape.key, "config": config.key, "dtype": dtype} for row in outcome.value]
     finally:
         worker.stop()
-    if outcome.status != "ok":
-        error = UsageError if outcome.kind == "UsageError" else SpecError
-        raise error(f"inspect failed ({outcome.kind}): {outcome.reason}")
-    rows: list[dict[str, Any]] = outcome.value
-    for row in rows:
-        row.update(shape=shape.key, config=config.key, dtype=dtype)
     return rows

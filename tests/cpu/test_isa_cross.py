@@ -89,13 +89,14 @@ def test_inspect_refuses_bad_input(kerntune: Callable[..., CliResult], args: lis
 def test_two_configs_side_by_side_show_what_differs(kerntune: Callable[..., CliResult]) -> None:
     small, large = "BLOCK_M=64,BLOCK_N=64,BLOCK_K=64,num_warps=4", "BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,num_warps=4"
     result = kerntune("inspect", str(EXAMPLES / "triton_matmul"), "--config", small, "--config", large,
-                      "--shape", "M=256,N=256,K=256", "--target", "sm_90", "--json")
+                      "--shape", "M=256,N=256,K=256", "--targets", "sm_90,sm_80", "--json")
     assert result.code == 0, result.stderr
     data = result.json()
     assert data["a"].startswith(small.rsplit(",", 1)[0]) and data["b"].startswith("BLOCK_M=128,BLOCK_N=128")
-    rows = {r["config"]: r for r in data["rows"]}
+    assert {r["target"] for r in data["rows"]} == {"sm_90", "sm_80"}  # a comma-separated compile matrix
+    rows = {r["config"]: r for r in data["rows"] if r["target"] == "sm_90"}
     a, b = rows[data["a"]], rows[data["b"]]
-    diff = {d["metric"]: d for d in data["diff"]}
+    diff = {d["metric"]: d for d in data["diff"] if d["target"] == "sm_90"}
     registers = diff["resources.registers"]  # a 4x larger accumulator tile on the same 4 warps
     assert (registers["a"], registers["b"]) == (a["resources"]["registers"], b["resources"]["registers"])
     assert registers["delta"] == registers["b"] - registers["a"] > 0

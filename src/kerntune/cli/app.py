@@ -377,8 +377,8 @@ def calibrate(
 def inspect(
     spec: Annotated[str, typer.Argument(help="A Triton spec file or a folder holding spec.py.")],
     target: Annotated[
-        list[str], typer.Option("--target", help="sm_80, sm_86, sm_89, sm_90, sm_100, gfx906, gfx90a, gfx942, "
-                                "gfx950, gfx1100, gfx1201; repeat for a compile matrix.")
+        list[str], typer.Option("--target", "--targets", help="sm_80, sm_86, sm_89, sm_90, sm_100, gfx906, gfx90a, "
+                                "gfx942, gfx950, gfx1100, gfx1201; repeat or comma-separate for a compile matrix.")
     ],
     config: Annotated[
         list[str] | None,
@@ -398,7 +398,8 @@ def inspect(
     from kerntune.pipeline.inspect_diff import diff_rows
 
     configs = [parse_shape(c) for c in config] if config else [{}]
-    request = InspectRequest(spec=spec, configs=configs, targets=target,
+    targets = [t.strip() for value in target for t in value.split(",") if t.strip()]
+    request = InspectRequest(spec=spec, configs=configs, targets=targets,
                              shape=parse_shape(shape) if shape else None, dtype=dtype)
     rows = run_inspect(request, Settings.from_env(), _store(store).home / "logs")
     diff = diff_rows(rows) if len(configs) == 2 else None

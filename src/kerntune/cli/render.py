@@ -83,9 +83,10 @@ def print_report(console: Console, report: RunReport) -> None:
     for s in report.shapes:
         console.print(shape_table(run, s))
         console.print("  configs: " + ", ".join(f"{n} {k}" for k, n in s.outcome_counts.items()), highlight=False)
-        sol = s.speed_of_light(s.winner)
-        if sol is not None:
-            console.print(f"  speed of light: the winner runs at {describe(sol)}", highlight=False)
+        for who, candidate in (("the winner", s.winner), *((b.name, b) for b in s.baselines)):
+            sol = s.speed_of_light(candidate)
+            if sol is not None:
+                console.print(f"  speed of light: {who} runs at {describe(sol)}", highlight=False)
         t = s.seconds
         if t:
             console.print(f"  time: compile {t['compile']:.1f} s summed over candidates, gate {t['gate']:.1f} s, "

@@ -167,7 +167,8 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "winner": _candidate_json(s.winner),
             "speed_of_light": s.speed_of_light(s.winner),
             "baselines": [
-                {**(_candidate_json(b) or {}), "winner_speedup": s.speedup_over(b)} for b in s.baselines
+                {**(_candidate_json(b) or {}), "winner_speedup": s.speedup_over(b),
+                 "speed_of_light": s.speed_of_light(b)} for b in s.baselines
             ],
             "slowest": {**(_candidate_json(s.slowest) or {}), "winner_speedup": s.speedup_over(s.slowest)}
             if s.slowest else None,
@@ -175,6 +176,7 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "finalists": [{"name": f.name, "role": f.role, "config": f.config.as_dict(),
                            "search_median_ms": f.measurement.median_ms if f.measurement else None,
                            "confirmed_median_ms": f.confirmed.median_ms if f.confirmed else None,
-                           "confirmed_n": f.confirmed.n if f.confirmed else 0} for f in s.finalists],
+                           "confirmed_n": f.confirmed.n if f.confirmed else 0,
+                           "speed_of_light": s.speed_of_light(f)} for f in s.finalists],
         })
     return {"run": run_json(report.run), "shapes": shapes, "all_gated": report.all_gated}

@@ -216,6 +216,21 @@ def tma_supported(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> 
     return c["SPLIT_K"] == 1 and t is not None and t.arch.startswith(("sm_9", "sm_10", "sm_12"))
 
 
+def _tutorial(bm: int, bn: int, bk: int, stages: int, warps: int, **extra: int) -> dict[str, int]:
+    return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_stages": stages, "num_warps": warps,
+            **extra}
+
+
+# Known good configs tried first where valid: the 16 of the Triton matmul tutorial's autotune list (what a user
+# coming from triton.autotune carries over), and TMA / persistent variants of its large tiles.
+SEEDS = [_tutorial(*c) for c in (
+    (128, 256, 64, 3, 8), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4),
+    (128, 32, 32, 4, 4), (64, 32, 32, 5, 2), (32, 64, 32, 5, 2), (128, 256, 128, 3, 8), (256, 128, 128, 3, 8),
+    (256, 64, 128, 4, 4), (64, 256, 128, 4, 4), (128, 128, 128, 4, 4), (128, 64, 64, 4, 4), (64, 128, 64, 4, 4),
+    (128, 32, 64, 4, 4))] + [_tutorial(128, 256, 64, 3, 8, TMA=1), _tutorial(128, 256, 64, 3, 8, TMA=1, PERSISTENT=1),
+                             _tutorial(128, 128, 64, 4, 4, TMA=1), _tutorial(128, 128, 64, 4, 4, TMA=1, PERSISTENT=1)]
+
+
 problem = kt.Problem(
     name="triton_matmul",
     kernel=kt.TritonKernel(fn=matmul_kernel, grid=lambda meta: (1,), launch=launch),
@@ -255,6 +270,7 @@ problem = kt.Problem(
         ],
         default={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "TMA": 0,
                  "PERSISTENT": 0, "num_warps": 4, "num_stages": 3},
+        seeds=SEEDS,
     ),
     shapes=[{"M": 4096, "N": 4096, "K": 4096}],
     dtypes=("bfloat16", "float16"),

@@ -145,3 +145,21 @@ def test_auto_races_large_timed_spaces_and_times_small_ones_exhaustively() -> No
     assert resolve_strategy("auto", 30, timed=True) == "exhaustive"
     assert resolve_strategy("auto", 500, timed=False) == "exhaustive"  # a race ranks by time
     assert resolve_strategy("tpe", 5, timed=True) == "tpe"
+
+
+@pytest.mark.parametrize("name", ["local", "race", "random"])
+def test_the_start_then_the_spec_seeds_come_first(name: str) -> None:
+    start, seeds = GRID[37], [GRID[5], GRID[80], GRID[5], Config.of({"BM": 3, "BN": 3, "W": 3})]
+    strategy = make_strategy(name, GRID, 1, start, seeds)
+    asked = [strategy.ask() for _ in range(3)]
+    # Duplicates and configs outside the valid set are dropped; random has no start, only the seeds.
+    expected = [start, GRID[5], GRID[80]] if name != "random" else [GRID[5], GRID[80]]
+    assert asked[:len(expected)] == expected
+    assert len({c.key for c in asked if c is not None}) == len(asked)
+
+
+def test_seed_configs_are_completed_from_the_default() -> None:
+    from kerntune.model import Space
+
+    space = Space(params={"A": [1, 2], "B": [3, 4]}, default={"A": 1, "B": 4}, seeds=[{"A": 2}, {"B": 3}])
+    assert space.seed_configs() == [Config.of({"A": 2, "B": 4}), Config.of({"A": 1, "B": 3})]

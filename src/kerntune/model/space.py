@@ -57,6 +57,8 @@ class Space:
       constraint's name as the reason. A constraint sees derived values too.
     - ``derived``: name → fn(meta) computed from config and shape values (not part of the config's identity).
     - ``default``: the conservative config a user would run without tuning (first values when absent).
+    - ``seeds``: known good configs (a library's, or the ones a ``triton.autotune`` list carried), tried
+      first where valid; values they leave out come from ``default``.
     """
 
     params: Mapping[str, Sequence[Scalar]] = field(default_factory=dict)
@@ -64,6 +66,7 @@ class Space:
     derived: Mapping[str, Derived] = field(default_factory=dict)
     default: Mapping[str, Scalar] | None = None
     points: Sequence[Mapping[str, Scalar]] | None = None
+    seeds: Sequence[Mapping[str, Scalar]] = ()
 
     def __post_init__(self) -> None:
         from kerntune.errors import SpecError
@@ -96,6 +99,11 @@ class Space:
         if self.default is not None:
             return Config.of(self.default)
         return next(self.all_configs())
+
+    def seed_configs(self) -> list[Config]:
+        """``seeds`` completed from the default config, in the order given."""
+        default = self.default_config().as_dict()
+        return [Config.of({**default, **seed}) for seed in self.seeds]
 
     def _constraints(self) -> list[Constraint]:
         return [c if isinstance(c, Constraint) else Constraint(c) for c in self.constraints]

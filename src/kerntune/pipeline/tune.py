@@ -240,7 +240,8 @@ class _Tuner:
                 baseline_configs.add(config.key)
             self.evaluate(shape, config, "baseline", baseline.name, None if baseline.config else baseline.name)
         name = resolve_strategy(self.run.strategy, len(valid), self.target.claims_timing)
-        strategy = make_strategy(name, valid, self.run.seed, self.start_config(shape, valid))
+        strategy = make_strategy(name, valid, self.run.seed, self.start_config(shape, valid),
+                                 self.problem.space.seed_configs())
         search = ShapeSearch(self, shape, strategy, ahead, baseline_configs, known_bad,
                              known=self.stored_medians(shape))
         try:

@@ -36,12 +36,15 @@ def resolve_strategy(name: str, valid: int, timed: bool) -> str:
     return "race" if timed and valid > AUTO_EXHAUSTIVE_MAX else "exhaustive"
 
 
-def make_strategy(name: str, configs: Sequence[Config], seed: int, start: Config | None = None) -> Strategy:
-    """The strategy ``name`` over ``configs`` (the valid ones), seeded; ``start`` seeds local strategies."""
+def make_strategy(name: str, configs: Sequence[Config], seed: int, start: Config | None = None,
+                  first: Sequence[Config] = ()) -> Strategy:
+    """The strategy ``name`` over ``configs`` (the valid ones), seeded; ``start`` seeds local strategies;
+    ``first`` (the spec's seeds) are tried right after the start by local, race and random (exhaustive keeps
+    its order; TPE, CMA-ES, coordinate and lever let their own rule decide)."""
     name = resolve_strategy(name, len(configs), True)
     if name not in STRATEGIES:
         raise UsageError(f"unknown strategy {name!r}: choose one of auto, {', '.join(STRATEGIES)}")
-    return STRATEGIES[name](configs, seed, start)
+    return STRATEGIES[name](configs, seed, start, first)
 
 
 __all__ = ["STRATEGIES", "Strategy", "make_strategy", "resolve_strategy"]

@@ -15,8 +15,9 @@ from kerntune.pipeline.search.neighbourhood import one_parameter_moves, paramete
 class CoordinateSearch(Strategy):
     name = "coordinate"
 
-    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None) -> None:
-        super().__init__(configs, seed, start)
+    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None,
+                 first: Sequence[Config] = ()) -> None:
+        super().__init__(configs, seed, start, first)
         self._names = parameter_names(self.configs)
         self._results: dict[str, float | None] = {}
         self._queue: list[Config] = [self.start] if self.start is not None else []

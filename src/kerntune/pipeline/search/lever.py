@@ -14,8 +14,9 @@ from kerntune.pipeline.search.neighbourhood import one_parameter_moves, paramete
 class OneLever(Strategy):
     name = "lever"
 
-    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None) -> None:
-        super().__init__(configs, seed, start)
+    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None,
+                 first: Sequence[Config] = ()) -> None:
+        super().__init__(configs, seed, start, first)
         base = self.start
         self._order: list[Config] = [base] if base is not None else []
         if base is not None:

@@ -22,13 +22,12 @@ class LocalSearch(Strategy):
     name = "local"
 
     def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None,
-                 explore: int | None = None) -> None:
-        super().__init__(configs, seed, start)
-        self._random = list(self.configs)
+                 first: Sequence[Config] = (), explore: int | None = None) -> None:
+        super().__init__(configs, seed, start, first)
+        leading = [c for c in (self.start, *self.first) if c is not None]
+        self._random = [c for c in self.configs if c not in leading]
         random.Random(seed).shuffle(self._random)
-        if self.start is not None:
-            self._random.remove(self.start)
-            self._random.insert(0, self.start)
+        self._random.extend(reversed(leading))  # taken from the end: the start, then the seeds, then at random
         self._explore = explore if explore is not None else max(8, min(32, len(self.configs) // 20))
         self._names = parameter_names(self.configs)
         self._asked: set[str] = set()

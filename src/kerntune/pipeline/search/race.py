@@ -43,11 +43,11 @@ class Race(Strategy):
     stops_itself = True
 
     def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None,
-                 inner: str = "local") -> None:
-        super().__init__(configs, seed, start)
+                 first: Sequence[Config] = (), inner: str = "local") -> None:
+        super().__init__(configs, seed, start, first)
         from kerntune.pipeline.search import make_strategy
 
-        self._inner = make_strategy(inner, self.configs, seed, start)
+        self._inner = make_strategy(inner, self.configs, seed, start, first)
         self._plateau = Plateau(max(8, min(PLATEAU_ROUND_MAX, len(self.configs) // 20)))
         self._screening = True
         self.stop_reason = ""

@@ -13,10 +13,12 @@ from kerntune.pipeline.search.base import Strategy
 class RandomSearch(Strategy):
     name = "random"
 
-    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None) -> None:
-        super().__init__(configs, seed, start)
-        self._order = list(self.configs)
+    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None,
+                 first: Sequence[Config] = ()) -> None:
+        super().__init__(configs, seed, start, first)
+        self._order = [c for c in self.configs if c not in self.first]
         random.Random(seed).shuffle(self._order)
+        self._order[:0] = self.first  # the spec's seeds, then at random
 
     def ask(self) -> Config | None:
         return self._order.pop(0) if self._order else None

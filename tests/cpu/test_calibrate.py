@@ -85,3 +85,9 @@ def test_roofline_refuses_a_run_without_a_calibration_and_an_unknown_format(
     assert missing.code == 2 and "no calibration recorded" in missing.stderr
     wrong = kerntune("roofline", "last", "-o", str(tmp_path / "r.pdf"))
     assert wrong.code == 2 and "PNG or SVG" in wrong.stderr
+
+
+def test_profile_refuses_a_device_without_a_counter_profiler(kerntune: Callable[..., CliResult]) -> None:
+    assert kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--budget", "2").code == 0
+    refused = kerntune("profile", "last")
+    assert refused.code == 2 and "no hardware-counter profiler for vendor" in refused.stderr, refused.stderr

@@ -127,3 +127,23 @@ def test_occupancy_equals_nsight_computes_theoretical_occupancy(kerntune: Callab
     print(json.dumps({"kerntune": ours, "ncu_theoretical_occupancy_pct": theirs}))
     assert len(theirs) == len(CASES)
     assert [round(100 * o["fraction"], 1) for o in ours] == [round(t, 1) for t in theirs]
+
+
+@pytest.mark.skipif(shutil.which("ncu") is None, reason="needs Nsight Compute (ncu)")
+def test_profile_attaches_nsight_counters_to_the_finalists(kerntune: Callable[..., CliResult]) -> None:
+    tuned = kerntune("tune", str(EXAMPLES / "triton_matmul"), "--shape", "M=1024,N=1024,K=1024", "--strategy",
+                     "random", "--budget", "4", "--json")
+    assert tuned.code == 0, tuned.stderr
+    median_s = tuned.json()["shapes"][0]["winner"]["measurement"]["median_ms"] * 1e-3
+    result = kerntune("profile", "last", "--top", "1", "--json")
+    assert result.code == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    rows = result.json()
+    print(json.dumps(rows))
+    assert rows[0]["role"] == "search" and {r["role"] for r in rows[1:]} == {"baseline"}
+    ours = rows[0]["kernels"]
+    assert len(ours) == 1 and "matmul_kernel" in ours[0]["kernel"]
+    m = ours[0]["metrics"]
+    assert 0 < m["theoretical_occupancy_pct"] <= 100 and 0 < m["achieved_occupancy_pct"] <= 100
+    assert 0 < m["compute_sol_pct"] <= 100 and m["dram_bytes_per_s"] > 0
+    # One warm launch under the profiler against kerntune's cold median: the same kernel, within a factor of 3.
+    assert median_s / 3 < m["duration_s"] < median_s * 3

@@ -210,6 +210,33 @@ def roofline(
 
 
 @app.command()
+def profile(
+    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")],
+    top: Annotated[int, typer.Option("--top", help="Finalists per shape to profile.")] = 3,
+    baselines: Annotated[bool, typer.Option("--baselines/--no-baselines", help="Profile the baselines too.")] = True,
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Hardware counters of a run's finalists (Nsight Compute with --clock-control none: SOL, achieved and
+    theoretical occupancy, DRAM throughput), stored with the candidates. Exit 2 if any profile failed."""
+    from kerntune.cli.render import profile_table
+    from kerntune.pipeline.profile import ProfileRequest
+    from kerntune.pipeline.profile import profile as run_profile
+
+    if top < 1:
+        raise UsageError("--top must be at least 1")
+    rows = run_profile(ProfileRequest(run=run, top=top, baselines=baselines), _store(store))
+    if as_json:
+        _emit_json(rows)
+    else:
+        Console().print(profile_table(rows))
+    failed = [r for r in rows if "error" in r]
+    for r in failed:
+        sys.stderr.write(f"kerntune: error: profiling {r['label']} at {r['shape']} failed: {r['error']}\n")
+    raise typer.Exit(2 if failed else 0)
+
+
+@app.command()
 def ledger(
     problem: Annotated[str | None, typer.Option("--problem", help="Only this problem.")] = None,
     kind: Annotated[

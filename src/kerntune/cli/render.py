@@ -199,6 +199,29 @@ def inspect_table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
+PROFILE_COLUMNS = (("duration_s", "time µs", 1e6), ("compute_sol_pct", "compute SOL %", 1.0),
+                   ("memory_sol_pct", "memory SOL %", 1.0), ("dram_bytes_per_s", "DRAM GB/s", 1e-9),
+                   ("achieved_occupancy_pct", "achieved occ. %", 1.0),
+                   ("theoretical_occupancy_pct", "theoretical occ. %", 1.0), ("registers", "regs", 1.0))
+
+
+def profile_table(rows: list[dict[str, Any]]) -> Table:
+    """One row per profiled kernel launch: the candidate, the kernel and its counters."""
+    table = Table(title="hardware counters (clocks as found)")
+    for column in ("shape", "candidate", "kernel", *(c[1] for c in PROFILE_COLUMNS)):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        if "error" in r:
+            table.add_row(r["shape"], r["label"], f"[red]{r['error'][:160]}[/]", *[""] * len(PROFILE_COLUMNS))
+            continue
+        for k in r["kernels"]:
+            m = k["metrics"]
+            cells = [f"{m[key] * scale:.4g}" if isinstance(m.get(key), float) else str(m.get(key, ""))
+                     for key, _, scale in PROFILE_COLUMNS]
+            table.add_row(r["shape"], r["label"], k["kernel"][:60], *cells)
+    return table
+
+
 def diff_table(rows: list[dict[str, Any]], diff: list[dict[str, Any]]) -> Table:
     """Two configs side by side: only the figures that differ, per (kernel, target), with B − A."""
     a, b = rows[0]["config"], rows[-1]["config"]

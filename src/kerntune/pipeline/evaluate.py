@@ -116,7 +116,7 @@ def _reference(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> li
     return refs
 
 
-def _placed(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> dict[str, Any]:
+def placed_inputs(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> dict[str, Any]:
     """A fresh device copy of the inputs for one candidate. A pristine placed set is kept per seed for the
     current shape, and copied on the device where the backend can (a host transfer of hundreds of MB per
     candidate would be the tuner's cost, not the kernel's); a set from an earlier shape is dropped."""
@@ -210,6 +210,24 @@ def _measurement_dict(m: Measurement) -> dict[str, Any]:
     return {"samples_ms": list(m.samples_ms), "ci_ms": list(m.ci_ms), "conditions": m.conditions.as_dict()}
 
 
+def kernel_for(problem: Problem, baseline_name: str | None) -> Any:
+    """The spec's kernel, or the kernel of the baseline named."""
+    if baseline_name:
+        return next(b.kernel for b in problem.baselines if b.name == baseline_name and b.kernel is not None)
+    return problem.kernel
+
+
+def compile_for(state: dict[str, Any], shape: Shape, config: Config, kernel: Any, args: dict[str, Any]) -> Any:
+    """Compile ``kernel`` at ``config`` (none for a baseline callable) for ``shape`` on placed ``args``."""
+    problem: Problem = state["problem"]
+    backend: Backend = state["backend"]
+    meta = problem.space.meta(config, shape) if config.items else dict(shape.as_dict())
+    tunables = problem.space.tunables(config, shape) if config.items else {}
+    if isinstance(kernel, TorchCallable):
+        return backend.compile_callable(kernel, meta, args)
+    return backend.compile(kernel, tunables, meta, args)
+
+
 def _prepare(state: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], list[Any] | None, int]:
     """Compile and gate one candidate; return its result so far and its timed launches (None: do not time)."""
     problem: Problem = state["problem"]
@@ -219,20 +237,10 @@ def _prepare(state: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, 
     seeds = [int(s) for s in payload["seeds"]]
     threshold = gate.threshold_for(dtype, problem.tolerance)
     config = Config.of(payload.get("config") or {})
-    baseline_name = payload.get("baseline_kernel")
-    meta = problem.space.meta(config, shape) if config.items else dict(shape.as_dict())
-    tunables = problem.space.tunables(config, shape) if config.items else {}
-    kernel: Any = problem.kernel
-    if baseline_name:
-        matches = [b.kernel for b in problem.baselines if b.name == baseline_name and b.kernel is not None]
-        kernel = matches[0]
-
     result: dict[str, Any] = {}
-    first_args = _placed(state, shape, dtype, seeds[0])
-    if isinstance(kernel, TorchCallable):
-        compiled = backend.compile_callable(kernel, meta, first_args)
-    else:
-        compiled = backend.compile(kernel, tunables, meta, first_args)
+    first_args = placed_inputs(state, shape, dtype, seeds[0])
+    kernel = kernel_for(problem, payload.get("baseline_kernel"))
+    compiled = compile_for(state, shape, config, kernel, first_args)
     result.update(compile_s=compiled.compile_s, binary_hash=compiled.binary_hash, resources=compiled.resources)
 
     verdicts = []
@@ -243,7 +251,7 @@ def _prepare(state: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, 
         seeds = []
         timing_args = first_args
     for seed in seeds:
-        args = first_args if seed == seeds[0] else _placed(state, shape, dtype, seed)
+        args = first_args if seed == seeds[0] else placed_inputs(state, shape, dtype, seed)
         refs = _reference(state, shape, dtype, seed)
         backend.poison(args, problem.outputs)
         returned = _run_once(backend, compiled.launch, args)

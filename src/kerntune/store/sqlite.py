@@ -143,6 +143,13 @@ CREATE TABLE IF NOT EXISTS calibrations (
     created REAL NOT NULL,
     data TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS profiles (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+    tool TEXT NOT NULL,
+    created REAL NOT NULL,
+    data TEXT NOT NULL
+);
 CREATE INDEX IF NOT EXISTS measurements_candidate ON measurements(candidate_id);
 CREATE INDEX IF NOT EXISTS verdicts_candidate ON verdicts(candidate_id);
 """

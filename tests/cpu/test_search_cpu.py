@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +46,18 @@ def test_a_time_budget_per_shape_leaves_every_shape_its_share(kerntune: Callable
     assert report["run"]["stop_reason"] == "time budget reached (2 s per shape)"
     assert report["run"]["budget"]["shape_seconds"] == 2.0
     assert [s["outcomes"]["timed"] >= 1 for s in report["shapes"]] == [True, True]
+
+
+def test_a_shape_finished_earlier_in_the_run_warm_starts_the_next(kerntune: Callable[..., CliResult],
+                                                                 tmp_path: Path) -> None:
+    result = kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--shape", "M=64,N=64,K=64", "--shape",
+                      "M=128,N=128,K=128", "--strategy", "local", "--budget", "4", "--json",
+                      env={"KERNTUNE_CONFIRM_ROUNDS": "0"})
+    assert result.code == 0, result.stderr
+    db = sqlite3.connect(tmp_path / "store" / "kerntune.sqlite")
+    rows = db.execute("SELECT c.shape_key, c.config_key, m.median_ms FROM candidates c JOIN measurements m ON"
+                      " m.candidate_id = c.id WHERE c.role = 'search' ORDER BY c.id").fetchall()
+    first = [r for r in rows if r[0] == "M=64,N=64,K=64"]
+    second = [r for r in rows if r[0] == "M=128,N=128,K=128"]
+    fastest_first = min(first, key=lambda r: r[2])[1]
+    assert second[0][1] == fastest_first  # the second shape's search began at the first shape's winner

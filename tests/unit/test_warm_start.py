@@ -28,7 +28,13 @@ def test_the_nearest_shape_on_the_same_device_seeds_the_search(tmp_path: Path) -
     elsewhere = replace(_run(store, "20260101-000000-bbbb"), target=replace(TARGET, device_name="other GPU"))
     store.db.execute("UPDATE runs SET target=? WHERE id=?", (json.dumps(elsewhere.target.as_dict()), elsewhere.id))
     _timed(store, elsewhere.id, here, "z", 0.01)
-    seeds = nearest_winners(store, problem="p", dtype="float32", target=TARGET, shape=here, exclude_run="now")
+    seeds = nearest_winners(store, problem="p", dtype="float32", target=TARGET, shape=here, current_run="now")
     assert [(s.shape.key, s.config["X"]) for s in seeds] == [("N=4096", "c"), ("N=16", "a")]
+    # Within a run: a shape finished earlier seeds the next one; the shape in progress does not seed itself.
+    _timed(store, first.id, here, "e", 0.5)
+    mid_run = nearest_winners(store, problem="p", dtype="float32", target=TARGET, shape=here, current_run=first.id)
+    assert [(s.shape.key, s.config["X"]) for s in mid_run] == [("N=4096", "c"), ("N=16", "a")]
+    later = nearest_winners(store, problem="p", dtype="float32", target=TARGET, shape=big, current_run=first.id)
+    assert [(s.shape.key, s.config["X"]) for s in later] == [("N=2048", "e"), ("N=16", "a")]
     assert shape_distance({"N": 2, "K": 3}, {"N": 2, "K": 3}) == 0.0
     assert shape_distance({"N": 2, "layout": "nt"}, {"N": 2, "layout": "tn"}) == float("inf")

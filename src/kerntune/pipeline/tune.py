@@ -41,6 +41,8 @@ from kerntune.store.ledger import LedgerRow, prior_failures
 from kerntune.store.warm_start import nearest_winners
 
 CONTEXT_FATAL_KINDS = {kind.value for kind in CONTEXT_FATAL}
+WARM_STARTS = 3
+"""Winners of the nearest tuned shapes tried first: the nearest one is the start, the others follow it."""
 
 
 @dataclass(frozen=True)
@@ -215,17 +217,21 @@ class _Tuner:
                 medians[key] = cand.measurement.median_ms if cand.measurement else None
         return medians
 
-    def start_config(self, shape: Shape, valid: Sequence[Config]) -> Config:
-        """Where the search begins: the winner of the nearest shape tuned before on this device (warm start),
-        if it is valid here; else the spec's default config."""
+    def warm_starts(self, shape: Shape, valid: Sequence[Config]) -> list[Config]:
+        """Where the search begins: the winners of the nearest shapes tuned on this device — before, or earlier
+        in this run — that are valid here (nearest first, at most ``WARM_STARTS``); else the spec's default."""
         allowed = {c.key for c in valid}
+        found: list[Config] = []
         for seed in nearest_winners(self.store, problem=self.problem.name, dtype=self.run.dtype, target=self.target,
-                                    shape=shape, exclude_run=self.run.id):
-            if seed.config.key in allowed:
-                self.progress.finished("warm start", "ok", f"from {seed.config.key}, the winner at {seed.shape.key} "
-                                       f"in run {seed.run_id}")
-                return seed.config
-        return self.problem.space.default_config()
+                                    shape=shape, current_run=self.run.id):
+            if seed.config.key in allowed and seed.config not in found:
+                if not found:
+                    self.progress.finished("warm start", "ok", f"from {seed.config.key}, the winner at "
+                                           f"{seed.shape.key} in run {seed.run_id}")
+                found.append(seed.config)
+            if len(found) == WARM_STARTS:
+                break
+        return found or [self.problem.space.default_config()]
 
     def tune_shape(self, shape: Shape, ahead: CompileAhead | None) -> None:
         valid, rejected = self.valid(shape)
@@ -240,8 +246,8 @@ class _Tuner:
                 baseline_configs.add(config.key)
             self.evaluate(shape, config, "baseline", baseline.name, None if baseline.config else baseline.name)
         name = resolve_strategy(self.run.strategy, len(valid), self.target.claims_timing)
-        strategy = make_strategy(name, valid, self.run.seed, self.start_config(shape, valid),
-                                 self.problem.space.seed_configs())
+        start, *near = self.warm_starts(shape, valid)
+        strategy = make_strategy(name, valid, self.run.seed, start, [*near, *self.problem.space.seed_configs()])
         search = ShapeSearch(self, shape, strategy, ahead, baseline_configs, known_bad,
                              known=self.stored_medians(shape))
         try:

@@ -36,19 +36,23 @@ def shape_distance(a: Mapping[str, Scalar], b: Mapping[str, Scalar]) -> float:
 
 
 def nearest_winners(store: Store, *, problem: str, dtype: str, target: Target, shape: Shape,
-                    exclude_run: str) -> list[Seed]:
-    """Each tuned shape's fastest full measurement, nearest shape first (this shape itself, if tuned before)."""
+                    current_run: str) -> list[Seed]:
+    """Each tuned shape's fastest full measurement, nearest shape first (this shape itself, if tuned before).
+    Shapes the current run finished earlier count (a run over many shapes seeds each from its neighbours); the
+    shape being searched in the current run does not."""
     rows = store.db.execute(
         "SELECT r.id, r.target, c.shape, c.config, m.median_ms FROM candidates c JOIN runs r ON r.id = c.run_id"
-        " JOIN measurements m ON m.candidate_id = c.id WHERE r.problem = ? AND r.dtype = ? AND r.id != ?"
+        " JOIN measurements m ON m.candidate_id = c.id WHERE r.problem = ? AND r.dtype = ?"
         " AND c.role = 'search' AND c.status = 'ok' AND m.phase = 'search'",
-        (problem, dtype, exclude_run)).fetchall()
+        (problem, dtype)).fetchall()
     best: dict[str, Seed] = {}
     for run_id, target_json, shape_json, config_json, median in rows:
         other = json.loads(target_json)
         if other.get("device_name") != target.device_name or other.get("arch") != target.arch:
             continue
         seen = Shape.of(json.loads(shape_json))
+        if run_id == current_run and seen.key == shape.key:
+            continue
         if seen.key not in best or median < best[seen.key].median_ms:
             best[seen.key] = Seed(seen, Config.of(json.loads(config_json)), float(median), str(run_id))
     here = shape.as_dict()

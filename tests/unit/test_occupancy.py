@@ -62,3 +62,14 @@ def test_cdna_agprs_share_the_register_file_and_lds_can_limit() -> None:
     lds = amd_occupancy("gfx942", 64, lds_bytes=32768, threads_per_block=256)
     assert (lds.blocks_per_sm, lds.limiter) == (2, "LDS")  # 2 blocks of 4 waves over 4 SIMDs
     assert amd_next_boundary("gfx906", 65) == "1 fewer VGPRs per lane would allow 4 waves"
+
+
+def test_registers_to_the_next_block_when_registers_limit() -> None:
+    from kerntune.isa.occupancy import registers_to_next_block
+
+    # 8 warps × ceil(130·32/256)·256 = 34,816 registers: one block; 128 per thread (32,768) would fit two.
+    assert registers_to_next_block({"registers": 130, "num_warps": 8}, SM90) == 2
+    # 100 per thread: two blocks (26,624 each); a third needs ≤ 21,845, i.e. 80 per thread.
+    assert registers_to_next_block({"registers": 100, "num_warps": 8}, SM90) == 20
+    # Shared memory limits this one (two blocks of 100 KB), so registers are not the lever.
+    assert registers_to_next_block({"registers": 64, "num_warps": 4, "shared_bytes": 100_000}, SM90) is None

@@ -54,3 +54,18 @@ def test_screening_rungs_shorten_the_protocol_and_loosen_its_interval() -> None:
     first = rung_options(full, 0)
     assert (first["warmup_ms"], first["budget_ms"], first["ramp_limit_ms"]) == (16.0, 100.0, 62.5)
     assert first["ci_target"] == 0.02 and rung_options(full, 1)["ci_target"] == 0.01
+
+
+def test_a_register_bound_best_at_an_occupancy_step_stops_after_one_stale_round(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    tuner = SimpleNamespace(settings=Settings(), store=store, run=_run(store), progress=_NullProgress())
+    configs = [Config.of({"X": i}) for i in range(4)]
+    search = ShapeSearch(tuner, Shape.of(SHAPE.as_dict()), make_strategy("local", configs, 0), None,  # type: ignore[arg-type]
+                         set(), {})
+    search.best_full = (0.5, {"registers": 130, "num_warps": 8}, SM90)  # 2 registers past the 2-block step
+    assert search.register_boundary(stale_rounds=0) is None  # still improving: go on
+    reason = search.register_boundary(stale_rounds=1)
+    assert reason is not None and reason.startswith("register pressure at an occupancy boundary")
+    assert "130 registers per thread, 1 block(s)" in reason and "2 fewer would allow 2" in reason
+    search.best_full = (0.5, {"registers": 100, "num_warps": 8}, SM90)  # 20 registers from the next step
+    assert search.register_boundary(stale_rounds=2) is None

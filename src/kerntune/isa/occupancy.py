@@ -89,6 +89,23 @@ def occupancy(resources: Mapping[str, Any], limits: Mapping[str, int]) -> Occupa
     return Occupancy(blocks, warps, warps / (limits["threads_per_sm"] // warp), limiter)
 
 
+def registers_to_next_block(resources: Mapping[str, Any], limits: Mapping[str, int]) -> int | None:
+    """When registers limit occupancy: how many fewer registers per thread would let one more block reside
+    (other limits permitting); None when something else limits it or nothing is known."""
+    occ = occupancy(resources, limits)
+    threads = threads_per_block(resources, limits)
+    regs = resources.get("registers")
+    if occ is None or occ.limiter != "registers" or not threads or not isinstance(regs, int):
+        return None
+    target = occ.blocks_per_sm + 1
+    fewer = 1
+    while regs - fewer > 0:
+        if limits["registers_per_sm"] // _register_cost(regs - fewer, threads, limits) >= target:
+            return fewer
+        fewer += 1
+    return None
+
+
 def prune_reason(resources: Mapping[str, Any], limits: Mapping[str, int], min_occupancy: float) -> str | None:
     """Why this compiled kernel is not worth timing, or None: it cannot launch, or its occupancy (resident
     warps over the maximum) is under ``min_occupancy``."""

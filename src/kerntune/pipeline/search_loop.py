@@ -18,12 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kerntune.isa.occupancy import prune_reason
+from kerntune.isa.occupancy import occupancy, prune_reason, registers_to_next_block
 from kerntune.model import Config, FailureKind, Shape
 from kerntune.pipeline.compile_ahead import CompileAhead
 from kerntune.pipeline.search import Strategy
 from kerntune.pipeline.search.race import rung_fraction
-from kerntune.pipeline.search.stopping import Plateau
+from kerntune.pipeline.search.stopping import REGISTER_BOUNDARY_MARGIN, Plateau
 from kerntune.pipeline.speed_of_light import describe, speed_of_light
 from kerntune.store import CandidateResult
 
@@ -56,6 +56,8 @@ class ShapeSearch:
     """(signature, role, label) → (config key, median) of the config timed for those binaries."""
     evaluated: set[str] = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
+    best_full: tuple[float, Mapping[str, Any], Mapping[str, int]] | None = None
+    """The fastest full measurement so far with its compiled resources and the device's limits."""
 
     def run(self) -> str:
         """Search until the strategy ends or a stopping rule fires; return why it stopped ("" if it ran out)."""
@@ -95,6 +97,24 @@ class ShapeSearch:
             plateaued = plateau.add(median) if plateau is not None else None
             if plateaued is not None:
                 return plateaued
+            boundary = self.register_boundary(plateau.stale_rounds) if plateau is not None else None
+            if boundary is not None:
+                return boundary
+
+    def register_boundary(self, stale_rounds: int) -> str | None:
+        """The seeds' last stopping rule: the best config is register-bound just past an occupancy step and a
+        round brought under 2%: tuning parameters will not move it; restructuring the kernel would."""
+        if stale_rounds < 1 or self.best_full is None:
+            return None
+        median, resources, limits = self.best_full
+        fewer = registers_to_next_block(resources, limits)
+        if fewer is None or fewer > REGISTER_BOUNDARY_MARGIN:
+            return None
+        occ = occupancy(resources, limits)
+        blocks = occ.blocks_per_sm if occ else 0
+        return (f"register pressure at an occupancy boundary: the best config ({median:.4g} ms) uses "
+                f"{resources.get('registers')} registers per thread, {blocks} block(s) per multiprocessor; "
+                f"{fewer} fewer would allow {blocks + 1} — restructure the kernel, more config search will not help")
 
     def _near_limit(self, median: float | None) -> str | None:
         """Stop when a config runs within KERNTUNE_SOL_STOP of the roofline: nothing faster is left to find."""
@@ -150,6 +170,8 @@ class ShapeSearch:
         result = tuner.evaluate(shape, config, role, label, measure=rung_options(tuner.measure, rung),
                                 precompiled=compiled)
         median = result.measurement.median_ms if result is not None and result.measurement else None
+        if rung is None and median is not None and compiled and (self.best_full is None or median < self.best_full[0]):
+            self.best_full = (median, dict(compiled.get("resources") or {}), dict(compiled.get("limits") or {}))
         signature = compiled.get("signature") if compiled else None
         if signature and result is not None and result.status == "ok":
             self.signatures[(signature, role, label)] = (config.key, median)

@@ -2,11 +2,19 @@
 
 ``Plateau``: the seeds' rule — three consecutive rounds that improve the best time by under 2% mean the
 space has plateaued; going on buys little. A round is a fixed number of evaluations. Exhaustive search
-never stops on a plateau (its user asked for every config)."""
+never stops on a plateau (its user asked for every config).
+
+The register-boundary rule (applied by the search loop with compiled resources): when the best config's
+occupancy is limited by registers and it sits within ``REGISTER_BOUNDARY_MARGIN`` registers per thread of the
+next block, one round under 2% gain is enough to stop — more config search will not help, the kernel needs
+restructuring (fewer live values), which the stop reason says."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+REGISTER_BOUNDARY_MARGIN = 8
+"""Registers per thread above an occupancy step that count as "sitting at the boundary"."""
 
 
 @dataclass
@@ -19,6 +27,11 @@ class Plateau:
     _in_round: int = 0
     _stale: int = 0
     history: list[float] = field(default_factory=list)
+
+    @property
+    def stale_rounds(self) -> int:
+        """Consecutive finished rounds under the gain, so far."""
+        return self._stale
 
     def add(self, median_ms: float | None) -> str | None:
         """Record one evaluation; return the reason to stop, or None to go on."""

@@ -64,6 +64,10 @@ class Settings:
     (needs the spec's cost model and a ``kerntune calibrate`` of the device; 0: never)."""
     lock_timeout_s: float = 600.0
     """KERNTUNE_LOCK_TIMEOUT_S: how long to wait for a device another kerntune is calibrating (0: refuse)."""
+    log_dispatch: int = 0
+    """KERNTUNE_LOG_DISPATCH: 1 writes the runtime's first decision for each key to stderr."""
+    record_untuned: str = ""
+    """KERNTUNE_RECORD_UNTUNED: a file the runtime appends each missed key to (JSON lines): a shape corpus."""
     device: str = ""
     """KERNTUNE_DEVICE: device selector (e.g. ``cuda:0``, ``pocl``, an OpenCL device name fragment)."""
 

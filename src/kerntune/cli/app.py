@@ -237,6 +237,24 @@ def profile(
 
 
 @app.command()
+def deploy(
+    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")],
+    table: Annotated[Path, typer.Option("--table", help="The table to write or merge into: *.json.")],
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Write a run's gated winners into a dispatch table (JSON for kerntune.runtime, a .py module and a C .inc
+    beside it), atomically, with provenance; an existing table for the same device is merged."""
+    from kerntune.pipeline.deploy import deploy as run_deploy
+
+    done = run_deploy(_store(store), run, table)
+    if as_json:
+        _emit_json(done)
+    else:
+        Console().print(f"{len(done['table']['entries'])} entries: " + ", ".join(done["written"]), highlight=False)
+
+
+@app.command()
 def ledger(
     problem: Annotated[str | None, typer.Option("--problem", help="Only this problem.")] = None,
     kind: Annotated[

@@ -1,0 +1,159 @@
+"""The live lookup: which config a call runs, from a deployed table. Standard library only.
+
+Order: the exact entry for the call's key → the first fallback rule whose bounds hold → the conservative
+default. Decisions are cached per key (a dict lookup per call after the first); every call is counted as an
+exact hit, a rule hit or a default, so a hit rate is per call, not per distinct key. A table whose validators
+(driver, toolkit, triton, torch, kerntune versions) differ from this process's, or that could not be read,
+is not applied: every call is a counted miss, and the reason is warned once. ``production`` mode applies
+admitted entries only (fail closed); ``explore`` applies every entry that was not rejected.
+
+``KERNTUNE_LOG_DISPATCH=1`` writes the first decision for each key to stderr; ``KERNTUNE_RECORD_UNTUNED=PATH``
+appends each missed key (once per process) as a JSON line: a shape corpus for offline tuning.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from collections import Counter
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from kerntune.runtime.table import Table, entry_key, load_table
+from kerntune.settings import Settings
+
+MODES = ("explore", "production")
+
+
+def _matches(rule: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
+    """A rule's ``when``: each field equal to a value, or within ``[low, high)`` when given a pair."""
+    for name, want in (rule.get("when") or {}).items():
+        have = fields.get(name)
+        if isinstance(want, list) and len(want) == 2:
+            if not isinstance(have, (int, float)) or not (want[0] <= have < want[1]):
+                return False
+        elif have != want:
+            return False
+    return True
+
+
+def live_versions() -> dict[str, str]:
+    """Versions of what this process has loaded (nothing is imported to find them)."""
+    found = {}
+    for name in ("triton", "torch"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__version__", None):
+            found[name] = str(module.__version__)
+    torch = sys.modules.get("torch")
+    cuda = getattr(getattr(torch, "version", None), "cuda", None)
+    if cuda:
+        found["cuda"] = str(cuda)
+    from kerntune import __version__
+
+    found["kerntune"] = __version__
+    return found
+
+
+class Dispatcher:
+    def __init__(self, table: Table | str | Path, *, key: Callable[..., Mapping[str, Any]],
+                 default: Mapping[str, Any], device: Mapping[str, Any] | None = None,
+                 versions: Mapping[str, str] | None = None, mode: str = "explore",
+                 settings: Settings | None = None) -> None:
+        """``key(*args, **kwargs)`` gives the call's fields (op, dtypes, layout, shape); ``device`` the
+        device's (arch, compute_units, device_name) that every table key carries; ``versions`` this
+        process's (default: what is loaded)."""
+        if mode not in MODES:
+            raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
+        problem = None
+        if isinstance(table, Table):
+            self.table = table
+        else:
+            self.table, problem = load_table(table)
+        self.key_fn, self.default, self.mode = key, dict(default), mode
+        self.device = dict(device or {})
+        self.settings = settings or Settings.from_env()
+        live = dict(versions) if versions is not None else live_versions()
+        stale = {k: (v, live[k]) for k, v in self.table.validators.items() if k in live and live[k] != v}
+        if problem is None and stale:
+            problem = (f"dispatch table {self.table.path or '(in memory)'} was tuned under "
+                       + ", ".join(f"{k} {was} (this process: {now})" for k, (was, now) in sorted(stale.items()))
+                       + ": not applied; tune again or `kerntune migrate` it")
+        self.disabled = problem
+        if problem is not None:
+            warnings.warn(problem + " — running the default config", RuntimeWarning, stacklevel=2)
+        self._cache: dict[tuple[tuple[str, Any], ...], _Decision] = {}
+        """Per distinct call: its decision and how many calls it served."""
+
+    def fields(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {**self.device, **dict(self.key_fn(*args, **kwargs))}
+
+    def _decide(self, fields: Mapping[str, Any], key: str) -> tuple[dict[str, Any], str]:
+        if self.disabled is None:
+            entry = self.table.entries.get(key)
+            usable = entry is not None and (entry["status"] == "admitted" if self.mode == "production"
+                                            else entry["status"] != "rejected")
+            if entry is not None and usable:
+                return dict(entry["config"]), "exact"
+            for rule in self.table.rules:
+                if _matches(rule, fields):
+                    return dict(rule["config"]), "rule"
+        return dict(self.default), "default"
+
+    def select(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The config this call runs. After a key's first call: the key function, a tuple of its items, one
+        dict lookup and a count (the canonical key string is built once per distinct call)."""
+        raw = tuple(self.key_fn(*args, **kwargs).items())
+        decision = self._cache.get(raw)
+        if decision is None:
+            fields = {**self.device, **dict(raw)}
+            key = entry_key(fields)
+            config, kind = self._decide(fields, key)
+            decision = self._cache[raw] = _Decision(config, kind, key)
+            self._first_decision(fields, key, (config, kind))
+        decision.calls += 1
+        return decision.config
+
+    def kernel(self, fn: Any) -> Any:
+        """``fn`` (a ``@triton.jit`` function) launched as ``kernel[grid](*args)`` with the config this
+        dispatcher selects for the call's arguments (the key function receives the same arguments)."""
+        return _DispatchedKernel(fn, self)
+
+    def _first_decision(self, fields: Mapping[str, Any], key: str, decided: tuple[dict[str, Any], str]) -> None:
+        if self.settings.log_dispatch:
+            why = f" ({self.disabled})" if self.disabled else ""
+            sys.stderr.write(f"kerntune dispatch: {key} -> {decided[1]} {json.dumps(decided[0])}{why}\n")
+        if decided[1] != "exact" and self.settings.record_untuned:
+            with open(self.settings.record_untuned, "a") as corpus:
+                corpus.write(json.dumps({"key": dict(fields), "decision": decided[1]}) + "\n")
+
+    def stats(self) -> dict[str, Any]:
+        """Calls by decision (exact, rule, default), the hit rate by calls, and calls per missed key."""
+        by_kind: Counter[str] = Counter({"exact": 0, "rule": 0, "default": 0})
+        for d in self._cache.values():
+            by_kind[d.kind] += d.calls
+        total = sum(by_kind.values())
+        missed = {d.key: d.calls for d in self._cache.values() if d.kind != "exact" and d.calls}
+        return {"calls": total, **by_kind, "hit_rate": by_kind["exact"] / total if total else None,
+                "missed_keys": missed, "disabled": self.disabled}
+
+
+class _Decision:
+    __slots__ = ("calls", "config", "key", "kind")
+
+    def __init__(self, config: dict[str, Any], kind: str, key: str) -> None:
+        self.config, self.kind, self.key, self.calls = config, kind, key, 0
+
+
+class _DispatchedKernel:
+    def __init__(self, fn: Any, dispatcher: Dispatcher) -> None:
+        self.fn, self.dispatcher = fn, dispatcher
+
+    def __getitem__(self, grid: Any) -> Any:
+        fn, select = self.fn, self.dispatcher.select
+
+        def launch(*args: Any, **kwargs: Any) -> Any:
+            return fn[grid](*args, **kwargs, **select(*args, **kwargs))
+
+        return launch

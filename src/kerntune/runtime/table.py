@@ -1,0 +1,110 @@
+"""Dispatch tables: what ``kerntune deploy`` writes and the live runtime reads. Standard library only.
+
+A table is JSON: ``{"schema": 1, "provenance": {...}, "validators": {...}, "device": {...}, "entries": [...]}``.
+An entry is ``{"key": {field: value}, "config": {...}, "status": ..., "median_ms": ...}``; its identity is
+``entry_key(fields)``, every field of the live call that can change the winner in one canonical string. A
+table that cannot be read (truncated, hand-broken, a newer schema, two entries with one key) never takes the
+user's program down: ``load_table`` returns an empty table and the reason, the runtime warns and falls back
+to its default config.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA = 1
+STATUSES = ("exploratory", "measured", "rejected", "promotion candidate", "admitted")
+"""The hipfire seed's ladder: every entry carries one."""
+
+
+def entry_key(fields: Mapping[str, Any]) -> str:
+    """The canonical identity of a live call: ``name=value`` pairs sorted by name, joined by ``;``. Values are
+    written as JSON scalars (``4096``, ``"bfloat16"``), so ``4096`` and ``"4096"`` are different keys."""
+    return ";".join(f"{name}={json.dumps(fields[name], separators=(',', ':'))}" for name in sorted(fields))
+
+
+class TableError(ValueError):
+    """A table that must not be applied, with what was wrong and what to do."""
+
+
+@dataclass(frozen=True)
+class Table:
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """By ``entry_key``: the entry (key fields, config, status, median)."""
+    rules: list[dict[str, Any]] = field(default_factory=list)
+    """Fallback rules, first match wins: ``{"when": {field: value or [low, high)}, "config": {...}}``."""
+    validators: dict[str, str] = field(default_factory=dict)
+    """Versions the entries were tuned under (driver, toolkit, triton, torch, kerntune)."""
+    device: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    path: str = ""
+
+
+def _objects(item: Mapping[str, Any], *names: str) -> bool:
+    return all(isinstance(item.get(name), dict) for name in names)
+
+
+def parse_table(data: Any, path: str = "") -> Table:
+    """A Table from decoded JSON; a TableError says what is wrong."""
+    if not isinstance(data, dict):
+        raise TableError(f"{path}: a table is a JSON object with schema, validators and entries")
+    schema = data.get("schema")
+    if not isinstance(schema, int):
+        raise TableError(f"{path}: no integer 'schema' field: not a kerntune table, or hand-edited")
+    if schema > SCHEMA:
+        raise TableError(f"{path}: schema {schema} is newer than this kerntune reads ({SCHEMA}): upgrade kerntune")
+    entries: dict[str, dict[str, Any]] = {}
+    for i, entry in enumerate(data.get("entries") or []):
+        if not (isinstance(entry, dict) and _objects(entry, "key", "config")):
+            raise TableError(f"{path}: entry {i} needs a 'key' object and a 'config' object")
+        status = entry.get("status", "measured")
+        if status not in STATUSES:
+            raise TableError(f"{path}: entry {i} has status {status!r}; one of {', '.join(STATUSES)}")
+        key = entry_key(entry["key"])
+        if key in entries:
+            raise TableError(f"{path}: entries {list(entries).index(key)} and {i} have the same key {key}: keep one")
+        entries[key] = {**entry, "status": status}
+    rules = data.get("rules") or []
+    for i, rule in enumerate(rules):
+        if not (isinstance(rule, dict) and _objects(rule, "when", "config")):
+            raise TableError(f"{path}: rule {i} needs a 'when' object and a 'config' object")
+    validators = {str(k): str(v) for k, v in (data.get("validators") or {}).items()}
+    return Table(entries=entries, rules=list(rules), validators=validators, device=dict(data.get("device") or {}),
+                 provenance=dict(data.get("provenance") or {}), path=path)
+
+
+def load_table(path: str | Path) -> tuple[Table, str | None]:
+    """The table at ``path``, or an empty table and the reason it could not be used (never an exception: the
+    live program goes on with its default config)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        return Table(path=str(path)), f"cannot read dispatch table {path}: {exc.strerror or exc}"
+    try:
+        return parse_table(json.loads(text), str(path)), None
+    except json.JSONDecodeError as exc:
+        return Table(path=str(path)), f"dispatch table {path} is not valid JSON ({exc.msg} at line {exc.lineno}): " \
+                                      "truncated or hand-edited; deploy it again"
+    except TableError as exc:
+        return Table(path=str(path)), f"dispatch table {exc}"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

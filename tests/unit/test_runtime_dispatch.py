@@ -1,0 +1,90 @@
+"""The live dispatch path with in-memory and on-disk tables (no device): lookup order, per-call counting,
+modes, validators, logging and the untuned-shape corpus, and bad tables that must not crash a program."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kerntune.runtime.dispatch import Dispatcher
+from kerntune.runtime.table import SCHEMA, entry_key, load_table, parse_table
+from kerntune.settings import Settings
+
+DEVICE = {"arch": "sm_90", "compute_units": 132, "device_name": "NVIDIA H200"}
+DEFAULT = {"BLOCK": 64}
+
+
+def _table(**extra: Any) -> dict[str, Any]:
+    return {"schema": SCHEMA, "validators": {"triton": "3.6.0"}, "device": DEVICE,
+            "entries": [{"key": {**DEVICE, "op": "mm", "M": 16}, "config": {"BLOCK": 16}, "status": "admitted"},
+                        {"key": {**DEVICE, "op": "mm", "M": 128}, "config": {"BLOCK": 128}, "status": "measured"},
+                        {"key": {**DEVICE, "op": "mm", "M": 256}, "config": {"BLOCK": 256}, "status": "rejected"}],
+            "rules": [{"when": {"M": [512, 8192]}, "config": {"BLOCK": 512}}], **extra}
+
+
+def _dispatcher(data: dict[str, Any], tmp_path: Path, **kwargs: Any) -> Dispatcher:
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps(data))
+    settings = kwargs.pop("settings", Settings())
+    return Dispatcher(path, key=lambda m: {"op": "mm", "M": m}, default=DEFAULT, device=DEVICE,
+                      versions={"triton": "3.6.0"}, settings=settings, **kwargs)
+
+
+def test_exact_then_rule_then_default_counted_per_call(tmp_path: Path) -> None:
+    d = _dispatcher(_table(), tmp_path)
+    assert [d.select(m)["BLOCK"] for m in (16, 16, 16, 128, 1024, 4, 256)] == [16, 16, 16, 128, 512, 64, 64]
+    stats = d.stats()
+    assert (stats["calls"], stats["exact"], stats["rule"], stats["default"]) == (7, 4, 1, 2)
+    assert stats["hit_rate"] == pytest.approx(4 / 7)
+    assert stats["missed_keys"] == {entry_key({**DEVICE, "op": "mm", "M": m}): 1 for m in (1024, 4, 256)}
+
+
+def test_production_mode_applies_admitted_entries_only(tmp_path: Path) -> None:
+    d = _dispatcher(_table(), tmp_path, mode="production")
+    assert (d.select(16)["BLOCK"], d.select(128)["BLOCK"]) == (16, 64)
+
+
+def test_a_table_tuned_under_other_versions_is_not_applied_and_says_why(tmp_path: Path) -> None:
+    data = _table(validators={"triton": "3.5.0"})
+    with pytest.warns(RuntimeWarning, match=r"tuned under triton 3.5.0 \(this process: 3.6.0\): not applied"):
+        d = _dispatcher(data, tmp_path)
+    assert d.select(16) == DEFAULT and d.stats()["default"] == 1 and d.stats()["exact"] == 0
+
+
+@pytest.mark.parametrize("text, reason", [
+    ('{"schema": 1, "entries": [{"key": {"M": 1}, "conf', "not valid JSON"),
+    (json.dumps({"schema": SCHEMA + 1, "entries": []}), "is newer than this kerntune reads"),
+    (json.dumps({"schema": 1, "entries": [{"key": {"M": 1}, "config": {}}, {"key": {"M": 1}, "config": {}}]}),
+     "have the same key"),
+    (json.dumps({"schema": 1, "entries": [{"key": {"M": 1}, "config": {}, "status": "great"}]}), "has status"),
+    (json.dumps([1, 2]), "a table is a JSON object"),
+])
+def test_a_broken_table_falls_back_to_the_default_with_a_warning(tmp_path: Path, text: str, reason: str) -> None:
+    path = tmp_path / "table.json"
+    path.write_text(text)
+    table, problem = load_table(path)
+    assert problem is not None and reason in problem and not table.entries
+    with pytest.warns(RuntimeWarning, match="running the default config"):
+        d = Dispatcher(path, key=lambda m: {"M": m}, default=DEFAULT, versions={}, settings=Settings())
+    assert d.select(1) == DEFAULT
+
+
+def test_first_decisions_are_logged_and_missed_keys_recorded_once(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "untuned.jsonl"
+    d = _dispatcher(_table(), tmp_path, settings=Settings(log_dispatch=1, record_untuned=str(corpus)))
+    for m in (16, 16, 4, 4, 4):
+        d.select(m)
+    logged = capsys.readouterr().err.splitlines()
+    assert len(logged) == 2 and "-> exact" in logged[0] and "-> default" in logged[1]
+    recorded = [json.loads(line) for line in corpus.read_text().splitlines()]
+    assert recorded == [{"key": {**DEVICE, "op": "mm", "M": 4}, "decision": "default"}]
+
+
+def test_keys_are_canonical_and_typed() -> None:
+    assert entry_key({"M": 16, "dtype": "bf16"}) == entry_key({"dtype": "bf16", "M": 16}) == 'M=16;dtype="bf16"'
+    assert entry_key({"M": 16}) != entry_key({"M": "16"})
+    assert set(parse_table(_table()).entries) == {entry_key(e["key"]) for e in _table()["entries"]}

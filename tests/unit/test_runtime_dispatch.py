@@ -88,3 +88,13 @@ def test_keys_are_canonical_and_typed() -> None:
     assert entry_key({"M": 16, "dtype": "bf16"}) == entry_key({"dtype": "bf16", "M": 16}) == 'M=16;dtype="bf16"'
     assert entry_key({"M": 16}) != entry_key({"M": "16"})
     assert set(parse_table(_table()).entries) == {entry_key(e["key"]) for e in _table()["entries"]}
+
+
+def test_the_runtime_imports_nothing_heavy() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, kerntune.runtime; print(','.join(m for m in ('numpy', 'scipy', 'torch', 'triton', 'optuna',"
+            " 'pyopencl', 'rich', 'typer', 'sqlite3') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == ""

@@ -2,7 +2,8 @@
 # The H200 acceptance runs of the search and know-why issues, in three calls of under 600 s (PHASE=A, B, C).
 # Results go to $WORK (default /tmp/w) and are packed into one archive under $OUT (a device call returns at
 # most 8 files). Wheels for optuna and friends are expected in .whl (see benchmarks/RESULTS.md).
-#   A: every gpu test (-rA prints the figures of test_know_why_gpu), then the default strategy with seeds 1-5
+#   A: every gpu test (-rA prints the figures of test_know_why_gpu), the dispatch-cost benchmark, then the
+#      default strategy with seeds 1-5
 #      on the efficiency space (h200_efficiency.sh, shortened protocol)
 #   B: the exhaustive run on the same space and the serial compile-then-time loop
 #   C: the 10 LLM shapes: one tune (TUNE_BUDGET per shape, no confirmation), then the side-by-side compare
@@ -18,6 +19,7 @@ git log --oneline -1 | tee -a "$WORK/gpu-$PHASE.txt"
 case $PHASE in
   A)
     timeout "${TESTS_LIMIT:-300}" python3 -m pytest tests/gpu -q -rA 2>&1 | tee "$WORK/gpu_tests.log" | tail -30
+    timeout 60 python3 benchmarks/dispatch_cost.py --gpu | tee "$WORK/dispatch_cost.json"
     OUT=$WORK RACE_LIMIT=${RACE_LIMIT:-70} RUNS="race1 race2 race3 race4 race5" bash benchmarks/h200_efficiency.sh
     ;;
   B)

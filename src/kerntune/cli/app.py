@@ -6,84 +6,18 @@ on stderr, no traceback); 130 interrupted (the run can be resumed).
 
 from __future__ import annotations
 
-import json
-import re
 import sys
-import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from kerntune.cli.common import JsonFlag, StoreOpt, _emit_json, _store, app, parse_budget, parse_shape
 from kerntune.errors import KerntuneError, UsageError
-from kerntune.model import Budget
 from kerntune.settings import Settings
-from kerntune.store import Store
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    help="Tune GPU kernels honestly: measure, search, gate on correctness, and report what really won.",
-)
-
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
-StoreOpt = Annotated[
-    Path | None, typer.Option("--store", help="Store folder (default: $KERNTUNE_HOME or ./.kerntune).")
-]
-
-
-def _store(path: Path | None) -> Store:
-    settings = Settings.from_env()
-    return Store(path if path is not None else settings.home)
-
-
-def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
-
-
-def parse_shape(text: str) -> dict[str, str]:
-    """``M=4096,N=4096`` → {"M": "4096", "N": "4096"}."""
-    shape: dict[str, str] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        if "=" not in part:
-            raise UsageError(f"--shape {text!r}: expected NAME=VALUE pairs separated by commas, e.g. M=4096,N=4096")
-        name, value = (s.strip() for s in part.split("=", 1))
-        if not name or not value:
-            raise UsageError(f"--shape {text!r}: empty name or value in {part!r}")
-        shape[name] = value
-    if not shape:
-        raise UsageError("--shape needs at least one NAME=VALUE")
-    return shape
-
-
-def parse_budget(values: list[str]) -> Budget:
-    """``100`` evaluations (per shape), ``90s`` / ``5m`` / ``1h`` seconds (whole run), ``45s/shape`` seconds for
-    each shape's search; any of them may be combined."""
-    evaluations: int | None = None
-    seconds: float | None = None
-    shape_seconds: float | None = None
-    for raw in values:
-        for text in filter(None, (t.strip() for t in raw.split(","))):
-            match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(?:(s|m|h)(/shape)?)?", text)
-            if not match:
-                raise UsageError(f"--budget {text!r}: give an evaluation count (100), a time for the run (90s, 5m, "
-                                 "1h) or a time per shape (45s/shape)")
-            number, unit = float(match.group(1)), match.group(2)
-            if unit is None:
-                if number < 1 or number != int(number):
-                    raise UsageError(f"--budget {text!r}: an evaluation count must be a positive integer")
-                evaluations = int(number)
-                continue
-            limit = number * {"s": 1, "m": 60, "h": 3600}[unit]
-            if limit <= 0:
-                raise UsageError(f"--budget {text!r}: a time budget must be positive")
-            if match.group(3):
-                shape_seconds = limit
-            else:
-                seconds = limit
-    return Budget(evaluations, seconds, shape_seconds)
+__all__ = ["app", "main", "parse_budget", "parse_shape"]
 
 
 @app.command()
@@ -188,70 +122,6 @@ def show(
         _emit_json(report_json(report))
     else:
         print_report(Console(), report)
-
-
-@app.command()
-def roofline(
-    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Chart file: *.png or *.svg.")] = Path("roofline.svg"),
-    store: StoreOpt = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Draw a run's timed candidates on the calibrated roofline (needs a calibration and the spec's cost)."""
-    from kerntune.pipeline.report import build_report
-    from kerntune.pipeline.roofline import draw_roofline
-
-    db = _store(store)
-    drawn = draw_roofline(build_report(db, db.get_run(run)), output)
-    if as_json:
-        _emit_json(drawn)
-    else:
-        Console().print(f"{len(drawn['points'])} candidates on the roofline: {drawn['path']}")
-
-
-@app.command()
-def profile(
-    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")],
-    top: Annotated[int, typer.Option("--top", help="Finalists per shape to profile.")] = 3,
-    baselines: Annotated[bool, typer.Option("--baselines/--no-baselines", help="Profile the baselines too.")] = True,
-    store: StoreOpt = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Hardware counters of a run's finalists (Nsight Compute with --clock-control none: SOL, achieved and
-    theoretical occupancy, DRAM throughput), stored with the candidates. Exit 2 if any profile failed."""
-    from kerntune.cli.render import profile_table
-    from kerntune.pipeline.profile import ProfileRequest
-    from kerntune.pipeline.profile import profile as run_profile
-
-    if top < 1:
-        raise UsageError("--top must be at least 1")
-    rows = run_profile(ProfileRequest(run=run, top=top, baselines=baselines), _store(store))
-    if as_json:
-        _emit_json(rows)
-    else:
-        Console().print(profile_table(rows))
-    failed = [r for r in rows if "error" in r]
-    for r in failed:
-        sys.stderr.write(f"kerntune: error: profiling {r['label']} at {r['shape']} failed: {r['error']}\n")
-    raise typer.Exit(2 if failed else 0)
-
-
-@app.command()
-def deploy(
-    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")],
-    table: Annotated[Path, typer.Option("--table", help="The table to write or merge into: *.json.")],
-    store: StoreOpt = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Write a run's gated winners into a dispatch table (JSON for kerntune.runtime, a .py module and a C .inc
-    beside it), atomically, with provenance; an existing table for the same device is merged."""
-    from kerntune.pipeline.deploy import deploy as run_deploy
-
-    done = run_deploy(_store(store), run, table)
-    if as_json:
-        _emit_json(done)
-    else:
-        Console().print(f"{len(done['table']['entries'])} entries: " + ", ".join(done["written"]), highlight=False)
 
 
 @app.command()
@@ -388,77 +258,7 @@ def floor_check(
     raise typer.Exit(1 if any(c.verdict == "FAIL" for c in checks) else 0)
 
 
-@app.command()
-def calibrate(
-    device: Annotated[str, typer.Option("--device", help="cuda, cuda:N, rocm (the GPU), or an OpenCL device name "
-                                        "fragment; default: the GPU if torch sees one, else OpenCL.")] = "",
-    force: Annotated[bool, typer.Option("--force", help="Measure again even if a calibration is cached.")] = False,
-    store: StoreOpt = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Measure the device's ceilings (copy and triad bandwidth, FMA rate, matrix rates per dtype on a GPU,
-    launch latency); cached 7 days per device and driver."""
-    from dataclasses import asdict
-
-    from kerntune.pipeline.calibrate import calibrate as run_calibrate
-
-    settings = Settings.from_env()
-    found = run_calibrate(settings, _store(store), device=device or settings.device, force=force)
-    if as_json:
-        _emit_json({**asdict(found), "ridge_flops_per_byte": found.ridge_flops_per_byte})
-        return
-    age = f"cached, measured {time.time() - found.created:.0f} s ago" if found.cached else "measured now"
-    matrix = "".join(f"  matrix {dtype:14} {rate / 1e12:8.1f} TFLOP/s\n"
-                     for dtype, rate in found.matrix_flops_per_s.items())
-    Console().print(f"[bold]{found.device}[/] ({age})\n"
-                    f"  copy  {found.copy_bytes_per_s / 1e9:8.2f} GB/s\n"
-                    f"  triad {found.triad_bytes_per_s / 1e9:8.2f} GB/s\n"
-                    f"  FMA   {found.fma_flops_per_s / 1e9:8.2f} GFLOP/s (fp32)\n{matrix}"
-                    f"  launch latency {found.launch_latency_ms * 1e3:.1f} µs\n"
-                    f"  ridge point {found.ridge_flops_per_byte:.2f} FLOP/byte", highlight=False)
-
-
-@app.command()
-def inspect(
-    spec: Annotated[str, typer.Argument(help="A Triton spec file or a folder holding spec.py.")],
-    target: Annotated[
-        list[str], typer.Option("--target", "--targets", help="sm_80, sm_86, sm_89, sm_90, sm_100, gfx906, gfx90a, "
-                                "gfx942, gfx950, gfx1100, gfx1201; repeat or comma-separate for a compile matrix.")
-    ],
-    config: Annotated[
-        list[str] | None,
-        typer.Option("--config", help="K=V,... over the spec's default config; give it twice to compare two."),
-    ] = None,
-    shape: Annotated[str | None, typer.Option("--shape", help="Shape fields over the spec's first shape.")] = None,
-    dtype: Annotated[str | None, typer.Option("--dtype", help="One of the spec's dtypes.")] = None,
-    store: StoreOpt = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """What a config compiles to on each target, with no GPU needed: registers or VGPRs/AGPRs, shared memory
-    or LDS, spills, occupancy and its limiter, and the instruction mix; with two configs, side by side with
-    what differs. Exit 2 if a target does not build."""
-    from kerntune.cli.render import diff_table, inspect_table
-    from kerntune.pipeline.inspect import InspectRequest
-    from kerntune.pipeline.inspect import inspect as run_inspect
-    from kerntune.pipeline.inspect_diff import diff_rows
-
-    configs = [parse_shape(c) for c in config] if config else [{}]
-    targets = [t.strip() for value in target for t in value.split(",") if t.strip()]
-    request = InspectRequest(spec=spec, configs=configs, targets=targets,
-                             shape=parse_shape(shape) if shape else None, dtype=dtype)
-    rows = run_inspect(request, Settings.from_env(), _store(store).home / "logs")
-    diff = diff_rows(rows) if len(configs) == 2 else None
-    if as_json:
-        _emit_json(rows if diff is None else {"a": rows[0]["config"], "b": rows[-1]["config"], "rows": rows,
-                                              "diff": diff})
-    elif diff is None:
-        Console().print(inspect_table(rows))
-    else:
-        Console().print(diff_table(rows, diff))
-    failed = [r for r in rows if "error" in r]
-    for r in failed:
-        sys.stderr.write(f"kerntune: error: {r['kernel']} does not build for {r['target']}: {r['error']}\n")
-    raise typer.Exit(2 if failed else 0)
+import kerntune.cli.insight  # noqa: E402, F401  (after the core commands: registers calibrate, inspect, ...)
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ appends each missed key (once per process) as a JSON line: a shape corpus for of
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import warnings
@@ -50,9 +51,11 @@ def live_versions() -> dict[str, str]:
     cuda = getattr(getattr(torch, "version", None), "cuda", None)
     if cuda:
         found["cuda"] = str(cuda)
-    from kerntune import __version__
+    from importlib.metadata import PackageNotFoundError, version
 
-    found["kerntune"] = __version__
+    # The installed distribution's version: the layering rule keeps the runtime off the package's top level.
+    with contextlib.suppress(PackageNotFoundError):
+        found["kerntune"] = version("kerntune")
     return found
 
 

@@ -1,0 +1,81 @@
+"""What every ``kerntune`` command shares: the typer app, common options, the store, JSON output, and the
+parsers of --shape and --budget."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from kerntune.errors import UsageError
+from kerntune.model import Budget
+from kerntune.settings import Settings
+from kerntune.store import Store
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Tune GPU kernels honestly: measure, search, gate on correctness, and report what really won.",
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
+StoreOpt = Annotated[
+    Path | None, typer.Option("--store", help="Store folder (default: $KERNTUNE_HOME or ./.kerntune).")
+]
+
+
+def _store(path: Path | None) -> Store:
+    settings = Settings.from_env()
+    return Store(path if path is not None else settings.home)
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def parse_shape(text: str) -> dict[str, str]:
+    """``M=4096,N=4096`` → {"M": "4096", "N": "4096"}."""
+    shape: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "=" not in part:
+            raise UsageError(f"--shape {text!r}: expected NAME=VALUE pairs separated by commas, e.g. M=4096,N=4096")
+        name, value = (s.strip() for s in part.split("=", 1))
+        if not name or not value:
+            raise UsageError(f"--shape {text!r}: empty name or value in {part!r}")
+        shape[name] = value
+    if not shape:
+        raise UsageError("--shape needs at least one NAME=VALUE")
+    return shape
+
+
+def parse_budget(values: list[str]) -> Budget:
+    """``100`` evaluations (per shape), ``90s`` / ``5m`` / ``1h`` seconds (whole run), ``45s/shape`` seconds for
+    each shape's search; any of them may be combined."""
+    evaluations: int | None = None
+    seconds: float | None = None
+    shape_seconds: float | None = None
+    for raw in values:
+        for text in filter(None, (t.strip() for t in raw.split(","))):
+            match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(?:(s|m|h)(/shape)?)?", text)
+            if not match:
+                raise UsageError(f"--budget {text!r}: give an evaluation count (100), a time for the run (90s, 5m, "
+                                 "1h) or a time per shape (45s/shape)")
+            number, unit = float(match.group(1)), match.group(2)
+            if unit is None:
+                if number < 1 or number != int(number):
+                    raise UsageError(f"--budget {text!r}: an evaluation count must be a positive integer")
+                evaluations = int(number)
+                continue
+            limit = number * {"s": 1, "m": 60, "h": 3600}[unit]
+            if limit <= 0:
+                raise UsageError(f"--budget {text!r}: a time budget must be positive")
+            if match.group(3):
+                shape_seconds = limit
+            else:
+                seconds = limit
+    return Budget(evaluations, seconds, shape_seconds)

@@ -93,3 +93,24 @@ def test_deploy_merges_and_refuses_to_overwrite_an_unreadable_table(kerntune: Ca
     assert refused.code == 2 and "will not overwrite it" in refused.stderr
     wrong = kerntune("deploy", "last", "--table", str(tmp_path / "table.yaml"))
     assert wrong.code == 2 and "*.json" in wrong.stderr
+
+
+def test_migrate_lists_every_entry_to_tune_again_on_another_device(kerntune: Callable[..., CliResult],
+                                                                   tmp_path: Path) -> None:
+    _tune(kerntune, "N=65536", "N=131072")
+    path = tmp_path / "table.json"
+    assert kerntune("deploy", "last", "--table", str(path)).code == 0
+    table = json.loads(path.read_text())
+    arch = table["device"]["arch"]
+    moved = kerntune("migrate", str(path), "--to", "sm_100", "--compute-units", "148", "--json")
+    assert moved.code == 0, moved.stderr
+    data = moved.json()
+    assert sorted(r["shape"]["N"] for r in data["retune"]) == [65536, 131072] and data["still_valid"] == 0
+    assert data["retune"][0]["because"]["arch"] == {"table": arch, "target": "sm_100"}
+    assert data["commands"] == [f"kerntune tune SPEC_OF_opencl_vector_add --shape N={n1} --shape N={n2}"
+                                for n1, n2 in [sorted(r["shape"]["N"] for r in data["retune"])]]
+    same = kerntune("migrate", str(path), "--to", arch, "--json").json()
+    assert same["retune"] == [] and same["still_valid"] == 2
+    path.write_text("{")
+    broken = kerntune("migrate", str(path), "--to", "sm_100")
+    assert broken.code == 2 and "not valid JSON" in broken.stderr

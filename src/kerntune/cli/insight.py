@@ -150,3 +150,25 @@ def inspect(
     for r in failed:
         sys.stderr.write(f"kerntune: error: {r['kernel']} does not build for {r['target']}: {r['error']}\n")
     raise typer.Exit(2 if failed else 0)
+
+
+@app.command()
+def migrate(
+    table: Annotated[Path, typer.Argument(help="A dispatch table (*.json) written by kerntune deploy.")],
+    to: Annotated[str, typer.Option("--to", help="The target device: ARCH (sm_100, gfx942, ...).")],
+    compute_units: Annotated[int | None, typer.Option("--compute-units", help="Its SM / CU count.")] = None,
+    device_name: Annotated[str | None, typer.Option("--device-name", help="Its device name.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """List what a table tuned on one device must have tuned again on another (nothing is copied across)."""
+    from kerntune.pipeline.migrate import migrate as run_migrate
+
+    target = {"arch": to, "compute_units": compute_units, "device_name": device_name}
+    found = run_migrate(table, {k: v for k, v in target.items() if v is not None})
+    if as_json:
+        _emit_json(found)
+        return
+    Console().print(f"{len(found['retune'])} entries to tune again on {found['to']}, {found['still_valid']} "
+                    f"already keyed for it (table device {found['device']})", highlight=False)
+    for command in found["commands"]:
+        Console().print(command, highlight=False, soft_wrap=True)

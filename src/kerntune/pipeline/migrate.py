@@ -1,0 +1,44 @@
+"""``kerntune migrate TABLE --to ARCH``: what a table tuned on one device needs tuned again for another.
+
+A table is never carried across devices (the seeds' "copying tuned configs across architectures" failure:
+different CU count, shared memory and instruction set, often a silent lookup miss). Migrating lists every entry
+whose device fields differ from the target, with the shape to tune there, grouped by op, and the command that
+tunes them; nothing is copied.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kerntune.errors import UsageError
+from kerntune.runtime.table import load_table
+
+DEVICE_FIELDS = ("arch", "compute_units", "device_name")
+KEY_FIELDS = ("op", "source", "dtype", *DEVICE_FIELDS)
+
+
+def migrate(path: Path, to: dict[str, Any]) -> dict[str, Any]:
+    """Entries to tune again on the device ``to`` (fields among arch, compute_units, device_name)."""
+    table, problem = load_table(path)
+    if problem is not None:
+        raise UsageError(problem)
+    unknown = set(to) - set(DEVICE_FIELDS)
+    if unknown or not to:
+        raise UsageError(f"--to needs device fields among {', '.join(DEVICE_FIELDS)}; got {sorted(to)}")
+    retune, keep = [], 0
+    for entry in table.entries.values():
+        key = entry["key"]
+        changed = {f: (key.get(f), v) for f, v in to.items() if key.get(f) != v}
+        if not changed:
+            keep += 1
+            continue
+        shape = {k: v for k, v in key.items() if k not in KEY_FIELDS}
+        retune.append({"op": key.get("op"), "dtype": key.get("dtype"), "shape": shape,
+                       "because": {f: {"table": a, "target": b} for f, (a, b) in changed.items()}})
+    ops = sorted({str(r["op"]) for r in retune})
+    commands = [f"kerntune tune SPEC_OF_{op} " + " ".join(
+        "--shape " + ",".join(f"{k}={v}" for k, v in r["shape"].items()) for r in retune if r["op"] == op)
+        for op in ops]
+    return {"table": str(path), "device": table.device, "to": to, "retune": retune, "still_valid": keep,
+            "commands": commands}

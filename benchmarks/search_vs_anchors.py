@@ -233,14 +233,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--strategy", default="auto")
     parser.add_argument("--budget", action="append", default=[], help="as kerntune tune --budget (45s/shape)")
-    parser.add_argument("--seed-tuned", type=Path, help="a tune.json from an earlier call: its winners are kept")
     parser.add_argument("--graph", action="store_true", help="also compare in graph mode over rotating inputs")
     parser.add_argument("--tag", default="all", help="names this call's files (tune-TAG.json, compare-TAG.json)")
     opts = parser.parse_args()
     shapes = [tuple(int(x) for x in s.split(",")) for s in opts.shapes.split(";")] if opts.shapes else SHAPES
     opts.out.mkdir(parents=True, exist_ok=True)
-    if opts.seed_tuned:
-        (opts.out / "tune.json").write_text(opts.seed_tuned.read_text())
     if opts.tune:
         tune(opts.out, shapes, opts.strategy, opts.tag, opts.budget)  # type: ignore[arg-type]
     if opts.compare:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -79,3 +80,11 @@ def parse_budget(values: list[str]) -> Budget:
             else:
                 seconds = limit
     return Budget(evaluations, seconds, shape_seconds)
+
+
+def exit_on_row_errors(rows: list[dict[str, Any]], what: Callable[[dict[str, Any]], str]) -> None:
+    """One stderr line per row that carries an ``error`` (``what(row)`` names it), then exit 2 if any did."""
+    failed = [r for r in rows if "error" in r]
+    for r in failed:
+        sys.stderr.write(f"kerntune: error: {what(r)}: {r['error']}\n")
+    raise typer.Exit(2 if failed else 0)

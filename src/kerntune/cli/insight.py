@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -10,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from kerntune.cli.common import JsonFlag, StoreOpt, _emit_json, _store, app, parse_shape
+from kerntune.cli.common import JsonFlag, StoreOpt, _emit_json, _store, app, exit_on_row_errors, parse_shape
 from kerntune.errors import UsageError
 from kerntune.settings import Settings
 
@@ -55,10 +54,7 @@ def profile(
         _emit_json(rows)
     else:
         Console().print(profile_table(rows))
-    failed = [r for r in rows if "error" in r]
-    for r in failed:
-        sys.stderr.write(f"kerntune: error: profiling {r['label']} at {r['shape']} failed: {r['error']}\n")
-    raise typer.Exit(2 if failed else 0)
+    exit_on_row_errors(rows, lambda r: f"profiling {r['label']} at {r['shape']} failed")
 
 
 @app.command()
@@ -146,10 +142,7 @@ def inspect(
         Console().print(inspect_table(rows))
     else:
         Console().print(diff_table(rows, diff))
-    failed = [r for r in rows if "error" in r]
-    for r in failed:
-        sys.stderr.write(f"kerntune: error: {r['kernel']} does not build for {r['target']}: {r['error']}\n")
-    raise typer.Exit(2 if failed else 0)
+    exit_on_row_errors(rows, lambda r: f"{r['kernel']} does not build for {r['target']}")
 
 
 @app.command()

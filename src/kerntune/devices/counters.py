@@ -52,8 +52,8 @@ def ncu_command(harness: Sequence[str]) -> list[str]:
 
 
 def rocprof_command(harness: Sequence[str], out_dir: Path) -> list[str]:
-    """Untested here (no ROCm GPU): counter collection of every kernel, filtered afterwards by the harness's
-    marker file (rocprofv3 has no NVTX-style range filter in its CSV)."""
+    """Untested here (no ROCm GPU): counter collection of every dispatch of the harness, its warm-up launches
+    included (no range filter is applied on this path)."""
     return ["rocprofv3", "--pmc", *ROCPROF_COUNTERS, "--kernel-trace", "--output-format", "csv", "-d", str(out_dir),
             "--", *harness]
 

@@ -89,9 +89,6 @@ class Dispatcher:
         self._cache: dict[tuple[tuple[str, Any], ...], _Decision] = {}
         """Per distinct call: its decision and how many calls it served."""
 
-    def fields(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        return {**self.device, **dict(self.key_fn(*args, **kwargs))}
-
     def _decide(self, fields: Mapping[str, Any], key: str) -> tuple[dict[str, Any], str]:
         if self.disabled is None:
             entry = self.table.entries.get(key)

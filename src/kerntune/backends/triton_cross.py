@@ -94,7 +94,9 @@ def inspect_compiled(kernel: Any, target: str) -> Inspection:
                                          check=True).stdout
         res = sass.parse_res_usage(usage)
         counted = sass.census(disassembly)
-        resources = {"registers": res.registers, "shared_bytes": shared + res.shared_bytes,
+        # Kept apart: the dynamic request is what Triton's metadata and the launch carry, the static part is
+        # what cuobjdump reads from the cubin; occupancy adds both.
+        resources = {"registers": res.registers, "shared_bytes": shared, "static_shared_bytes": res.shared_bytes,
                      "stack_bytes": res.stack_bytes, "local_bytes": res.local_bytes, "num_warps": warps}
         occ = occupancy(resources, {**NVIDIA_LIMITS[target], "warp_size": 32, "shared_reserved_per_block": 1024})
         return Inspection(target, resources, counted.summary(), dict(counted.opcodes), occ, None,

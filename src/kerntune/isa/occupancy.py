@@ -41,9 +41,11 @@ def threads_per_block(resources: Mapping[str, Any], limits: Mapping[str, int]) -
 
 
 def shared_bytes(resources: Mapping[str, Any]) -> int | None:
+    """Shared memory / LDS one block holds: the launch's dynamic request plus the binary's static part."""
+    static = resources.get("static_shared_bytes")
     for key in ("shared_bytes", "local_mem_bytes"):
         if isinstance(resources.get(key), int):
-            return int(resources[key])
+            return int(resources[key]) + (static if isinstance(static, int) else 0)
     return None
 
 

@@ -111,3 +111,12 @@ def test_inspect_exits_2_when_a_target_cannot_build_the_kernel(kerntune: Callabl
     assert "error" not in rows["sm_90"] and rows["sm_90"]["resources"]["registers"] > 0
     assert rows["gfx942"]["error"].startswith("compile for gfx942")
     assert "fast_tanh_kernel does not build for gfx942" in result.stderr
+
+
+def test_a_missing_nvidia_tool_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kerntune.backends import triton_cross
+    from kerntune.errors import BackendUnavailable
+
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(BackendUnavailable, match="cuobjdump-gone not found .* install the CUDA toolkit"):
+        triton_cross._nvidia_tool("cuobjdump-gone")

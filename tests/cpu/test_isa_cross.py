@@ -118,5 +118,5 @@ def test_a_missing_nvidia_tool_says_what_to_install(monkeypatch: pytest.MonkeyPa
     from kerntune.errors import BackendUnavailable
 
     monkeypatch.setenv("PATH", "")
-    with pytest.raises(BackendUnavailable, match="cuobjdump-gone not found .* install the CUDA toolkit"):
+    with pytest.raises(BackendUnavailable, match=r"cuobjdump-gone not found .* install the CUDA toolkit"):
         triton_cross._nvidia_tool("cuobjdump-gone")

@@ -98,3 +98,51 @@ def test_the_runtime_imports_nothing_heavy() -> None:
             " 'pyopencl', 'rich', 'typer', 'sqlite3') if m in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == ""
+
+
+def test_tuple_keys_name_their_fields_and_hit_the_same_entries(tmp_path: Path) -> None:
+    path = tmp_path / "table.json"
+    path.write_text(json.dumps(_table()))
+    d = Dispatcher(path, key=lambda m: ("mm", m), key_fields=("op", "M"), default=DEFAULT, device=DEVICE,
+                   versions={"triton": "3.6.0"}, settings=Settings())
+    assert [d.select(m)["BLOCK"] for m in (16, 128, 1024, 4)] == [16, 128, 512, 64]
+    assert d.stats()["exact"] == 2
+    wrong = Dispatcher(path, key=lambda m: ("mm", m, 1), key_fields=("op", "M"), default=DEFAULT, versions={},
+                       settings=Settings())
+    with pytest.raises(ValueError, match="gave 3 values for the 2 key_fields"):
+        wrong.select(16)
+
+
+def test_kernel_keys_carry_the_source_hash_so_an_edited_kernel_misses(tmp_path: Path) -> None:
+    from kerntune.runtime.keys import kernel_hash
+
+    def scale(x: float) -> float:
+        return 2 * x
+
+    def scale_edited(x: float) -> float:
+        return 3 * x
+
+    assert kernel_hash(scale) != kernel_hash(scale_edited) and len(kernel_hash(scale)) == 16
+    assert kernel_hash("__kernel void f() {}") == kernel_hash("  __kernel void f() {}\n")
+
+    class Wrapper:  # as triton.autotune wraps a JITFunction: the hash reads through .fn
+        fn = scale
+
+    assert kernel_hash(Wrapper()) == kernel_hash(scale)
+    data = {"schema": SCHEMA, "entries": [{"key": {"op": "s", "n": 8, "source": kernel_hash(scale)},
+                                           "config": {"BLOCK": 8}}]}
+    launched: list[dict[str, Any]] = []
+
+    class Launchable:  # records what a launch would receive, as a JITFunction wrapper's [grid] would
+        def __init__(self, fn: Any) -> None:
+            self.fn = fn
+
+        def __getitem__(self, grid: Any) -> Any:
+            return lambda *args, **kwargs: launched.append(kwargs)
+
+    for fn, want in ((scale, 8), (scale_edited, 64)):
+        d = _dispatcher(data, tmp_path)
+        d.key_fn = lambda n: {"op": "s", "n": n}
+        d.fixed = {}
+        d.kernel(Launchable(fn))[(1,)](8)
+        assert launched[-1]["BLOCK"] == want

@@ -18,6 +18,7 @@ from kerntune.backends.base import Backend, Comparison, Compiled, fail
 from kerntune.devices.telemetry import Telemetry, Unavailable, open_telemetry
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.model import FailureKind, Kernel, Meta, Target, TorchCallable
+from kerntune.runtime.keys import arch_name
 
 try:
     import torch
@@ -76,11 +77,12 @@ class TorchBackend(Backend):
             return Target(self.name, "cpu", "cpu", "host CPU (torch)", 1, tuple(versions), claims_timing=False)
         props = torch.cuda.get_device_properties(self.device)
         hip = getattr(torch.version, "hip", None)
+        arch = arch_name(props, bool(hip))
         if hip:
-            vendor, arch = "amd", str(getattr(props, "gcnArchName", "gfx")).split(":")[0]
+            vendor = "amd"
             versions.append(("hip", str(hip)))
         else:
-            vendor, arch = "nvidia", f"sm_{props.major}{props.minor}"
+            vendor = "nvidia"
             versions.append(("cuda", str(torch.version.cuda)))
             driver = _nvml_driver()
             if driver:

@@ -25,9 +25,12 @@ VALIDATORS = ("driver", "cuda", "hip", "triton", "torch", "opencl", "pyopencl")
 
 
 def key_fields(report: RunReport, shape: dict[str, Any]) -> dict[str, Any]:
-    """Every field of a live call that can change the winner: op, kernel source, dtype, shape, device."""
+    """Every field of a live call that can change the winner: op, kernel source, dtype, shape, device. The
+    source is the kernel's hash as the runtime computes it (``kerntune.runtime.keys``); runs without one (torch
+    ops, runs stored before it was recorded) carry the spec's hash."""
     run = report.run
-    return {"op": run.problem, "source": run.spec_hash[:16], "dtype": run.dtype, **shape, "arch": run.target.arch,
+    source = run.options.get("kernel_hash") or run.spec_hash[:16]
+    return {"op": run.problem, "source": source, "dtype": run.dtype, **shape, "arch": run.target.arch,
             "compute_units": run.target.compute_units, "device_name": run.target.device_name}
 
 

@@ -22,6 +22,7 @@ from kerntune.model import (
     Config,
     FailureKind,
     Measurement,
+    OpenCLKernel,
     Problem,
     Run,
     Shape,
@@ -34,6 +35,7 @@ from kerntune.pipeline.run_inputs import EVALUATE, SETUP, measure_options, requi
 from kerntune.pipeline.search import make_strategy, resolve_strategy
 from kerntune.pipeline.search_loop import ShapeSearch
 from kerntune.pipeline.spec import LoadedSpec, load_spec
+from kerntune.runtime.keys import kernel_hash
 from kerntune.settings import Settings
 from kerntune.store import CandidateResult, Store
 from kerntune.store.calibrations import latest_calibration
@@ -76,6 +78,17 @@ class _Silent:
 
     def finished(self, label: str, status: str, detail: str) -> None:
         pass
+
+
+def _kernel_hash(problem: Problem) -> str | None:
+    """The source hash the live dispatcher keys by (``kerntune.runtime.keys``); None for kernels without one
+    (torch ops)."""
+    kernel = problem.kernel
+    source = kernel.source if isinstance(kernel, OpenCLKernel) else getattr(kernel, "fn", None)
+    try:
+        return kernel_hash(source) if source is not None else None
+    except ValueError:
+        return None
 
 
 def _new_run_id() -> str:
@@ -353,6 +366,7 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
                 target=target, strategy=request.strategy, budget=request.budget, shapes=tuple(shapes), dtype=dtype,
                 seed=request.seed, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 options={"device": device, "retry_failed": request.retry_failed,
+                         "kernel_hash": _kernel_hash(loaded.problem),
                          "target_ms": request.target_ms, **_roofline_inputs(loaded.problem, shapes, dtype, store,
                                                                                target)},
             )

@@ -2,6 +2,7 @@
 
 from kerntune.runtime.autotune import TunableKernel, autotune
 from kerntune.runtime.dispatch import Dispatcher
+from kerntune.runtime.keys import kernel_hash, torch_device_fields
 from kerntune.runtime.table import Table, load_table
 
-__all__ = ["Dispatcher", "Table", "TunableKernel", "autotune", "load_table"]
+__all__ = ["Dispatcher", "Table", "TunableKernel", "autotune", "kernel_hash", "load_table", "torch_device_fields"]

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kerntune.runtime.keys import kernel_hash
 from kerntune.runtime.table import Table, entry_key, load_table
 from kerntune.settings import Settings
 
@@ -60,22 +61,25 @@ def live_versions() -> dict[str, str]:
 
 
 class Dispatcher:
-    def __init__(self, table: Table | str | Path, *, key: Callable[..., Mapping[str, Any]],
+    def __init__(self, table: Table | str | Path, *, key: Callable[..., Any],
                  default: Mapping[str, Any], device: Mapping[str, Any] | None = None,
                  versions: Mapping[str, str] | None = None, mode: str = "explore",
-                 settings: Settings | None = None) -> None:
-        """``key(*args, **kwargs)`` gives the call's fields (op, dtypes, layout, shape); ``device`` the
-        device's (arch, compute_units, device_name) that every table key carries; ``versions`` this
-        process's (default: what is loaded)."""
+                 settings: Settings | None = None, key_fields: tuple[str, ...] = ()) -> None:
+        """``key(*args, **kwargs)`` gives the call's fields (op, dtypes, layout, shape) as a mapping, or, when
+        ``key_fields`` names them, as a tuple of their values in that order (the cheaper form: no dict is
+        built per call). ``device`` holds the device's fields (arch, compute_units, device_name) that every
+        table key carries; ``versions`` this process's (default: what is loaded)."""
         if mode not in MODES:
             raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
+        self.key_fields = tuple(key_fields)
         problem = None
         if isinstance(table, Table):
             self.table = table
         else:
             self.table, problem = load_table(table)
         self.key_fn, self.default, self.mode = key, dict(default), mode
-        self.device = dict(device or {})
+        self.fixed = dict(device or {})
+        """Fields every key carries: the device's, and the kernel's source hash once `kernel` is called."""
         self.settings = settings or Settings.from_env()
         live = dict(versions) if versions is not None else live_versions()
         stale = {k: (v, live[k]) for k, v in self.table.validators.items() if k in live and live[k] != v}
@@ -86,7 +90,7 @@ class Dispatcher:
         self.disabled = problem
         if problem is not None:
             warnings.warn(problem + " — running the default config", RuntimeWarning, stacklevel=2)
-        self._cache: dict[tuple[tuple[str, Any], ...], _Decision] = {}
+        self._cache: dict[tuple[Any, ...], _Decision] = {}
         """Per distinct call: its decision and how many calls it served."""
 
     def _decide(self, fields: Mapping[str, Any], key: str) -> tuple[dict[str, Any], str]:
@@ -102,22 +106,38 @@ class Dispatcher:
         return dict(self.default), "default"
 
     def select(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        """The config this call runs. After a key's first call: the key function, a tuple of its items, one
-        dict lookup and a count (the canonical key string is built once per distinct call)."""
-        raw = tuple(self.key_fn(*args, **kwargs).items())
+        """The config this call runs. After a key's first call: the key function, one dict lookup and a count
+        (the canonical key string is built once per distinct call). The returned dict is shared: read it."""
+        raw = self.key_fn(*args, **kwargs)
+        if raw.__class__ is not tuple:
+            raw = tuple(raw.items())
         decision = self._cache.get(raw)
         if decision is None:
-            fields = {**self.device, **dict(raw)}
-            key = entry_key(fields)
-            config, kind = self._decide(fields, key)
-            decision = self._cache[raw] = _Decision(config, kind, key)
-            self._first_decision(fields, key, (config, kind))
+            decision = self._first_call(raw)
         decision.calls += 1
         return decision.config
 
+    def _first_call(self, raw: tuple[Any, ...]) -> _Decision:
+        if self.key_fields:
+            if len(raw) != len(self.key_fields):
+                raise ValueError(f"the key function gave {len(raw)} values for the {len(self.key_fields)} "
+                                 f"key_fields {self.key_fields}")
+            call = dict(zip(self.key_fields, raw, strict=True))
+        else:
+            call = dict(raw)
+        fields = {**self.fixed, **call}
+        key = entry_key(fields)
+        config, kind = self._decide(fields, key)
+        decision = self._cache[raw] = _Decision(config, kind, key)
+        self._first_decision(fields, key, (config, kind))
+        return decision
+
     def kernel(self, fn: Any) -> Any:
         """``fn`` (a ``@triton.jit`` function) launched as ``kernel[grid](*args)`` with the config this
-        dispatcher selects for the call's arguments (the key function receives the same arguments)."""
+        dispatcher selects for the call's arguments (the key function receives the same arguments). Every key
+        gains ``source``, the kernel's source hash, as ``kerntune deploy`` writes it: an edited kernel misses."""
+        self.fixed["source"] = kernel_hash(fn)
+        self._cache.clear()
         return _DispatchedKernel(fn, self)
 
     def _first_decision(self, fields: Mapping[str, Any], key: str, decided: tuple[dict[str, Any], str]) -> None:
@@ -149,11 +169,16 @@ class _Decision:
 class _DispatchedKernel:
     def __init__(self, fn: Any, dispatcher: Dispatcher) -> None:
         self.fn, self.dispatcher = fn, dispatcher
+        # A plain JITFunction is launched through its ``run`` (what ``fn[grid]`` builds a lambda to call): one
+        # Python frame less per launch. Wrappers (autotuners, heuristics) keep their own ``[grid]`` path.
+        self._run = fn.run if type(fn).__name__ == "JITFunction" else None
 
     def __getitem__(self, grid: Any) -> Any:
-        fn, select = self.fn, self.dispatcher.select
-
-        def launch(*args: Any, **kwargs: Any) -> Any:
-            return fn[grid](*args, **kwargs, **select(*args, **kwargs))
-
+        fn, run, select = self.fn, self._run, self.dispatcher.select
+        if run is not None:
+            def launch(*args: Any, **kwargs: Any) -> Any:
+                return run(*args, grid=grid, warmup=False, **kwargs, **select(*args, **kwargs))
+        else:
+            def launch(*args: Any, **kwargs: Any) -> Any:
+                return fn[grid](*args, **kwargs, **select(*args, **kwargs))
         return launch

@@ -1,0 +1,56 @@
+"""The kernel-source field of a dispatch key. Standard library only.
+
+A tuned config belongs to one kernel source: an edited kernel must miss, not inherit its predecessor's
+winner. ``kernel_hash`` is what the tuner records for a run and what the live dispatcher adds to every key,
+so both sides compute it one way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import sys
+import textwrap
+from typing import Any
+
+
+def kernel_source(kernel: Any) -> str:
+    """The source text of ``kernel``: a Triton ``JITFunction`` (its ``src``), a wrapper of one (``.fn``, as
+    ``triton.autotune`` and ``triton.heuristics`` make), a kernel source string (OpenCL), or a Python function."""
+    seen = 0
+    while not isinstance(getattr(kernel, "src", None), str) and hasattr(kernel, "fn") and seen < 8:
+        kernel, seen = kernel.fn, seen + 1
+    src = getattr(kernel, "src", None)
+    if isinstance(src, str):
+        return src
+    if isinstance(kernel, str):
+        return kernel
+    try:
+        return textwrap.dedent(inspect.getsource(kernel))
+    except (OSError, TypeError) as exc:
+        raise ValueError(f"cannot read the source of {kernel!r} to key a dispatch table by it") from exc
+
+
+def kernel_hash(kernel: Any) -> str:
+    """16 hex digits of SHA-256 over the kernel's source text (whitespace at the ends ignored)."""
+    return hashlib.sha256(kernel_source(kernel).strip().encode()).hexdigest()[:16]
+
+
+def arch_name(props: Any, hip: bool) -> str:
+    """The arch a device's torch properties name: ``sm_90`` (CUDA) or ``gfx942`` (ROCm, feature suffix dropped).
+    The tuner's Target and the live key both use it."""
+    if hip:
+        return str(getattr(props, "gcnArchName", "gfx")).split(":")[0]
+    return f"sm_{props.major}{props.minor}"
+
+
+def torch_device_fields(index: int | None = None) -> dict[str, Any]:
+    """The device fields every table key carries (arch, compute_units, device_name), read from torch's view of
+    the current (or ``index``) GPU, as ``kerntune tune`` recorded them for the run."""
+    torch = sys.modules.get("torch")  # the live program holds it already; the runtime never imports it
+    if torch is None:
+        raise RuntimeError("torch_device_fields reads torch's device properties: import torch first, or pass "
+                           "device={'arch': ..., 'compute_units': ..., 'device_name': ...} yourself")
+    props = torch.cuda.get_device_properties(torch.cuda.current_device() if index is None else index)
+    return {"arch": arch_name(props, bool(getattr(torch.version, "hip", None))),
+            "compute_units": int(props.multi_processor_count), "device_name": str(props.name)}

@@ -68,6 +68,9 @@ class Settings:
     """KERNTUNE_LOG_DISPATCH: 1 writes the runtime's first decision for each key to stderr."""
     record_untuned: str = ""
     """KERNTUNE_RECORD_UNTUNED: a file the runtime appends each missed key to (JSON lines): a shape corpus."""
+    dispatch: str = "on"
+    """KERNTUNE_DISPATCH: off makes every Dispatcher run its default config. kerntune's own worker processes
+    run with it off, so a table being tuned or trained never measures itself."""
     device: str = ""
     """KERNTUNE_DEVICE: device selector (e.g. ``cuda:0``, ``pocl``, an OpenCL device name fragment)."""
 
@@ -93,6 +96,8 @@ class Settings:
         for name in ("min_occupancy", "sol_stop"):
             if not 0.0 <= getattr(settings, name) <= 1.0:
                 raise UsageError(f"KERNTUNE_{name.upper()} is a fraction in [0, 1], e.g. 0.25")
+        if settings.dispatch not in ("on", "off"):
+            raise UsageError(f"KERNTUNE_DISPATCH={settings.dispatch!r}: on or off")
         if settings.gate_seeds < 2:
             raise UsageError("KERNTUNE_GATE_SEEDS must be at least 2: one seed can hide a wrong kernel")
         return settings

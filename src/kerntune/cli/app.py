@@ -258,7 +258,8 @@ def floor_check(
     raise typer.Exit(1 if any(c.verdict == "FAIL" for c in checks) else 0)
 
 
-import kerntune.cli.insight  # noqa: E402, F401  (after the core commands: registers calibrate, inspect, ...)
+import kerntune.cli.insight  # noqa: E402  (after the core commands: registers calibrate, inspect, ...)
+import kerntune.cli.live  # noqa: E402, F401  (deploy, train, migrate)
 
 
 def main() -> None:

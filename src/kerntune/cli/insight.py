@@ -1,4 +1,4 @@
-"""``kerntune`` commands that explain and ship results: calibrate, inspect, roofline, profile, deploy."""
+"""``kerntune`` commands that explain results: calibrate, inspect, roofline, profile."""
 
 from __future__ import annotations
 
@@ -55,24 +55,6 @@ def profile(
     else:
         Console().print(profile_table(rows))
     exit_on_row_errors(rows, lambda r: f"profiling {r['label']} at {r['shape']} failed")
-
-
-@app.command()
-def deploy(
-    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")],
-    table: Annotated[Path, typer.Option("--table", help="The table to write or merge into: *.json.")],
-    store: StoreOpt = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Write a run's gated winners into a dispatch table (JSON for kerntune.runtime, a .py module and a C .inc
-    beside it), atomically, with provenance; an existing table for the same device is merged."""
-    from kerntune.pipeline.deploy import deploy as run_deploy
-
-    done = run_deploy(_store(store), run, table)
-    if as_json:
-        _emit_json(done)
-    else:
-        Console().print(f"{len(done['table']['entries'])} entries: " + ", ".join(done["written"]), highlight=False)
 
 
 @app.command()
@@ -143,25 +125,3 @@ def inspect(
     else:
         Console().print(diff_table(rows, diff))
     exit_on_row_errors(rows, lambda r: f"{r['kernel']} does not build for {r['target']}")
-
-
-@app.command()
-def migrate(
-    table: Annotated[Path, typer.Argument(help="A dispatch table (*.json) written by kerntune deploy.")],
-    to: Annotated[str, typer.Option("--to", help="The target device: ARCH (sm_100, gfx942, ...).")],
-    compute_units: Annotated[int | None, typer.Option("--compute-units", help="Its SM / CU count.")] = None,
-    device_name: Annotated[str | None, typer.Option("--device-name", help="Its device name.")] = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """List what a table tuned on one device must have tuned again on another (nothing is copied across)."""
-    from kerntune.pipeline.migrate import migrate as run_migrate
-
-    target = {"arch": to, "compute_units": compute_units, "device_name": device_name}
-    found = run_migrate(table, {k: v for k, v in target.items() if v is not None})
-    if as_json:
-        _emit_json(found)
-        return
-    Console().print(f"{len(found['retune'])} entries to tune again on {found['to']}, {found['still_valid']} "
-                    f"already keyed for it (table device {found['device']})", highlight=False)
-    for command in found["commands"]:
-        Console().print(command, highlight=False, soft_wrap=True)

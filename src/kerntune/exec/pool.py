@@ -73,7 +73,9 @@ class Worker:
         self._log = open(self._log_path, "ab")  # noqa: SIM115 - lives as long as the worker
         child_in, parent_out = os.pipe()
         parent_in, child_out = os.pipe()
-        env = {**self._env, "PYTHONUNBUFFERED": "1", "KERNTUNE_PARENT_PID": str(os.getpid())}
+        # KERNTUNE_DISPATCH=off: code measured here never reads a deployed table (it would measure itself).
+        env = {**self._env, "PYTHONUNBUFFERED": "1", "KERNTUNE_PARENT_PID": str(os.getpid()),
+               "KERNTUNE_DISPATCH": "off"}
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "kerntune.exec.worker", str(child_in), str(child_out)],
             pass_fds=(child_in, child_out),

@@ -17,6 +17,7 @@ from typing import Any
 
 from kerntune import __version__
 from kerntune.errors import UsageError
+from kerntune.model import Run
 from kerntune.pipeline.report import RunReport, build_report
 from kerntune.runtime.table import SCHEMA, TableError, entry_key, parse_table, write_atomically
 from kerntune.store import Store
@@ -24,21 +25,36 @@ from kerntune.store import Store
 VALIDATORS = ("driver", "cuda", "hip", "triton", "torch", "opencl", "pyopencl")
 
 
-def key_fields(report: RunReport, shape: dict[str, Any]) -> dict[str, Any]:
+def key_fields(report: RunReport | Run, shape: dict[str, Any]) -> dict[str, Any]:
     """Every field of a live call that can change the winner: op, kernel source, dtype, shape, device. The
     source is the kernel's hash as the runtime computes it (``kerntune.runtime.keys``); runs without one (torch
     ops, runs stored before it was recorded) carry the spec's hash."""
-    run = report.run
+    run = report.run if isinstance(report, RunReport) else report
     source = run.options.get("kernel_hash") or run.spec_hash[:16]
     return {"op": run.problem, "source": source, "dtype": run.dtype, **shape, "arch": run.target.arch,
             "compute_units": run.target.compute_units, "device_name": run.target.device_name}
 
 
-def table_from_run(report: RunReport) -> dict[str, Any]:
-    run = report.run
+def table_header(run: Run) -> dict[str, Any]:
+    """Schema, provenance, validators and device of a table built from ``run``."""
+    versions = dict(run.target.versions)
+    return {"schema": SCHEMA,
+            "provenance": {"written_by": f"kerntune {__version__}", "run": run.id, "created": run.created,
+                           "deployed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+            "validators": {**{k: v for k, v in versions.items() if k in VALIDATORS}, "kerntune": __version__},
+            "device": {"vendor": run.target.vendor, "arch": run.target.arch, "device_name": run.target.device_name,
+                       "compute_units": run.target.compute_units}}
+
+
+def require_timed(run: Run) -> None:
     if not run.target.claims_timing:
         raise UsageError(f"run {run.id} ran where no timing is claimed ({run.target.device_name}): its winners "
                          "were never timed; deploy a run tuned on the device the table is for")
+
+
+def table_from_run(report: RunReport) -> dict[str, Any]:
+    run = report.run
+    require_timed(run)
     entries = []
     for s in report.shapes:
         w = s.winner
@@ -50,14 +66,7 @@ def table_from_run(report: RunReport) -> dict[str, Any]:
                         "confirmed": w.confirmed is not None, "run": run.id})
     if not entries:
         raise UsageError(f"run {run.id} has no gated winner to deploy")
-    versions = dict(run.target.versions)
-    return {"schema": SCHEMA,
-            "provenance": {"written_by": f"kerntune {__version__}", "run": run.id, "created": run.created,
-                           "deployed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
-            "validators": {**{k: v for k, v in versions.items() if k in VALIDATORS}, "kerntune": __version__},
-            "device": {"vendor": run.target.vendor, "arch": run.target.arch, "device_name": run.target.device_name,
-                       "compute_units": run.target.compute_units},
-            "entries": entries}
+    return {**table_header(run), "entries": entries}
 
 
 def merged(path: Path, new: dict[str, Any]) -> dict[str, Any]:
@@ -102,13 +111,23 @@ def python_module(table: dict[str, Any]) -> str:
             f"SCHEMA = {table['schema']}\nTABLE = {pprint.pformat(table, width=110, sort_dicts=False)}\n")
 
 
-def deploy(store: Store, run_ref: str, path: Path) -> dict[str, Any]:
-    """Write the three artifacts; return the merged table and the paths written."""
+def check_table_path(path: Path) -> None:
     if path.suffix != ".json":
         raise UsageError(f"--table {path}: name the table *.json (the .py and .inc are written beside it)")
-    table = merged(path, table_from_run(build_report(store, store.get_run(run_ref))))
+
+
+def write_artifacts(path: Path, table: dict[str, Any]) -> list[str]:
+    """The JSON, Python and C forms of ``table``, each written atomically; the paths written."""
+    parse_table(table, str(path))  # never write what the runtime would refuse to read
     outputs = {path: json.dumps(table, indent=1) + "\n", path.with_suffix(".py"): python_module(table),
                path.with_suffix(".inc"): c_header(table)}
     for target, text in outputs.items():
         write_atomically(target, text)
-    return {"table": table, "written": [str(p) for p in outputs]}
+    return [str(p) for p in outputs]
+
+
+def deploy(store: Store, run_ref: str, path: Path) -> dict[str, Any]:
+    """Write the three artifacts; return the merged table and the paths written."""
+    check_table_path(path)
+    table = merged(path, table_from_run(build_report(store, store.get_run(run_ref))))
+    return {"table": table, "written": write_artifacts(path, table)}

@@ -23,22 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from kerntune.runtime.keys import kernel_hash
-from kerntune.runtime.table import Table, entry_key, load_table
+from kerntune.runtime.table import Table, entry_key, load_table, rule_matches
 from kerntune.settings import Settings
 
 MODES = ("explore", "production")
-
-
-def _matches(rule: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
-    """A rule's ``when``: each field equal to a value, or within ``[low, high)`` when given a pair."""
-    for name, want in (rule.get("when") or {}).items():
-        have = fields.get(name)
-        if isinstance(want, list) and len(want) == 2:
-            if not isinstance(have, (int, float)) or not (want[0] <= have < want[1]):
-                return False
-        elif have != want:
-            return False
-    return True
 
 
 def live_versions() -> dict[str, str]:
@@ -87,8 +75,10 @@ class Dispatcher:
             problem = (f"dispatch table {self.table.path or '(in memory)'} was tuned under "
                        + ", ".join(f"{k} {was} (this process: {now})" for k, (was, now) in sorted(stale.items()))
                        + ": not applied; tune again or `kerntune migrate` it")
+        if self.settings.dispatch == "off":
+            problem = "KERNTUNE_DISPATCH=off (set while kerntune measures, so a table never measures itself)"
         self.disabled = problem
-        if problem is not None:
+        if problem is not None and self.settings.dispatch == "on":
             warnings.warn(problem + " — running the default config", RuntimeWarning, stacklevel=2)
         self._cache: dict[tuple[Any, ...], _Decision] = {}
         """Per distinct call: its decision and how many calls it served."""
@@ -101,7 +91,7 @@ class Dispatcher:
             if entry is not None and usable:
                 return dict(entry["config"]), "exact"
             for rule in self.table.rules:
-                if _matches(rule, fields):
+                if rule_matches(rule, fields):
                     return dict(rule["config"]), "rule"
         return dict(self.default), "default"
 

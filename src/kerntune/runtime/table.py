@@ -29,6 +29,36 @@ def entry_key(fields: Mapping[str, Any]) -> str:
     return ";".join(f"{name}={json.dumps(fields[name], separators=(',', ':'))}" for name in sorted(fields))
 
 
+def field_value(name: str, fields: Mapping[str, Any]) -> Any:
+    """A key field, or a derived one a rule may bound: ``N/K`` (a ratio of two fields) or ``M*N*K`` (a product).
+    None when a field it needs is missing or not a number."""
+    if name in fields:
+        return fields[name]
+    parts = name.split("/") if "/" in name else name.split("*")
+    raw = [fields.get(p) for p in parts]
+    values = [float(v) for v in raw if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(parts) < 2 or len(values) != len(parts):
+        return None
+    if "/" in name:
+        return values[0] / values[1] if len(values) == 2 and values[1] else None
+    product = 1.0
+    for v in values:
+        product *= v
+    return product
+
+
+def rule_matches(rule: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
+    """A rule's ``when``: each field (or derived field) equal to a value, or within ``[low, high)`` for a pair."""
+    for name, want in (rule.get("when") or {}).items():
+        have = field_value(name, fields)
+        if isinstance(want, list) and len(want) == 2:
+            if not isinstance(have, (int, float)) or not (want[0] <= have < want[1]):
+                return False
+        elif have != want:
+            return False
+    return True
+
+
 class TableError(ValueError):
     """A table that must not be applied, with what was wrong and what to do."""
 
@@ -38,7 +68,8 @@ class Table:
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
     """By ``entry_key``: the entry (key fields, config, status, median)."""
     rules: list[dict[str, Any]] = field(default_factory=list)
-    """Fallback rules, first match wins: ``{"when": {field: value or [low, high)}, "config": {...}}``."""
+    """Fallback rules, first match wins: ``{"when": {field: value or [low, high)}, "config": {...}}``; a field
+    may be derived (``N/K``, ``M*N*K``: see ``field_value``)."""
     validators: dict[str, str] = field(default_factory=dict)
     """Versions the entries were tuned under (driver, toolkit, triton, torch, kerntune)."""
     device: dict[str, Any] = field(default_factory=dict)

@@ -68,6 +68,9 @@ class Settings:
     """KERNTUNE_LOG_DISPATCH: 1 writes the runtime's first decision for each key to stderr."""
     record_untuned: str = ""
     """KERNTUNE_RECORD_UNTUNED: a file the runtime appends each missed key to (JSON lines): a shape corpus."""
+    verify_out: str = ""
+    """KERNTUNE_VERIFY_OUT: a folder where each process's dispatchers write their decisions and call counts at
+    exit (set by ``kerntune verify``)."""
     dispatch: str = "on"
     """KERNTUNE_DISPATCH: off makes every Dispatcher run its default config. kerntune's own worker processes
     run with it off, so a table being tuned or trained never measures itself."""

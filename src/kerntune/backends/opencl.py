@@ -17,6 +17,7 @@ from kerntune.backends.base import Backend, Compiled, digest, fail
 from kerntune.devices.telemetry import Telemetry, Unavailable
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.model import FailureKind, Kernel, Meta, OpenCLKernel, Target
+from kerntune.runtime.keys import opencl_device_fields
 
 try:
     import pyopencl as cl
@@ -76,15 +77,13 @@ class OpenCLBackend(Backend):
         self._flush = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, self._flush_bytes)
 
     def target(self) -> Target:
-        is_pocl = "portable computing language" in self.device.platform.name.lower()
-        is_cpu = bool(self.device.type & cl.device_type.CPU)
-        arch = "cpu-pocl" if is_pocl and is_cpu else self.device.name.strip().lower().replace(" ", "-")
+        fields = opencl_device_fields(self.device, int(cl.device_type.CPU))
         return Target(
             backend=self.name,
             vendor=self.device.vendor.strip(),
-            arch=arch,
-            device_name=self.device.name.strip(),
-            compute_units=int(self.device.max_compute_units),
+            arch=fields["arch"],
+            device_name=fields["device_name"],
+            compute_units=fields["compute_units"],
             versions=(
                 ("opencl", self.device.version.strip()),
                 ("driver", self.device.driver_version.strip()),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -88,3 +88,109 @@ def migrate(
                     f"already keyed for it (table device {found['device']})", highlight=False)
     for command in found["commands"]:
         Console().print(command, highlight=False, soft_wrap=True)
+
+
+Program = Annotated[list[str], typer.Argument(help="The program after --: python SCRIPT.py ARGS or python -m MOD.")]
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def scope(
+    command: Program,
+    corpus: Annotated[Path | None, typer.Option("--corpus", help="Append the matmul shapes seen (JSON lines).")] = None,
+    top: Annotated[int, typer.Option("--top", help="Kernels and operators to list.")] = 20,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run a Python program under torch.profiler: kernels by share of device time, which implementation each is
+    (cuBLAS nvjet, CUTLASS, Triton, ATen...), the shapes of the operators behind them; a shape corpus."""
+    from kerntune.pipeline.scope import scope as run_scope
+
+    found = run_scope(command, corpus, top)
+    if as_json:
+        _emit_json(found)
+        return
+    out = Console()
+    where = "device" if found["gpu"] else "CPU only: no device kernels (torch sees no GPU)"
+    out.print(f"{len(found['kernels'])} kernels, {found['device_us'] / 1e3:.3f} ms of {where}", highlight=False)
+    for k in found["kernels"]:
+        share = "" if k["share"] is None else f"{k['share']:6.1%}"
+        out.print(f"{share} {k['launches']:6d}x {k['implementation']:<28} {k['name']}", highlight=False,
+                  soft_wrap=True)
+    for s in found["matmul_shapes"]:
+        out.print(f"{s['op']} M={s['M']} N={s['N']} K={s['K']} {s['dtype']}: {s['calls']} calls", highlight=False)
+    if found["corpus"]:
+        out.print(f"shapes appended to {found['corpus']}", highlight=False)
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def verify(
+    command: Program,
+    processes: Annotated[int | None, typer.Option("--processes", help="Fresh processes per side of the A/B.")] = None,
+    metric: Annotated[str | None, typer.Option("--metric", help="Regex whose first group is the program's metric "
+                                               "(lower is better; default: the last number it prints).")] = None,
+    no_ab: Annotated[bool, typer.Option("--no-ab", help="Engagement only, no end-to-end A/B.")] = False,
+    report: Annotated[Path | None, typer.Option("--report", help="Write the report (JSON) here, for admit.")] = None,
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Prove the deployed table engaged: every entry with the kernel and calls it served, every miss with its
+    key, the hit rate by calls; then a fresh-process A/B of table off vs on. Exit 1 if an entry never engaged."""
+    import json
+
+    from kerntune.pipeline.verify import verify as run_verify
+    from kerntune.settings import Settings
+
+    found = run_verify(command, _store(store), Settings.from_env(), processes=processes, metric=metric,
+                       end_to_end=not no_ab)
+    if report is not None:
+        report.write_text(json.dumps(found, indent=1))
+    if as_json:
+        _emit_json(found)
+    else:
+        _print_verify(found)
+    raise typer.Exit(1 if found["never_engaged"] else 0)
+
+
+def _print_verify(found: dict[str, Any]) -> None:
+    out = Console()
+    for e in found["entries"]:
+        seen = "" if e["profiled_launches"] is None else f", profiler saw {e['profiled_launches']} launches"
+        mark = "engaged" if e["engaged"] else "NEVER ENGAGED"
+        out.print(f"{mark:>13}  {e['kernel']} {e['config'] or ''} [{e['status']}] {e['calls']} calls{seen}  {e['key']}",
+                  highlight=False, soft_wrap=True)
+    for m in found["misses"]:
+        out.print(f"{'miss':>13}  {m['kernel']} -> {m['decision']} {m['config']}: {m['calls']} calls  {m['key']}",
+                  highlight=False, soft_wrap=True)
+    for d in found["disabled"]:
+        out.print(f"table not applied ({d['kernel']}): {d['reason']}", highlight=False, soft_wrap=True)
+    rate = "n/a" if found["hit_rate"] is None else f"{found['hit_rate']:.1%}"
+    share = "n/a" if found["device_share"] is None else f"{found['device_share']:.1%}"
+    bound = "n/a" if found["amdahl_bound"] is None else f"{found['amdahl_bound']:.2f}x"
+    out.print(f"hit rate {rate} of {found['calls']} calls; dispatched kernels {share} of device time (Amdahl bound "
+              f"{bound})", highlight=False)
+    e2e = found.get("end_to_end")
+    if e2e:
+        out.print(f"end to end, table on vs off: {e2e['verdict']} — {e2e['reason']}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+def admit(
+    table: Annotated[Path, typer.Argument(help="The deployed table (*.json).")],
+    verified: Annotated[Path, typer.Option("--verified", help="The report of `kerntune verify --report`.")],
+    noise: Annotated[float, typer.Option("--noise", help="Least win over the default config to count.")] = 0.02,
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Promote entries on evidence: admitted = passed its gate + won beyond noise over the default + seen engaged
+    by verify; gate + win alone = promotion candidate; a failed gate = rejected. Writes the table back."""
+    from kerntune.pipeline.admit import admit as run_admit
+
+    done = run_admit(_store(store), table, verified, noise)
+    if as_json:
+        _emit_json(done)
+        return
+    out = Console()
+    for row in done["entries"]:
+        out.print(f"{row['status']:>19}  {row['key']}" + (f"  ({'; '.join(row['why'])})" if row["why"] else ""),
+                  highlight=False, soft_wrap=True)
+    out.print(", ".join(f"{n} {s}" for s, n in done["counts"].items()) + "; written: " + ", ".join(done["written"]),
+              highlight=False)

@@ -13,8 +13,10 @@ appends each missed key (once per process) as a JSON line: a shape corpus for of
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
+import os
 import sys
 import warnings
 from collections import Counter
@@ -52,14 +54,15 @@ class Dispatcher:
     def __init__(self, table: Table | str | Path, *, key: Callable[..., Any],
                  default: Mapping[str, Any], device: Mapping[str, Any] | None = None,
                  versions: Mapping[str, str] | None = None, mode: str = "explore",
-                 settings: Settings | None = None, key_fields: tuple[str, ...] = ()) -> None:
+                 settings: Settings | None = None, key_fields: tuple[str, ...] = (), name: str = "") -> None:
         """``key(*args, **kwargs)`` gives the call's fields (op, dtypes, layout, shape) as a mapping, or, when
         ``key_fields`` names them, as a tuple of their values in that order (the cheaper form: no dict is
         built per call). ``device`` holds the device's fields (arch, compute_units, device_name) that every
-        table key carries; ``versions`` this process's (default: what is loaded)."""
+        table key carries; ``versions`` this process's (default: what is loaded); ``name`` the kernel it
+        launches (``kernel(fn)`` sets it), by which ``kerntune verify`` finds its launches in a profile."""
         if mode not in MODES:
             raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
-        self.key_fields = tuple(key_fields)
+        self.key_fields, self.name = tuple(key_fields), name
         problem = None
         if isinstance(table, Table):
             self.table = table
@@ -82,6 +85,8 @@ class Dispatcher:
             warnings.warn(problem + " — running the default config", RuntimeWarning, stacklevel=2)
         self._cache: dict[tuple[Any, ...], _Decision] = {}
         """Per distinct call: its decision and how many calls it served."""
+        if self.settings.verify_out:
+            _report_at_exit(self, Path(self.settings.verify_out))
 
     def _decide(self, fields: Mapping[str, Any], key: str) -> tuple[dict[str, Any], str]:
         if self.disabled is None:
@@ -91,6 +96,8 @@ class Dispatcher:
             if entry is not None and usable:
                 return dict(entry["config"]), "exact"
             for rule in self.table.rules:
+                if self.mode == "production" and rule.get("status") != "admitted":
+                    continue  # fail closed: production applies admitted rules and entries only
                 if rule_matches(rule, fields):
                     return dict(rule["config"]), "rule"
         return dict(self.default), "default"
@@ -127,6 +134,7 @@ class Dispatcher:
         dispatcher selects for the call's arguments (the key function receives the same arguments). Every key
         gains ``source``, the kernel's source hash, as ``kerntune deploy`` writes it: an edited kernel misses."""
         self.fixed["source"] = kernel_hash(fn)
+        self.name = self.name or str(getattr(getattr(fn, "fn", fn), "__name__", ""))
         self._cache.clear()
         return _DispatchedKernel(fn, self)
 
@@ -147,6 +155,29 @@ class Dispatcher:
         missed = {d.key: d.calls for d in self._cache.values() if d.kind != "exact" and d.calls}
         return {"calls": total, **by_kind, "hit_rate": by_kind["exact"] / total if total else None,
                 "missed_keys": missed, "disabled": self.disabled}
+
+
+    def report(self) -> dict[str, Any]:
+        """What ``kerntune verify`` reads: every decision with its calls, and the table's entries."""
+        return {"name": self.name, "table": self.table.path, "mode": self.mode, "disabled": self.disabled,
+                "decisions": [{"key": d.key, "kind": d.kind, "calls": d.calls, "config": d.config}
+                              for d in self._cache.values()],
+                "entries": {k: e["status"] for k, e in self.table.entries.items()}, "stats": self.stats()}
+
+
+_REPORTED: list[Dispatcher] = []
+
+
+def _report_at_exit(dispatcher: Dispatcher, folder: Path) -> None:
+    if not _REPORTED:
+        atexit.register(_write_reports, folder)
+    _REPORTED.append(dispatcher)
+
+
+def _write_reports(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    reports = [d.report() for d in _REPORTED]
+    (folder / f"dispatch-{os.getpid()}.json").write_text(json.dumps(reports, indent=1))
 
 
 class _Decision:

@@ -54,3 +54,12 @@ def torch_device_fields(index: int | None = None) -> dict[str, Any]:
     props = torch.cuda.get_device_properties(torch.cuda.current_device() if index is None else index)
     return {"arch": arch_name(props, bool(getattr(torch.version, "hip", None))),
             "compute_units": int(props.multi_processor_count), "device_name": str(props.name)}
+
+
+def opencl_device_fields(device: Any, cpu_type_bit: int = 2) -> dict[str, Any]:
+    """The device fields of a pyopencl ``Device`` (duck-typed: the runtime never imports pyopencl), as the
+    OpenCL backend records them: PoCL on a CPU is ``cpu-pocl``, other devices their name in lower case."""
+    is_pocl = "portable computing language" in device.platform.name.lower()
+    is_cpu = bool(device.type & cpu_type_bit)  # CL_DEVICE_TYPE_CPU
+    arch = "cpu-pocl" if is_pocl and is_cpu else device.name.strip().lower().replace(" ", "-")
+    return {"arch": arch, "compute_units": int(device.max_compute_units), "device_name": device.name.strip()}

@@ -1,0 +1,88 @@
+"""`kerntune verify`, `admit` and `scope` on a live PoCL program (examples/opencl_vector_add/live.py) that reads
+a deployed table through kerntune.runtime.Dispatcher."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, CliResult
+
+pytest.importorskip("pyopencl")
+pytest.importorskip("torch")
+
+FAST = {"KERNTUNE_CONFIRM_ROUNDS": "0", "KERNTUNE_WARMUP_MS": "20", "KERNTUNE_SAMPLE_BUDGET_MS": "80",
+        "KERNTUNE_MIN_SAMPLES": "5"}
+LIVE = str(EXAMPLES / "opencl_vector_add" / "live.py")
+
+
+def _deployed(kerntune: Callable[..., CliResult], path: Path) -> dict[str, object]:
+    tuned = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--shape", "N=262144",
+                     "--strategy", "exhaustive", env=FAST)
+    assert tuned.code == 0, tuned.stderr
+    assert kerntune("deploy", "last", "--table", str(path)).code == 0
+    return json.loads(path.read_text())  # type: ignore[no-any-return]
+
+
+def test_verify_sees_every_entry_engage_then_admit_ranks_them(kerntune: Callable[..., CliResult],
+                                                               tmp_path: Path) -> None:
+    table = tmp_path / "table.json"
+    _deployed(kerntune, table)
+    report = tmp_path / "verify.json"
+    seen = kerntune("verify", "--processes", "2", "--report", str(report), "--json", "--",
+                    sys.executable, LIVE, str(table), "--sizes", "65536,262144,4096", "--reps", "20")
+    assert seen.code == 0, seen.stderr
+    data = seen.json()
+    assert [e["engaged"] for e in data["entries"]] == [True, True] and data["never_engaged"] == []
+    assert all(e["kernel"] == "vector_add" and e["calls"] == 21 for e in data["entries"])  # warm-up + 20 passes
+    assert data["calls"] == 63 and data["exact_calls"] == 42 and data["hit_rate"] == pytest.approx(2 / 3)
+    (miss,) = data["misses"]
+    assert '"N=4096' not in miss["key"] and "N=4096" in miss["key"] and miss["decision"] == "default"
+    assert data["gpu"] is False and data["device_share"] is None  # PoCL: no device kernels in torch's profiler
+    e2e = data["end_to_end"]
+    assert e2e["verdict"] in ("win", "loss", "noise") and e2e["ci"][0] <= e2e["ratio"] <= e2e["ci"][1]
+
+    admitted = kerntune("admit", str(table), "--verified", str(report), "--json")
+    assert admitted.code == 0, admitted.stderr
+    rows = admitted.json()["entries"]
+    assert all(r["gated"] and r["engaged"] for r in rows)
+    for r in rows:  # admitted exactly when the entry beat the default by more than 2%
+        assert r["status"] == ("admitted" if r["won"] else "measured"), r
+    written = json.loads(table.read_text())
+    assert [e["status"] for e in written["entries"]] == [r["status"] for r in rows]
+
+
+def test_a_table_keyed_to_another_compute_unit_count_misses_and_exits_1(kerntune: Callable[..., CliResult],
+                                                                         tmp_path: Path) -> None:
+    table = tmp_path / "table.json"
+    data = _deployed(kerntune, table)
+    for entry in data["entries"]:  # type: ignore[attr-defined]
+        entry["key"]["compute_units"] += 1
+    table.write_text(json.dumps(data))
+    seen = kerntune("verify", "--no-ab", "--json", "--", sys.executable, LIVE, str(table), "--reps", "3")
+    assert seen.code == 1, seen.stderr
+    found = seen.json()
+    assert len(found["never_engaged"]) == 2 and found["exact_calls"] == 0
+    assert len(found["misses"]) == 2 and all(m["decision"] == "default" for m in found["misses"])
+    nothing = kerntune("verify", "--no-ab", "--", sys.executable, "-c", "print(1)")
+    assert nothing.code == 2
+
+
+def test_scope_lists_operators_and_writes_a_matmul_corpus(kerntune: Callable[..., CliResult],
+                                                           tmp_path: Path) -> None:
+    program = tmp_path / "mm.py"
+    program.write_text("import torch\nx = torch.randn(16, 64)\nw = torch.randn(64, 32)\nfor _ in range(3):\n"
+                       "    y = x @ w\nprint(float(y.sum()))\n")
+    corpus = tmp_path / "corpus.jsonl"
+    found = kerntune("scope", "--corpus", str(corpus), "--json", "--", sys.executable, str(program))
+    assert found.code == 0, found.stderr
+    data = found.json()
+    assert {"op": "aten::mm", "M": 16, "N": 32, "K": 64} .items() <= data["matmul_shapes"][0].items()
+    assert data["matmul_shapes"][0]["calls"] == 3
+    assert json.loads(corpus.read_text().splitlines()[0])["K"] == 64
+    wrong = kerntune("scope", "--", "ls", "-l")
+    assert wrong.code == 2 and "profile Python programs" in wrong.stderr

@@ -21,7 +21,7 @@ from kerntune.runtime import Dispatcher, kernel_hash
 from kerntune.runtime.keys import opencl_device_fields
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from spec import SOURCE, problem  # noqa: E402  (the kernel the table was tuned for)
+from spec import SOURCE, problem  # the kernel the table was tuned for
 
 
 def main() -> None:

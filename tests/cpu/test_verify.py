@@ -86,3 +86,17 @@ def test_scope_lists_operators_and_writes_a_matmul_corpus(kerntune: Callable[...
     assert json.loads(corpus.read_text().splitlines()[0])["K"] == 64
     wrong = kerntune("scope", "--", "ls", "-l")
     assert wrong.code == 2 and "profile Python programs" in wrong.stderr
+
+
+def test_the_transformer_demo_reports_its_dispatchers_without_a_table(kerntune: Callable[..., CliResult]) -> None:
+    pytest.importorskip("triton")
+    demo = str(EXAMPLES / "transformer_mlp" / "run.py")
+    seen = kerntune("verify", "--no-ab", "--json", "--", sys.executable, demo, "--device", "cpu", "--dtype",
+                    "float16", "--tokens", "4", "--dim", "64", "--hidden", "128", "--steps", "2",
+                    env={"TRITON_INTERPRET": "1"})
+    assert seen.code == 0, seen.stderr
+    data = seen.json()
+    assert data["kernels"] == ["matmul", "rmsnorm"] and data["entries"] == [] and data["exact_calls"] == 0
+    assert data["calls"] == 3 * 3 + 3  # three matmuls and one RMSNorm per forward pass, three passes
+    assert {m["key"].split("K=")[1].split(";")[0] for m in data["misses"] if m["kernel"] == "matmul"} == {"64", "128"}
+    assert all("cannot read dispatch table" in d["reason"] for d in data["disabled"])

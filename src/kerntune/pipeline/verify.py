@@ -51,13 +51,19 @@ def engagement(reports: list[dict[str, Any]], profile: dict[str, Any]) -> dict[s
             elif d["calls"]:
                 misses.append({"kernel": r["name"], "key": d["key"], "decision": d["kind"], "calls": d["calls"],
                                "config": d["config"]})
+    def kernels_of(name: str) -> list[dict[str, Any]]:
+        # A dispatcher's name is its kernels' common prefix ("matmul": matmul_kernel, matmul_tma_kernel, ...).
+        return [k for n, k in launches.items() if name and n.startswith(name)]
+
     rows = []
     for ident, entry in sorted(entries.items()):
-        seen = launches.get(entry["kernel"], {})
+        seen = kernels_of(entry["kernel"])
         rows.append({**entry, "calls": served[ident], "engaged": served[ident] > 0,
-                     "profiled_launches": seen.get("launches"), "profiled_device_us": seen.get("device_us")})
+                     "profiled_kernels": sorted(k["name"] for k in seen),
+                     "profiled_launches": sum(k["launches"] for k in seen) if seen else None,
+                     "profiled_device_us": sum(k["device_us"] for k in seen) if seen else None})
     total = sum(k["device_us"] for k in profile.get("kernels", []))
-    mine = sum(k["device_us"] for n, k in launches.items() if n in names)
+    mine = sum(k["device_us"] for k in {k["name"]: k for n in names for k in kernels_of(n)}.values())
     share = mine / total if total else None
     return {"entries": rows, "misses": misses, "disabled": disabled, "calls": calls, "exact_calls": exact,
             "hit_rate": exact / calls if calls else None, "kernels": sorted(n for n in names if n),

@@ -59,7 +59,8 @@ class Dispatcher:
         ``key_fields`` names them, as a tuple of their values in that order (the cheaper form: no dict is
         built per call). ``device`` holds the device's fields (arch, compute_units, device_name) that every
         table key carries; ``versions`` this process's (default: what is loaded); ``name`` the kernel it
-        launches (``kernel(fn)`` sets it), by which ``kerntune verify`` finds its launches in a profile."""
+        launches (``kernel(fn)`` sets it), or the prefix its kernels' names share: ``kerntune verify`` finds its
+        launches in a profile by it."""
         if mode not in MODES:
             raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
         self.key_fields, self.name = tuple(key_fields), name

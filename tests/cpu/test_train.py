@@ -1,4 +1,4 @@
-"""`kerntune train` on a PoCL sweep: rules by work segment, exact entries only where they beat their rule,
+"""`kerntune train` on a PoCL sweep: rules by size segment, exact entries only where they beat their rule,
 held-out shapes scored through the live Dispatcher, and the bad inputs it refuses."""
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ def test_train_a_table_from_a_sweep_and_score_it_on_held_out_shapes(kerntune: Ca
     tuned = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), *shapes, "--strategy", "exhaustive", env=FAST)
     assert tuned.code == 0, tuned.stderr
     path = tmp_path / "trained.json"
-    done = kerntune("train", "last", "--table", str(path), "--holdout-every", "3", "--octaves", "4", "--json")
+    done = kerntune("train", "last", "--table", str(path), "--holdout-every", "3", "--by", "N:4", "--json")
     assert done.code == 0, done.stderr
     data = done.json()
     report, table = data["report"], json.loads(path.read_text())
     assert (report["shapes"], report["training_shapes"], report["held_out_shapes"]) == (6, 4, 2)
-    assert report["configs"] == 9 and table["training"]["work"] == "N"
+    assert report["configs"] == 9 and table["training"]["by"] == ["N:4"]
     # Rules: one per work segment of 4 octaves holding training shapes, then the op-wide one; all keyed by op,
     # kernel source and device, so another kernel or device never matches them.
     assert report["rules"] == len(table["rules"]) >= 2 and "N" not in table["rules"][-1]["when"]

@@ -38,19 +38,20 @@ def train(
                                                "scoring (0: none).")] = 3,
     noise: Annotated[float, typer.Option("--noise", help="Keep an exact entry only where it beats its rule by "
                                          "more than this fraction.")] = 0.02,
-    aspect: Annotated[str | None, typer.Option("--aspect", help="Aspect field, e.g. N/K ('' for none).")] = None,
-    work: Annotated[str | None, typer.Option("--work", help="Work-size field, e.g. M*N*K or N*K.")] = None,
-    octaves: Annotated[float, typer.Option("--octaves", help="Work segment width in powers of two.")] = 2.0,
+    by: Annotated[list[str] | None, typer.Option("--by", help="A segment dimension, most significant first: FIELD "
+                                                 "or FIELD:OCTAVES (M, N/K, N*K:2...). Repeat it. Default for "
+                                                 "matmuls: M, N/K, N*K:2.")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Replace an existing table file.")] = False,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Train a compact table from sweeps: fallback rules by aspect bucket x work segment (least total regret),
-    exact entries only where they beat their rule beyond the noise band; scored on held-out shapes."""
+    """Train a compact table from sweeps: fallback rules per segment (M, aspect N/K and size N*K buckets by
+    default; least total regret), exact entries only where they beat their rule beyond the noise band; scored
+    on held-out shapes through the live dispatcher."""
     from kerntune.pipeline.train import TrainOptions
     from kerntune.pipeline.train import train as run_train
 
-    options = TrainOptions(holdout_every=holdout_every, noise=noise, aspect=aspect, work=work, octaves=octaves)
+    options = TrainOptions(holdout_every=holdout_every, noise=noise, by=tuple(by or ()))
     done = run_train(_store(store), runs, table, options, replace=replace)
     if as_json:
         _emit_json({"report": done["report"], "written": done["written"], "table": done["table"]})

@@ -1,11 +1,19 @@
 """``kerntune train RUN [RUN ...] --table PATH``: a compact dispatch table from sweeps over many shapes.
 
-Rules first, exact entries only where they pay. Shapes are grouped by aspect-ratio bucket (``N/K``, one bucket
-per power of two) × work-size segment (``M*N*K``, one segment per ``octaves`` powers of two); each segment's
-rule is the config of least total regret (sum of log(time ÷ the shape's best)) over its training shapes, among
-the configs timed on the most of them. Wider rules follow (one per aspect bucket, then one for the whole op),
-so every shape of the op gets a tuned config. An exact entry is added only where a shape's own winner beats
-the rule it would get by more than the noise band.
+Rules first, exact entries only where they pay. Shapes are grouped into segments along a few dimensions, each a
+shape field or a derived one bucketed by powers of two: by default for a matmul (M, N, K) the row count ``M``
+(one bucket per octave), the aspect ratio ``N/K`` (one bucket per octave, centred on powers of two) and the
+weight size ``N*K`` (two octaves); for other shapes the product of their fields. Each segment's rule is the
+config of least total regret (sum of log(time ÷ the shape's best)) over its training shapes, among the configs
+timed on the most of them. Wider rules follow, dropping the last dimension at each level down to one rule for
+the whole op, so every shape of the op gets a tuned config from its nearest populated segment. An exact entry
+is added only where a shape's own winner beats the rule it would get by more than the noise band.
+
+Why M leads: the issue that asked for this named aspect × work size (``M*N*K``); on the H200 sweep of
+2026-11-29 that choice left 21.8% geometric-mean regret on held-out shapes against 8.3% for M, N*K, N/K
+(``benchmarks/RESULTS.md``): work size mixes decode and prefill shapes, while the row count decides the tile
+that wins. Shapes whose sweep was cut short (fewer than half the configs timed) are left out: their best would
+be the best of a few.
 
 A share of the shapes (every ``holdout_every``-th by work size) is held out: the table is scored on them through
 the live ``Dispatcher``, as regret against each held-out shape's best timed config. A held-out shape whose
@@ -38,12 +46,9 @@ class TrainOptions:
     """Every k-th shape (sorted by work) is held out for scoring; 0 holds none out."""
     noise: float = 0.02
     """An exact entry is kept only where the shape's winner beats its rule by more than this fraction."""
-    aspect: str | None = None
-    """The aspect field (default ``N/K`` when the shapes have N and K; empty: no aspect buckets)."""
-    work: str | None = None
-    """The work-size field (default: the product of the shape's numeric fields, e.g. ``M*N*K``)."""
-    octaves: float = 2.0
-    """Width of a work segment in powers of two."""
+    by: tuple[str, ...] = ()
+    """Segment dimensions, most significant first: ``FIELD`` or ``FIELD:OCTAVES`` (a shape field, a ratio
+    ``N/K`` or a product ``N*K``; one octave wide unless given). Default: see the module docstring."""
 
 
 @dataclass
@@ -52,6 +57,8 @@ class ShapeTimes:
 
     shape: dict[str, Any]
     times: dict[str, float] = field(default_factory=dict)
+    run: str = ""
+    """The run that timed it (the first, when several did)."""
 
     @property
     def best(self) -> tuple[str, float]:
@@ -79,7 +86,7 @@ def sweep(store: Store, run_refs: Iterable[str]) -> tuple[Run, list[ShapeTimes],
             raise UsageError(f"run {run.id} differs from run {first.id} in op, kernel source, dtype or device "
                              f"({_fixed_fields(run)} vs {fixed}): train one table per op, kernel, dtype and device")
         for report in build_report(store, run).shapes:
-            times = by_shape.setdefault(report.shape.key, ShapeTimes(report.shape.as_dict()))
+            times = by_shape.setdefault(report.shape.key, ShapeTimes(report.shape.as_dict(), run=run.id))
             for c in report.all_candidates:
                 # The default config is timed as a baseline: it counts; baselines without a config (torch) do not.
                 if c.status != "ok" or c.measurement is None or c.role == "screen" or not c.config.items:
@@ -87,37 +94,61 @@ def sweep(store: Store, run_refs: Iterable[str]) -> tuple[Run, list[ShapeTimes],
                 key = c.config.key
                 configs[key] = c.config.as_dict()
                 times.times[key] = min(times.times.get(key, math.inf), c.measurement.median_ms)
-    shapes = [s for s in by_shape.values() if s.times]
+    shapes = complete(list(by_shape.values()))
     if len(shapes) < 2:
         raise UsageError(f"the runs hold {len(shapes)} shape(s) with timed configs: a table is trained from sweeps "
                          "over many shapes (tune more shapes first)")
     return first, shapes, configs
 
 
+def complete(shapes: list[ShapeTimes]) -> list[ShapeTimes]:
+    """The shapes with at least half as many timed configs as the best-covered one (a sweep cut short leaves a
+    shape with a few configs, whose best would understate every regret)."""
+    most = max((len(s.times) for s in shapes), default=0)
+    return [s for s in shapes if s.times and 2 * len(s.times) >= most]
+
+
 def _fixed_fields(run: Run) -> dict[str, Any]:
     return key_fields(run, {})
 
 
-def _fields(shapes: list[ShapeTimes], options: TrainOptions) -> tuple[str | None, str]:
+Dim = tuple[str, float]
+"""A segment dimension: the field (or derived field) and the bucket width in octaves."""
+
+
+def dimensions(shapes: list[ShapeTimes], by: tuple[str, ...]) -> list[Dim]:
+    """The segment dimensions from ``--by`` (or the defaults), checked against every shape."""
     names = [n for n, v in shapes[0].shape.items() if isinstance(v, (int, float))]
-    aspect = options.aspect if options.aspect is not None else ("N/K" if {"N", "K"} <= set(names) else None)
-    work = options.work or "*".join(names)
-    for s in shapes:
-        for name in filter(None, (aspect, work)):
-            value = field_value(name, s.shape) if "*" in name or "/" in name else s.shape.get(name)
+    if not by:
+        by = ("M", "N*K:2", "N/K") if {"M", "N", "K"} <= set(names) else \
+             ("N/K", "N*K:2") if {"N", "K"} <= set(names) else ("*".join(names) + ":2",)
+    dims = []
+    for text in by:
+        name, _, width = text.partition(":")
+        try:
+            octaves = float(width) if width else 1.0
+        except ValueError:
+            raise UsageError(f"--by {text!r}: the width after ':' is a number of octaves, e.g. N*K:2") from None
+        for s in shapes:
+            value = field_value(name, s.shape)
             if not isinstance(value, (int, float)) or value <= 0:
-                raise UsageError(f"shape {s.shape} has no positive {name!r}: choose --aspect/--work from its fields "
-                                 f"({', '.join(names)})")
-    return aspect or None, work
+                raise UsageError(f"shape {s.shape} has no positive {name!r}: choose --by from its fields "
+                                 f"({', '.join(names)}), their ratios (N/K) or products (N*K)")
+        dims.append((name, octaves))
+    return dims
 
 
 def _bucket(value: float, width: float, centred: bool) -> tuple[float, float]:
     """The ``[low, high)`` range of powers of two that holds ``value``: width ``width`` octaves, centred on a
-    power of two (aspect ratios: 1 is its own bucket) or starting at one (work sizes)."""
+    power of two (ratios: 1 is its own bucket) or starting at one (sizes)."""
     log = math.log2(value) / width
     index = round(log) if centred else math.floor(log)
     low = (index - 0.5) if centred else index
     return 2.0 ** (low * width), 2.0 ** ((low + 1) * width)
+
+
+def segment(s: ShapeTimes, dims: list[Dim]) -> tuple[tuple[float, float], ...]:
+    return tuple(_bucket(float(field_value(name, s.shape)), width, "/" in name) for name, width in dims)
 
 
 def least_regret(shapes: list[ShapeTimes]) -> str:
@@ -135,36 +166,28 @@ def least_regret(shapes: list[ShapeTimes]) -> str:
     return min(candidates, key=lambda k: (total(k), k))
 
 
-def _rules(train: list[ShapeTimes], fixed: Mapping[str, Any], aspect: str | None, work: str, octaves: float,
+def _rules(train: list[ShapeTimes], fixed: Mapping[str, Any], dims: list[Dim],
            configs: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Segment rules, then one per aspect bucket, then one for the whole op: first match wins."""
-    def value(name: str, s: ShapeTimes) -> float:
-        return float(field_value(name, s.shape))
-
-    def rule(a: tuple[float, float] | None, w: tuple[float, float] | None, members: list[ShapeTimes]
-             ) -> dict[str, Any]:
-        when: dict[str, Any] = dict(fixed)
-        if aspect and a is not None:
-            when[aspect] = list(a)
-        if w is not None:
-            when[work] = list(w)
-        return {"when": when, "config": configs[least_regret(members)], "trained_on": len(members)}
-
-    segments: dict[tuple[Any, ...], list[ShapeTimes]] = defaultdict(list)
-    buckets: dict[tuple[float, float], list[ShapeTimes]] = defaultdict(list)
-    for s in train:
-        a = _bucket(value(aspect, s), 1.0, True) if aspect else None
-        segments[(a, _bucket(value(work, s), octaves, False))].append(s)
-        if a is not None:
-            buckets[a].append(s)
-    rules = [rule(a, w, members) for (a, w), members in sorted(segments.items())]
-    rules += [rule(a, None, members) for a, members in sorted(buckets.items())]
-    return [*rules, rule(None, None, train)]
+    """Rules for every populated segment at every level (all dimensions, then all but the last, ... then none),
+    most specific first: the first rule that matches a call is its nearest populated segment."""
+    rules = []
+    for level in range(len(dims), -1, -1):
+        groups: dict[tuple[tuple[float, float], ...], list[ShapeTimes]] = defaultdict(list)
+        for s in train:
+            groups[segment(s, dims)[:level]].append(s)
+        for buckets, members in sorted(groups.items()):
+            when: dict[str, Any] = {**fixed, **{name: list(b) for (name, _), b in zip(dims, buckets, strict=False)}}
+            rules.append({"when": when, "config": configs[least_regret(members)], "trained_on": len(members)})
+    return rules
 
 
-def split(shapes: list[ShapeTimes], work: str, every: int) -> tuple[list[ShapeTimes], list[ShapeTimes]]:
-    """Training and held-out shapes: every ``every``-th by work size (from the middle of each stride)."""
-    ordered = sorted(shapes, key=lambda s: (float(field_value(work, s.shape)), repr(s.shape)))
+def split(shapes: list[ShapeTimes], every: int) -> tuple[list[ShapeTimes], list[ShapeTimes]]:
+    """Training and held-out shapes: every ``every``-th by work size (the product of the shape's numbers, from
+    the middle of each stride)."""
+    def work(s: ShapeTimes) -> float:
+        return math.prod(float(v) for v in s.shape.values() if isinstance(v, (int, float)))
+
+    ordered = sorted(shapes, key=lambda s: (work(s), repr(s.shape)))
     if every <= 1:
         return ordered, []
     held = [s for i, s in enumerate(ordered) if i % every == every // 2]
@@ -191,6 +214,33 @@ def score(table: dict[str, Any], fixed: Mapping[str, Any], shapes: list[ShapeTim
             "max_regret": max(scored) if scored else None, "unscored": len(rows) - len(scored)}
 
 
+def fit_table(shapes: list[ShapeTimes], configs: Mapping[str, dict[str, Any]], fixed: Mapping[str, Any],
+              header: Mapping[str, Any], options: TrainOptions) -> dict[str, Any]:
+    """Rules, exact entries and scores from a sweep's shapes: the table (``header`` plus entries and rules) and
+    the report. Every key carries ``fixed`` (op, kernel source, dtype, device) and the shape."""
+    dims = dimensions(shapes, options.by)
+    fit, held = split(shapes, options.holdout_every)
+    rules = _rules(fit, fixed, dims, configs)
+    rule_only = {**header, "entries": [], "rules": rules}
+    fitted = score(rule_only, fixed, fit, configs)
+    entries = []
+    for s, row in zip(fit, fitted["rows"], strict=True):
+        if row["regret"] is None or row["regret"] > options.noise:
+            best, best_ms = s.best
+            entries.append({"key": {**fixed, **s.shape}, "config": configs[best], "status": "measured",
+                            "median_ms": best_ms, "rule_regret": row["regret"], "run": s.run})
+    table = {**rule_only, "entries": entries,
+             "training": {"by": [f"{n}:{w:g}" for n, w in dims], "noise": options.noise,
+                          "holdout_every": options.holdout_every}}
+    trained = score(table, fixed, fit, configs)
+    report = {"shapes": len(shapes), "training_shapes": len(fit), "held_out_shapes": len(held),
+              "configs": len(configs), "rules": len(rules), "exact_entries": len(entries),
+              "exact_hit_rate": trained["exact"] / trained["calls"],
+              "training_geomean_regret": trained["geomean_regret"],
+              "held_out": score(table, fixed, held, configs) if held else None}
+    return {"table": table, "report": report}
+
+
 def train(store: Store, run_refs: list[str], path: Path, options: TrainOptions, replace: bool = False
           ) -> dict[str, Any]:
     """Train, score and write the table (JSON, .py, .inc); the table and the report."""
@@ -198,25 +248,7 @@ def train(store: Store, run_refs: list[str], path: Path, options: TrainOptions, 
     if path.exists() and not replace:
         raise UsageError(f"{path} exists: a trained table replaces a whole file; pass --replace, or name a new file")
     run, shapes, configs = sweep(store, run_refs)
-    aspect, work = _fields(shapes, options)
-    fit, held = split(shapes, work, options.holdout_every)
-    fixed = _fixed_fields(run)
-    rules = _rules(fit, fixed, aspect, work, options.octaves, configs)
-    rule_only = {**table_header(run), "entries": [], "rules": rules}
-    fitted = score(rule_only, fixed, fit, configs)
-    entries = []
-    for s, row in zip(fit, fitted["rows"], strict=True):
-        if row["regret"] is None or row["regret"] > options.noise:
-            best, best_ms = s.best
-            entries.append({"key": key_fields(run, s.shape), "config": configs[best], "status": "measured",
-                            "median_ms": best_ms, "rule_regret": row["regret"], "run": run.id})
-    table = {**rule_only, "entries": entries,
-             "training": {"runs": list(run_refs), "aspect": aspect, "work": work, "octaves": options.octaves,
-                          "noise": options.noise, "holdout_every": options.holdout_every}}
-    trained = score(table, fixed, fit, configs)
-    held_out = score(table, fixed, held, configs) if held else None
-    report = {"shapes": len(shapes), "training_shapes": len(fit), "held_out_shapes": len(held),
-              "configs": len(configs), "rules": len(rules), "exact_entries": len(entries),
-              "exact_hit_rate": trained["exact"] / trained["calls"], "training_geomean_regret":
-              trained["geomean_regret"], "held_out": held_out}
-    return {"table": table, "report": report, "written": write_artifacts(path, table)}
+    fitted = fit_table(shapes, configs, _fixed_fields(run), table_header(run), options)
+    table = fitted["table"]
+    table["training"]["runs"] = list(run_refs)
+    return {**fitted, "written": write_artifacts(path, table)}

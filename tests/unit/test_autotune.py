@@ -39,7 +39,7 @@ def test_with_a_table_each_call_dispatches_on_its_key_fields(tmp_path) -> None: 
     launched = []
 
     class FakeJit:  # a JITFunction's surface: its argument names, its source and the [grid] launch
-        arg_names = ["x", "out", "N"]
+        arg_names = ("x", "out", "N")
         src = "def add(x, out, N, BLOCK): ..."
 
         def __getitem__(self, grid):  # type: ignore[no-untyped-def]

@@ -195,3 +195,47 @@ def admit(
                   highlight=False, soft_wrap=True)
     out.print(", ".join(f"{n} {s}" for s, n in done["counts"].items()) + "; written: " + ", ".join(done["written"]),
               highlight=False)
+
+
+@app.command("import-kt")
+def import_kt(
+    cache: Annotated[Path, typer.Argument(help="A Kernel Tuner cache file (JSON).")],
+    shape: Annotated[str | None, typer.Option("--shape", help="Names for the problem size's dimensions, e.g. "
+                                              "N or M,N (default x, y, z).")] = None,
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Bring a Kernel Tuner cache into the store as a run, every raw sample kept: median, interval and the
+    spread its mean of 7 hides."""
+    from kerntune.pipeline.kernel_tuner import import_cache
+
+    done = import_cache(_store(store), cache, [n.strip() for n in shape.split(",")] if shape else None)
+    if as_json:
+        _emit_json(done)
+        return
+    out = Console()
+    out.print(f"run {done['run']}: {done['configs']} configs of {done['kernel']} on {done['device']} "
+              f"({done['failed']} failed)", highlight=False)
+    for label, best in (("best by Kernel Tuner's mean", done["best_by_kt_mean"]),
+                        ("best by median", done["best_by_median"])):
+        if best:
+            out.print(f"{label}: {best['config']} — mean {best['kt_time_ms']:.4g} ms, median {best['median_ms']:.4g} "
+                      f"ms, {best['samples']} samples spread {best['spread']:.1%}", highlight=False)
+
+
+@app.command("export-kt")
+def export_kt(
+    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="The cache file to write.")],
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Write a run (one shape) as a Kernel Tuner cache file."""
+    from kerntune.pipeline.kernel_tuner import export_run
+
+    done = export_run(_store(store), run, output)
+    if as_json:
+        _emit_json(done)
+    else:
+        Console().print(f"{done['configs']} configs of run {done['run']} written to {done['written']}",
+                        highlight=False)

@@ -114,9 +114,9 @@ def test_inspect_exits_2_when_a_target_cannot_build_the_kernel(kerntune: Callabl
 
 
 def test_a_missing_nvidia_tool_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kerntune.backends import triton_cross
+    from kerntune.backends.cubin import nvidia_tool
     from kerntune.errors import BackendUnavailable
 
     monkeypatch.setenv("PATH", "")
     with pytest.raises(BackendUnavailable, match=r"cuobjdump-gone not found .* install the CUDA toolkit"):
-        triton_cross._nvidia_tool("cuobjdump-gone")
+        nvidia_tool("cuobjdump-gone")

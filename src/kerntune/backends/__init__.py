@@ -9,6 +9,7 @@ from kerntune.errors import BackendUnavailable
 
 _MODULES = {
     "opencl": ("kerntune.backends.opencl", "OpenCLBackend"),
+    "cuda": ("kerntune.backends.cuda", "CudaBackend"),
     "triton": ("kerntune.backends.triton", "TritonBackend"),
     "torch": ("kerntune.backends.torch", "TorchBackend"),
 }

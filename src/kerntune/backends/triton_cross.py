@@ -1,25 +1,21 @@
 """Cross-compile a Triton kernel for a named target on any machine (Triton's compiler, and NVIDIA's ptxas,
 cuobjdump and nvdisasm, ship in the triton wheel; AMD code objects need nothing more), then read the
-binary: resources, an instruction census and the occupancy they allow on that architecture.
+binary (``backends.cubin`` for NVIDIA): resources, an instruction census and the occupancy they allow.
 
 No GPU is used or needed: this is how a CPU machine sees what a config becomes on an H200 or an MI300.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from kerntune.backends.base import fail
+from kerntune.backends.cubin import Inspection, inspect_cubin
 from kerntune.errors import BackendUnavailable, UsageError
-from kerntune.isa import amdgcn, sass
-from kerntune.isa.occupancy import Occupancy, amd_next_boundary, amd_occupancy, occupancy
-from kerntune.isa.targets import NVIDIA_LIMITS, TARGETS
+from kerntune.isa import amdgcn
+from kerntune.isa.occupancy import amd_next_boundary, amd_occupancy
+from kerntune.isa.targets import TARGETS
 
 try:
     import triton
@@ -27,21 +23,6 @@ try:
     from triton.compiler import ASTSource
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise BackendUnavailable("cross-compiling needs triton: pip install 'kerntune[triton]'") from exc
-
-@dataclass
-class Inspection:
-    """What a config becomes on one target."""
-
-    target: str
-    resources: dict[str, int]
-    census: dict[str, int]
-    """Instruction counts by category (see ``isa.sass.CATEGORIES`` / ``isa.amdgcn.CATEGORIES``)."""
-    opcodes: dict[str, int] = field(default_factory=dict)
-    occupancy: Occupancy | None = None
-    next_boundary: str | None = None
-    spills: int = 0
-    """Spill instructions (NVIDIA LDL/STL) or scratch bytes (AMD)."""
-
 
 def gpu_target(name: str) -> Any:
     if name not in TARGETS:
@@ -71,36 +52,13 @@ def cross_compile_source(fn: Any, signature: Mapping[str, str], constexprs: Mapp
         raise fail(exc, f"compile for {target}") from exc
 
 
-def _nvidia_tool(name: str) -> str:
-    bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name
-    found = str(bundled) if bundled.exists() else shutil.which(name)
-    if not found:
-        raise BackendUnavailable(f"{name} not found (not in the triton wheel, not on PATH): install the CUDA toolkit")
-    return found
-
-
 def inspect_compiled(kernel: Any, target: str) -> Inspection:
     """Resources, census and occupancy of a kernel compiled for ``target``."""
     metadata = kernel.metadata
     warps = int(getattr(metadata, "num_warps", 4))
     shared = int(getattr(metadata, "shared", 0) or 0)  # Triton's dynamic shared memory / LDS, per block
     if TARGETS[target][0] == "cuda":
-        with tempfile.TemporaryDirectory() as tmp:
-            cubin = Path(tmp) / "kernel.cubin"
-            cubin.write_bytes(kernel.asm["cubin"])
-            usage = subprocess.run([_nvidia_tool("cuobjdump"), "-res-usage", str(cubin)], capture_output=True,
-                                   text=True, check=True).stdout
-            disassembly = subprocess.run([_nvidia_tool("nvdisasm"), str(cubin)], capture_output=True, text=True,
-                                         check=True).stdout
-        res = sass.parse_res_usage(usage)
-        counted = sass.census(disassembly)
-        # Kept apart: the dynamic request is what Triton's metadata and the launch carry, the static part is
-        # what cuobjdump reads from the cubin; occupancy adds both.
-        resources = {"registers": res.registers, "shared_bytes": shared, "static_shared_bytes": res.shared_bytes,
-                     "stack_bytes": res.stack_bytes, "local_bytes": res.local_bytes, "num_warps": warps}
-        occ = occupancy(resources, {**NVIDIA_LIMITS[target], "warp_size": 32, "shared_reserved_per_block": 1024})
-        return Inspection(target, resources, counted.summary(), dict(counted.opcodes), occ, None,
-                          sass.spill_instructions(counted))
+        return inspect_cubin(kernel.asm["cubin"], target, shared, warps * 32)
     text = kernel.asm["amdgcn"]
     amd = amdgcn.parse_resources(text)
     counts = amdgcn.census(text)

@@ -10,6 +10,7 @@ from kerntune.model.point import Config, Meta, Scalar, Shape
 from kerntune.model.problem import (
     Baseline,
     Cost,
+    CudaKernel,
     InputMaker,
     Kernel,
     OpenCLKernel,
@@ -24,7 +25,8 @@ from kerntune.model.target import Target
 
 __all__ = [
     "Baseline", "Budget", "Candidate", "CandidateRole", "CandidateStatus", "Conditions", "Config", "Constraint",
-    "Cost", "Derived", "FailureKind", "InputMaker", "Kernel", "Measurement", "Meta", "OpenCLKernel", "Problem",
+    "Cost",
+    "CudaKernel", "Derived", "FailureKind", "InputMaker", "Kernel", "Measurement", "Meta", "OpenCLKernel", "Problem",
     "Reference", "Run", "RunStatus", "Scalar", "Shape", "Space", "Target", "TorchCallable", "TritonKernel",
     "Verdict", "median_ci",
 ]

@@ -35,6 +35,28 @@ class OpenCLKernel:
 
 
 @dataclass(frozen=True)
+class CudaKernel:
+    """A CUDA C++ kernel compiled at run time (NVRTC through cuda.core). Config and derived values become
+    ``-D NAME=VALUE`` (``defines``) or, when ``template`` is given, the template arguments of the kernel
+    named by ``template.format(**meta)`` (e.g. ``"tile_matmul<{TILE}, {UNROLL}>"``). ``grid(meta)`` and
+    ``block(meta)`` give the launch shape; ``shared_bytes(meta)`` the dynamic shared memory (the 48 KB default
+    is raised when more is asked). Arguments are passed in the input maker's order: tensors as device
+    pointers, numpy scalars as their own type (give ``np.int32(n)``; a plain int is passed as int32, a float
+    as float32). ``arch`` is the compile target (default: the device's, e.g. ``sm_90``; give ``sm_90a`` for
+    wgmma). ``options``: extra flags for the nvcc path (used where cuda.core is not installed)."""
+
+    source: str
+    name: str
+    grid: Callable[[Meta], tuple[int, ...]]
+    block: Callable[[Meta], tuple[int, ...]]
+    shared_bytes: Callable[[Meta], int] | None = None
+    template: str | None = None
+    options: Sequence[str] = ()
+    arch: str | None = None
+    language: Literal["cuda"] = "cuda"
+
+
+@dataclass(frozen=True)
 class TritonKernel:
     """A ``triton.jit`` function. ``grid(meta)`` gives the launch grid; config values are passed as
     constexpr keyword arguments (``num_warps``, ``num_stages``, ``num_ctas``, ``maxnreg`` as launch options).
@@ -62,7 +84,7 @@ class TorchCallable:
     language: Literal["torch"] = "torch"
 
 
-Kernel = OpenCLKernel | TritonKernel | TorchCallable
+Kernel = OpenCLKernel | CudaKernel | TritonKernel | TorchCallable
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""``kerntune inspect``: what one config of a Triton spec becomes on each target, without the target's GPU.
+"""``kerntune inspect``: what one config of a Triton or CUDA C++ spec becomes on each target, without the
+target's GPU (CUDA C++: compiled by NVRTC or nvcc for each sm_* target, read through ``backends.cubin``).
 
 In a worker process (a compiler can crash; the spec is loaded without Triton's interpreter), the spec's
 inputs are made on the host and its launch runs with every ``kernel[grid](...)`` captured instead of run.
@@ -17,7 +18,7 @@ from typing import Any
 
 from kerntune.errors import CandidateFailed, SpecError, UsageError
 from kerntune.isa.targets import TARGETS
-from kerntune.model import Config, Shape, TritonKernel
+from kerntune.model import Config, CudaKernel, Shape, TritonKernel
 from kerntune.pipeline.run_inputs import parse_value, resolve_shapes
 from kerntune.pipeline.spec import load_spec
 from kerntune.settings import Settings
@@ -45,8 +46,8 @@ def setup_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str,
     # Compiling for a target needs Triton's real JIT functions, never the interpreter's stand-ins.
     os.environ.pop("TRITON_INTERPRET", None)
     loaded = load_spec(payload["spec_path"])
-    if not isinstance(loaded.problem.kernel, TritonKernel):
-        raise SpecError("inspect cross-compiles Triton kernels; this spec's kernel is "
+    if not isinstance(loaded.problem.kernel, (TritonKernel, CudaKernel)):
+        raise SpecError("inspect cross-compiles Triton and CUDA C++ kernels; this spec's kernel is "
                         f"{loaded.problem.kernel.language}")
     state["problem"] = loaded.problem
     return {"name": loaded.problem.name}
@@ -95,13 +96,16 @@ def _compile_inputs(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> t
 
 
 def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[dict[str, Any]]:
-    from kerntune.backends.triton import intercepted_launches
-    from kerntune.backends.triton_cross import cross_compile_source, inspect_compiled
-
     problem = state["problem"]
     shape = Shape.of(payload["shape"])
     config = Config.of(payload["config"])
     meta, tunables = problem.space.meta(config, shape), problem.space.tunables(config, shape)
+    if isinstance(problem.kernel, CudaKernel):
+        return _inspect_cuda(problem.kernel, meta, tunables, payload["targets"])
+
+    from kerntune.backends.triton import intercepted_launches
+    from kerntune.backends.triton_cross import cross_compile_source, inspect_compiled
+
     args = problem.make_inputs(shape.as_dict(), payload["dtype"], 1)
     kernel: TritonKernel = problem.kernel
     calls: list[tuple[Any, Any, tuple[Any, ...], dict[str, Any]]] = []
@@ -128,6 +132,28 @@ def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[di
             except CandidateFailed as exc:
                 row["error"] = exc.reason
             rows.append(row)
+    return rows
+
+
+def _inspect_cuda(kernel: CudaKernel, meta: Mapping[str, Any], tunables: Mapping[str, Any], targets: Sequence[str]
+                  ) -> list[dict[str, Any]]:
+    """A CUDA C++ kernel compiled for each NVIDIA target (NVRTC, or nvcc): one row per target."""
+    from kerntune.backends.cuda_compile import inspect_cuda
+
+    rows: list[dict[str, Any]] = []
+    for target in targets:
+        row: dict[str, Any] = {"kernel": kernel.name, "target": target, "options": {}}
+        if TARGETS[target][0] != "cuda":
+            row["error"] = f"a CUDA C++ kernel builds for NVIDIA targets only ({target} is AMD: write it for HIP)"
+        else:
+            try:
+                binary, found = inspect_cuda(kernel, dict(meta), dict(tunables), target)
+                row.update(resources=found.resources, census=found.census, spills=found.spills,
+                           occupancy=asdict(found.occupancy) if found.occupancy else None,
+                           next_boundary=found.next_boundary, compiler=binary.compiler)
+            except CandidateFailed as exc:
+                row["error"] = exc.reason
+        rows.append(row)
     return rows
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kerntune.errors import BackendUnavailable, KerntuneError, SpecError
-from kerntune.model import OpenCLKernel, Problem, TritonKernel
+from kerntune.model import CudaKernel, OpenCLKernel, Problem, TritonKernel
 
 _HEAVY = {"torch": "triton", "triton": "triton", "pyopencl": "opencl", "cuda": "cuda"}
 
@@ -87,7 +87,7 @@ def load_spec(path: str | Path) -> LoadedSpec:
 def _digest(source: bytes, problem: Problem) -> str:
     h = hashlib.sha256(source)
     kernel = problem.kernel
-    if isinstance(kernel, OpenCLKernel):
+    if isinstance(kernel, (OpenCLKernel, CudaKernel)):
         h.update(kernel.source.encode())
     elif isinstance(kernel, TritonKernel):
         fn = getattr(kernel.fn, "fn", kernel.fn)
@@ -101,7 +101,7 @@ def _digest(source: bytes, problem: Problem) -> str:
 def with_kernel_source(loaded: LoadedSpec, source_path: str | Path) -> LoadedSpec:
     """The spec with its kernel's source taken from another file (an A/B of two kernel sources).
 
-    OpenCL: the file is the kernel source. Triton: the file is a Python module defining a ``@triton.jit``
+    OpenCL and CUDA C++: the file is the kernel source. Triton: the file is a Python module defining a ``@triton.jit``
     function of the same name as the spec's kernel. The digest covers the new source.
     """
     path = Path(source_path)
@@ -109,8 +109,8 @@ def with_kernel_source(loaded: LoadedSpec, source_path: str | Path) -> LoadedSpe
         raise SpecError(f"kernel source {str(path)!r} does not exist")
     kernel = loaded.problem.kernel
     text = path.read_bytes()
-    if isinstance(kernel, OpenCLKernel):
-        new_kernel: OpenCLKernel | TritonKernel = replace(kernel, source=text.decode())
+    if isinstance(kernel, (OpenCLKernel, CudaKernel)):
+        new_kernel: OpenCLKernel | CudaKernel | TritonKernel = replace(kernel, source=text.decode())
     elif isinstance(kernel, TritonKernel):
         name = getattr(getattr(kernel.fn, "fn", kernel.fn), "__name__", "")
         module = _import_file(path, f"kerntune_source_{hashlib.md5(text).hexdigest()[:12]}")

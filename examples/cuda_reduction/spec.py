@@ -1,0 +1,102 @@
+"""Sum of a float32 vector in CUDA C++, in one launch: each block reduces its grid-stride share (warp shuffles,
+then shared memory) into a partial; the last block to finish (an arrival counter, reset by that block for the
+next launch) adds the partials in a fixed order and writes the sum, so the result does not depend on block
+timing. Tunables: BLOCK (threads), VEC (floats per load: 1, 2 or 4, i.e. float2/float4) and ITEMS (loads per
+thread, which sets the grid). Memory-bound: its speed of light is the calibrated copy bandwidth."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+import kerntune as kt
+
+MAX_BLOCKS = 65536
+
+SOURCE = r"""
+__device__ float block_sum(float v) {
+    __shared__ float warps[32];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) warps[warp] = v;
+    __syncthreads();
+    v = threadIdx.x < blockDim.x / 32 ? warps[lane] : 0.0f;
+    if (warp == 0)
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    __syncthreads();
+    return v;  // complete in thread 0
+}
+
+extern "C" __global__ void reduce_sum(const float* __restrict__ x, float* __restrict__ out,
+                                      float* __restrict__ partials, unsigned int* __restrict__ arrived,
+                                      long long n) {
+    float acc = 0.0f;
+    const long long stride = (long long)gridDim.x * BLOCK * VEC;
+    for (long long i = ((long long)blockIdx.x * BLOCK + threadIdx.x) * VEC; i < n; i += stride) {
+        if (VEC == 4 && i + 3 < n) {
+            const float4 v = *reinterpret_cast<const float4*>(x + i);
+            acc += (v.x + v.y) + (v.z + v.w);
+        } else if (VEC == 2 && i + 1 < n) {
+            const float2 v = *reinterpret_cast<const float2*>(x + i);
+            acc += v.x + v.y;
+        } else {
+            for (int j = 0; j < VEC; j++)
+                if (i + j < n) acc += x[i + j];
+        }
+    }
+    const float mine = block_sum(acc);
+    __shared__ bool last;
+    if (threadIdx.x == 0) {
+        partials[blockIdx.x] = mine;
+        __threadfence();  // the partial is visible before the arrival that announces it
+        last = atomicAdd(arrived, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    float total = 0.0f;
+    for (int b = threadIdx.x; b < gridDim.x; b += BLOCK) total += ((volatile float*)partials)[b];
+    total = block_sum(total);
+    if (threadIdx.x == 0) {
+        out[0] = total;
+        *arrived = 0u;  // ready for the next launch
+    }
+}
+"""
+
+
+def grid(meta: dict[str, Any]) -> tuple[int]:
+    per_block = meta["BLOCK"] * meta["VEC"] * meta["ITEMS"]
+    return (max(1, min(MAX_BLOCKS, -(-meta["N"] // per_block))),)
+
+
+def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
+    gen = torch.Generator().manual_seed(seed)
+    n = int(shape["N"])
+    return {"x": torch.rand(n, generator=gen), "out": torch.empty(1), "partials": torch.empty(MAX_BLOCKS),
+            "arrived": torch.zeros(1, dtype=torch.int32), "n": np.int64(n)}
+
+
+def reference(args: dict[str, Any], shape: dict[str, Any]) -> torch.Tensor:
+    return args["x"].double().sum().reshape(1)
+
+
+def torch_sum(args: dict[str, Any], meta: dict[str, Any]) -> Any:
+    return torch.sum(args["x"], dim=0, keepdim=True, out=args["out"])
+
+
+problem = kt.Problem(
+    name="cuda_reduction",
+    kernel=kt.CudaKernel(source=SOURCE, name="reduce_sum", grid=grid, block=lambda m: (m["BLOCK"],)),
+    space=kt.Space(params={"BLOCK": [128, 256, 512, 1024], "VEC": [1, 2, 4], "ITEMS": [1, 2, 4, 8, 16, 32]},
+                   default={"BLOCK": 256, "VEC": 1, "ITEMS": 1}),
+    shapes=[{"N": 1 << 26}],
+    dtypes=("float32",),
+    make_inputs=make_inputs,
+    reference=reference,
+    outputs=("out",),
+    cost=lambda s, d: kt.Cost(flops=float(s["N"]), bytes=4.0 * s["N"]),
+    baselines=[kt.Baseline("torch.sum", kernel=kt.TorchCallable(torch_sum, "torch.sum"))],
+)

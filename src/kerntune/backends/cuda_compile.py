@@ -1,0 +1,128 @@
+"""Compile a CUDA C++ kernel to a cubin for a named arch, on any machine: NVRTC through cuda.core (what the CUDA
+backend loads at run time), or nvcc where cuda.core is not installed. No GPU is used.
+
+Config and derived values (not the shape) become ``-D NAME=VALUE``; a kernel with ``template`` is instantiated by name
+(``"tile_matmul<{TILE}>"`` formatted with the config), which needs NVRTC. Compile errors carry the compiler's
+log. ``compile_cubin`` is shared by the backend (timing), ``kerntune inspect`` and the compile-ahead pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import string
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kerntune.backends.base import digest
+from kerntune.backends.cubin import Inspection, inspect_cubin
+from kerntune.errors import BackendUnavailable, CandidateFailed
+from kerntune.model import CudaKernel, FailureKind, Meta
+
+
+@dataclass(frozen=True)
+class CudaBinary:
+    cubin: bytes
+    symbol: str
+    """The kernel's name in the cubin (mangled for a template instance)."""
+    name_expression: str
+    """How the kernel is asked for: its name, or the template instance (``tile_matmul<16, 4>``)."""
+    arch: str
+    compile_s: float
+    compiler: str
+
+    @property
+    def hash(self) -> str:
+        return digest(self.cubin)
+
+
+def _defines(meta: Meta, template: str | None = None) -> list[tuple[str, str]]:
+    """The macros: every scalar value, except those a template instance takes as arguments (a macro of the
+    same name would rewrite the template's parameter)."""
+    in_template = {f for _, f, _, _ in string.Formatter().parse(template or "") if f}
+    return [(name, str(int(v) if isinstance(v, bool) else v)) for name, v in meta.items()
+            if isinstance(v, (bool, int, float, str)) and name.isidentifier() and name not in in_template]
+
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("KERNTUNE_CUBIN_CACHE") or Path.home() / ".cache" / "kerntune" / "cubin")
+
+
+def compile_cubin(kernel: CudaKernel, tunables: Meta, arch: str) -> CudaBinary:
+    """The cubin of ``kernel`` for ``tunables`` (config and derived values: the shape's fields are kernel
+    arguments, never macros) on ``arch`` (``sm_90``, ``sm_90a``...); a CandidateFailed
+    (``compile``) with the compiler's log when it does not build. Cubins are cached on disk by source,
+    defines, template instance, options and arch, so a compile-ahead worker's compile serves the timing
+    worker."""
+    meta = tunables
+    expression = kernel.template.format(**meta) if kernel.template else kernel.name
+    key = digest(json.dumps([kernel.source, _defines(meta, kernel.template), expression, list(kernel.options), arch]))
+    cached = _cache_dir() / f"{key}.json"
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        entry = json.loads(cached.read_text())
+        cubin = (_cache_dir() / f"{key}.cubin").read_bytes()
+        return CudaBinary(cubin, entry["symbol"], expression, arch, 0.0, entry["compiler"])
+    binary = _compile(kernel, meta, arch, expression)
+    with contextlib.suppress(OSError):
+        _cache_dir().mkdir(parents=True, exist_ok=True)
+        (_cache_dir() / f"{key}.cubin").write_bytes(binary.cubin)  # the cubin first: the .json marks it complete
+        cached.write_text(json.dumps({"symbol": binary.symbol, "compiler": binary.compiler}))
+    return binary
+
+
+def _compile(kernel: CudaKernel, meta: Meta, arch: str, expression: str) -> CudaBinary:
+    start = time.perf_counter()
+    try:
+        from cuda.core import Program, ProgramOptions
+    except ImportError:
+        return _with_nvcc(kernel, meta, arch, expression, start)
+    options = ProgramOptions(arch=arch, define_macro=_defines(meta, kernel.template) or None, std="c++17")
+    try:
+        program = Program(kernel.source, code_type="c++", options=options)
+        code = program.compile("cubin", name_expressions=(expression,) if kernel.template else ())
+    except Exception as exc:  # NVRTCError: its text holds the compilation log
+        raise CandidateFailed(FailureKind.COMPILE.value, f"NVRTC could not compile {expression} for {arch}: "
+                              f"{str(exc).strip()}") from exc
+    mapping = getattr(code, "symbol_mapping", None) or {}
+    symbol = mapping.get(expression, expression)
+    symbol = symbol.decode() if isinstance(symbol, bytes) else str(symbol)
+    return CudaBinary(bytes(code.code), symbol, expression, arch, time.perf_counter() - start, "nvrtc")
+
+
+def _with_nvcc(kernel: CudaKernel, meta: Meta, arch: str, expression: str, start: float) -> CudaBinary:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise BackendUnavailable("compiling CUDA C++ needs cuda.core with NVRTC (pip install 'kerntune[cuda]') "
+                                 "or nvcc on PATH")
+    if kernel.template:
+        raise BackendUnavailable("template kernels are instantiated through NVRTC: pip install 'kerntune[cuda]'")
+    with tempfile.TemporaryDirectory() as tmp:
+        source, cubin = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.cubin"
+        source.write_text(kernel.source)
+        defines = [f"-D{name}={value}" for name, value in _defines(meta, kernel.template)]
+        done = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *defines, *kernel.options,
+                               "-o", str(cubin), str(source)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise CandidateFailed(FailureKind.COMPILE.value, f"nvcc could not compile {expression} for {arch}: "
+                                  f"{done.stderr.strip()}")
+        return CudaBinary(cubin.read_bytes(), expression, expression, arch, time.perf_counter() - start, "nvcc")
+
+
+def threads(kernel: CudaKernel, meta: Meta) -> int:
+    total = 1
+    for d in kernel.block(meta):
+        total *= int(d)
+    return total
+
+
+def inspect_cuda(kernel: CudaKernel, meta: Meta, tunables: Meta, arch: str) -> tuple[CudaBinary, Inspection]:
+    """Compile for ``arch`` and read the cubin: registers, shared memory, spills, census, occupancy. ``meta``
+    (shape and tunables) sizes the launch; ``tunables`` are the macros."""
+    binary = compile_cubin(kernel, tunables, arch)
+    shared = int(kernel.shared_bytes(meta)) if kernel.shared_bytes else 0
+    return binary, inspect_cubin(binary.cubin, arch, shared, threads(kernel, meta), binary.symbol)

@@ -1,0 +1,116 @@
+"""CUDA C++ on the CPU machine: examples/cuda_matmul and cuda_reduction compiled for NVIDIA targets (NVRTC through
+cuda.core, or nvcc), their registers and shared memory read from the cubin and checked against `nvcc -Xptxas
+-v` for the same config; compile errors carry the compiler's log; template instances; the cubin cache."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kerntune.errors import CandidateFailed
+from kerntune.model import CudaKernel
+from tests.conftest import EXAMPLES, CliResult
+
+CONFIG = {"TILE": 64, "WPT": 8, "VEC": 4, "UNROLL": 16}
+needs_a_compiler = pytest.mark.skipif(
+    shutil.which("nvcc") is None and not __import__("importlib").util.find_spec("cuda.core"),
+    reason="needs nvcc or cuda.core with NVRTC")
+
+
+def _matmul_source() -> str:
+    sys.path.insert(0, str(EXAMPLES / "cuda_matmul"))
+    try:
+        import spec
+        return str(spec.SOURCE)
+    finally:
+        sys.path.pop(0)
+        sys.modules.pop("spec", None)
+
+
+def _ptxas_v(source: str, arch: str, tmp_path: Path) -> tuple[int, int]:
+    """(registers, static shared bytes) as ptxas reports them for the config."""
+    cu = tmp_path / "k.cu"
+    cu.write_text(source)
+    defines = [f"-D{k}={v}" for k, v in CONFIG.items()]
+    cubin = str(tmp_path / "k.cubin")
+    done = subprocess.run(["nvcc", "-cubin", f"-arch={arch}", *defines, "-Xptxas", "-v", "-o", cubin, str(cu)],
+                          capture_output=True, text=True, check=True)
+    found = re.search(r"Used (\d+) registers.*?(\d+) bytes smem", done.stderr)
+    assert found, done.stderr
+    return int(found.group(1)), int(found.group(2))
+
+
+@needs_a_compiler
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_inspect_reads_what_ptxas_reports(kerntune: Callable[..., CliResult], tmp_path: Path, arch: str) -> None:
+    config = ",".join(f"{k}={v}" for k, v in CONFIG.items())
+    result = kerntune("inspect", str(EXAMPLES / "cuda_matmul"), "--target", arch, "--config", config, "--json")
+    assert result.code == 0, result.stderr
+    (row,) = result.json()
+    resources = row["resources"]
+    assert resources["static_shared_bytes"] == 4 * (64 * 65 + 64 * 64)  # As[64][65] and Bs[64][64]
+    assert resources["num_warps"] == 4 and row["census"]["FFMA"] > 0 and row["spills"] == 0
+    assert row["occupancy"]["limiter"] in ("registers", "shared memory")
+    if shutil.which("nvcc") is None:
+        pytest.skip("no nvcc to compare with")
+    registers, smem = _ptxas_v(_matmul_source(), arch, tmp_path)
+    assert resources["static_shared_bytes"] == smem
+    if row["compiler"] == "nvcc":
+        assert resources["registers"] == registers
+    else:  # NVRTC and nvcc may be different releases here; same release: same registers
+        assert abs(resources["registers"] - registers) <= 8, (resources["registers"], registers)
+
+
+@needs_a_compiler
+def test_an_amd_target_and_a_broken_kernel_are_named_errors(kerntune: Callable[..., CliResult]) -> None:
+    result = kerntune("inspect", str(EXAMPLES / "cuda_reduction"), "--target", "sm_90", "--target", "gfx942",
+                      "--json")
+    assert result.code == 2
+    rows = {r["target"]: r for r in result.json()}
+    assert rows["sm_90"]["resources"]["registers"] > 0 and "error" not in rows["sm_90"]
+    assert "NVIDIA targets only" in rows["gfx942"]["error"]
+
+    from kerntune.backends.cuda_compile import compile_cubin
+
+    broken = CudaKernel(source='extern "C" __global__ void k(float* x) { x[0] = nope; }', name="k",
+                        grid=lambda m: (1,), block=lambda m: (32,))
+    with pytest.raises(CandidateFailed) as failed:
+        compile_cubin(broken, {"TILE": 1}, "sm_90")
+    assert failed.value.kind == "compile" and "nope" in failed.value.reason and "is undefined" in failed.value.reason
+
+
+def test_template_instances_and_the_cubin_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("cuda.core")
+    from kerntune.backends.cuda_compile import compile_cubin, inspect_cuda
+
+    monkeypatch.setenv("KERNTUNE_CUBIN_CACHE", str(tmp_path))
+    kernel = CudaKernel(source="template <int N> __global__ void scale(float* x) { x[threadIdx.x] *= N; }",
+                        name="scale", template="scale<{N}>", grid=lambda m: (1,), block=lambda m: (m["T"],))
+    first = compile_cubin(kernel, {"N": 3}, "sm_90")
+    assert first.symbol.startswith("_Z") and first.compiler == "nvrtc" and first.compile_s > 0
+    again = compile_cubin(kernel, {"N": 3}, "sm_90")
+    assert again.hash == first.hash and again.compile_s == 0.0 and again.symbol == first.symbol  # from the cache
+    assert compile_cubin(kernel, {"N": 4}, "sm_90").hash != first.hash
+    _, found = inspect_cuda(kernel, {"N": 3, "T": 128}, {"N": 3}, "sm_90")
+    assert found.resources["registers"] > 0 and found.resources["num_warps"] == 4
+
+
+def test_without_cuda_core_nvcc_compiles_and_its_registers_match_ptxas(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    if shutil.which("nvcc") is None:
+        pytest.skip("no nvcc here")
+    from kerntune.backends.cuda_compile import inspect_cuda
+
+    monkeypatch.setitem(sys.modules, "cuda.core", None)  # import fails: the nvcc path
+    monkeypatch.setenv("KERNTUNE_CUBIN_CACHE", str(tmp_path / "cache"))
+    kernel = CudaKernel(source=_matmul_source(), name="matmul", grid=lambda m: (1,), block=lambda m: (16, 8))
+    binary, found = inspect_cuda(kernel, {**CONFIG, "M": 64, "N": 64, "K": 64}, CONFIG, "sm_90")
+    assert binary.compiler == "nvcc" and binary.symbol == "matmul"
+    assert (found.resources["registers"], found.resources["static_shared_bytes"]) == _ptxas_v(_matmul_source(),
+                                                                                            "sm_90", tmp_path)

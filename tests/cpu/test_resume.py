@@ -22,10 +22,16 @@ pytest.importorskip("pyopencl")
 def _finished(db: Path) -> dict[int, tuple[str, int]]:
     if not db.exists():
         return {}
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute(
-            "SELECT c.id, c.config_key, COUNT(m.id) FROM candidates c LEFT JOIN measurements m"
-            " ON m.candidate_id = c.id AND m.phase = 'search' WHERE c.status != 'pending' GROUP BY c.id").fetchall()
+    try:
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute(
+                "SELECT c.id, c.config_key, COUNT(m.id) FROM candidates c LEFT JOIN measurements m"
+                " ON m.candidate_id = c.id AND m.phase = 'search' WHERE c.status != 'pending' GROUP BY c.id"
+            ).fetchall()
+    except sqlite3.OperationalError as exc:  # polled while the tuner is still creating the store's tables
+        if "no such table" in str(exc):
+            return {}
+        raise
     return {r[0]: (r[1], r[2]) for r in rows}
 
 
@@ -39,12 +45,15 @@ def test_kill_9_then_resume(tmp_path: Path, kerntune: Callable[..., CliResult]) 
     )
     db = home / "kerntune.sqlite"
     deadline = time.monotonic() + 240
-    while len(_finished(db)) < 4:
-        assert proc.poll() is None, "the tune ended before it could be killed"
-        assert time.monotonic() < deadline, "no progress within 240 s"
-        time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    try:
+        while len(_finished(db)) < 4:
+            assert proc.poll() is None, "the tune ended before it could be killed"
+            assert time.monotonic() < deadline, "no progress within 240 s"
+            time.sleep(0.2)
+    finally:  # killed whether the wait succeeded or not: a failed wait must not leave the tuner running
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
     before = _finished(db)
     assert 4 <= len(before) < 13
 

@@ -114,3 +114,25 @@ def test_without_cuda_core_nvcc_compiles_and_its_registers_match_ptxas(tmp_path:
     assert binary.compiler == "nvcc" and binary.symbol == "matmul"
     assert (found.resources["registers"], found.resources["static_shared_bytes"]) == _ptxas_v(_matmul_source(),
                                                                                             "sm_90", tmp_path)
+
+
+def test_a_config_needing_wgmma_is_refused_off_sm_90a_as_a_capability(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from kerntune.backends.cuda_compile import compile_cubin
+    from kerntune.isa.targets import missing_features
+
+    monkeypatch.setenv("KERNTUNE_CUBIN_CACHE", str(tmp_path))
+    kernel = CudaKernel(source='extern "C" __global__ void k(float* x) { x[threadIdx.x] += 1.0f; }', name="k",
+                        grid=lambda m: (1,), block=lambda m: (32,),
+                        requires=lambda m: ["wgmma"] if m["PATH"] == 1 else [])
+    for arch in ("sm_80", "sm_90"):
+        with pytest.raises(CandidateFailed) as refused:
+            compile_cubin(kernel, {"PATH": 1}, arch)
+        assert refused.value.kind == "unsupported"
+        assert f"{arch} lacks wgmma (found on sm_90a)" in refused.value.reason
+    if shutil.which("nvcc") or __import__("importlib").util.find_spec("cuda.core"):
+        assert compile_cubin(kernel, {"PATH": 1}, "sm_90a").cubin  # the same config builds where wgmma exists
+        assert compile_cubin(kernel, {"PATH": 0}, "sm_80").cubin  # and a config without it builds anywhere
+    assert missing_features("gfx906", ["mfma"]) is not None and missing_features("gfx942", ["mfma"]) is None
+    assert "gfx1100 lacks mfma" in (missing_features("gfx1100", ["mfma"]) or "")
+    assert missing_features("sm_999", ["wgmma"]) is None  # an unknown target: the compiler decides

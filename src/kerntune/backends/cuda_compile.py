@@ -22,6 +22,7 @@ from pathlib import Path
 from kerntune.backends.base import digest
 from kerntune.backends.cubin import Inspection, inspect_cubin
 from kerntune.errors import BackendUnavailable, CandidateFailed
+from kerntune.isa.targets import missing_features
 from kerntune.model import CudaKernel, FailureKind, Meta
 
 
@@ -60,6 +61,10 @@ def compile_cubin(kernel: CudaKernel, tunables: Meta, arch: str) -> CudaBinary:
     defines, template instance, options and arch, so a compile-ahead worker's compile serves the timing
     worker."""
     meta = tunables
+    if kernel.requires is not None:
+        refused = missing_features(arch, tuple(kernel.requires(meta)))
+        if refused:
+            raise CandidateFailed(FailureKind.UNSUPPORTED.value, refused)
     expression = kernel.template.format(**meta) if kernel.template else kernel.name
     key = digest(json.dumps([kernel.source, _defines(meta, kernel.template), expression, list(kernel.options), arch]))
     cached = _cache_dir() / f"{key}.json"

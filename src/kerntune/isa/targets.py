@@ -23,3 +23,29 @@ NVIDIA_LIMITS: dict[str, dict[str, int]] = {
     "sm_100": {"registers_per_sm": 65536, "shared_bytes_per_sm": 233472, "shared_bytes_per_block": 232448,
                "threads_per_sm": 2048, "blocks_per_sm": 32},
 }
+
+_SM80 = frozenset({"mma", "cp.async"})
+FEATURES: dict[str, frozenset[str]] = {
+    # What each target's ISA offers, for capability checks (never for performance choices). The arch-specific
+    # "a" targets add the instructions that exist on that chip only: wgmma (sm_90a), tcgen05 (sm_100a).
+    "sm_80": _SM80, "sm_86": _SM80, "sm_89": _SM80 | {"fp8"},
+    "sm_90": _SM80 | {"fp8", "tma", "clusters"}, "sm_90a": _SM80 | {"fp8", "tma", "clusters", "wgmma"},
+    "sm_100": _SM80 | {"fp8", "tma", "clusters"}, "sm_100a": _SM80 | {"fp8", "tma", "clusters", "tcgen05"},
+    "gfx906": frozenset({"dot"}), "gfx908": frozenset({"dot", "mfma"}), "gfx90a": frozenset({"dot", "mfma"}),
+    "gfx942": frozenset({"dot", "mfma", "fp8"}), "gfx950": frozenset({"dot", "mfma", "fp8"}),
+    "gfx1100": frozenset({"dot", "wmma"}), "gfx1201": frozenset({"dot", "wmma", "fp8"}),
+}
+
+
+def missing_features(target: str, required: list[str] | tuple[str, ...]) -> str | None:
+    """Why ``target`` cannot run code that needs ``required`` (None: it can). An unknown target is not
+    refused here: the compiler decides."""
+    have = FEATURES.get(target)
+    if have is None:
+        return None
+    lacking = [f for f in required if f not in have]
+    if not lacking:
+        return None
+    where = sorted(t for t, fs in FEATURES.items() if set(lacking) <= fs)
+    return (f"capability: {target} lacks {', '.join(lacking)}"
+            + (f" (found on {', '.join(where)})" if where else "") + "; a capability check, not a performance pick")

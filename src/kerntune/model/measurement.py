@@ -166,6 +166,9 @@ class FailureKind(str, Enum):
     OOM = "oom"
     WRONG = "wrong-result"
     LAUNCH = "launch"
+    UNSUPPORTED = "unsupported"
+    """The target lacks an ISA feature the config needs (wgmma off sm_90a, MFMA off CDNA): refused before
+    compiling, as a capability check, never as a performance pick."""
     ERROR = "error"
 
 

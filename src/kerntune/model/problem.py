@@ -53,6 +53,9 @@ class CudaKernel:
     template: str | None = None
     options: Sequence[str] = ()
     arch: str | None = None
+    requires: Callable[[Meta], Sequence[str]] | None = None
+    """ISA features a config needs (``wgmma``, ``tma``, ``fp8``...: ``isa.targets.FEATURES``); a config whose
+    target lacks one is refused before compiling (failure kind ``unsupported``)."""
     language: Literal["cuda"] = "cuda"
 
 

@@ -14,7 +14,8 @@ from kerntune.model import FailureKind, Target
 from kerntune.store.claims import ab_records
 from kerntune.store.sqlite import Store
 
-DETERMINISTIC = (FailureKind.COMPILE, FailureKind.LAUNCH, FailureKind.WRONG, FailureKind.CRASH, FailureKind.HANG)
+DETERMINISTIC = (FailureKind.COMPILE, FailureKind.LAUNCH, FailureKind.WRONG, FailureKind.CRASH, FailureKind.HANG,
+                 FailureKind.UNSUPPORTED)
 """Failure kinds that repeat for the same source, config, shape and device. Out-of-memory and unexpected
 errors can depend on what else ran, so they are never skipped on the ledger's word."""
 

@@ -65,6 +65,10 @@ def test_bad_caches_and_a_multi_shape_export_are_refused(kerntune: Callable[...,
     assert result.code == 2 and "no device_name, kernel_name, problem_size, tune_params_keys" in result.stderr
     result = kerntune("import-kt", str(CACHE), "--shape", "M,N")
     assert result.code == 2 and "has 1 dimensions" in result.stderr
+    run = kerntune("import-kt", str(CACHE), "--json").json()["run"]
+    out = tmp_path / "missing" / "cache.json"
+    unwritable = kerntune("export-kt", run, "-o", str(out))
+    assert unwritable.code == 2 and unwritable.stderr.strip() == f"kerntune: error: {out}: No such file or directory"
 
 
 def test_a_kerntune_run_exports_as_a_cache(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:

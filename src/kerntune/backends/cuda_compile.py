@@ -9,6 +9,7 @@ log. ``compile_cubin`` is shared by the backend (timing), ``kerntune inspect`` a
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -54,25 +55,44 @@ def _cache_dir() -> Path:
     return Path(os.environ.get("KERNTUNE_CUBIN_CACHE") or Path.home() / ".cache" / "kerntune" / "cubin")
 
 
+def _compiler_identity() -> str:
+    """Which compiler a compile would use, and its release: a cached cubin is never reused across compilers.
+    Asked each time (a few metadata reads, against a compile of 100 ms or more), so it follows what
+    ``_compile`` would pick now."""
+    try:
+        import cuda.core  # noqa: F401
+    except ImportError:
+        nvcc = shutil.which("nvcc")
+        if nvcc is None:
+            return "none"
+        real = os.path.realpath(nvcc)
+        return f"nvcc:{real}:{os.stat(real).st_mtime_ns}"
+    versions = []
+    for dist in ("nvidia-cuda-nvrtc", "cuda-bindings", "cuda-core"):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            versions.append(f"{dist}={importlib.metadata.version(dist)}")
+    return "nvrtc:" + ",".join(versions)
+
+
 def compile_cubin(kernel: CudaKernel, tunables: Meta, arch: str) -> CudaBinary:
     """The cubin of ``kernel`` for ``tunables`` (config and derived values: the shape's fields are kernel
     arguments, never macros) on ``arch`` (``sm_90``, ``sm_90a``...); a CandidateFailed
     (``compile``) with the compiler's log when it does not build. Cubins are cached on disk by source,
     defines, template instance, options and arch, so a compile-ahead worker's compile serves the timing
     worker."""
-    meta = tunables
     if kernel.requires is not None:
-        refused = missing_features(arch, tuple(kernel.requires(meta)))
+        refused = missing_features(arch, tuple(kernel.requires(tunables)))
         if refused:
             raise CandidateFailed(FailureKind.UNSUPPORTED.value, refused)
-    expression = kernel.template.format(**meta) if kernel.template else kernel.name
-    key = digest(json.dumps([kernel.source, _defines(meta, kernel.template), expression, list(kernel.options), arch]))
+    expression = kernel.template.format(**tunables) if kernel.template else kernel.name
+    key = digest(json.dumps([kernel.source, _defines(tunables, kernel.template), expression, list(kernel.options),
+                             arch, _compiler_identity()]))
     cached = _cache_dir() / f"{key}.json"
     with contextlib.suppress(OSError, ValueError, KeyError):
         entry = json.loads(cached.read_text())
         cubin = (_cache_dir() / f"{key}.cubin").read_bytes()
         return CudaBinary(cubin, entry["symbol"], expression, arch, 0.0, entry["compiler"])
-    binary = _compile(kernel, meta, arch, expression)
+    binary = _compile(kernel, tunables, arch, expression)
     with contextlib.suppress(OSError):
         _cache_dir().mkdir(parents=True, exist_ok=True)
         (_cache_dir() / f"{key}.cubin").write_bytes(binary.cubin)  # the cubin first: the .json marks it complete

@@ -263,12 +263,17 @@ import kerntune.cli.live  # noqa: E402, F401  (deploy, train, migrate)
 
 
 def main() -> None:
-    """Console-script entry: a KerntuneError is one line on stderr and exit code 2, never a traceback."""
+    """Console-script entry: a KerntuneError, or a file that cannot be read or written, is one line on stderr
+    and exit code 2, never a traceback."""
     try:
         app()
     except KerntuneError as exc:
         sys.stderr.write(f"kerntune: error: {exc}\n")
         sys.exit(exc.exit_code)
+    except OSError as exc:  # an output path in a missing folder, a full disk, a file without permission
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"kerntune: error: {where}{exc.strerror or exc}\n")
+        sys.exit(2)
 
 
 if __name__ == "__main__":

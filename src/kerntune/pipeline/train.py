@@ -109,6 +109,7 @@ def complete(shapes: list[ShapeTimes]) -> list[ShapeTimes]:
 
 
 def _fixed_fields(run: Run) -> dict[str, Any]:
+    """The fields every key of this run carries (op, kernel source, dtype, device): its key without a shape."""
     return key_fields(run, {})
 
 

@@ -14,6 +14,7 @@ the first config, counted.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,13 +79,16 @@ class TunableKernel:
         return Problem(name=name, kernel=TritonKernel(self.fn, grid), space=self.space(), **fields)
 
 
+@dataclass(frozen=True)
 class DispatchOptions:
     """Where a decorated kernel reads its configs: a deployed table, the tuned problem's name, the argument
     whose dtype the key carries, the device fields and the dispatcher's mode."""
 
-    def __init__(self, table: str | Path, op: str, dtype_arg: str | None, device: Mapping[str, Any] | None,
-                 mode: str) -> None:
-        self.table, self.op, self.dtype_arg, self.device, self.mode = table, op, dtype_arg, device, mode
+    table: str | Path
+    op: str
+    dtype_arg: str | None
+    device: Mapping[str, Any] | None
+    mode: str
 
     def dispatcher(self, fn: Any, key: tuple[str, ...], default: Mapping[str, Any]) -> Dispatcher:
         names = list(getattr(fn, "arg_names", None) or [])

@@ -157,7 +157,6 @@ class Dispatcher:
         return {"calls": total, **by_kind, "hit_rate": by_kind["exact"] / total if total else None,
                 "missed_keys": missed, "disabled": self.disabled}
 
-
     def report(self) -> dict[str, Any]:
         """What ``kerntune verify`` reads: every decision with its calls, and the table's entries."""
         return {"name": self.name, "table": self.table.path, "mode": self.mode, "disabled": self.disabled,

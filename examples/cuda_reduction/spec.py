@@ -75,7 +75,8 @@ def grid(meta: dict[str, Any]) -> tuple[int]:
 def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(seed)
     n = int(shape["N"])
-    return {"x": torch.rand(n, generator=gen), "out": torch.empty(1), "partials": torch.empty(MAX_BLOCKS),
+    # partials is scratch the kernel writes before it reads: random, so a kernel that read it unwritten fails the gate
+    return {"x": torch.rand(n, generator=gen), "out": torch.empty(1), "partials": torch.rand(MAX_BLOCKS, generator=gen),
             "arrived": torch.zeros(1, dtype=torch.int32), "n": np.int64(n)}
 
 

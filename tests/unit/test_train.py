@@ -23,7 +23,8 @@ def _sweep() -> list[ShapeTimes]:
 
 
 def test_rules_follow_the_row_count_and_held_out_shapes_get_the_right_tile() -> None:
-    fitted = fit_table(_sweep(), CONFIGS, {"op": "mm"}, {"schema": 1}, TrainOptions(holdout_every=3))
+    fitted = fit_table(_sweep(), CONFIGS, {"op": "mm"}, {"schema": 1},
+                       TrainOptions(holdout_every=3, by=("M", "N*K:2", "N/K")))
     report, table = fitted["report"], fitted["table"]
     assert table["training"]["by"] == ["M:1", "N*K:2", "N/K:1"]
     assert (report["training_shapes"], report["held_out_shapes"]) == (12, 6)
@@ -46,6 +47,12 @@ def test_an_exact_entry_only_where_the_winner_beats_its_rule_beyond_noise() -> N
     fitted = fit_table(shapes, CONFIGS, {"op": "mm"}, {"schema": 1},
                        TrainOptions(holdout_every=0, by=("M",), noise=0.15))
     assert fitted["table"]["entries"] == []  # within a 15% band the rule is kept
+
+
+def test_matmul_shapes_are_segmented_by_output_size_by_default() -> None:
+    # M*N sets how many output tiles share the SMs: M=64 × N=16384 and M=256 × N=4096 fall in one bucket
+    assert dimensions(_sweep(), ()) == [("M*N", 1.0)]
+    assert dimensions([ShapeTimes({"N": 64, "K": 64}, {})], ()) == [("N/K", 1.0), ("N*K", 2.0)]
 
 
 def test_least_regret_and_cut_short_shapes() -> None:

@@ -39,14 +39,14 @@ def train(
     noise: Annotated[float, typer.Option("--noise", help="Keep an exact entry only where it beats its rule by "
                                          "more than this fraction.")] = 0.02,
     by: Annotated[list[str] | None, typer.Option("--by", help="A segment dimension, most significant first: FIELD "
-                                                 "or FIELD:OCTAVES (M, N/K, N*K:2...). Repeat it. Default for "
-                                                 "matmuls: M, N/K, N*K:2.")] = None,
+                                                 "or FIELD:OCTAVES (M, M*N, N/K, N*K:2...). Repeat it. "
+                                                 "Default for matmuls: M*N.")] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Replace an existing table file.")] = False,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Train a compact table from sweeps: fallback rules per segment (M, aspect N/K and size N*K buckets by
-    default; least total regret), exact entries only where they beat their rule beyond the noise band; scored
+    """Train a compact table from sweeps: fallback rules per segment (output size M*N by octave for a matmul
+    by default; least total regret), exact entries only where they beat their rule beyond the noise band; scored
     on held-out shapes through the live dispatcher."""
     from kerntune.pipeline.train import TrainOptions
     from kerntune.pipeline.train import train as run_train

@@ -1,19 +1,20 @@
 """``kerntune train RUN [RUN ...] --table PATH``: a compact dispatch table from sweeps over many shapes.
 
 Rules first, exact entries only where they pay. Shapes are grouped into segments along a few dimensions, each a
-shape field or a derived one bucketed by powers of two: by default for a matmul (M, N, K) the row count ``M``
-(one bucket per octave), the aspect ratio ``N/K`` (one bucket per octave, centred on powers of two) and the
-weight size ``N*K`` (two octaves); for other shapes the product of their fields. Each segment's rule is the
-config of least total regret (sum of log(time ÷ the shape's best)) over its training shapes, among the configs
-timed on the most of them. Wider rules follow, dropping the last dimension at each level down to one rule for
-the whole op, so every shape of the op gets a tuned config from its nearest populated segment. An exact entry
-is added only where a shape's own winner beats the rule it would get by more than the noise band.
+shape field or a derived one bucketed by powers of two: by default for a matmul (M, N, K) the output size ``M*N``
+(one bucket per octave); for other shapes the product of their fields. Each segment's rule is the config of least
+total regret (sum of log(time ÷ the shape's best)) over its training shapes, among the configs timed on the most
+of them. Wider rules follow, dropping the last dimension at each level down to one rule for the whole op, so every
+shape of the op gets a tuned config from its nearest populated segment. An exact entry is added only where a
+shape's own winner beats the rule it would get by more than the noise band.
 
-Why M leads: the issue that asked for this named aspect × work size (``M*N*K``); on the H200 sweep of
-2026-11-29 that choice left 21.8% geometric-mean regret on held-out shapes against 8.3% for M, N*K, N/K
-(``benchmarks/RESULTS.md``): work size mixes decode and prefill shapes, while the row count decides the tile
-that wins. Shapes whose sweep was cut short (fewer than half the configs timed) are left out: their best would
-be the best of a few.
+Why the output size: it sets how many output tiles there are to spread over the SMs, which decides the tile and
+the split of K that win; K only lengthens each tile's loop. On the full 64-shape H200 sweep of 2026-11-29
+(``benchmarks/RESULTS.md``) held-out geometric-mean regret was 2.3% for ``M*N`` against 7.6% for M × N*K × N/K
+and 14.2% for the aspect N/K × work size M*N*K the issue first named; every hold-out split (every 2nd to 5th
+shape) ranked them the same, and so did the earlier, separately measured 42-shape sweep (2.1% against 8.3%).
+Shapes whose sweep was cut short (fewer than half the configs timed) are left out: their best would be the best
+of a few.
 
 A share of the shapes (every ``holdout_every``-th by work size) is held out: the table is scored on them through
 the live ``Dispatcher``, as regret against each held-out shape's best timed config. A held-out shape whose
@@ -121,7 +122,7 @@ def dimensions(shapes: list[ShapeTimes], by: tuple[str, ...]) -> list[Dim]:
     """The segment dimensions from ``--by`` (or the defaults), checked against every shape."""
     names = [n for n, v in shapes[0].shape.items() if isinstance(v, (int, float))]
     if not by:
-        by = ("M", "N*K:2", "N/K") if {"M", "N", "K"} <= set(names) else \
+        by = ("M*N",) if {"M", "N", "K"} <= set(names) else \
              ("N/K", "N*K:2") if {"N", "K"} <= set(names) else ("*".join(names) + ":2",)
     dims = []
     for text in by:

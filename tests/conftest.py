@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "tests" / "specs"
 EXAMPLES = ROOT / "examples"
+DATA = ROOT / "tests" / "data"
 
 # Short measurements keep CPU tests quick; they change how long sampling runs, not what is checked.
 FAST_ENV = {

@@ -76,6 +76,9 @@ class Settings:
     run with it off, so a table being tuned or trained never measures itself."""
     device: str = ""
     """KERNTUNE_DEVICE: device selector (e.g. ``cuda:0``, ``pocl``, an OpenCL device name fragment)."""
+    binary_cache: str = ""
+    """KERNTUNE_BINARY_CACHE: folder of compiled CUDA C++ and HIP binaries, keyed by source, macros, arch and
+    compiler release (default: ~/.cache/kerntune/binaries)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

@@ -15,7 +15,7 @@ import pytest
 
 from kerntune.errors import CandidateFailed
 from kerntune.model import CudaKernel
-from tests.conftest import EXAMPLES, CliResult
+from tests.conftest import DATA, EXAMPLES, CliResult
 
 CONFIG = {"TILE": 64, "WPT": 8, "VEC": 4, "UNROLL": 16}
 needs_a_compiler = pytest.mark.skipif(
@@ -85,11 +85,31 @@ def test_an_amd_target_and_a_broken_kernel_are_named_errors(kerntune: Callable[.
     assert failed.value.kind == "compile" and "nope" in failed.value.reason and "is undefined" in failed.value.reason
 
 
+@needs_a_compiler
+def test_bad_cuda_input_is_named_per_config(kerntune: Callable[..., CliResult]) -> None:
+    """tests/data/cuda_bad: a config that does not compile carries the compiler's own message (no NUL bytes), a
+    block over 1,024 threads fits no multiprocessor, a kernel name the source lacks lists the ones it has."""
+    bad = str(DATA / "cuda_bad")
+    rows = {}
+    for config in ("BLOCK=128", "BLOCK=512", "BLOCK=2048"):
+        result = kerntune("inspect", bad, "--target", "sm_90", "--config", config, "--json")
+        rows[config] = (result.code, result.json()[0])
+    assert rows["BLOCK=128"][0] == 0 and rows["BLOCK=128"][1]["occupancy"]["blocks_per_sm"] == 16
+    code, failed = rows["BLOCK=512"]
+    assert code == 2 and "BLOCK=512 is refused on purpose" in failed["error"] and "\x00" not in failed["error"]
+    occupancy = rows["BLOCK=2048"][1]["occupancy"]
+    assert (occupancy["blocks_per_sm"], occupancy["limiter"]) == (0, "threads per block")
+    result = kerntune("inspect", bad, "--target", "sm_90", "--config", "BLOCK=128", "--json",
+                      env={"KERNTUNE_TEST_KERNEL_NAME": "nope"})
+    assert result.code == 2 and "no kernel 'nope'" in result.json()[0]["error"]
+    assert "(functions: scale)" in result.json()[0]["error"]
+
+
 def test_template_instances_and_the_cubin_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("cuda.core")
     from kerntune.backends.cuda_compile import compile_cubin, inspect_cuda
 
-    monkeypatch.setenv("KERNTUNE_CUBIN_CACHE", str(tmp_path))
+    monkeypatch.setenv("KERNTUNE_BINARY_CACHE", str(tmp_path))
     kernel = CudaKernel(source="template <int N> __global__ void scale(float* x) { x[threadIdx.x] *= N; }",
                         name="scale", template="scale<{N}>", grid=lambda m: (1,), block=lambda m: (m["T"],))
     first = compile_cubin(kernel, {"N": 3}, "sm_90")
@@ -108,7 +128,7 @@ def test_without_cuda_core_nvcc_compiles_and_its_registers_match_ptxas(tmp_path:
     from kerntune.backends.cuda_compile import inspect_cuda
 
     monkeypatch.setitem(sys.modules, "cuda.core", None)  # import fails: the nvcc path
-    monkeypatch.setenv("KERNTUNE_CUBIN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KERNTUNE_BINARY_CACHE", str(tmp_path / "cache"))
     kernel = CudaKernel(source=_matmul_source(), name="matmul", grid=lambda m: (1,), block=lambda m: (16, 8))
     binary, found = inspect_cuda(kernel, {**CONFIG, "M": 64, "N": 64, "K": 64}, CONFIG, "sm_90")
     assert binary.compiler == "nvcc" and binary.symbol == "matmul"
@@ -121,7 +141,7 @@ def test_a_config_needing_wgmma_is_refused_off_sm_90a_as_a_capability(tmp_path: 
     from kerntune.backends.cuda_compile import compile_cubin
     from kerntune.isa.targets import missing_features
 
-    monkeypatch.setenv("KERNTUNE_CUBIN_CACHE", str(tmp_path))
+    monkeypatch.setenv("KERNTUNE_BINARY_CACHE", str(tmp_path))
     kernel = CudaKernel(source='extern "C" __global__ void k(float* x) { x[threadIdx.x] += 1.0f; }', name="k",
                         grid=lambda m: (1,), block=lambda m: (32,),
                         requires=lambda m: ["wgmma"] if m["PATH"] == 1 else [])
@@ -131,8 +151,8 @@ def test_a_config_needing_wgmma_is_refused_off_sm_90a_as_a_capability(tmp_path: 
         assert refused.value.kind == "unsupported"
         assert f"{arch} lacks wgmma (found on sm_90a)" in refused.value.reason
     if shutil.which("nvcc") or __import__("importlib").util.find_spec("cuda.core"):
-        assert compile_cubin(kernel, {"PATH": 1}, "sm_90a").cubin  # the same config builds where wgmma exists
-        assert compile_cubin(kernel, {"PATH": 0}, "sm_80").cubin  # and a config without it builds anywhere
+        assert compile_cubin(kernel, {"PATH": 1}, "sm_90a").code  # the same config builds where wgmma exists
+        assert compile_cubin(kernel, {"PATH": 0}, "sm_80").code  # and a config without it builds anywhere
     assert missing_features("gfx906", ["mfma"]) is not None and missing_features("gfx942", ["mfma"]) is None
     assert "gfx1100 lacks mfma" in (missing_features("gfx1100", ["mfma"]) or "")
     assert missing_features("sm_999", ["wgmma"]) is None  # an unknown target: the compiler decides

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, CliResult, has_gpu
+from tests.conftest import DATA, EXAMPLES, CliResult, has_gpu
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a CUDA GPU")]
 
@@ -51,3 +51,24 @@ def test_cuda_examples_tune_gate_and_match_ptxas(kerntune: Callable[..., CliResu
     print("ptxas -v:", found.group(0))
     assert winner["resources"]["static_shared_bytes"] == int(found.group(2))
     assert abs(winner["resources"]["registers"] - int(found.group(1))) <= 8  # NVRTC and nvcc releases may differ
+
+
+def test_bad_candidates_fail_alone_and_the_run_goes_on(kerntune: Callable[..., CliResult]) -> None:
+    """tests/data/cuda_bad on the device: the config that does not compile is failed with the compiler's message,
+    the 2,048-thread block is pruned (never launched), the good one wins; a missing kernel name fails every config
+    with a reason that lists the kernels the source has, and the run exits non-zero instead of crashing."""
+    fast = {"KERNTUNE_CONFIRM_ROUNDS": "0"}
+    result = kerntune("tune", str(DATA / "cuda_bad"), "--strategy", "exhaustive", "--json", env=fast)
+    assert result.code == 0, result.stderr
+    shape = result.json()["shapes"][0]
+    assert shape["winner"]["config"] == {"BLOCK": 128} and shape["winner"]["gate"]["outcome"] == "pass"
+    assert shape["outcomes"]["failed"] == 1 and shape["outcomes"]["pruned"] == 1
+    (failed,) = [f for f in shape["failed"] if f["config"] == {"BLOCK": 512}]
+    assert failed["failure"] == "compile" and "refused on purpose" in failed["reason"]
+    pruned = kerntune("ledger", "--kind", "pruned", "--json")
+    assert "needs 2048 threads per block" in pruned.stdout, pruned.stdout
+    missing = kerntune("tune", str(DATA / "cuda_bad"), "--strategy", "exhaustive", "--json",
+                       env={**fast, "KERNTUNE_TEST_KERNEL_NAME": "nope"})
+    assert missing.code == 1, missing.stderr
+    reasons = [f["reason"] for f in missing.json()["shapes"][0]["failed"]]
+    assert reasons and any("no kernel 'nope'" in r and "scale" in r for r in reasons), reasons

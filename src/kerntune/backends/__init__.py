@@ -10,6 +10,7 @@ from kerntune.errors import BackendUnavailable
 _MODULES = {
     "opencl": ("kerntune.backends.opencl", "OpenCLBackend"),
     "cuda": ("kerntune.backends.cuda", "CudaBackend"),
+    "hip": ("kerntune.backends.hip", "HipBackend"),
     "triton": ("kerntune.backends.triton", "TritonBackend"),
     "torch": ("kerntune.backends.torch", "TorchBackend"),
 }

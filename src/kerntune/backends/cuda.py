@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from kerntune.backends.base import Compiled
-from kerntune.backends.cuda_compile import CudaBinary, inspect_cuda, threads
+from kerntune.backends.cuda_compile import CudaBinary, inspect_cuda
+from kerntune.backends.native import launch_scalar, threads
 from kerntune.backends.torch import TorchBackend
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.model import CudaKernel, FailureKind, Kernel, Meta, TorchCallable
@@ -44,19 +45,7 @@ class _TorchStream:
 def kernel_argument(name: str, value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.data_ptr()  # cuda.core passes a Python int as a pointer-sized argument
-    if isinstance(value, np.generic):
-        return value
-    if isinstance(value, bool):
-        return np.int32(int(value))
-    if isinstance(value, int):
-        if not -(2**31) <= value < 2**31:
-            raise CandidateFailed(FailureKind.LAUNCH.value, f"argument {name}={value} does not fit int32: give "
-                                  "np.int64(...) in make_inputs")
-        return np.int32(value)
-    if isinstance(value, float):
-        return np.float32(value)
-    raise CandidateFailed(FailureKind.LAUNCH.value, f"argument {name!r} is a {type(value).__name__}: pass tensors, "
-                          "numpy scalars, ints or floats")
+    return value if isinstance(value, np.generic) else launch_scalar(name, value)
 
 
 class CudaBackend(TorchBackend):
@@ -115,7 +104,7 @@ class CudaBackend(TorchBackend):
     def _load(self, binary: CudaBinary) -> Any:
         key = (binary.hash, binary.symbol)
         if key not in self._loaded:
-            module = cuda_core.ObjectCode.from_cubin(binary.cubin)
+            module = cuda_core.ObjectCode.from_cubin(binary.code)
             self._loaded[key] = module.get_kernel(binary.symbol)
         return self._loaded[key]
 

@@ -13,46 +13,20 @@ import importlib.metadata
 import json
 import os
 import shutil
-import string
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from kerntune.backends.base import digest
 from kerntune.backends.cubin import Inspection, inspect_cubin
+from kerntune.backends.native import NativeBinary, cache_load, cache_store, compiler_log, macros, threads
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.isa.targets import missing_features
 from kerntune.model import CudaKernel, FailureKind, Meta
 
-
-@dataclass(frozen=True)
-class CudaBinary:
-    cubin: bytes
-    symbol: str
-    """The kernel's name in the cubin (mangled for a template instance)."""
-    name_expression: str
-    """How the kernel is asked for: its name, or the template instance (``tile_matmul<16, 4>``)."""
-    arch: str
-    compile_s: float
-    compiler: str
-
-    @property
-    def hash(self) -> str:
-        return digest(self.cubin)
-
-
-def _defines(meta: Meta, template: str | None = None) -> list[tuple[str, str]]:
-    """The macros: every scalar value, except those a template instance takes as arguments (a macro of the
-    same name would rewrite the template's parameter)."""
-    in_template = {f for _, f, _, _ in string.Formatter().parse(template or "") if f}
-    return [(name, str(int(v) if isinstance(v, bool) else v)) for name, v in meta.items()
-            if isinstance(v, (bool, int, float, str)) and name.isidentifier() and name not in in_template]
-
-
-def _cache_dir() -> Path:
-    return Path(os.environ.get("KERNTUNE_CUBIN_CACHE") or Path.home() / ".cache" / "kerntune" / "cubin")
+CudaBinary = NativeBinary
+"""``code`` is a cubin."""
 
 
 def _compiler_identity() -> str:
@@ -85,18 +59,14 @@ def compile_cubin(kernel: CudaKernel, tunables: Meta, arch: str) -> CudaBinary:
         if refused:
             raise CandidateFailed(FailureKind.UNSUPPORTED.value, refused)
     expression = kernel.template.format(**tunables) if kernel.template else kernel.name
-    key = digest(json.dumps([kernel.source, _defines(tunables, kernel.template), expression, list(kernel.options),
+    key = digest(json.dumps([kernel.source, macros(tunables, kernel.template), expression, list(kernel.options),
                              arch, _compiler_identity()]))
-    cached = _cache_dir() / f"{key}.json"
-    with contextlib.suppress(OSError, ValueError, KeyError):
-        entry = json.loads(cached.read_text())
-        cubin = (_cache_dir() / f"{key}.cubin").read_bytes()
+    found = cache_load(key)
+    if found is not None:
+        cubin, entry = found
         return CudaBinary(cubin, entry["symbol"], expression, arch, 0.0, entry["compiler"])
     binary = _compile(kernel, tunables, arch, expression)
-    with contextlib.suppress(OSError):
-        _cache_dir().mkdir(parents=True, exist_ok=True)
-        (_cache_dir() / f"{key}.cubin").write_bytes(binary.cubin)  # the cubin first: the .json marks it complete
-        cached.write_text(json.dumps({"symbol": binary.symbol, "compiler": binary.compiler}))
+    cache_store(key, binary.code, {"symbol": binary.symbol, "compiler": binary.compiler})
     return binary
 
 
@@ -106,13 +76,13 @@ def _compile(kernel: CudaKernel, meta: Meta, arch: str, expression: str) -> Cuda
         from cuda.core import Program, ProgramOptions
     except ImportError:
         return _with_nvcc(kernel, meta, arch, expression, start)
-    options = ProgramOptions(arch=arch, define_macro=_defines(meta, kernel.template) or None, std="c++17")
+    options = ProgramOptions(arch=arch, define_macro=macros(meta, kernel.template) or None, std="c++17")
     try:
         program = Program(kernel.source, code_type="c++", options=options)
         code = program.compile("cubin", name_expressions=(expression,) if kernel.template else ())
     except Exception as exc:  # NVRTCError: its text holds the compilation log
         raise CandidateFailed(FailureKind.COMPILE.value, f"NVRTC could not compile {expression} for {arch}: "
-                              f"{str(exc).strip()}") from exc
+                              f"{compiler_log(str(exc))}") from exc
     mapping = getattr(code, "symbol_mapping", None) or {}
     symbol = mapping.get(expression, expression)
     symbol = symbol.decode() if isinstance(symbol, bytes) else str(symbol)
@@ -129,20 +99,13 @@ def _with_nvcc(kernel: CudaKernel, meta: Meta, arch: str, expression: str, start
     with tempfile.TemporaryDirectory() as tmp:
         source, cubin = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.cubin"
         source.write_text(kernel.source)
-        defines = [f"-D{name}={value}" for name, value in _defines(meta, kernel.template)]
+        defines = [f"-D{name}={value}" for name, value in macros(meta, kernel.template)]
         done = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *defines, *kernel.options,
                                "-o", str(cubin), str(source)], capture_output=True, text=True)
         if done.returncode != 0:
             raise CandidateFailed(FailureKind.COMPILE.value, f"nvcc could not compile {expression} for {arch}: "
-                                  f"{done.stderr.strip()}")
+                                  f"{compiler_log(done.stderr)}")
         return CudaBinary(cubin.read_bytes(), expression, expression, arch, time.perf_counter() - start, "nvcc")
-
-
-def threads(kernel: CudaKernel, meta: Meta) -> int:
-    total = 1
-    for d in kernel.block(meta):
-        total *= int(d)
-    return total
 
 
 def inspect_cuda(kernel: CudaKernel, meta: Meta, tunables: Meta, arch: str) -> tuple[CudaBinary, Inspection]:
@@ -150,4 +113,9 @@ def inspect_cuda(kernel: CudaKernel, meta: Meta, tunables: Meta, arch: str) -> t
     (shape and tunables) sizes the launch; ``tunables`` are the macros."""
     binary = compile_cubin(kernel, tunables, arch)
     shared = int(kernel.shared_bytes(meta)) if kernel.shared_bytes else 0
-    return binary, inspect_cubin(binary.cubin, arch, shared, threads(kernel, meta), binary.symbol)
+    try:
+        return binary, inspect_cubin(binary.code, arch, shared, threads(kernel, meta), binary.symbol)
+    except ValueError as exc:  # the cubin has no function of that name
+        raise CandidateFailed(FailureKind.COMPILE.value, f"the source has no kernel {binary.symbol!r} ({exc}): "
+                              "CudaKernel(name=...) names an extern \"C\" __global__ function, or give "
+                              "template= for a C++ template instance") from exc

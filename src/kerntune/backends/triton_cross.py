@@ -12,9 +12,8 @@ from typing import Any
 
 from kerntune.backends.base import fail
 from kerntune.backends.cubin import Inspection, inspect_cubin
+from kerntune.backends.hsaco import inspect_amdgcn
 from kerntune.errors import BackendUnavailable, UsageError
-from kerntune.isa import amdgcn
-from kerntune.isa.occupancy import amd_next_boundary, amd_occupancy
 from kerntune.isa.targets import TARGETS
 
 try:
@@ -59,16 +58,4 @@ def inspect_compiled(kernel: Any, target: str) -> Inspection:
     shared = int(getattr(metadata, "shared", 0) or 0)  # Triton's dynamic shared memory / LDS, per block
     if TARGETS[target][0] == "cuda":
         return inspect_cubin(kernel.asm["cubin"], target, shared, warps * 32)
-    text = kernel.asm["amdgcn"]
-    amd = amdgcn.parse_resources(text)
-    counts = amdgcn.census(text)
-    resources = {"vgprs": amd.vgprs, "agprs": amd.agprs, "sgprs": amd.sgprs,
-                 "lds_bytes": max(amd.lds_bytes, shared), "scratch_bytes": amd.scratch_bytes,
-                 "wavefront": amd.wavefront, "num_warps": warps}
-    occ, boundary = None, None
-    if target in ("gfx906", "gfx908", "gfx90a", "gfx942", "gfx950"):
-        occ = amd_occupancy(target, amd.vgprs, amd.agprs, resources["lds_bytes"], warps * amd.wavefront, amd.wavefront)
-        boundary = amd_next_boundary(target, amd.vgprs, amd.agprs)
-    if amd.compiler_occupancy is not None:
-        resources["compiler_occupancy"] = amd.compiler_occupancy
-    return Inspection(target, resources, amdgcn.categories(counts), dict(counts), occ, boundary, amd.scratch_bytes)
+    return inspect_amdgcn(kernel.asm["amdgcn"], target, total_lds=shared, waves=warps)

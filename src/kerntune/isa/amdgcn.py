@@ -11,7 +11,7 @@ from dataclasses import dataclass
 _DIRECTIVES = {
     "vgprs": (r";\s*NumVgprs:\s*(\d+)", r"\.amdhsa_next_free_vgpr\s+(\d+)"),
     "agprs": (r";\s*NumAgprs:\s*(\d+)",),
-    "sgprs": (r";\s*TotalNumSgprs:\s*(\d+)", r"\.amdhsa_next_free_sgpr\s+(\d+)"),
+    "sgprs": (r";\s*TotalNumSgprs:\s*(\d+)", r";\s*NumSgprs:\s*(\d+)", r"\.amdhsa_next_free_sgpr\s+(\d+)"),
     "lds_bytes": (r"\.amdhsa_group_segment_fixed_size\s+(\d+)",),
     "scratch_bytes": (r"\.amdhsa_private_segment_fixed_size\s+(\d+)", r";\s*ScratchSize:\s*(\d+)"),
     "compiler_occupancy": (r";\s*Occupancy:\s*(\d+)",),

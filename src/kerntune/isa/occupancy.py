@@ -78,6 +78,8 @@ def occupancy(resources: Mapping[str, Any], limits: Mapping[str, int]) -> Occupa
     warp = int(limits.get("warp_size", 32))
     bounds = {"threads": limits["threads_per_sm"] // threads,
               "the block limit": int(limits.get("blocks_per_sm", 32))}
+    if threads > limits.get("threads_per_block", threads):
+        bounds["threads per block"] = 0  # over the per-block limit: the launch itself fails
     regs = resources.get("registers")
     if isinstance(regs, int) and regs > 0 and "registers_per_sm" in limits:
         bounds["registers"] = limits["registers_per_sm"] // _register_cost(regs, threads, limits)

@@ -53,7 +53,8 @@ def parse_res_usage(text: str, function: str | None = None) -> SassResources:
         if function is None or match.group(1) == function:
             regs, stack, shared, local = (int(match.group(i)) for i in range(2, 6))
             return SassResources(regs, stack, shared, local)
-    raise ValueError(f"no resource usage for {function or 'any function'} in cuobjdump output")
+    found = ", ".join(m.group(1) for m in _RES.finditer(text)) or "none"
+    raise ValueError(f"no resource usage for {function or 'any function'} in cuobjdump output (functions: {found})")
 
 
 def census(disassembly: str) -> Census:

@@ -13,15 +13,15 @@ TARGETS: dict[str, tuple[str, int | str, int]] = {
 NVIDIA_LIMITS: dict[str, dict[str, int]] = {
     # Per-SM and per-block limits from NVIDIA's CUDA C++ Programming Guide, compute capability table.
     "sm_80": {"registers_per_sm": 65536, "shared_bytes_per_sm": 167936, "shared_bytes_per_block": 166912,
-              "threads_per_sm": 2048, "blocks_per_sm": 32},
+              "threads_per_sm": 2048, "blocks_per_sm": 32, "threads_per_block": 1024},
     "sm_86": {"registers_per_sm": 65536, "shared_bytes_per_sm": 102400, "shared_bytes_per_block": 101376,
-              "threads_per_sm": 1536, "blocks_per_sm": 16},
+              "threads_per_sm": 1536, "blocks_per_sm": 16, "threads_per_block": 1024},
     "sm_89": {"registers_per_sm": 65536, "shared_bytes_per_sm": 102400, "shared_bytes_per_block": 101376,
-              "threads_per_sm": 1536, "blocks_per_sm": 24},
+              "threads_per_sm": 1536, "blocks_per_sm": 24, "threads_per_block": 1024},
     "sm_90": {"registers_per_sm": 65536, "shared_bytes_per_sm": 233472, "shared_bytes_per_block": 232448,
-              "threads_per_sm": 2048, "blocks_per_sm": 32},
+              "threads_per_sm": 2048, "blocks_per_sm": 32, "threads_per_block": 1024},
     "sm_100": {"registers_per_sm": 65536, "shared_bytes_per_sm": 233472, "shared_bytes_per_block": 232448,
-               "threads_per_sm": 2048, "blocks_per_sm": 32},
+               "threads_per_sm": 2048, "blocks_per_sm": 32, "threads_per_block": 1024},
 }
 
 _SM80 = frozenset({"mma", "cp.async"})

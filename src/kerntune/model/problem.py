@@ -35,15 +35,16 @@ class OpenCLKernel:
 
 
 @dataclass(frozen=True)
-class CudaKernel:
-    """A CUDA C++ kernel compiled at run time (NVRTC through cuda.core). Config and derived values become
-    ``-D NAME=VALUE`` (``defines``) or, when ``template`` is given, the template arguments of the kernel
-    named by ``template.format(**meta)`` (e.g. ``"tile_matmul<{TILE}, {UNROLL}>"``). ``grid(meta)`` and
-    ``block(meta)`` give the launch shape; ``shared_bytes(meta)`` the dynamic shared memory (the 48 KB default
-    is raised when more is asked). Arguments are passed in the input maker's order: tensors as device
-    pointers, numpy scalars as their own type (give ``np.int32(n)``; a plain int is passed as int32, a float
-    as float32). ``arch`` is the compile target (default: the device's, e.g. ``sm_90``; give ``sm_90a`` for
-    wgmma). ``options``: extra flags for the nvcc path (used where cuda.core is not installed)."""
+class NativeKernel:
+    """A C++ kernel compiled at run time for a GPU: CUDA C++ (``CudaKernel``: NVRTC through cuda.core) or HIP
+    (``HipKernel``: hiprtc through hip-python). Config and derived values become ``-D NAME=VALUE`` (defines)
+    or, when ``template`` is given, the template arguments of the kernel named by ``template.format(**meta)``
+    (e.g. ``"tile_matmul<{TILE}, {UNROLL}>"``). ``grid(meta)`` and ``block(meta)`` give the launch shape;
+    ``shared_bytes(meta)`` the dynamic shared memory / LDS (on CUDA the 48 KB default is raised when more is
+    asked). Arguments are passed in the input maker's order: tensors as device pointers, numpy scalars as their
+    own type (give ``np.int64(n)``; a plain int is passed as int32, a float as float32). ``arch`` is the compile
+    target (default: the device's, e.g. ``sm_90`` or ``gfx942``; give ``sm_90a`` for wgmma). ``options``: extra
+    flags for the offline compiler (nvcc or hipcc, used where the run-time compiler is not installed)."""
 
     source: str
     name: str
@@ -54,9 +55,23 @@ class CudaKernel:
     options: Sequence[str] = ()
     arch: str | None = None
     requires: Callable[[Meta], Sequence[str]] | None = None
-    """ISA features a config needs (``wgmma``, ``tma``, ``fp8``...: ``isa.targets.FEATURES``); a config whose
-    target lacks one is refused before compiling (failure kind ``unsupported``)."""
+    """ISA features a config needs (``wgmma``, ``tma``, ``mfma``, ``fp8``...: ``isa.targets.FEATURES``); a
+    config whose target lacks one is refused before compiling (failure kind ``unsupported``)."""
+
+
+@dataclass(frozen=True)
+class CudaKernel(NativeKernel):
+    """A CUDA C++ kernel for NVIDIA GPUs (see ``NativeKernel``)."""
+
     language: Literal["cuda"] = "cuda"
+
+
+@dataclass(frozen=True)
+class HipKernel(NativeKernel):
+    """A HIP kernel for AMD GPUs (see ``NativeKernel``); a wavefront is 64 lanes on CDNA, 32 on RDNA: use
+    ``warpSize``, never 32."""
+
+    language: Literal["hip"] = "hip"
 
 
 @dataclass(frozen=True)
@@ -87,7 +102,7 @@ class TorchCallable:
     language: Literal["torch"] = "torch"
 
 
-Kernel = OpenCLKernel | CudaKernel | TritonKernel | TorchCallable
+Kernel = OpenCLKernel | CudaKernel | HipKernel | TritonKernel | TorchCallable
 
 
 @dataclass(frozen=True)

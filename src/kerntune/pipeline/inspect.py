@@ -18,7 +18,7 @@ from typing import Any
 
 from kerntune.errors import CandidateFailed, SpecError, UsageError
 from kerntune.isa.targets import TARGETS
-from kerntune.model import Config, CudaKernel, Shape, TritonKernel
+from kerntune.model import Config, CudaKernel, HipKernel, NativeKernel, Shape, TritonKernel
 from kerntune.pipeline.run_inputs import parse_value, resolve_shapes
 from kerntune.pipeline.spec import load_spec
 from kerntune.settings import Settings
@@ -46,8 +46,8 @@ def setup_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str,
     # Compiling for a target needs Triton's real JIT functions, never the interpreter's stand-ins.
     os.environ.pop("TRITON_INTERPRET", None)
     loaded = load_spec(payload["spec_path"])
-    if not isinstance(loaded.problem.kernel, (TritonKernel, CudaKernel)):
-        raise SpecError("inspect cross-compiles Triton and CUDA C++ kernels; this spec's kernel is "
+    if not isinstance(loaded.problem.kernel, (TritonKernel, NativeKernel)):
+        raise SpecError("inspect cross-compiles Triton, CUDA C++ and HIP kernels; this spec's kernel is "
                         f"{loaded.problem.kernel.language}")
     state["problem"] = loaded.problem
     return {"name": loaded.problem.name}
@@ -100,8 +100,8 @@ def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[di
     shape = Shape.of(payload["shape"])
     config = Config.of(payload["config"])
     meta, tunables = problem.space.meta(config, shape), problem.space.tunables(config, shape)
-    if isinstance(problem.kernel, CudaKernel):
-        return _inspect_cuda(problem.kernel, meta, tunables, payload["targets"])
+    if isinstance(problem.kernel, NativeKernel):
+        return _inspect_native(problem.kernel, meta, tunables, payload["targets"])
 
     from kerntune.backends.triton import intercepted_launches
     from kerntune.backends.triton_cross import cross_compile_source, inspect_compiled
@@ -135,22 +135,37 @@ def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[di
     return rows
 
 
-def _inspect_cuda(kernel: CudaKernel, meta: Mapping[str, Any], tunables: Mapping[str, Any], targets: Sequence[str]
-                  ) -> list[dict[str, Any]]:
-    """A CUDA C++ kernel compiled for each NVIDIA target (NVRTC, or nvcc): one row per target."""
-    from kerntune.backends.cuda_compile import inspect_cuda
+def _inspect_native(kernel: NativeKernel, meta: Mapping[str, Any], tunables: Mapping[str, Any],
+                    targets: Sequence[str]) -> list[dict[str, Any]]:
+    """A CUDA C++ kernel compiled for each NVIDIA target (NVRTC, or nvcc), a HIP kernel for each AMD target
+    (hiprtc or hipcc): one row per target."""
+    from kerntune.backends.cubin import Inspection
 
+    vendor, language, builds_for, other = ("cuda", "CUDA C++", "NVIDIA", "AMD: write it as a HipKernel") \
+        if isinstance(kernel, CudaKernel) else ("hip", "HIP", "AMD", "NVIDIA: write it as a CudaKernel")
     rows: list[dict[str, Any]] = []
     for target in targets:
         row: dict[str, Any] = {"kernel": kernel.name, "target": target, "options": {}}
-        if TARGETS[target][0] != "cuda":
-            row["error"] = f"a CUDA C++ kernel builds for NVIDIA targets only ({target} is AMD: write it for HIP)"
+        if TARGETS[target][0] != vendor:
+            row["error"] = f"a {language} kernel builds for {builds_for} targets only ({target} is {other})"
         else:
             try:
-                binary, found = inspect_cuda(kernel, dict(meta), dict(tunables), target)
+                found: Inspection
+                if isinstance(kernel, CudaKernel):
+                    from kerntune.backends.cuda_compile import inspect_cuda
+
+                    cuda_binary, found = inspect_cuda(kernel, dict(meta), dict(tunables), target)
+                    compiler = cuda_binary.compiler
+                elif isinstance(kernel, HipKernel):
+                    from kerntune.backends.hip_compile import inspect_hip
+
+                    hip_binary, found = inspect_hip(kernel, dict(meta), dict(tunables), target)
+                    compiler = hip_binary.compiler
+                else:
+                    raise CandidateFailed("error", f"no inspector for a {type(kernel).__name__}")
                 row.update(resources=found.resources, census=found.census, spills=found.spills,
                            occupancy=asdict(found.occupancy) if found.occupancy else None,
-                           next_boundary=found.next_boundary, compiler=binary.compiler)
+                           next_boundary=found.next_boundary, compiler=compiler)
             except CandidateFailed as exc:
                 row["error"] = exc.reason
         rows.append(row)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from kerntune.errors import BackendUnavailable, KerntuneError, SpecError
-from kerntune.model import CudaKernel, OpenCLKernel, Problem, TritonKernel
+from kerntune.model import CudaKernel, HipKernel, Kernel, NativeKernel, OpenCLKernel, Problem, TritonKernel
 
-_HEAVY = {"torch": "triton", "triton": "triton", "pyopencl": "opencl", "cuda": "cuda"}
+_HEAVY = {"torch": "triton", "triton": "triton", "pyopencl": "opencl", "cuda": "cuda", "hip": "hip"}
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def load_spec(path: str | Path) -> LoadedSpec:
 def _digest(source: bytes, problem: Problem) -> str:
     h = hashlib.sha256(source)
     kernel = problem.kernel
-    if isinstance(kernel, (OpenCLKernel, CudaKernel)):
+    if isinstance(kernel, (OpenCLKernel, NativeKernel)):
         h.update(kernel.source.encode())
     elif isinstance(kernel, TritonKernel):
         fn = getattr(kernel.fn, "fn", kernel.fn)
@@ -109,8 +109,9 @@ def with_kernel_source(loaded: LoadedSpec, source_path: str | Path) -> LoadedSpe
         raise SpecError(f"kernel source {str(path)!r} does not exist")
     kernel = loaded.problem.kernel
     text = path.read_bytes()
-    if isinstance(kernel, (OpenCLKernel, CudaKernel)):
-        new_kernel: OpenCLKernel | CudaKernel | TritonKernel = replace(kernel, source=text.decode())
+    new_kernel: Kernel
+    if isinstance(kernel, (OpenCLKernel, CudaKernel, HipKernel)):
+        new_kernel = replace(kernel, source=text.decode())
     elif isinstance(kernel, TritonKernel):
         name = getattr(getattr(kernel.fn, "fn", kernel.fn), "__name__", "")
         module = _import_file(path, f"kerntune_source_{hashlib.md5(text).hexdigest()[:12]}")

@@ -20,9 +20,9 @@ from kerntune.model import (
     Budget,
     Candidate,
     Config,
-    CudaKernel,
     FailureKind,
     Measurement,
+    NativeKernel,
     OpenCLKernel,
     Problem,
     Run,
@@ -85,7 +85,7 @@ def _kernel_hash(problem: Problem) -> str | None:
     """The source hash the live dispatcher keys by (``kerntune.runtime.keys``); None for kernels without one
     (torch ops)."""
     kernel = problem.kernel
-    source = kernel.source if isinstance(kernel, (OpenCLKernel, CudaKernel)) else getattr(kernel, "fn", None)
+    source = kernel.source if isinstance(kernel, (OpenCLKernel, NativeKernel)) else getattr(kernel, "fn", None)
     try:
         return kernel_hash(source) if source is not None else None
     except ValueError:

@@ -12,6 +12,7 @@ from kerntune.pipeline.search import make_strategy
 from kerntune.pipeline.search_loop import ShapeSearch, rung_options
 from kerntune.settings import Settings
 from kerntune.store import Store
+from kerntune.store.ledger import PRUNED, ledger_rows
 from tests.unit.test_occupancy import SM90
 from tests.unit.test_store import SHAPE, _run
 
@@ -46,6 +47,8 @@ def test_pruned_and_duplicate_configs_are_recorded_not_timed(tmp_path: Path) -> 
     assert rows["X=1"].status == "duplicate" and "same binaries and grids as X=0" in rows["X=1"].reason
     assert rows["X=2"].status == "pruned" and rows["X=2"].reason.startswith("cannot launch: needs 300000 B")
     assert rows["X=2"].compile_s == 0.3 and "X=3" not in rows
+    (ledger,) = ledger_rows(store, kind=PRUNED)  # the ledger lists it, with why it was not timed
+    assert ledger.candidate == "X=2" and ledger.reason.startswith("pruned after compiling: cannot launch: needs 300000")
 
 
 def test_screening_rungs_shorten_the_protocol_and_loosen_its_interval() -> None:

@@ -1,5 +1,6 @@
-"""The ledger: candidates that failed, A/B claims that did not hold, and configs pruned by constraints,
-across runs, with their reasons — so nobody re-burns the same hours.
+"""The ledger: candidates that failed, A/B claims that did not hold, and configs pruned (by a constraint before
+the search, or by their compiled resources before timing), across runs, with their reasons — so nobody re-burns
+the same hours.
 
 A search consults it: a config that failed deterministically (it did not compile, launch, finish, or compute
 the right numbers) for the same problem, spec hash, shape and Target is not run again unless asked.
@@ -35,17 +36,24 @@ class LedgerRow:
 CLAIM = "claim"
 """The ledger kind of a failed A/B claim (``kerntune ab`` whose expectation did not hold)."""
 PRUNED = "pruned"
-"""The ledger kind of configs a constraint removed before the search (counted per constraint and shape)."""
+"""The ledger kind of configs a constraint removed before the search (counted per constraint and shape) and of
+compiled configs not timed because their resources cannot launch or reach the minimum occupancy (one row each)."""
 
 
 def pruned_rows(store: Store, problem: str | None = None, limit: int = 200) -> list[LedgerRow]:
+    where, args = (" WHERE r.problem = ?", [problem]) if problem else ("", [])
+    compiled = ("SELECT r.id, r.problem, r.spec_hash, r.target, c.shape_key, c.config_key, c.reason FROM candidates c"
+                " JOIN runs r ON r.id = c.run_id WHERE c.status = 'pruned'" + where.replace(" WHERE", " AND") +
+                " ORDER BY c.finished DESC, c.id DESC LIMIT ?")
+    rows = [LedgerRow(row[0], row[1], row[2], Target.from_dict(json.loads(row[3])), row[4], row[5], PRUNED,
+                      f"pruned after compiling: {row[6]}")
+            for row in store.db.execute(compiled, [*args, limit]).fetchall()]
     query = ("SELECT r.id, r.problem, r.spec_hash, r.target, p.shape_key, p.reason, p.count FROM pruned p"
-             " JOIN runs r ON r.id = p.run_id" + (" WHERE r.problem = ?" if problem else "") +
-             " ORDER BY r.created DESC, p.reason LIMIT ?")
-    args: list[object] = [problem, limit] if problem else [limit]
-    return [LedgerRow(row[0], row[1], row[2], Target.from_dict(json.loads(row[3])), row[4],
-                      f"{row[6]} configs", PRUNED, f"pruned by constraint {row[5]!r}")
-            for row in store.db.execute(query, args).fetchall()]
+             " JOIN runs r ON r.id = p.run_id" + where + " ORDER BY r.created DESC, p.reason LIMIT ?")
+    rows += [LedgerRow(row[0], row[1], row[2], Target.from_dict(json.loads(row[3])), row[4],
+                       f"{row[6]} configs", PRUNED, f"pruned by constraint {row[5]!r}")
+             for row in store.db.execute(query, [*args, limit]).fetchall()]
+    return rows[:limit]
 
 
 def claim_rows(store: Store, limit: int = 200) -> list[LedgerRow]:

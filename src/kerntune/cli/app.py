@@ -259,6 +259,7 @@ def floor_check(
 
 
 import kerntune.cli.insight  # noqa: E402  (after the core commands: registers calibrate, inspect, ...)
+import kerntune.cli.lab  # noqa: E402  (capture, replay, lab)
 import kerntune.cli.live  # noqa: E402, F401  (deploy, train, migrate)
 
 

@@ -1,0 +1,159 @@
+"""The lab's commands: ``kerntune capture``, ``kerntune replay`` and ``kerntune lab compare|save|close``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from kerntune.cli.common import JsonFlag, _emit_json, app
+from kerntune.errors import UsageError
+
+lab_app = typer.Typer(help="The kernel laboratory: compare a variant with a captured launch, save it, close.")
+app.add_typer(lab_app, name="lab")
+
+Capture = Annotated[Path, typer.Argument(help="A capture folder (kerntune capture -o DIR).")]
+Iterations = Annotated[int, typer.Option("--iterations", help="Timed launches, 1 to 10,000.")]
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def capture(
+    command: Annotated[list[str], typer.Argument(help="The program after --: python SCRIPT.py ARGS or python -m MOD.")],
+    kernel: Annotated[str, typer.Option("--kernel", help="The Triton kernel's function name.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="The capture folder to write (must not exist).")],
+    nth: Annotated[int, typer.Option("--nth", help="Capture the nth launch of that kernel.")] = 1,
+    scope: Annotated[str, typer.Option("--scope", help="reachable (the launch's arguments) or all (every live "
+                                                       "tensor on its device too).")] = "reachable",
+    as_json: JsonFlag = False,
+) -> None:
+    """Run a Python program and capture one launch of a Triton kernel: inputs and outputs as safetensors, a
+    manifest with source, grid, constexprs, dtypes, strides, aliasing, device and versions."""
+    from kerntune.pipeline.scope import profiled_command
+
+    if output.exists():
+        raise UsageError(f"{output} exists: give a new folder (a capture is never overwritten)")
+    argv = profiled_command(command, output)  # validates the program form; replaced by the capture launcher below
+    with tempfile.TemporaryDirectory(prefix="kerntune-capture-") as tmp:
+        request, result = Path(tmp) / "request.json", Path(tmp) / "result.json"
+        request.write_text(json.dumps({"kernel": kernel, "out": str(output), "nth": nth, "scope": scope,
+                                       "result": str(result)}))
+        done = subprocess.run([argv[0], "-m", "kerntune.lab.bootstrap", str(request), *argv[4:]], text=True,
+                              capture_output=True)
+        outcome = json.loads(result.read_text()) if result.exists() else None
+    if outcome is None:
+        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
+        raise UsageError(f"the program did not finish (exit {done.returncode}): {tail}")
+    if not outcome["captured"]:
+        raise UsageError(f"no capture: {kernel} launched {outcome['seen']} times, --nth was {nth} (program exit "
+                         f"{outcome['exit']})")
+    manifest = json.loads((output / "manifest.json").read_text())
+    if as_json:
+        _emit_json({"capture": str(output), "program_exit": outcome["exit"], **manifest})
+        return
+    Console().print(f"captured launch {nth} of {kernel} into {output}: grid {manifest['grid']}, "
+                    f"{len(manifest['arguments'])} arguments, scope {scope}", highlight=False)
+
+
+def _job(folder: Path, request: dict[str, Any]) -> dict[str, Any]:
+    from kerntune.lab.replay import load_capture
+    from kerntune.lab.session import run_job
+
+    load_capture(folder)  # a bad capture is refused here, before a process is started
+    return run_job(folder, request)
+
+
+@app.command()
+def replay(
+    folder: Capture,
+    iterations: Iterations = 20,
+    mode: Annotated[str, typer.Option("--mode", help="isolated, sustained or replays.")] = "isolated",
+    repeats: Annotated[int, typer.Option("--repeats", help="Replays in mode 'replays'.")] = 5,
+    as_json: JsonFlag = False,
+) -> None:
+    """Replay a captured launch in isolation: time it (on a GPU), and check it reproduces the captured output."""
+    from kerntune.lab.replay import check_mode
+
+    result = _job(folder, {"job": "replay", "mode": mode, "iterations": iterations, "repeats": repeats})
+    check_mode(result, mode)
+    if as_json:
+        _emit_json(result)
+        return
+    timing = (f"median {result['median_ms'] * 1e3:.2f} µs over {iterations}" if result["timing_claimed"]
+              else "no timing claimed (Triton interpreter or no GPU)")
+    delta = f", {result['delta_vs_previous']:+.1%} vs the previous run" if "delta_vs_previous" in result else ""
+    Console().print(f"{mode}: {timing}{delta}; reproduces the captured output: {result['reproduces_capture']}",
+                    highlight=False)
+
+
+@lab_app.command()
+def compare(
+    folder: Capture,
+    variant: Annotated[Path | None, typer.Option("--variant", help="A Python file defining the kernel under its "
+                                                 "name.")] = None,
+    overrides: Annotated[list[str] | None, typer.Option("--set", help="NAME=VALUE: another constexpr or launch "
+                                                        "option (num_warps...) for the variant. Repeat it.")] = None,
+    iterations: Iterations = 20,
+    rtol: Annotated[float | None, typer.Option("--rtol", help="Validate by relative error (default bitwise).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Replay the captured kernel and a variant under the same conditions; time, resources, and validation of the
+    variant's outputs against the original's. Exit 1 when validation fails."""
+    if variant is None and not overrides:
+        raise UsageError("give the variant: --variant FILE, --set NAME=VALUE, or both")
+    changes = dict(_assignment(text) for text in overrides or [])
+    result = _job(folder, {"job": "compare", "variant": str(variant.resolve()) if variant else None,
+                           "overrides": changes, "iterations": iterations, "rtol": rtol})
+    if as_json:
+        _emit_json(result)
+    else:
+        check = result["validation"]
+        where = "" if check["passed"] else (f": {check['argument']} differs at {check['first_index']} "
+                                            f"({check['got']} vs {check['expected']}), {check['mismatches']} of "
+                                            f"{check['numel']} elements")
+        ratio = f"variant/original time {result['ratio']:.3f}" if result["ratio"] else "no timing claimed"
+        Console().print(f"{ratio}; validation ({check['rule']}) {'passed' if check['passed'] else 'FAILED'}{where}",
+                        highlight=False)
+    raise typer.Exit(0 if result["validation"]["passed"] else 1)
+
+
+def _assignment(text: str) -> tuple[str, Any]:
+    name, sep, raw = text.partition("=")
+    if not sep or not name.isidentifier():
+        raise UsageError(f"--set {text!r}: write NAME=VALUE, e.g. --set BLOCK_K=64")
+    try:
+        return name, json.loads(raw)
+    except ValueError:
+        return name, raw
+
+
+@lab_app.command()
+def save(folder: Capture, variant: Annotated[Path, typer.Option("--variant", help="The variant to write.")],
+         as_json: JsonFlag = False) -> None:
+    """Write a variant that passed its comparison over the kernel's definition in its source file (atomically,
+    with a backup in the capture; refused when the file changed since the capture)."""
+    from kerntune.lab.session import save as run_save
+
+    done = run_save(folder, variant)
+    if as_json:
+        _emit_json(done)
+        return
+    Console().print(f"wrote {done['file']} lines {done['lines'][0]}-{done['lines'][1]}; backup {done['backup']}",
+                    highlight=False)
+
+
+@lab_app.command()
+def close(folder: Capture, as_json: JsonFlag = False) -> None:
+    """Delete the captured inputs and outputs; keep the manifest, results, logs and source backups."""
+    from kerntune.lab.session import close as run_close
+
+    done = run_close(folder)
+    if as_json:
+        _emit_json(done)
+        return
+    Console().print(f"removed {', '.join(done['removed']) or 'nothing'}; kept {', '.join(done['kept'])}",
+                    highlight=False)

@@ -1,0 +1,161 @@
+"""Capture one real Triton launch: ``with kerntune.lab.capture("matmul_kernel", out="cap"):`` around a live
+program, or ``kerntune capture --kernel NAME [--nth K] -o DIR -- python PROGRAM ...``.
+
+A hook on ``JITFunction.run`` (and the interpreter's ``InterpretedFunction.run``: every ``kernel[grid](...)``,
+``triton.autotune``'s chosen config and kerntune's dispatcher pass through it) waits for the ``nth`` launch of the
+kernel named ``kernel``, snapshots its arguments before the launch (``inputs.safetensors``) and after it
+(``outputs.safetensors``: what the real program computed, which a replay must reproduce), and writes
+``manifest.json``: the kernel's source, file, first line and hashes, its argument names, the resolved grid, the
+constexprs and launch options, the scalar arguments, every tensor's dtype, shape, strides, offset and alias group,
+the device and the versions. Scope ``reachable`` (default) saves the launch's arguments; ``all`` also saves every
+other live tensor on the launch's device (``others.safetensors``), the whole memory picture. Never pickle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import inspect
+import json
+import os
+import platform
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kerntune.errors import UsageError
+from kerntune.lab.snapshot import snapshot
+from kerntune.runtime.keys import kernel_hash
+
+MANIFEST = "manifest.json"
+FORMAT = "kerntune-capture"
+SCOPES = ("reachable", "all")
+
+
+@dataclass
+class CaptureState:
+    kernel: str
+    nth: int
+    out: Path
+    scope: str
+    seen: int = 0
+    manifest: dict[str, Any] | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata
+
+    found = {"python": platform.python_version(), "torch": torch.__version__}
+    for dist in ("triton", "kerntune"):
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            found[dist] = importlib.metadata.version(dist)
+    return found
+
+
+def device_of(values: dict[str, Any]) -> dict[str, Any]:
+    tensors = [v for v in values.values() if isinstance(v, torch.Tensor)]
+    device = tensors[0].device if tensors else torch.device("cpu")
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        arch = getattr(props, "gcnArchName", "") or f"sm_{props.major}{props.minor}"
+        return {"type": "cuda", "name": props.name, "arch": str(arch).split(":")[0],
+                "compute_units": props.multi_processor_count}
+    return {"type": device.type, "name": platform.processor() or "cpu", "arch": "host", "compute_units": 0}
+
+
+def kernel_identity(fn: Any) -> dict[str, Any]:
+    """Where the kernel's definition lives, and its text: what replay imports and ``lab save`` rewrites."""
+    python_fn = getattr(fn, "fn", fn)
+    path = Path(inspect.getsourcefile(python_fn) or "").resolve()
+    lines, first = inspect.getsourcelines(python_fn)
+    source = "".join(lines)
+    return {"language": "triton", "name": python_fn.__name__, "file": str(path), "first_line": first,
+            "source": source, "source_hash": kernel_hash(source),
+            "file_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "arg_names": list(getattr(fn, "arg_names", inspect.signature(python_fn).parameters))}
+
+
+def resolve_grid(grid: Any, bound: dict[str, Any]) -> list[int]:
+    resolved = grid(bound) if callable(grid) else grid
+    return [int(g) for g in (resolved if isinstance(resolved, (tuple, list)) else (resolved,))]
+
+
+def _other_tensors(device: torch.device, skip: set[int]) -> dict[str, torch.Tensor]:
+    found: dict[str, torch.Tensor] = {}
+    for obj in gc.get_objects():
+        with contextlib.suppress(Exception):  # objects mid-teardown can refuse attribute access
+            if isinstance(obj, torch.Tensor) and obj.device == device and id(obj) not in skip:
+                found[f"other{len(found)}"] = obj
+    return found
+
+
+def _write(state: CaptureState, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any) -> None:
+    identity = kernel_identity(fn)
+    names = identity["arg_names"]
+    values = {**dict(zip(names, args, strict=False)), **{k: v for k, v in kwargs.items() if k in names}}
+    options = {k: v for k, v in kwargs.items() if k not in names}
+    bad = [k for k, v in options.items() if v is not None and not isinstance(v, (bool, int, float, str))]
+    if bad:
+        raise UsageError(f"launch option {bad[0]!r} is not a scalar: the lab records scalar options only")
+    state.out.mkdir(parents=True, exist_ok=True)
+    table, inputs_sha = snapshot(values, state.out / "inputs.safetensors")
+    manifest: dict[str, Any] = {
+        "format": FORMAT, "version": 1, "kernel": identity, "launch_of": state.nth, "scope": state.scope,
+        "grid": resolve_grid(grid, {**values, **options}), "options": options,
+        "positional": names[: len(args)], **table, "inputs_sha256": inputs_sha,
+        "interpreted": os.environ.get("TRITON_INTERPRET") == "1", "device": device_of(values),
+        "versions": _versions(), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    if state.scope == "all":
+        tensors = [v for v in values.values() if isinstance(v, torch.Tensor)]
+        others = _other_tensors(tensors[0].device, {id(t) for t in tensors}) if tensors else {}
+        manifest["others"] = {"count": len(others), "bytes": sum(t.numel() * t.element_size() for t in others.values())}
+        snapshot(others, state.out / "others.safetensors")
+    state.manifest = manifest
+
+
+@contextlib.contextmanager
+def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachable") -> Iterator[CaptureState]:
+    """Capture the ``nth`` launch of the Triton kernel named ``kernel`` into the folder ``out``. The state's
+    ``manifest`` is set once it happened; nothing is written when it did not."""
+    if scope not in SCOPES:
+        raise UsageError(f"capture scope {scope!r}: choose {' or '.join(SCOPES)}")
+    if nth < 1:
+        raise UsageError("--nth counts launches from 1")
+    import triton.runtime.interpreter as interpreter
+    import triton.runtime.jit as jit
+
+    state = CaptureState(kernel, nth, Path(out), scope)
+    originals: list[tuple[Any, Callable[..., Any]]] = [(cls, cls.run) for cls in (jit.JITFunction,
+                                                                                  interpreter.InterpretedFunction)]
+
+    def hooked(original: Callable[..., Any]) -> Callable[..., Any]:
+        def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            name = getattr(getattr(self, "fn", None), "__name__", "")
+            if warmup or name != state.kernel or state.manifest is not None:
+                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            state.seen += 1
+            if state.seen != state.nth:
+                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            _write(state, self, args, kwargs, grid)
+            result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            names: list[str] = state.manifest["kernel"]["arg_names"] if state.manifest else []
+            after = {**dict(zip(names, args, strict=False)), **{k: v for k, v in kwargs.items() if k in names}}
+            snapshot(after, state.out / "outputs.safetensors")  # what the real launch computed
+            (state.out / MANIFEST).write_text(json.dumps(state.manifest, indent=1))
+            return result
+        return run
+
+    for cls, original in originals:
+        cls.run = hooked(original)
+    try:
+        yield state
+    finally:
+        for cls, original in originals:
+            cls.run = original

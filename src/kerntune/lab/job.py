@@ -1,0 +1,74 @@
+"""One lab job in its own process (``session.run_job`` starts it): ``python -m kerntune.lab.job CAPTURE REQUEST``
+replays the capture or compares a variant and prints the result as JSON on stdout. Its own process so that a
+kernel that crashes or hangs ends the job, not the session, and so that Triton's interpreter can be switched on
+before Triton is imported when the capture was made in it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def with_overrides(manifest: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """The manifest with constexprs or launch options replaced (``--set BLOCK_K=64``): a config variant."""
+    from kerntune.errors import UsageError
+
+    changed: dict[str, Any] = json.loads(json.dumps(manifest))
+    for name, value in overrides.items():
+        if changed["arguments"].get(name, {}).get("kind") == "scalar" and name not in changed["positional"]:
+            changed["arguments"][name]["value"] = value
+        elif name in changed["options"]:
+            changed["options"][name] = value
+        else:
+            raise UsageError(f"--set {name}: the captured launch has no constexpr or launch option of that name")
+    return changed
+
+
+def _summary(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in result.items() if k != "outputs"}
+
+
+def main() -> None:
+    from kerntune.errors import KerntuneError
+
+    try:
+        run(Path(sys.argv[1]), json.loads(sys.argv[2]))
+    except KerntuneError as exc:  # a refusal, said in one line (the session relays it)
+        print(f"kerntune: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+def run(folder: Path, request: dict[str, Any]) -> None:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    if manifest.get("interpreted"):
+        os.environ["TRITON_INTERPRET"] = "1"  # before Triton is imported by the kernel's module
+    from kerntune.lab.replay import check_device, check_mode, load_capture, load_kernel, replay, validate
+    from kerntune.lab.session import record, variant_sha
+
+    manifest = load_capture(folder)
+    device = check_device(manifest)
+    conditions = {"mode": request.get("mode", "isolated"), "iterations": int(request.get("iterations", 20)),
+                  "repeats": int(request.get("repeats", 5)), "device": device}
+    original = replay(manifest, folder, load_kernel(manifest), **conditions)
+    check_mode(original, conditions["mode"])
+    row: dict[str, Any] = {"job": request["job"], **_summary(original), "device": device}
+    if request["job"] == "compare":
+        variant_path = Path(request["variant"]) if request.get("variant") else None
+        changed = with_overrides(manifest, request.get("overrides") or {})
+        variant = replay(changed, folder, load_kernel(manifest, variant_path), **conditions)
+        check_mode(variant, conditions["mode"])
+        validation = validate(original["outputs"], variant["outputs"], request.get("rtol"))
+        row = {"job": "compare", "variant": str(variant_path or ""), "overrides": request.get("overrides") or {},
+               "variant_sha256": variant_sha(variant_path) if variant_path else None,
+               "mode": conditions["mode"], "iterations": conditions["iterations"], "device": device,
+               "timing_claimed": original["timing_claimed"], "original": _summary(original),
+               "median_ms": variant["median_ms"], "variant_result": _summary(variant), "validation": validation,
+               "ratio": variant["median_ms"] / original["median_ms"] if original["timing_claimed"] else None}
+    print(json.dumps(record(folder, row)))
+
+
+if __name__ == "__main__":
+    main()

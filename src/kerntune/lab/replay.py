@@ -1,0 +1,239 @@
+"""Replay a captured launch in isolation, in one of three modes, and validate what it computes.
+
+- ``isolated``: every timed iteration starts from pristine copies of the captured inputs (restored outside the
+  timed region); device events bracket one launch. The best case, and the default.
+- ``sustained``: one restore, then launches back to back, each bracketed by events: a kernel kept busy. Refused
+  when the launch reads memory it writes — two arguments share storage, or a second launch on the first one's
+  output computes something else — since it would then time another computation.
+- ``replays``: the whole isolated replay ``repeats`` times, each from fresh allocations; the spread of the
+  per-replay means shows how much placement moves the time.
+
+Timing is claimed only on a GPU (CUDA events); in Triton's interpreter the launch runs and is validated, and the
+result says ``timing_claimed: false``. The result records the mode that ran; ``check_mode`` refuses one that
+differs from the request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kerntune.errors import UsageError
+from kerntune.lab.capture import FORMAT, MANIFEST, device_of
+from kerntune.lab.snapshot import restore
+
+MODES = ("isolated", "sustained", "replays")
+
+
+def load_capture(folder: Path) -> dict[str, Any]:
+    """The capture's manifest, refused when it is not one, was closed, or its inputs changed since."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{folder} is not a readable kerntune capture ({exc}): make one with kerntune capture") \
+            from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("version") != 1:
+        raise UsageError(f"{folder / MANIFEST} is not a kerntune capture manifest (version 1)")
+    if manifest.get("closed"):
+        raise UsageError(f"{folder} was closed: its inputs were deleted; capture the launch again")
+    inputs = folder / "inputs.safetensors"
+    try:
+        sha = hashlib.sha256(inputs.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise UsageError(f"{inputs} cannot be read ({exc}): the capture is incomplete") from exc
+    if sha != manifest.get("inputs_sha256"):
+        raise UsageError(f"{inputs} does not match its manifest (corrupted or edited): capture the launch again")
+    return manifest
+
+
+def check_device(manifest: dict[str, Any]) -> str:
+    """The device to replay on: the captured one's kind, refused when this machine's differs."""
+    captured = manifest["device"]
+    if captured["type"] != "cuda":
+        return "cpu"
+    if not torch.cuda.is_available():
+        raise UsageError(f"captured on {captured['name']} ({captured['arch']}); this machine has no GPU")
+    here = device_of({"x": torch.empty(1, device="cuda")})
+    if (here["name"], here["arch"]) != (captured["name"], captured["arch"]):
+        raise UsageError(f"captured on {captured['name']} ({captured['arch']}), this is {here['name']} "
+                         f"({here['arch']}): replay where it was captured, or capture again here")
+    return "cuda"
+
+
+def load_kernel(manifest: dict[str, Any], variant: Path | None = None) -> Any:
+    """The captured kernel (from its file) or a variant (a Python file defining a kernel of the same name and
+    argument names); a variant with another signature is refused."""
+    identity = manifest["kernel"]
+    path = Path(variant) if variant else Path(identity["file"])
+    name = f"kerntune_lab_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
+    found = importlib.util.spec_from_file_location(name, path)
+    if found is None or found.loader is None or not path.is_file():
+        raise UsageError(f"{path} cannot be imported: give a Python file that defines {identity['name']!r}")
+    module = importlib.util.module_from_spec(found)
+    try:
+        found.loader.exec_module(module)
+    except Exception as exc:
+        raise UsageError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
+    fn = getattr(module, identity["name"], None)
+    if fn is None:
+        raise UsageError(f"{path} defines no kernel named {identity['name']!r}")
+    names = list(getattr(fn, "arg_names", []))
+    if names != identity["arg_names"]:
+        raise UsageError(f"{path}: {identity['name']}({', '.join(names)}) has another signature than the captured "
+                         f"({', '.join(identity['arg_names'])}): a variant keeps the arguments")
+    return fn
+
+
+class Launch:
+    """The captured call, rebuilt: fresh allocations on ``device`` and a ``run()`` of ``fn`` on them."""
+
+    def __init__(self, manifest: dict[str, Any], folder: Path, fn: Any, device: str) -> None:
+        self.manifest, self.fn = manifest, fn
+        self.values = restore(manifest, folder / "inputs.safetensors", device)
+        self.tensors = {n: v for n, v in self.values.items() if isinstance(v, torch.Tensor)}
+        bases: dict[int, torch.Tensor] = {}
+        for t in self.tensors.values():
+            bases.setdefault(t.untyped_storage().data_ptr(), t)
+        self.groups = [torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+                       for t in bases.values()]
+        self.pristine = [g.clone() for g in self.groups]
+        positional = manifest["positional"]
+        self.args = [self.values[n] for n in positional]
+        self.kwargs = {**{n: v for n, v in self.values.items() if n not in positional}, **manifest["options"]}
+
+    def reset(self) -> None:
+        for group, clean in zip(self.groups, self.pristine, strict=True):
+            group.copy_(clean)
+
+    def run(self) -> Any:
+        return self.fn[tuple(self.manifest["grid"])](*self.args, **self.kwargs)
+
+    def state(self) -> list[torch.Tensor]:
+        return [g.clone() for g in self.groups]
+
+
+def _timed(launch: Launch, iterations: int, restore_each: bool, claim: bool) -> list[float]:
+    """Per-launch device milliseconds (CUDA events), or host milliseconds when no timing is claimed."""
+    times = []
+    for _ in range(iterations):
+        if restore_each:
+            launch.reset()  # outside the timed region: the restore is not the kernel's time
+        if claim:
+            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))  # type: ignore[no-untyped-call]
+            start.record()
+            launch.run()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            began = time.perf_counter()
+            launch.run()
+            times.append((time.perf_counter() - began) * 1e3)
+    return times
+
+
+def reads_what_it_writes(launch: Launch) -> str | None:
+    """Why back-to-back launches would not repeat the captured computation, or None."""
+    launch.reset()
+    launch.run()
+    first = launch.state()
+    written = [i for i, (a, b) in enumerate(zip(first, launch.pristine, strict=True)) if not torch.equal(a, b)]
+    owners = [t.untyped_storage().data_ptr() for t in launch.tensors.values()]
+    shared = [n for n, t in launch.tensors.items() if owners.count(t.untyped_storage().data_ptr()) > 1]
+    if shared and written:
+        return f"arguments {', '.join(sorted(shared))} share storage and the launch writes memory"
+    launch.run()
+    second = launch.state()
+    changed = [i for i in written if not torch.equal(first[i], second[i])]
+    if changed:
+        return "a second launch on the first one's output computed something else: the launch reads what it writes"
+    return None
+
+
+def replay(manifest: dict[str, Any], folder: Path, fn: Any, *, mode: str = "isolated", iterations: int = 20,
+           repeats: int = 5, device: str = "cpu") -> dict[str, Any]:
+    if mode not in MODES:
+        raise UsageError(f"replay mode {mode!r}: choose {', '.join(MODES)}")
+    if not 1 <= iterations <= 10_000:
+        raise UsageError("--iterations is 1 to 10,000")
+    claim = device == "cuda" and not manifest.get("interpreted")
+    launch = Launch(manifest, folder, fn, device)
+    compiled = launch.run()  # compiles; then check it reproduces the real launch
+    launch.reset()
+    launch.run()
+    result: dict[str, Any] = {"mode": mode, "iterations": iterations, "timing_claimed": claim,
+                              "reproduces_capture": reproduces(launch, folder), "resources": resources(compiled)}
+    if mode == "sustained":
+        refused = reads_what_it_writes(launch)
+        if refused:
+            raise UsageError(f"sustained replay refused: {refused}; use --mode isolated")
+        launch.reset()
+        times = _timed(launch, iterations, False, claim)
+    elif mode == "replays":
+        means = []
+        for _ in range(repeats):
+            fresh = Launch(manifest, folder, fn, device)  # fresh allocations: another placement
+            fresh.run()
+            means.append(statistics.fmean(_timed(fresh, iterations, True, claim)))
+        result.update(replay_means_ms=means, spread=max(means) / min(means) - 1 if min(means) > 0 else None)
+        times = means
+    else:
+        times = _timed(launch, iterations, True, claim)
+    launch.reset()
+    launch.run()
+    result["outputs"] = {n: t.detach().cpu() for n, t in launch.tensors.items()}
+    result.update(times_ms=times, median_ms=statistics.median(times), mean_ms=statistics.fmean(times),
+                  min_ms=min(times), launches_per_s=1e3 / statistics.fmean(times) if claim else None)
+    return result
+
+
+def reproduces(launch: Launch, folder: Path) -> bool | None:
+    """Whether the replayed launch wrote what the real one did (None: no recorded outputs)."""
+    path = folder / "outputs.safetensors"
+    if not path.exists():
+        return None
+    expected = restore(launch.manifest, path, "cpu")
+    return all(torch.equal(expected[n].cpu(), t.cpu()) for n, t in launch.tensors.items())
+
+
+def resources(compiled: Any) -> dict[str, Any] | None:
+    """Registers, spills and shared memory of the compiled kernel (none in the interpreter)."""
+    if compiled is None or not hasattr(compiled, "metadata"):
+        return None
+    metadata = compiled.metadata
+    found = {"registers": getattr(compiled, "n_regs", None), "spills": getattr(compiled, "n_spills", None),
+             "shared_bytes": getattr(metadata, "shared", None), "num_warps": getattr(metadata, "num_warps", None)}
+    return {k: v for k, v in found.items() if v is not None}
+
+
+def check_mode(result: dict[str, Any], requested: str) -> None:
+    if result.get("mode") != requested:
+        raise UsageError(f"replay ran mode {result.get('mode')!r}, not the requested {requested!r}: result refused")
+
+
+def validate(expected: dict[str, torch.Tensor], got: dict[str, torch.Tensor], rtol: float | None = None
+             ) -> dict[str, Any]:
+    """Bitwise (default) or relative-error comparison of every argument; where it differs, and by how much."""
+    for name, want in expected.items():
+        have = got[name]
+        if rtol is None:
+            same = want == have
+            if want.dtype.is_floating_point:
+                same |= torch.isnan(want) & torch.isnan(have)
+        else:
+            same = torch.isclose(have.double(), want.double(), rtol=rtol, atol=0.0, equal_nan=True)
+        if not bool(same.all()):
+            bad = (~same).nonzero()
+            where = [int(i) for i in bad[0].tolist()]
+            return {"passed": False, "argument": name, "mismatches": int(bad.shape[0]), "numel": want.numel(),
+                    "first_index": where, "expected": float(want[tuple(where)]), "got": float(have[tuple(where)]),
+                    "rule": "bitwise" if rtol is None else f"rtol {rtol:g}"}
+    return {"passed": True, "rule": "bitwise" if rtol is None else f"rtol {rtol:g}"}
+

@@ -1,0 +1,120 @@
+"""The kernel laboratory's loop on the CPU, with Triton kernels in the interpreter (no timing claimed there):
+capture a launch from a running program, replay it in the three modes, compare a correct variant, a wrong one
+(validation fails and says where) and one with another signature, save the correct one into the source and run the
+program with it; refusals for a kernel that reads what it writes (sustained), a corrupted capture, a capture from
+another device, a source changed since the capture, and a closed session."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, CliResult
+
+INTERPRET = {"TRITON_INTERPRET": "1"}
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Path:
+    """A copy of tests/data/lab: save rewrites the kernel file, never the repository's."""
+    folder = tmp_path / "lab"
+    shutil.copytree(DATA / "lab", folder)
+    return folder
+
+
+def _program(lab: Path) -> str:
+    done = subprocess.run([sys.executable, str(lab / "program.py")], capture_output=True, text=True,
+                          env={**__import__("os").environ, **INTERPRET}, check=True)
+    return done.stdout.strip()
+
+
+def test_capture_replay_compare_save(kerntune: Callable[..., CliResult], lab: Path) -> None:
+    before = _program(lab)
+    cap = lab / "cap"
+    done = kerntune("capture", "--kernel", "scale_add", "--nth", "2", "-o", str(cap), "--json", "--", "python",
+                    str(lab / "program.py"), env=INTERPRET)
+    assert done.code == 0, done.stderr
+    manifest = done.json()
+    assert manifest["grid"] == [4] and manifest["positional"] == ["x_ptr", "y_ptr", "out_ptr", "n"]
+    assert manifest["arguments"]["ALPHA"] == {"kind": "scalar", "value": 3.0}  # the second launch's constexpr
+    assert manifest["kernel"]["first_line"] == 8 and manifest["interpreted"] is True
+    assert {p.name for p in cap.iterdir()} >= {"manifest.json", "inputs.safetensors", "outputs.safetensors"}
+
+    for mode in ("isolated", "sustained", "replays"):
+        result = kerntune("replay", str(cap), "--mode", mode, "--iterations", "2", "--repeats", "2", "--json")
+        assert result.code == 0, result.stderr
+        replayed = result.json()
+        assert replayed["mode"] == mode and replayed["reproduces_capture"] is True
+        assert replayed["timing_claimed"] is False  # the interpreter's time is no kernel time
+    assert len(replayed["replay_means_ms"]) == 2
+
+    ok = kerntune("lab", "compare", str(cap), "--variant", str(lab / "variant_ok.py"), "--iterations", "2", "--json")
+    assert ok.code == 0 and ok.json()["validation"] == {"passed": True, "rule": "bitwise"}
+    wrong = kerntune("lab", "compare", str(cap), "--variant", str(lab / "variant_wrong.py"), "--iterations", "2")
+    assert wrong.code == 1 and "validation (bitwise) FAILED: out_ptr differs at [0]" in " ".join(wrong.stdout.split())
+    config = kerntune("lab", "compare", str(cap), "--set", "BLOCK=64", "--iterations", "2", "--json")
+    assert config.code == 0 and config.json()["overrides"] == {"BLOCK": 64}  # grid 4 × 64 still covers n
+    assert config.json()["validation"]["passed"]
+    unknown = kerntune("lab", "compare", str(cap), "--set", "BLOCK_Q=64")
+    assert unknown.code == 2 and "no constexpr or launch option" in unknown.stderr
+    other = kerntune("lab", "compare", str(cap), "--variant", str(lab / "variant_signature.py"))
+    assert other.code == 2 and "has another signature" in other.stderr
+
+    refused = kerntune("lab", "save", str(cap), "--variant", str(lab / "variant_wrong.py"))
+    assert refused.code == 2 and "no passing comparison" in refused.stderr
+    saved = kerntune("lab", "save", str(cap), "--variant", str(lab / "variant_ok.py"), "--json")
+    assert saved.code == 0, saved.stderr
+    assert "the loads in the other order" in (lab / "kernels.py").read_text()
+    assert Path(saved.json()["backup"]).read_text() == (DATA / "lab" / "kernels.py").read_text()
+    assert _program(lab) == before  # the program runs the saved kernel and computes the same
+    again = kerntune("lab", "save", str(cap), "--variant", str(lab / "variant_ok.py"))
+    assert again.code == 2 and "changed since the capture" in again.stderr
+
+    rows = [json.loads(line) for line in (cap / "history.jsonl").read_text().splitlines()]
+    assert [r["job"] for r in rows] == ["replay", "replay", "replay", "compare", "compare", "compare"]
+    closed = kerntune("lab", "close", str(cap), "--json")
+    assert closed.code == 0 and set(closed.json()["removed"]) == {"inputs.safetensors", "outputs.safetensors"}
+    assert {"manifest.json", "history.jsonl", "logs", "backups"} <= set(closed.json()["kept"])
+    gone = kerntune("replay", str(cap))
+    assert gone.code == 2 and "was closed" in gone.stderr
+
+
+def test_refusals(kerntune: Callable[..., CliResult], lab: Path) -> None:
+    acc = lab / "acc"
+    done = kerntune("capture", "--kernel", "accumulate", "--scope", "all", "-o", str(acc), "--json", "--", "python",
+                    str(lab / "program.py"), env=INTERPRET)
+    assert done.code == 0 and done.json()["others"]["count"] >= 1  # scope all: the program's other tensors too
+    sustained = kerntune("replay", str(acc), "--mode", "sustained", "--iterations", "2")
+    assert sustained.code == 2 and "reads what it writes" in sustained.stderr
+    assert kerntune("replay", str(acc), "--iterations", "2").code == 0  # isolated restores before every launch
+
+    missing = kerntune("capture", "--kernel", "nope", "-o", str(lab / "none"), "--", "python",
+                       str(lab / "program.py"), env=INTERPRET)
+    assert missing.code == 2 and "nope launched 0 times" in missing.stderr
+    assert not (lab / "none" / "manifest.json").exists()
+    exists = kerntune("capture", "--kernel", "accumulate", "-o", str(acc), "--", "python", str(lab / "program.py"))
+    assert exists.code == 2 and "exists" in exists.stderr
+
+    corrupted = lab / "corrupted"
+    shutil.copytree(acc, corrupted)
+    with (corrupted / "inputs.safetensors").open("ab") as handle:
+        handle.write(b"x")
+    bad = kerntune("replay", str(corrupted))
+    assert bad.code == 2 and "does not match its manifest" in bad.stderr
+
+    foreign = lab / "foreign"
+    shutil.copytree(acc, foreign)
+    manifest = json.loads((foreign / "manifest.json").read_text())
+    manifest["device"] = {"type": "cuda", "name": "NVIDIA Z100", "arch": "sm_99", "compute_units": 999}
+    (foreign / "manifest.json").write_text(json.dumps(manifest))
+    elsewhere = kerntune("replay", str(foreign))
+    assert elsewhere.code == 2 and "captured on NVIDIA Z100" in elsewhere.stderr
+    (foreign / "manifest.json").write_text("{not json")
+    broken = kerntune("replay", str(foreign))
+    assert broken.code == 2 and "not a readable kerntune capture" in broken.stderr

@@ -72,3 +72,12 @@ def test_bad_candidates_fail_alone_and_the_run_goes_on(kerntune: Callable[..., C
     assert missing.code == 1, missing.stderr
     reasons = [f["reason"] for f in missing.json()["shapes"][0]["failed"]]
     assert reasons and any("no kernel 'nope'" in r and "scale" in r for r in reasons), reasons
+
+
+def test_dynamic_shared_memory_above_48_kb(kerntune: Callable[..., CliResult]) -> None:
+    """96 KB and 200 KB of dynamic shared memory launch (the backend raised the kernel's limit) and compute right."""
+    result = kerntune("tune", str(DATA / "cuda_dynamic_shared"), "--strategy", "exhaustive", "--json",
+                      env={"KERNTUNE_CONFIRM_ROUNDS": "0"})
+    assert result.code == 0, result.stderr
+    shape = result.json()["shapes"][0]
+    assert shape["outcomes"].get("failed", 0) == 0 and shape["outcomes"]["timed"] == 3, shape["outcomes"]

@@ -1,4 +1,5 @@
-"""The kernel laboratory's loop on the CPU, with Triton kernels in the interpreter (no timing claimed there):
+"""The kernel laboratory's loop on the CPU, with Triton kernels in the interpreter (no timing claimed there) and an
+OpenCL kernel on PoCL (timed by its profiling events):
 capture a launch from a running program, replay it in the three modes, compare a correct variant, a wrong one
 (validation fails and says where) and one with another signature, save the correct one into the source and run the
 program with it; refusals for a kernel that reads what it writes (sustained), a corrupted capture, a capture from
@@ -83,6 +84,35 @@ def test_capture_replay_compare_save(kerntune: Callable[..., CliResult], lab: Pa
     assert {"manifest.json", "history.jsonl", "logs", "backups"} <= set(closed.json()["kept"])
     gone = kerntune("replay", str(cap))
     assert gone.code == 2 and "was closed" in gone.stderr
+
+
+def test_the_same_loop_for_an_opencl_kernel_on_pocl(kerntune: Callable[..., CliResult], lab: Path) -> None:
+    """pyopencl's Kernel call is captured the same way; PoCL's profiling events time it (timing claimed)."""
+    program = [sys.executable, str(lab / "opencl_program.py")]
+    before = subprocess.run(program, capture_output=True, text=True, check=True).stdout
+    cap = lab / "ocl"
+    done = kerntune("capture", "--kernel", "axpy", "--nth", "2", "-o", str(cap), "--json", "--", "python",
+                    str(lab / "opencl_program.py"))
+    assert done.code == 0, done.stderr
+    manifest = done.json()
+    assert (manifest["grid"], manifest["local"]) == ([1024], [64])
+    assert manifest["arguments"]["alpha"] == {"kind": "scalar", "dtype": "float32", "value": 2.0}
+    assert manifest["kernel"]["file"] == str((lab / "opencl_kernels.py").resolve())
+    for mode in ("isolated", "sustained", "replays"):
+        result = kerntune("replay", str(cap), "--mode", mode, "--iterations", "5", "--repeats", "2", "--json")
+        assert result.code == 0, result.stderr
+        assert result.json()["timing_claimed"] is True and result.json()["reproduces_capture"] is True
+        assert result.json()["median_ms"] > 0
+    ok = kerntune("lab", "compare", str(cap), "--variant", str(lab / "axpy_ok.cl"), "--iterations", "5", "--json")
+    assert ok.code == 0 and ok.json()["validation"]["passed"] and ok.json()["ratio"] > 0
+    wrong = kerntune("lab", "compare", str(cap), "--variant", str(lab / "axpy_wrong.cl"), "--iterations", "5")
+    assert wrong.code == 1 and "FAILED: out differs at [0]" in " ".join(wrong.stdout.split())
+    bytes_only = kerntune("lab", "compare", str(cap), "--variant", str(lab / "axpy_ok.cl"), "--rtol", "1e-3")
+    assert bytes_only.code == 2 and "bitwise" in bytes_only.stderr
+    saved = kerntune("lab", "save", str(cap), "--variant", str(lab / "axpy_ok.cl"), "--json")
+    assert saved.code == 0, saved.stderr
+    assert "the loads in the other order" in (lab / "opencl_kernels.py").read_text()
+    assert subprocess.run(program, capture_output=True, text=True, check=True).stdout == before
 
 
 def test_refusals(kerntune: Callable[..., CliResult], lab: Path) -> None:

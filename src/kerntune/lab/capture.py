@@ -52,7 +52,7 @@ def _versions() -> dict[str, str]:
     import importlib.metadata
 
     found = {"python": platform.python_version(), "torch": torch.__version__}
-    for dist in ("triton", "kerntune"):
+    for dist in ("triton", "pyopencl", "kerntune"):
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             found[dist] = importlib.metadata.version(dist)
     return found
@@ -95,6 +95,11 @@ def _other_tensors(device: torch.device, skip: set[int]) -> dict[str, torch.Tens
     return found
 
 
+def _header(state: CaptureState) -> dict[str, Any]:
+    return {"format": FORMAT, "version": 1, "launch_of": state.nth, "scope": state.scope, "versions": _versions(),
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
 def _write(state: CaptureState, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any) -> None:
     identity = kernel_identity(fn)
     names = identity["arg_names"]
@@ -106,11 +111,9 @@ def _write(state: CaptureState, fn: Any, args: tuple[Any, ...], kwargs: dict[str
     state.out.mkdir(parents=True, exist_ok=True)
     table, inputs_sha = snapshot(values, state.out / "inputs.safetensors")
     manifest: dict[str, Any] = {
-        "format": FORMAT, "version": 1, "kernel": identity, "launch_of": state.nth, "scope": state.scope,
-        "grid": resolve_grid(grid, {**values, **options}), "options": options,
+        **_header(state), "kernel": identity, "grid": resolve_grid(grid, {**values, **options}), "options": options,
         "positional": names[: len(args)], **table, "inputs_sha256": inputs_sha,
         "interpreted": os.environ.get("TRITON_INTERPRET") == "1", "device": device_of(values),
-        "versions": _versions(), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     if state.scope == "all":
         tensors = [v for v in values.values() if isinstance(v, torch.Tensor)]
@@ -128,12 +131,17 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
         raise UsageError(f"capture scope {scope!r}: choose {' or '.join(SCOPES)}")
     if nth < 1:
         raise UsageError("--nth counts launches from 1")
-    import triton.runtime.interpreter as interpreter
-    import triton.runtime.jit as jit
-
     state = CaptureState(kernel, nth, Path(out), scope)
-    originals: list[tuple[Any, Callable[..., Any]]] = [(cls, cls.run) for cls in (jit.JITFunction,
-                                                                                  interpreter.InterpretedFunction)]
+    originals: list[tuple[Any, str, Callable[..., Any]]] = []
+    with contextlib.suppress(ImportError):  # a program may use Triton, pyopencl, or both
+        import triton.runtime.interpreter as interpreter
+        import triton.runtime.jit as jit
+
+        originals += [(cls, "run", cls.run) for cls in (jit.JITFunction, interpreter.InterpretedFunction)]
+    with contextlib.suppress(ImportError):
+        import pyopencl
+
+        originals.append((pyopencl.Kernel, "__call__", pyopencl.Kernel.__call__))
 
     def hooked(original: Callable[..., Any]) -> Callable[..., Any]:
         def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
@@ -152,10 +160,30 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
             return result
         return run
 
-    for cls, original in originals:
-        cls.run = hooked(original)
+    def hooked_opencl(original: Callable[..., Any]) -> Callable[..., Any]:
+        def call(self: Any, queue: Any, global_size: Any, local_size: Any, *args: Any, **kwargs: Any) -> Any:
+            if self.function_name != state.kernel or state.manifest is not None:
+                return original(self, queue, global_size, local_size, *args, **kwargs)
+            state.seen += 1
+            if state.seen != state.nth:
+                return original(self, queue, global_size, local_size, *args, **kwargs)
+            from kerntune.lab.opencl import describe_call, save_buffers
+
+            state.out.mkdir(parents=True, exist_ok=True)
+            inputs = state.out / "inputs.safetensors"
+            described = describe_call(self, queue, global_size, local_size, args, inputs)
+            state.manifest = {**_header(state), **described, "scope": "reachable",
+                              "inputs_sha256": hashlib.sha256(inputs.read_bytes()).hexdigest(), "interpreted": False}
+            result = original(self, queue, global_size, local_size, *args, **kwargs)
+            save_buffers(self, queue, args, state.out / "outputs.safetensors")
+            (state.out / MANIFEST).write_text(json.dumps(state.manifest, indent=1))
+            return result
+        return call
+
+    for cls, attribute, original in originals:
+        setattr(cls, attribute, hooked(original) if attribute == "run" else hooked_opencl(original))
     try:
         yield state
     finally:
-        for cls, original in originals:
-            cls.run = original
+        for cls, attribute, original in originals:
+            setattr(cls, attribute, original)

@@ -45,11 +45,14 @@ def run(folder: Path, request: dict[str, Any]) -> None:
     manifest = json.loads((folder / "manifest.json").read_text())
     if manifest.get("interpreted"):
         os.environ["TRITON_INTERPRET"] = "1"  # before Triton is imported by the kernel's module
+    from kerntune.errors import UsageError
     from kerntune.lab.replay import check_device, check_mode, load_capture, load_kernel, replay, validate
     from kerntune.lab.session import record, variant_sha
 
     manifest = load_capture(folder)
     device = check_device(manifest)
+    if request.get("rtol") is not None and manifest["kernel"]["language"] == "opencl":
+        raise UsageError("OpenCL buffers are captured as bytes: validation is bitwise (drop --rtol)")
     conditions = {"mode": request.get("mode", "isolated"), "iterations": int(request.get("iterations", 20)),
                   "repeats": int(request.get("repeats", 5)), "device": device}
     original = replay(manifest, folder, load_kernel(manifest), **conditions)

@@ -21,7 +21,7 @@ import json
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -56,6 +56,11 @@ def load_capture(folder: Path) -> dict[str, Any]:
 def check_device(manifest: dict[str, Any]) -> str:
     """The device to replay on: the captured one's kind, refused when this machine's differs."""
     captured = manifest["device"]
+    if captured["type"] == "opencl":
+        from kerntune.lab.opencl import find_device
+
+        find_device(captured["name"])  # refused when this machine lacks it
+        return "opencl"
     if captured["type"] != "cuda":
         return "cpu"
     if not torch.cuda.is_available():
@@ -69,8 +74,13 @@ def check_device(manifest: dict[str, Any]) -> str:
 
 def load_kernel(manifest: dict[str, Any], variant: Path | None = None) -> Any:
     """The captured kernel (from its file) or a variant (a Python file defining a kernel of the same name and
-    argument names); a variant with another signature is refused."""
+    argument names; for OpenCL, a .cl source and the source text is returned); a variant with another signature
+    is refused."""
     identity = manifest["kernel"]
+    if identity["language"] == "opencl":
+        from kerntune.lab.opencl import load_source
+
+        return load_source(manifest, variant)
     path = Path(variant) if variant else Path(identity["file"])
     name = f"kerntune_lab_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
     found = importlib.util.spec_from_file_location(name, path)
@@ -91,11 +101,28 @@ def load_kernel(manifest: dict[str, Any], variant: Path | None = None) -> Any:
     return fn
 
 
-class Launch:
-    """The captured call, rebuilt: fresh allocations on ``device`` and a ``run()`` of ``fn`` on them."""
+class Launch(Protocol):
+    """A captured call rebuilt in fresh allocations: what every replay mode needs of a kernel language."""
+
+    claims_timing: bool
+    pristine: list[torch.Tensor]
+
+    def reset(self) -> None: ...
+    def run(self) -> Any: ...
+    def timed(self) -> float: ...
+    def state(self) -> list[torch.Tensor]: ...
+    def outputs(self) -> dict[str, torch.Tensor]: ...
+    def expected(self, folder: Path) -> dict[str, torch.Tensor]: ...
+    def aliased(self) -> list[str]: ...
+
+
+class TritonLaunch:
+    """A Triton launch rebuilt: fresh allocations on ``device`` and ``fn[grid](...)`` on them; timed by CUDA events
+    on a GPU, untimed in the interpreter."""
 
     def __init__(self, manifest: dict[str, Any], folder: Path, fn: Any, device: str) -> None:
         self.manifest, self.fn = manifest, fn
+        self.claims_timing = device == "cuda" and not manifest.get("interpreted")
         self.values = restore(manifest, folder / "inputs.safetensors", device)
         self.tensors = {n: v for n, v in self.values.items() if isinstance(v, torch.Tensor)}
         bases: dict[int, torch.Tensor] = {}
@@ -118,24 +145,45 @@ class Launch:
     def state(self) -> list[torch.Tensor]:
         return [g.clone() for g in self.groups]
 
+    def timed(self) -> float:
+        """Device milliseconds of one launch (CUDA events), or host milliseconds when no timing is claimed."""
+        if not self.claims_timing:
+            began = time.perf_counter()
+            self.run()
+            return (time.perf_counter() - began) * 1e3
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))  # type: ignore[no-untyped-call]
+        start.record()
+        self.run()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end))
 
-def _timed(launch: Launch, iterations: int, restore_each: bool, claim: bool) -> list[float]:
-    """Per-launch device milliseconds (CUDA events), or host milliseconds when no timing is claimed."""
+    def outputs(self) -> dict[str, torch.Tensor]:
+        return {n: t.detach().cpu() for n, t in self.tensors.items()}
+
+    def expected(self, folder: Path) -> dict[str, torch.Tensor]:
+        return {n: t for n, t in restore(self.manifest, folder / "outputs.safetensors", "cpu").items()
+                if isinstance(t, torch.Tensor)}
+
+    def aliased(self) -> list[str]:
+        owners = [t.untyped_storage().data_ptr() for t in self.tensors.values()]
+        return [n for n, t in self.tensors.items() if owners.count(t.untyped_storage().data_ptr()) > 1]
+
+
+def make_launch(manifest: dict[str, Any], folder: Path, kernel: Any, device: str) -> Launch:
+    if manifest["kernel"]["language"] == "opencl":
+        from kerntune.lab.opencl import OpenCLLaunch
+
+        return OpenCLLaunch(manifest, folder, kernel)
+    return TritonLaunch(manifest, folder, kernel, device)
+
+
+def _timed(launch: Launch, iterations: int, restore_each: bool) -> list[float]:
     times = []
     for _ in range(iterations):
         if restore_each:
             launch.reset()  # outside the timed region: the restore is not the kernel's time
-        if claim:
-            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))  # type: ignore[no-untyped-call]
-            start.record()
-            launch.run()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        else:
-            began = time.perf_counter()
-            launch.run()
-            times.append((time.perf_counter() - began) * 1e3)
+        times.append(launch.timed())
     return times
 
 
@@ -145,8 +193,7 @@ def reads_what_it_writes(launch: Launch) -> str | None:
     launch.run()
     first = launch.state()
     written = [i for i, (a, b) in enumerate(zip(first, launch.pristine, strict=True)) if not torch.equal(a, b)]
-    owners = [t.untyped_storage().data_ptr() for t in launch.tensors.values()]
-    shared = [n for n, t in launch.tensors.items() if owners.count(t.untyped_storage().data_ptr()) > 1]
+    shared = launch.aliased()
     if shared and written:
         return f"arguments {', '.join(sorted(shared))} share storage and the launch writes memory"
     launch.run()
@@ -163,8 +210,8 @@ def replay(manifest: dict[str, Any], folder: Path, fn: Any, *, mode: str = "isol
         raise UsageError(f"replay mode {mode!r}: choose {', '.join(MODES)}")
     if not 1 <= iterations <= 10_000:
         raise UsageError("--iterations is 1 to 10,000")
-    claim = device == "cuda" and not manifest.get("interpreted")
-    launch = Launch(manifest, folder, fn, device)
+    launch = make_launch(manifest, folder, fn, device)
+    claim = launch.claims_timing
     compiled = launch.run()  # compiles; then check it reproduces the real launch
     launch.reset()
     launch.run()
@@ -175,20 +222,20 @@ def replay(manifest: dict[str, Any], folder: Path, fn: Any, *, mode: str = "isol
         if refused:
             raise UsageError(f"sustained replay refused: {refused}; use --mode isolated")
         launch.reset()
-        times = _timed(launch, iterations, False, claim)
+        times = _timed(launch, iterations, False)
     elif mode == "replays":
         means = []
         for _ in range(repeats):
-            fresh = Launch(manifest, folder, fn, device)  # fresh allocations: another placement
+            fresh = make_launch(manifest, folder, fn, device)  # fresh allocations: another placement
             fresh.run()
-            means.append(statistics.fmean(_timed(fresh, iterations, True, claim)))
+            means.append(statistics.fmean(_timed(fresh, iterations, True)))
         result.update(replay_means_ms=means, spread=max(means) / min(means) - 1 if min(means) > 0 else None)
         times = means
     else:
-        times = _timed(launch, iterations, True, claim)
+        times = _timed(launch, iterations, True)
     launch.reset()
     launch.run()
-    result["outputs"] = {n: t.detach().cpu() for n, t in launch.tensors.items()}
+    result["outputs"] = launch.outputs()
     result.update(times_ms=times, median_ms=statistics.median(times), mean_ms=statistics.fmean(times),
                   min_ms=min(times), launches_per_s=1e3 / statistics.fmean(times) if claim else None)
     return result
@@ -196,11 +243,10 @@ def replay(manifest: dict[str, Any], folder: Path, fn: Any, *, mode: str = "isol
 
 def reproduces(launch: Launch, folder: Path) -> bool | None:
     """Whether the replayed launch wrote what the real one did (None: no recorded outputs)."""
-    path = folder / "outputs.safetensors"
-    if not path.exists():
+    if not (folder / "outputs.safetensors").exists():
         return None
-    expected = restore(launch.manifest, path, "cpu")
-    return all(torch.equal(expected[n].cpu(), t.cpu()) for n, t in launch.tensors.items())
+    expected, got = launch.expected(folder), launch.outputs()
+    return all(torch.equal(expected[n].cpu(), t.cpu()) for n, t in got.items())
 
 
 def resources(compiled: Any) -> dict[str, Any] | None:

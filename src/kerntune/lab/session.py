@@ -101,25 +101,33 @@ def save(folder: Path, variant: Path) -> dict[str, Any]:
               and (r.get("validation") or {}).get("passed")]
     if not passed:
         raise UsageError(f"{variant} has no passing comparison in this session: run kerntune lab compare first")
+    if not identity.get("file"):
+        raise UsageError("the kernel's source text was not found in any file the program loaded: nothing to rewrite")
     target = Path(identity["file"])
     text = target.read_text()
     if hashlib.sha256(text.encode()).hexdigest() != identity["file_sha256"]:
         raise UsageError(f"{target} changed since the capture: nothing written (capture again to edit it)")
-    lines = text.splitlines(keepends=True)
-    first = identity["first_line"] - 1
-    count = len(identity["source"].splitlines(keepends=True))
-    if "".join(lines[first:first + count]) != identity["source"]:
-        raise UsageError(f"{target}: the captured definition is not at line {first + 1}: nothing written")
-    replacement = kernel_identity(load_kernel(manifest, variant))["source"]
+    if identity["language"] == "opencl":  # the source is a string in the file: replace that text
+        start = text.find(identity["source"])
+        span = [text.count("\n", 0, start) + 1, text.count("\n", 0, start + len(identity["source"])) + 1]
+        new_text = text.replace(identity["source"], load_kernel(manifest, variant), 1)
+    else:
+        lines = text.splitlines(keepends=True)
+        first = identity["first_line"] - 1
+        count = len(identity["source"].splitlines(keepends=True))
+        if "".join(lines[first:first + count]) != identity["source"]:
+            raise UsageError(f"{target}: the captured definition is not at line {first + 1}: nothing written")
+        replacement = kernel_identity(load_kernel(manifest, variant))["source"]
+        new_text = "".join([*lines[:first], replacement, *lines[first + count:]])
+        span = [first + 1, first + count]
     backups = folder / "backups"
     backups.mkdir(exist_ok=True)
     backup = backups / f"{target.name}.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}"
     shutil.copy2(target, backup)
-    new_text = "".join([*lines[:first], replacement, *lines[first + count:]])
     tmp = target.with_name(f".{target.name}.kerntune-tmp")
     tmp.write_text(new_text)
     os.replace(tmp, target)  # atomic: readers see the old file or the new one, never half of it
-    return {"file": str(target), "backup": str(backup), "lines": [first + 1, first + count],
+    return {"file": str(target), "backup": str(backup), "lines": span,
             "compare": passed[-1]["created"]}
 
 

@@ -24,15 +24,15 @@ Iterations = Annotated[int, typer.Option("--iterations", help="Timed launches, 1
 @app.command(context_settings={"allow_interspersed_args": False})
 def capture(
     command: Annotated[list[str], typer.Argument(help="The program after --: python SCRIPT.py ARGS or python -m MOD.")],
-    kernel: Annotated[str, typer.Option("--kernel", help="The Triton kernel's function name.")],
+    kernel: Annotated[str, typer.Option("--kernel", help="The kernel's name: a Triton function or an OpenCL kernel.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="The capture folder to write (must not exist).")],
     nth: Annotated[int, typer.Option("--nth", help="Capture the nth launch of that kernel.")] = 1,
     scope: Annotated[str, typer.Option("--scope", help="reachable (the launch's arguments) or all (every live "
                                                        "tensor on its device too).")] = "reachable",
     as_json: JsonFlag = False,
 ) -> None:
-    """Run a Python program and capture one launch of a Triton kernel: inputs and outputs as safetensors, a
-    manifest with source, grid, constexprs, dtypes, strides, aliasing, device and versions."""
+    """Run a Python program and capture one launch of a Triton kernel or pyopencl call: inputs and outputs as
+    safetensors, a manifest with source, grid, constexprs, dtypes, strides, aliasing, device and versions."""
     from kerntune.pipeline.scope import profiled_command
 
     if output.exists():

@@ -3,17 +3,9 @@
 # verified (tests/gpu/test_live_gpu.py, with a table keyed to another SM count as the negative check), then a 64-shape sweep and
 # `kerntune train` scored on held-out shapes. Every step has its own limit and writes straight into $OUT, so a
 # step that runs long still leaves the earlier results. Wheels for optuna and friends are expected in .whl.
-set -u
-OUT=${OUT:-/tmp/kt-out}
-W=${W:-/tmp/w6}
-mkdir -p "$OUT" "$W"
-LOG="$OUT/issue6.log"
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH="/tmp/site:$PWD/src:$PWD" PYTHONUNBUFFERED=1 KERNTUNE_HOME="$W/store"
-STEPS=${STEPS:-"dispatch demo sweep"}  # a subset runs only those steps
-step() { echo "== $(date +%T) $*" | tee -a "$LOG"; }
-want() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
-{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv; git log --oneline -1; } >> "$LOG"
+NAME=issue6
+DEFAULT_STEPS="dispatch demo sweep"
+. benchmarks/h200_env.sh
 
 if want dispatch; then
 step dispatch cost

@@ -3,19 +3,11 @@
 # the CUDA C++ gpu tests, the calibration, examples/cuda_reduction tuned exhaustively (its copy fraction), and
 # Kernel Tuner side by side on examples/cuda_matmul (benchmarks/kt_side_by_side.py; EARLIER=summary resumes).
 # Wheels: .whl (optuna and friends) and .whl/kt (kernel_tuner and its dependencies); carry .whl.
-set -u
-OUT=${OUT:-/tmp/kt-out}
-W=${W:-/tmp/w7}
-mkdir -p "$OUT" "$W"
-LOG="$OUT/issue7.log"
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl .whl/kt/*.whl >/dev/null 2>&1
-export PYTHONPATH="/tmp/site:$PWD/src:$PWD" PYTHONUNBUFFERED=1 KERNTUNE_HOME="$W/store"
-STEPS=${STEPS:-"tests calibrate reduction kt"}
-step() { echo "== $(date +%T) $*" | tee -a "$LOG"; }
-want() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
-{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv; git log --oneline -1
-  python3 -c "import kernel_tuner, cupy; print('kernel_tuner', kernel_tuner.__version__, 'cupy', cupy.__version__)"
-} >> "$LOG" 2>&1
+NAME=issue7
+DEFAULT_STEPS="tests calibrate reduction kt"
+. benchmarks/h200_env.sh
+python3 -c "import kernel_tuner, cupy; print('kernel_tuner', kernel_tuner.__version__, 'cupy', cupy.__version__)" \
+  >> "$LOG" 2>&1
 if want tests; then
   step gpu tests of the CUDA backend
   timeout 150 python3 -m pytest tests/gpu/test_cuda_gpu.py -v -rA -s -p no:cacheprovider > "$OUT/tests_cuda.log" 2>&1

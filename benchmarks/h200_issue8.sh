@@ -4,15 +4,8 @@
 # three modes, compare a BLOCK_K variant (--set) and a deliberately wrong index (a source variant made here by
 # editing the kernel's load), save the faster correct one when it is a source variant, run the program again.
 # Wheels: .whl (carry it).
-set -u
-OUT=${OUT:-/tmp/kt-out}
-W=${W:-/tmp/w8}
-mkdir -p "$OUT" "$W"
-LOG="$OUT/issue8.log"
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
-export PYTHONPATH="/tmp/site:$PWD/src:$PWD" PYTHONUNBUFFERED=1 KERNTUNE_HOME="$W/store"
-step() { echo "== $(date +%T) $*" | tee -a "$LOG"; }
-{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw --format=csv; git log --oneline -1; } >> "$LOG"
+NAME=issue8
+. benchmarks/h200_env.sh
 cp -r examples "$W/examples"  # save rewrites a copy, never the tree
 step capture
 timeout 120 python3 -m kerntune capture --kernel matmul_kernel --nth 5 -o "$W/cap" --json -- python3 \

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -20,7 +19,7 @@ from pathlib import Path
 
 from kerntune.backends.base import digest
 from kerntune.backends.cubin import Inspection, inspect_cubin
-from kerntune.backends.native import NativeBinary, cache_load, cache_store, compiler_log, macros, threads
+from kerntune.backends.native import NativeBinary, cache_load, cache_store, compiler_log, macros, threads, tool_identity
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.isa.targets import missing_features
 from kerntune.model import CudaKernel, FailureKind, Meta
@@ -39,8 +38,7 @@ def _compiler_identity() -> str:
         nvcc = shutil.which("nvcc")
         if nvcc is None:
             return "none"
-        real = os.path.realpath(nvcc)
-        return f"nvcc:{real}:{os.stat(real).st_mtime_ns}"
+        return tool_identity("nvcc", nvcc)
     versions = []
     for dist in ("nvidia-cuda-nvrtc", "cuda-bindings", "cuda-core"):
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):

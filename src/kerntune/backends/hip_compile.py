@@ -26,7 +26,7 @@ from typing import Any
 from kerntune.backends.base import digest
 from kerntune.backends.cubin import Inspection
 from kerntune.backends.hsaco import inspect_amdgcn
-from kerntune.backends.native import NativeBinary, cache_load, cache_store, compiler_log, macros, threads
+from kerntune.backends.native import NativeBinary, cache_load, cache_store, compiler_log, macros, threads, tool_identity
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.isa.targets import missing_features
 from kerntune.model import FailureKind, HipKernel, Meta
@@ -69,8 +69,7 @@ def _compiler_identity() -> str:
     hipcc = hipcc_path()
     if hipcc is None:
         return "none"
-    real = os.path.realpath(hipcc)
-    return f"hipcc:{real}:{os.stat(real).st_mtime_ns}"
+    return tool_identity("hipcc", hipcc)
 
 
 def compile_hsaco(kernel: HipKernel, tunables: Meta, arch: str) -> HipBinary:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +70,12 @@ def cache_store(key: str, binary: bytes, entry: dict[str, Any]) -> None:
         cache_dir().mkdir(parents=True, exist_ok=True)
         (cache_dir() / f"{key}.bin").write_bytes(binary)  # the binary first: the .json marks it complete
         (cache_dir() / f"{key}.json").write_text(json.dumps(entry))
+
+
+def tool_identity(kind: str, path: str) -> str:
+    """An offline compiler's identity for the cache key: which binary, and when it was installed."""
+    real = os.path.realpath(path)
+    return f"{kind}:{real}:{os.stat(real).st_mtime_ns}"
 
 
 def compiler_log(text: str) -> str:

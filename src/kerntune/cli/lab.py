@@ -33,10 +33,13 @@ def capture(
 ) -> None:
     """Run a Python program and capture one launch of a Triton kernel or pyopencl call: inputs and outputs as
     safetensors, a manifest with source, grid, constexprs, dtypes, strides, aliasing, device and versions."""
+    from kerntune.lab.capture import SCOPES
     from kerntune.pipeline.scope import profiled_command
 
     if output.exists():
         raise UsageError(f"{output} exists: give a new folder (a capture is never overwritten)")
+    if scope not in SCOPES or nth < 1:
+        raise UsageError(f"--scope is {' or '.join(SCOPES)} and --nth counts launches from 1 (got {scope}, {nth})")
     argv = profiled_command(command, output)  # validates the program form; replaced by the capture launcher below
     with tempfile.TemporaryDirectory(prefix="kerntune-capture-") as tmp:
         request, result = Path(tmp) / "request.json", Path(tmp) / "result.json"

@@ -215,14 +215,14 @@ def replay(manifest: dict[str, Any], folder: Path, fn: Any, *, mode: str = "isol
     compiled = launch.run()  # compiles; then check it reproduces the real launch
     launch.reset()
     launch.run()
-    result: dict[str, Any] = {"mode": mode, "iterations": iterations, "timing_claimed": claim,
+    result: dict[str, Any] = {"iterations": iterations, "timing_claimed": claim,
                               "reproduces_capture": reproduces(launch, folder), "resources": resources(compiled)}
     if mode == "sustained":
         refused = reads_what_it_writes(launch)
         if refused:
             raise UsageError(f"sustained replay refused: {refused}; use --mode isolated")
         launch.reset()
-        times = _timed(launch, iterations, False)
+        times, ran = _timed(launch, iterations, False), "sustained"
     elif mode == "replays":
         means = []
         for _ in range(repeats):
@@ -230,9 +230,10 @@ def replay(manifest: dict[str, Any], folder: Path, fn: Any, *, mode: str = "isol
             fresh.run()
             means.append(statistics.fmean(_timed(fresh, iterations, True)))
         result.update(replay_means_ms=means, spread=max(means) / min(means) - 1 if min(means) > 0 else None)
-        times = means
+        times, ran = means, "replays"
     else:
-        times = _timed(launch, iterations, True)
+        times, ran = _timed(launch, iterations, True), "isolated"
+    result["mode"] = ran  # what ran, which check_mode holds against the request
     launch.reset()
     launch.run()
     result["outputs"] = launch.outputs()
@@ -264,15 +265,22 @@ def check_mode(result: dict[str, Any], requested: str) -> None:
         raise UsageError(f"replay ran mode {result.get('mode')!r}, not the requested {requested!r}: result refused")
 
 
+_SAME_WIDTH = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's elements as integers of the same width: equal exactly when their bits are."""
+    return t.contiguous().view(_SAME_WIDTH[t.element_size()])
+
+
 def validate(expected: dict[str, torch.Tensor], got: dict[str, torch.Tensor], rtol: float | None = None
              ) -> dict[str, Any]:
-    """Bitwise (default) or relative-error comparison of every argument; where it differs, and by how much."""
+    """Bitwise (default: the elements' bits, so -0.0 differs from 0.0 and NaN payloads count) or relative-error
+    comparison of every argument; where it differs, and by how much."""
     for name, want in expected.items():
         have = got[name]
         if rtol is None:
-            same = want == have
-            if want.dtype.is_floating_point:
-                same |= torch.isnan(want) & torch.isnan(have)
+            same = _bits(want) == _bits(have)
         else:
             same = torch.isclose(have.double(), want.double(), rtol=rtol, atol=0.0, equal_nan=True)
         if not bool(same.all()):

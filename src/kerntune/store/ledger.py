@@ -41,15 +41,15 @@ compiled configs not timed because their resources cannot launch or reach the mi
 
 
 def pruned_rows(store: Store, problem: str | None = None, limit: int = 200) -> list[LedgerRow]:
-    where, args = (" WHERE r.problem = ?", [problem]) if problem else ("", [])
+    only, args = (" AND r.problem = ?", [problem]) if problem else ("", [])
     compiled = ("SELECT r.id, r.problem, r.spec_hash, r.target, c.shape_key, c.config_key, c.reason FROM candidates c"
-                " JOIN runs r ON r.id = c.run_id WHERE c.status = 'pruned'" + where.replace(" WHERE", " AND") +
+                " JOIN runs r ON r.id = c.run_id WHERE c.status = 'pruned'" + only +
                 " ORDER BY c.finished DESC, c.id DESC LIMIT ?")
     rows = [LedgerRow(row[0], row[1], row[2], Target.from_dict(json.loads(row[3])), row[4], row[5], PRUNED,
                       f"pruned after compiling: {row[6]}")
             for row in store.db.execute(compiled, [*args, limit]).fetchall()]
     query = ("SELECT r.id, r.problem, r.spec_hash, r.target, p.shape_key, p.reason, p.count FROM pruned p"
-             " JOIN runs r ON r.id = p.run_id" + where + " ORDER BY r.created DESC, p.reason LIMIT ?")
+             " JOIN runs r ON r.id = p.run_id WHERE 1 = 1" + only + " ORDER BY r.created DESC, p.reason LIMIT ?")
     rows += [LedgerRow(row[0], row[1], row[2], Target.from_dict(json.loads(row[3])), row[4],
                        f"{row[6]} configs", PRUNED, f"pruned by constraint {row[5]!r}")
              for row in store.db.execute(query, [*args, limit]).fetchall()]

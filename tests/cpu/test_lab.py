@@ -29,14 +29,13 @@ def lab(tmp_path: Path) -> Path:
     return folder
 
 
-def _program(lab: Path) -> str:
-    done = subprocess.run([sys.executable, str(lab / "program.py")], capture_output=True, text=True,
-                          env={**__import__("os").environ, **INTERPRET}, check=True)
-    return done.stdout.strip()
+def _program(lab: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(lab / "program.py"), *args], capture_output=True, text=True,
+                          env={**__import__("os").environ, **INTERPRET, **(env or {})}, check=True)
 
 
 def test_capture_replay_compare_save(kerntune: Callable[..., CliResult], lab: Path) -> None:
-    before = _program(lab)
+    before = _program(lab).stdout
     cap = lab / "cap"
     done = kerntune("capture", "--kernel", "scale_add", "--nth", "2", "-o", str(cap), "--json", "--", "python",
                     str(lab / "program.py"), env=INTERPRET)
@@ -62,6 +61,7 @@ def test_capture_replay_compare_save(kerntune: Callable[..., CliResult], lab: Pa
     config = kerntune("lab", "compare", str(cap), "--set", "BLOCK=64", "--iterations", "2", "--json")
     assert config.code == 0 and config.json()["overrides"] == {"BLOCK": 64}  # grid 4 × 64 still covers n
     assert config.json()["validation"]["passed"]
+    _save_a_config(kerntune, lab, cap, before)
     unknown = kerntune("lab", "compare", str(cap), "--set", "BLOCK_Q=64")
     assert unknown.code == 2 and "no constexpr or launch option" in unknown.stderr
     other = kerntune("lab", "compare", str(cap), "--variant", str(lab / "variant_signature.py"))
@@ -73,7 +73,7 @@ def test_capture_replay_compare_save(kerntune: Callable[..., CliResult], lab: Pa
     assert saved.code == 0, saved.stderr
     assert "the loads in the other order" in (lab / "kernels.py").read_text()
     assert Path(saved.json()["backup"]).read_text() == (DATA / "lab" / "kernels.py").read_text()
-    assert _program(lab) == before  # the program runs the saved kernel and computes the same
+    assert _program(lab).stdout == before  # the program runs the saved kernel and computes the same
     again = kerntune("lab", "save", str(cap), "--variant", str(lab / "variant_ok.py"))
     assert again.code == 2 and "changed since the capture" in again.stderr
 
@@ -84,6 +84,28 @@ def test_capture_replay_compare_save(kerntune: Callable[..., CliResult], lab: Pa
     assert {"manifest.json", "history.jsonl", "logs", "backups"} <= set(closed.json()["kept"])
     gone = kerntune("replay", str(cap))
     assert gone.code == 2 and "was closed" in gone.stderr
+
+
+def _save_a_config(kerntune: Callable[..., CliResult], lab: Path, cap: Path, before: str) -> None:
+    """A --set variant goes where the program reads its config: the table entry of the captured launch's key (the
+    capture recorded the Dispatcher selection that fed the launch); the program then runs it."""
+    dispatch = json.loads((cap / "manifest.json").read_text())["dispatch"]
+    assert dispatch["kind"] == "default" and dispatch["fields"]["n"] == 100 and dispatch["config"] == {"BLOCK": 32}
+    table = lab / "table.json"
+    nowhere = kerntune("lab", "save", str(cap), "--set", "BLOCK=64")
+    assert nowhere.code == 2 and "give --table" in nowhere.stderr
+    untested = kerntune("lab", "save", str(cap), "--set", "BLOCK=16", "--table", str(table))
+    assert untested.code == 2 and "no passing comparison" in untested.stderr and not table.exists()
+    saved = kerntune("lab", "save", str(cap), "--set", "BLOCK=64", "--table", str(table), "--json")
+    assert saved.code == 0, saved.stderr
+    (entry,) = json.loads(table.read_text())["entries"]
+    assert entry["config"] == {"BLOCK": 64} and entry["status"] == "measured" and entry["key"] == dispatch["fields"]
+    run = _program(lab, str(table), env={"KERNTUNE_LOG_DISPATCH": "1"})
+    assert run.stdout == before and '-> exact {"BLOCK": 64}' in run.stderr, run.stderr
+    table.write_text("{not json")
+    broken = kerntune("lab", "save", str(cap), "--set", "BLOCK=64", "--table", str(table))
+    assert broken.code == 2 and "will not overwrite" in broken.stderr and table.read_text() == "{not json"
+    table.unlink()
 
 
 def test_the_same_loop_for_an_opencl_kernel_on_pocl(kerntune: Callable[..., CliResult], lab: Path) -> None:
@@ -123,6 +145,9 @@ def test_refusals(kerntune: Callable[..., CliResult], lab: Path) -> None:
     sustained = kerntune("replay", str(acc), "--mode", "sustained", "--iterations", "2")
     assert sustained.code == 2 and "reads what it writes" in sustained.stderr
     assert kerntune("replay", str(acc), "--iterations", "2").code == 0  # isolated restores before every launch
+    assert "dispatch" not in done.json()  # its BLOCK equals the dispatcher's, but it is another kernel's launch
+    undispatched = kerntune("lab", "save", str(acc), "--set", "BLOCK=64", "--table", str(lab / "t.json"))
+    assert undispatched.code == 2 and "did not come from a kerntune Dispatcher" in undispatched.stderr
 
     missing = kerntune("capture", "--kernel", "nope", "-o", str(lab / "none"), "--", "python",
                        str(lab / "program.py"), env=INTERPRET)

@@ -4,13 +4,14 @@ modes, validators, logging and the untuned-shape corpus, and bad tables that mus
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kerntune.runtime.dispatch import Dispatcher
-from kerntune.runtime.table import SCHEMA, entry_key, load_table, parse_table
+from kerntune.runtime.table import SCHEMA, Table, entry_key, load_table, parse_table
 from kerntune.settings import Settings
 
 DEVICE = {"arch": "sm_90", "compute_units": 132, "device_name": "NVIDIA H200"}
@@ -146,3 +147,33 @@ def test_kernel_keys_carry_the_source_hash_so_an_edited_kernel_misses(tmp_path: 
         d.fixed = {}
         d.kernel(Launchable(fn))[(1,)](8)
         assert launched[-1]["BLOCK"] == want
+
+
+def test_an_atomically_written_table_is_readable_by_others_and_keeps_its_mode(tmp_path: Path) -> None:
+    """mkstemp makes owner-only files: a table deployed by one user must still be read by the program's."""
+    import stat
+
+    from kerntune.runtime.table import write_atomically
+
+    fresh = tmp_path / "t.json"
+    mask = os.umask(0o022)
+    try:
+        write_atomically(fresh, "{}")
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o644 and fresh.read_text() == "{}"
+    fresh.chmod(0o640)
+    write_atomically(fresh, "[]")
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o640 and fresh.read_text() == "[]"
+    assert [p.name for p in tmp_path.iterdir()] == ["t.json"]  # no temporary left behind
+
+
+def test_describe_says_what_a_call_selects_without_counting_it() -> None:
+    table = Table(entries={entry_key({"op": "mm", "M": 16}): {"key": {"op": "mm", "M": 16}, "config": {"B": 64},
+                                                               "status": "measured"}})
+    d = Dispatcher(table, key=lambda m: (m,), key_fields=("M",), default={"B": 32}, device={"op": "mm"},
+                   versions={})
+    hit, miss = d.describe(16), d.describe(8)
+    assert (hit["kind"], hit["config"], hit["fields"]) == ("exact", {"B": 64}, {"op": "mm", "M": 16})
+    assert (miss["kind"], miss["config"]) == ("default", {"B": 32})
+    assert d.stats()["calls"] == 0

@@ -135,18 +135,36 @@ def _assignment(text: str) -> tuple[str, Any]:
 
 
 @lab_app.command()
-def save(folder: Capture, variant: Annotated[Path, typer.Option("--variant", help="The variant to write.")],
+def save(folder: Capture,
+         variant: Annotated[Path | None, typer.Option("--variant", help="A source variant to write.")] = None,
+         overrides: Annotated[list[str] | None, typer.Option("--set", help="NAME=VALUE: a config variant to write "
+                                                             "into the program's dispatch table. Repeat it.")] = None,
+         table: Annotated[Path | None, typer.Option("--table", help="With --set: the table to write (default: the "
+                                                    "one the program's dispatcher read).")] = None,
          as_json: JsonFlag = False) -> None:
-    """Write a variant that passed its comparison over the kernel's definition in its source file (atomically,
-    with a backup in the capture; refused when the file changed since the capture)."""
-    from kerntune.lab.session import save as run_save
+    """Save a variant that passed its comparison: a source variant over the kernel's definition in its file
+    (atomically, with a backup in the capture; refused when the file changed since the capture), or a config
+    variant (--set) as the dispatch table entry of the captured launch's key, which the live program reads."""
+    if (variant is None) == (not overrides):
+        raise UsageError("give one variant to save: --variant FILE (source) or --set NAME=VALUE (config); save a "
+                         "source variant, capture again, then compare and save configs")
+    if table is not None and variant is not None:
+        raise UsageError("--table goes with --set (a config variant); a source variant is written into its file")
+    if variant is not None:
+        from kerntune.lab.session import save as save_source
 
-    done = run_save(folder, variant)
+        done = save_source(folder, variant)
+        text = f"wrote {done['file']} lines {done['lines'][0]}-{done['lines'][1]}; backup {done['backup']}"
+    else:
+        from kerntune.lab.save_config import save_config
+
+        done = save_config(folder, dict(_assignment(t) for t in overrides or []), table)
+        text = (f"wrote {json.dumps(done['config'])} for {done['key']} into {done['table']}"
+                + (f" (was {json.dumps(done['replaced'])}; backup {done['backup']})" if done["replaced"] else ""))
     if as_json:
         _emit_json(done)
         return
-    Console().print(f"wrote {done['file']} lines {done['lines'][0]}-{done['lines'][1]}; backup {done['backup']}",
-                    highlight=False)
+    Console().print(text, highlight=False)
 
 
 @lab_app.command()

@@ -20,6 +20,7 @@ import inspect
 import json
 import os
 import platform
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -46,6 +47,9 @@ class CaptureState:
     seen: int = 0
     manifest: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)
+    selections: deque[tuple[Any, tuple[Any, ...], dict[str, Any], dict[str, Any]]] = field(
+        default_factory=lambda: deque(maxlen=64))
+    """The latest kerntune Dispatcher selections (dispatcher, args, kwargs, config): which one fed the launch."""
 
 
 def _versions() -> dict[str, str]:
@@ -115,12 +119,35 @@ def _write(state: CaptureState, fn: Any, args: tuple[Any, ...], kwargs: dict[str
         "positional": names[: len(args)], **table, "inputs_sha256": inputs_sha,
         "interpreted": os.environ.get("TRITON_INTERPRET") == "1", "device": device_of(values),
     }
+    dispatch = _dispatch_of(state, fn, {**values, **options})
+    if dispatch is not None:
+        manifest["dispatch"] = dispatch
     if state.scope == "all":
         tensors = [v for v in values.values() if isinstance(v, torch.Tensor)]
         others = _other_tensors(tensors[0].device, {id(t) for t in tensors}) if tensors else {}
         manifest["others"] = {"count": len(others), "bytes": sum(t.numel() * t.element_size() for t in others.values())}
         snapshot(others, state.out / "others.safetensors")
     state.manifest = manifest
+
+
+def _dispatch_of(state: CaptureState, fn: Any, launch: dict[str, Any]) -> dict[str, Any] | None:
+    """The latest Dispatcher selection made for this kernel — its key's ``source`` is the kernel's hash, or, with
+    no source field, the dispatcher's name prefixes the kernel's — whose config the launch ran (every config
+    field the launch names holds the selected value): the table key, decision and table this launch's config
+    came from, or None."""
+    source, name = kernel_hash(fn), getattr(getattr(fn, "fn", fn), "__name__", "")
+    for dispatcher, args, kwargs, config in reversed(state.selections):
+        mine = (dispatcher.fixed["source"] == source if "source" in dispatcher.fixed
+                else bool(dispatcher.name) and name.startswith(dispatcher.name))
+        named = [k for k in config if k in launch]
+        if mine and named and all(launch[k] == config[k] for k in named):
+            described = dispatcher.describe(*args, **kwargs)
+            table = Path(described["table"]).resolve() if described["table"] else None
+            described["table"] = str(table) if table else ""
+            described["table_sha256"] = (hashlib.sha256(table.read_bytes()).hexdigest()
+                                         if table and table.is_file() else None)
+            return dict(described)
+    return None
 
 
 @contextlib.contextmanager
@@ -180,8 +207,20 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
             return result
         return call
 
+    def hooked_select(original: Callable[..., Any]) -> Callable[..., Any]:
+        def select(self: Any, *args: Any, **kwargs: Any) -> Any:
+            config = original(self, *args, **kwargs)
+            if state.manifest is None:
+                state.selections.append((self, args, kwargs, config))
+            return config
+        return select
+
+    from kerntune.runtime.dispatch import Dispatcher
+
+    originals.append((Dispatcher, "select", Dispatcher.select))
+    hooks = {"run": hooked, "__call__": hooked_opencl, "select": hooked_select}
     for cls, attribute, original in originals:
-        setattr(cls, attribute, hooked(original) if attribute == "run" else hooked_opencl(original))
+        setattr(cls, attribute, hooks[attribute](original))
     try:
         yield state
     finally:

@@ -173,11 +173,22 @@ class OpenCLLaunch:
         event.wait()
         return None
 
-    def timed(self) -> float:
-        event = self.kernel(self.queue, tuple(self.manifest["grid"]),
-                            tuple(self.manifest["local"]) if self.manifest["local"] else None, *self.args)
-        event.wait()
-        return float(event.profile.end - event.profile.start) / 1e6
+    def times(self, iterations: int, restore_each: bool) -> list[float]:
+        """Device milliseconds of each launch from its profiling event (start to end on the device: no host
+        time inside); the restore, when asked, runs and finishes before each launch."""
+        out = []
+        for _ in range(iterations):
+            if restore_each:
+                self.reset()
+            event = self.kernel(self.queue, tuple(self.manifest["grid"]),
+                                tuple(self.manifest["local"]) if self.manifest["local"] else None, *self.args)
+            event.wait()
+            out.append(float(event.profile.end - event.profile.start) / 1e6)
+        return out
+
+    def cache(self, restore_each: bool) -> str:
+        return ("not controlled: inputs as the restore left them" if restore_each
+                else "warm: launches back to back")
 
     def state(self) -> list[torch.Tensor]:
         return list(self.outputs().values())

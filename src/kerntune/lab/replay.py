@@ -1,16 +1,19 @@
 """Replay a captured launch in isolation, in one of three modes, and validate what it computes.
 
-- ``isolated``: every timed iteration starts from pristine copies of the captured inputs (restored outside the
-  timed region); device events bracket one launch. The best case, and the default.
+- ``isolated``: every timed iteration starts from pristine copies of the captured inputs, restored and then the
+  L2 flushed outside the timed region (cold, as the tuner's default regime); device events bracket one launch.
+  The default.
 - ``sustained``: one restore, then launches back to back, each bracketed by events: a kernel kept busy. Refused
-  when the launch reads memory it writes — two arguments share storage, or a second launch on the first one's
-  output computes something else — since it would then time another computation.
+  when the launch reads memory it writes — a second launch on the first one's memory changes it again — since
+  it would then time another computation; arguments sharing storage are named in the refusal and the result.
 - ``replays``: the whole isolated replay ``repeats`` times, each from fresh allocations; the spread of the
   per-replay means shows how much placement moves the time.
 
-Timing is claimed only on a GPU (CUDA events); in Triton's interpreter the launch runs and is validated, and the
-result says ``timing_claimed: false``. The result records the mode that ran; ``check_mode`` refuses one that
-differs from the request.
+On a GPU the batch of timed launches is enqueued behind a stream hold (``backends/stream_hold.py``), so Triton's
+host launch path never shows up as device time. Timing is claimed only on a GPU (CUDA events) and for OpenCL
+profiling events; in Triton's interpreter the launch runs and is validated, and the result says
+``timing_claimed: false``. The result records the mode that ran (``check_mode`` refuses one that differs from
+the request) and the cache state its samples saw.
 """
 
 from __future__ import annotations
@@ -109,7 +112,8 @@ class Launch(Protocol):
 
     def reset(self) -> None: ...
     def run(self) -> Any: ...
-    def timed(self) -> float: ...
+    def times(self, iterations: int, restore_each: bool) -> list[float]: ...
+    def cache(self, restore_each: bool) -> str: ...
     def state(self) -> list[torch.Tensor]: ...
     def outputs(self) -> dict[str, torch.Tensor]: ...
     def expected(self, folder: Path) -> dict[str, torch.Tensor]: ...
@@ -131,6 +135,7 @@ class TritonLaunch:
         self.groups = [torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
                        for t in bases.values()]
         self.pristine = [g.clone() for g in self.groups]
+        self._flush: torch.Tensor | None = None
         positional = manifest["positional"]
         self.args = [self.values[n] for n in positional]
         self.kwargs = {**{n: v for n, v in self.values.items() if n not in positional}, **manifest["options"]}
@@ -145,18 +150,46 @@ class TritonLaunch:
     def state(self) -> list[torch.Tensor]:
         return [g.clone() for g in self.groups]
 
-    def timed(self) -> float:
-        """Device milliseconds of one launch (CUDA events), or host milliseconds when no timing is claimed."""
+    def times(self, iterations: int, restore_each: bool) -> list[float]:
+        """Device milliseconds of ``iterations`` launches (CUDA events), or host milliseconds when no timing is
+        claimed. ``restore_each``: the inputs are restored, then L2 flushed, before each launch, on the stream
+        ahead of its start event — never inside a sample. Hazards guarded: a restore leaves the inputs in L2 (a
+        warm time under an "isolated" name; hence the flush, as the tuner's cold regime), and Triton's Python
+        launch path (tens of µs) leaves the device idle between the start event and the kernel (hence the
+        stream hold: the whole batch is enqueued behind a spinning kernel, then runs back to back)."""
         if not self.claims_timing:
-            began = time.perf_counter()
+            out = []
+            for _ in range(iterations):
+                if restore_each:
+                    self.reset()
+                began = time.perf_counter()
+                self.run()
+                out.append((time.perf_counter() - began) * 1e3)
+            return out
+        from kerntune.backends.stream_hold import StreamHold
+
+        if self._flush is None:
+            l2 = int(getattr(torch.cuda.get_device_properties(self.groups[0].device), "L2_cache_size", 0) or 0)
+            self._flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device=self.groups[0].device)
+        flush = self._flush
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]  # type: ignore[no-untyped-call]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]  # type: ignore[no-untyped-call]
+
+        def enqueue(i: int) -> None:
+            if restore_each:
+                self.reset()
+                flush.zero_()
+            starts[i].record()
             self.run()
-            return (time.perf_counter() - began) * 1e3
-        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))  # type: ignore[no-untyped-call]
-        start.record()
-        self.run()
-        end.record()
-        end.synchronize()
-        return float(start.elapsed_time(end))
+            ends[i].record()
+
+        StreamHold(self.groups[0].device).timed(iterations, enqueue)
+        return [float(a.elapsed_time(b)) for a, b in zip(starts, ends, strict=True)]
+
+    def cache(self, restore_each: bool) -> str:
+        if not self.claims_timing:
+            return "not controlled (no timing claimed)"
+        return "cold: L2 flushed after each restore" if restore_each else "warm: launches back to back"
 
     def outputs(self) -> dict[str, torch.Tensor]:
         return {n: t.detach().cpu() for n, t in self.tensors.items()}
@@ -178,29 +211,24 @@ def make_launch(manifest: dict[str, Any], folder: Path, kernel: Any, device: str
     return TritonLaunch(manifest, folder, kernel, device)
 
 
-def _timed(launch: Launch, iterations: int, restore_each: bool) -> list[float]:
-    times = []
-    for _ in range(iterations):
-        if restore_each:
-            launch.reset()  # outside the timed region: the restore is not the kernel's time
-        times.append(launch.timed())
-    return times
-
-
 def reads_what_it_writes(launch: Launch) -> str | None:
-    """Why back-to-back launches would not repeat the captured computation, or None."""
+    """Why back-to-back launches would not repeat the captured computation, or None. The test is on memory, not
+    on names: a second launch from the first one's state must leave every byte of every argument's storage as
+    the first left it. Arguments that share written storage (a dummy pointer passed for an unused one, as the
+    demo's matmul passes C for its split-K workspace) are only the reason to compare all of it, written or not.
+    A launch that skips its work once a flag it set is seen would pass this check; ``isolated`` never has that
+    hazard."""
     launch.reset()
     launch.run()
     first = launch.state()
-    written = [i for i, (a, b) in enumerate(zip(first, launch.pristine, strict=True)) if not torch.equal(a, b)]
-    shared = launch.aliased()
-    if shared and written:
-        return f"arguments {', '.join(sorted(shared))} share storage and the launch writes memory"
+    if all(torch.equal(a, b) for a, b in zip(first, launch.pristine, strict=True)):
+        return None  # writes nothing
     launch.run()
     second = launch.state()
-    changed = [i for i in written if not torch.equal(first[i], second[i])]
-    if changed:
-        return "a second launch on the first one's output computed something else: the launch reads what it writes"
+    if any(not torch.equal(a, b) for a, b in zip(first, second, strict=True)):
+        shared = launch.aliased()
+        why = f" (arguments {', '.join(sorted(shared))} share storage)" if shared else ""
+        return f"a second launch on the first one's memory changed it again: the launch reads what it writes{why}"
     return None
 
 
@@ -221,19 +249,21 @@ def replay(manifest: dict[str, Any], folder: Path, fn: Any, *, mode: str = "isol
         refused = reads_what_it_writes(launch)
         if refused:
             raise UsageError(f"sustained replay refused: {refused}; use --mode isolated")
+        result["aliased"] = launch.aliased()
         launch.reset()
-        times, ran = _timed(launch, iterations, False), "sustained"
+        times, ran = launch.times(iterations, False), "sustained"
     elif mode == "replays":
         means = []
         for _ in range(repeats):
             fresh = make_launch(manifest, folder, fn, device)  # fresh allocations: another placement
             fresh.run()
-            means.append(statistics.fmean(_timed(fresh, iterations, True)))
+            means.append(statistics.fmean(fresh.times(iterations, True)))
         result.update(replay_means_ms=means, spread=max(means) / min(means) - 1 if min(means) > 0 else None)
         times, ran = means, "replays"
     else:
-        times, ran = _timed(launch, iterations, True), "isolated"
+        times, ran = launch.times(iterations, True), "isolated"
     result["mode"] = ran  # what ran, which check_mode holds against the request
+    result["cache"] = launch.cache(ran != "sustained")
     launch.reset()
     launch.run()
     result["outputs"] = launch.outputs()

@@ -24,6 +24,7 @@ from typing import Any
 
 from kerntune.errors import UsageError
 from kerntune.lab.capture import MANIFEST
+from kerntune.runtime.table import write_atomically
 
 HISTORY_CAP = 1000
 JOB_BUDGET_S = 600.0
@@ -124,9 +125,7 @@ def save(folder: Path, variant: Path) -> dict[str, Any]:
     backups.mkdir(exist_ok=True)
     backup = backups / f"{target.name}.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}"
     shutil.copy2(target, backup)
-    tmp = target.with_name(f".{target.name}.kerntune-tmp")
-    tmp.write_text(new_text)
-    os.replace(tmp, target)  # atomic: readers see the old file or the new one, never half of it
+    write_atomically(target, new_text)  # readers see the old file or the new one, never half of it
     return {"file": str(target), "backup": str(backup), "lines": span,
             "compare": passed[-1]["created"]}
 

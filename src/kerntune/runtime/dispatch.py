@@ -130,6 +130,21 @@ class Dispatcher:
         self._first_decision(fields, key, (config, kind))
         return decision
 
+    def describe(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """What ``select`` decides for this call, and from where: the key's fields and canonical string, the
+        decision (exact, rule, default), the config, the table's path and validators, this process's versions
+        and why the table is not applied (or None). Not counted as a call; ``kerntune capture`` records it, so
+        ``lab save --set`` can write the entry this call would read."""
+        raw = self.key_fn(*args, **kwargs)
+        if raw.__class__ is not tuple:
+            raw = tuple(raw.items())
+        decision = self._cache.get(raw) or self._first_call(raw)
+        call = dict(zip(self.key_fields, raw, strict=True)) if self.key_fields else dict(raw)
+        return {"name": self.name, "fields": {**self.fixed, **call}, "key": decision.key, "kind": decision.kind,
+                "config": dict(decision.config), "table": self.table.path, "mode": self.mode,
+                "table_validators": dict(self.table.validators), "versions": live_versions(),
+                "disabled": self.disabled}
+
     def kernel(self, fn: Any) -> Any:
         """``fn`` (a ``@triton.jit`` function) launched as ``kernel[grid](*args)`` with the config this
         dispatcher selects for the call's arguments (the key function receives the same arguments). Every key

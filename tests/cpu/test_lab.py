@@ -62,6 +62,8 @@ def test_capture_replay_compare_save(kerntune: Callable[..., CliResult], lab: Pa
     assert config.code == 0 and config.json()["overrides"] == {"BLOCK": 64}  # grid 4 × 64 still covers n
     assert config.json()["validation"]["passed"]
     _save_a_config(kerntune, lab, cap, before)
+    profiled = kerntune("lab", "compare", str(cap), "--set", "BLOCK=64", "--counters")
+    assert profiled.code == 2 and "--counters needs a GPU capture" in profiled.stderr
     unknown = kerntune("lab", "compare", str(cap), "--set", "BLOCK_Q=64")
     assert unknown.code == 2 and "no constexpr or launch option" in unknown.stderr
     other = kerntune("lab", "compare", str(cap), "--variant", str(lab / "variant_signature.py"))
@@ -173,3 +175,28 @@ def test_refusals(kerntune: Callable[..., CliResult], lab: Path) -> None:
     (foreign / "manifest.json").write_text("{not json")
     broken = kerntune("replay", str(foreign))
     assert broken.code == 2 and "not a readable kerntune capture" in broken.stderr
+
+
+def test_a_replayed_binary_is_inspected_like_kerntune_inspect() -> None:
+    """Resources of the compiled kernel a replay ran: Triton's figures, then the SASS census (matrix instructions)
+    and occupancy — here on the demo's matmul cross-compiled for sm_90; an arch with no ISA model is said."""
+    import importlib.util
+
+    from kerntune.backends.triton_cross import cross_compile
+    from kerntune.lab.inspect_launch import launch_resources
+    from tests.conftest import EXAMPLES
+
+    loaded = importlib.util.spec_from_file_location("lab_mm", EXAMPLES / "triton_matmul" / "spec.py")
+    assert loaded is not None and loaded.loader is not None
+    mm = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(mm)
+    pointers = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "ws_ptr": "*fp32", "lock_ptr": "*i32"}
+    scalars = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
+    constexprs = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0}
+    signature = {**pointers, **dict.fromkeys(scalars, "i32"), **dict.fromkeys(constexprs, "constexpr")}
+    compiled = cross_compile(mm.matmul_kernel, signature, constexprs, "sm_90", {"num_warps": 4, "num_stages": 2})
+    seen = launch_resources(compiled, "sm_90")
+    assert seen is not None and seen["matrix_instructions"] > 0 and seen["num_warps"] == 4
+    assert 0 < seen["occupancy"]["theoretical_pct"] <= 100 and seen["occupancy"]["blocks_per_sm"] >= 1
+    unknown = launch_resources(compiled, "NVIDIA H200")
+    assert unknown is not None and "no ISA model" in unknown["inspect_error"] and "instructions" not in unknown

@@ -39,10 +39,16 @@ def test_capture_replay_compare_save_on_the_gpu(kerntune: Callable[..., CliResul
         assert replayed["mode"] == mode and replayed["reproduces_capture"] is True
         assert replayed["timing_claimed"] is True and 0 < replayed["median_ms"] < 10
         assert replayed["cache"].startswith("warm" if mode == "sustained" else "cold"), replayed["cache"]
-    compared = kerntune("lab", "compare", str(cap), "--set", "BLOCK=64", "--iterations", "50", "--json")
+    compared = kerntune("lab", "compare", str(cap), "--set", "BLOCK=64", "--iterations", "50", "--counters",
+                        "--json")
     assert compared.code == 0, compared.stderr
     assert compared.json()["validation"]["passed"] and compared.json()["ratio"] > 0
-    assert compared.json()["variant_result"]["resources"]["registers"] > 0
+    resources = compared.json()["variant_result"]["resources"]
+    assert resources["registers"] > 0 and resources["matrix_instructions"] == 0, resources  # no tl.dot in it
+    assert 0 < resources["occupancy"]["theoretical_pct"] <= 100, resources
+    counters = compared.json()["counters"]
+    for role in ("original", "variant"):
+        assert counters[role]["duration_s"] > 0 and 0 < counters[role]["memory_sol_pct"] <= 100, counters
     table = tmp_path / "table.json"
     saved = kerntune("lab", "save", str(cap), "--set", "BLOCK=64", "--table", str(table), "--json")
     assert saved.code == 0, saved.stderr

@@ -102,15 +102,24 @@ def compare(
                                                         "option (num_warps...) for the variant. Repeat it.")] = None,
     iterations: Iterations = 20,
     rtol: Annotated[float | None, typer.Option("--rtol", help="Validate by relative error (default bitwise).")] = None,
+    counters: Annotated[bool, typer.Option("--counters", help="Also profile one launch of each with Nsight "
+                                           "Compute: compute / memory SOL %, DRAM, occupancy.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Replay the captured kernel and a variant under the same conditions; time, resources, and validation of the
-    variant's outputs against the original's. Exit 1 when validation fails."""
+    """Replay the captured kernel and a variant under the same conditions; time, resources (registers, spills,
+    shared memory, occupancy, matrix instructions), and validation of the variant's outputs against the
+    original's. Exit 1 when validation fails."""
     if variant is None and not overrides:
         raise UsageError("give the variant: --variant FILE, --set NAME=VALUE, or both")
     changes = dict(_assignment(text) for text in overrides or [])
-    result = _job(folder, {"job": "compare", "variant": str(variant.resolve()) if variant else None,
-                           "overrides": changes, "iterations": iterations, "rtol": rtol})
+    request = {"job": "compare", "variant": str(variant.resolve()) if variant else None, "overrides": changes,
+               "iterations": iterations, "rtol": rtol}
+    result = _job(folder, request)
+    if counters:
+        from kerntune.lab.counters import profile_pair
+        from kerntune.lab.replay import load_capture
+
+        result["counters"] = profile_pair(folder, load_capture(folder), request)
     if as_json:
         _emit_json(result)
     else:
@@ -119,9 +128,30 @@ def compare(
                                             f"({check['got']} vs {check['expected']}), {check['mismatches']} of "
                                             f"{check['numel']} elements")
         ratio = f"variant/original time {result['ratio']:.3f}" if result["ratio"] else "no timing claimed"
-        Console().print(f"{ratio}; validation ({check['rule']}) {'passed' if check['passed'] else 'FAILED'}{where}",
-                        highlight=False)
+        console = Console()
+        console.print(f"{ratio}; validation ({check['rule']}) {'passed' if check['passed'] else 'FAILED'}{where}",
+                      highlight=False)
+        for role, measured in (("original", result["original"]), ("variant", result["variant_result"])):
+            console.print(f"  {role}: {_describe(measured, (result.get('counters') or {}).get(role))}",
+                          highlight=False)
     raise typer.Exit(0 if result["validation"]["passed"] else 1)
+
+
+def _describe(measured: dict[str, Any], counted: dict[str, Any] | None) -> str:
+    """One line: time and launch rate, resources, occupancy, matrix instructions, and counters when profiled."""
+    res = measured.get("resources") or {}
+    parts = [f"{measured['median_ms'] * 1e3:.2f} µs, {measured['launches_per_s']:,.0f} launches/s"
+             if measured.get("timing_claimed") else "untimed"]
+    parts += [f"{res[k]} {label}" for k, label in (("registers", "registers"), ("spills", "spills"),
+                                                     ("shared_bytes", "B shared"), ("matrix_instructions",
+                                                                                    "matrix instructions")) if k in res]
+    if "occupancy" in res:
+        parts.append(f"occupancy {res['occupancy']['theoretical_pct']}% ({res['occupancy']['limiter']})")
+    if counted:
+        parts.append(f"SOL compute {counted.get('compute_sol_pct', 0):.1f}% memory "
+                     f"{counted.get('memory_sol_pct', 0):.1f}%, achieved occupancy "
+                     f"{counted.get('achieved_occupancy_pct', 0):.1f}%")
+    return ", ".join(parts)
 
 
 def _assignment(text: str) -> tuple[str, Any]:

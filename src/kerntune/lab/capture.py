@@ -31,7 +31,7 @@ import torch
 
 from kerntune.errors import UsageError
 from kerntune.lab.snapshot import snapshot
-from kerntune.runtime.keys import kernel_hash
+from kerntune.runtime.keys import arch_name, kernel_hash
 
 MANIFEST = "manifest.json"
 FORMAT = "kerntune-capture"
@@ -67,8 +67,8 @@ def device_of(values: dict[str, Any]) -> dict[str, Any]:
     device = tensors[0].device if tensors else torch.device("cpu")
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
-        arch = getattr(props, "gcnArchName", "") or f"sm_{props.major}{props.minor}"
-        return {"type": "cuda", "name": props.name, "arch": str(arch).split(":")[0],
+        # Not gcnArchName alone: on CUDA builds of torch it holds the device's name, not an sm_* arch.
+        return {"type": "cuda", "name": props.name, "arch": arch_name(props, bool(torch.version.hip)),
                 "compute_units": props.multi_processor_count}
     return {"type": device.type, "name": platform.processor() or "cpu", "arch": "host", "compute_units": 0}
 

@@ -53,6 +53,15 @@ def run(folder: Path, request: dict[str, Any]) -> None:
     device = check_device(manifest)
     if request.get("rtol") is not None and manifest["kernel"]["language"] == "opencl":
         raise UsageError("OpenCL buffers are captured as bytes: validation is bitwise (drop --rtol)")
+    if request["job"] == "profile":  # under Nsight Compute (lab.counters): one launch of each, nothing recorded
+        from kerntune.lab.counters import launch_profiled
+        from kerntune.lab.replay import make_launch
+
+        variant_file = Path(request["variant"]) if request.get("variant") else None
+        launch_profiled([make_launch(manifest, folder, load_kernel(manifest), device),
+                         make_launch(with_overrides(manifest, request.get("overrides") or {}), folder,
+                                     load_kernel(manifest, variant_file), device)])
+        return
     conditions = {"mode": request.get("mode", "isolated"), "iterations": int(request.get("iterations", 20)),
                   "repeats": int(request.get("repeats", 5)), "device": device}
     original = replay(manifest, folder, load_kernel(manifest), **conditions)

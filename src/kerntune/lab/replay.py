@@ -30,6 +30,7 @@ import torch
 
 from kerntune.errors import UsageError
 from kerntune.lab.capture import FORMAT, MANIFEST, device_of
+from kerntune.lab.inspect_launch import launch_resources
 from kerntune.lab.snapshot import restore
 
 MODES = ("isolated", "sustained", "replays")
@@ -244,7 +245,8 @@ def replay(manifest: dict[str, Any], folder: Path, fn: Any, *, mode: str = "isol
     launch.reset()
     launch.run()
     result: dict[str, Any] = {"iterations": iterations, "timing_claimed": claim,
-                              "reproduces_capture": reproduces(launch, folder), "resources": resources(compiled)}
+                              "reproduces_capture": reproduces(launch, folder),
+                              "resources": launch_resources(compiled, manifest["device"].get("arch", ""))}
     if mode == "sustained":
         refused = reads_what_it_writes(launch)
         if refused:
@@ -269,6 +271,10 @@ def replay(manifest: dict[str, Any], folder: Path, fn: Any, *, mode: str = "isol
     result["outputs"] = launch.outputs()
     result.update(times_ms=times, median_ms=statistics.median(times), mean_ms=statistics.fmean(times),
                   min_ms=min(times), launches_per_s=1e3 / statistics.fmean(times) if claim else None)
+    moved = sum(int(t.numel()) * t.element_size() for t in launch.pristine)
+    # Each argument's storage once: what the launch must at least read or write (a lower bound on its traffic).
+    result.update(argument_bytes=moved, argument_gb_per_s=moved / result["median_ms"] / 1e6
+                  if claim and result["median_ms"] > 0 else None)
     return result
 
 
@@ -278,16 +284,6 @@ def reproduces(launch: Launch, folder: Path) -> bool | None:
         return None
     expected, got = launch.expected(folder), launch.outputs()
     return all(torch.equal(expected[n].cpu(), t.cpu()) for n, t in got.items())
-
-
-def resources(compiled: Any) -> dict[str, Any] | None:
-    """Registers, spills and shared memory of the compiled kernel (none in the interpreter)."""
-    if compiled is None or not hasattr(compiled, "metadata"):
-        return None
-    metadata = compiled.metadata
-    found = {"registers": getattr(compiled, "n_regs", None), "spills": getattr(compiled, "n_spills", None),
-             "shared_bytes": getattr(metadata, "shared", None), "num_warps": getattr(metadata, "num_warps", None)}
-    return {k: v for k, v in found.items() if v is not None}
 
 
 def check_mode(result: dict[str, Any], requested: str) -> None:

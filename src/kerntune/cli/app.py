@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from kerntune.cli.common import JsonFlag, StoreOpt, _emit_json, _store, app, parse_budget, parse_shape
+from kerntune.cli.common import JsonFlag, RunRef, StoreOpt, _emit_json, _store, app, parse_budget, parse_shape
 from kerntune.errors import KerntuneError, UsageError
 from kerntune.settings import Settings
 
@@ -108,7 +108,7 @@ def runs(
 
 @app.command()
 def show(
-    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")],
+    run: RunRef,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -258,6 +258,7 @@ def floor_check(
     raise typer.Exit(1 if any(c.verdict == "FAIL" for c in checks) else 0)
 
 
+import kerntune.cli.front  # noqa: E402  (mcp)
 import kerntune.cli.insight  # noqa: E402  (after the core commands: registers calibrate, inspect, ...)
 import kerntune.cli.lab  # noqa: E402  (capture, replay, lab)
 import kerntune.cli.live  # noqa: E402, F401  (deploy, train, migrate)

@@ -25,6 +25,7 @@ app = typer.Typer(
 )
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
+RunRef = Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")]
 StoreOpt = Annotated[
     Path | None, typer.Option("--store", help="Store folder (default: $KERNTUNE_HOME or ./.kerntune).")
 ]

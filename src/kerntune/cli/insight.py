@@ -9,14 +9,14 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from kerntune.cli.common import JsonFlag, StoreOpt, _emit_json, _store, app, exit_on_row_errors, parse_shape
+from kerntune.cli.common import JsonFlag, RunRef, StoreOpt, _emit_json, _store, app, exit_on_row_errors, parse_shape
 from kerntune.errors import UsageError
 from kerntune.settings import Settings
 
 
 @app.command()
 def roofline(
-    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")],
+    run: RunRef,
     output: Annotated[Path, typer.Option("-o", "--output", help="Chart file: *.png or *.svg.")] = Path("roofline.svg"),
     store: StoreOpt = None,
     as_json: JsonFlag = False,
@@ -34,8 +34,32 @@ def roofline(
 
 
 @app.command()
+def report(
+    run: RunRef,
+    output: Annotated[Path, typer.Option("-o", "--output", help="The HTML file to write.")] = Path("report.html"),
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Write one self-contained HTML page of a run: winners, baselines, sample distributions, search trace,
+    search-time vs confirmed medians, roofline, failures (no script or file fetched from anywhere)."""
+    from kerntune.pipeline.html_report import render
+    from kerntune.pipeline.report import build_report
+    from kerntune.runtime.table import write_atomically
+
+    if output.suffix.lower() not in (".html", ".htm"):
+        raise UsageError(f"{output.name}: the report is HTML; name the file *.html")
+    db = _store(store)
+    found = db.get_run(run)
+    write_atomically(output, render(build_report(db, found), db.measured_at(found.id)))
+    if as_json:
+        _emit_json({"run": found.id, "path": str(output), "bytes": output.stat().st_size})
+    else:
+        Console().print(f"run {found.id}: {output} ({output.stat().st_size:,} bytes)", highlight=False)
+
+
+@app.command()
 def profile(
-    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")],
+    run: RunRef,
     top: Annotated[int, typer.Option("--top", help="Finalists per shape to profile.")] = 3,
     baselines: Annotated[bool, typer.Option("--baselines/--no-baselines", help="Profile the baselines too.")] = True,
     store: StoreOpt = None,

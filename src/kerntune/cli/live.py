@@ -8,12 +8,12 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from kerntune.cli.common import JsonFlag, StoreOpt, _emit_json, _store, app
+from kerntune.cli.common import JsonFlag, RunRef, StoreOpt, _emit_json, _store, app
 
 
 @app.command()
 def deploy(
-    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")],
+    run: RunRef,
     table: Annotated[Path, typer.Option("--table", help="The table to write or merge into: *.json.")],
     store: StoreOpt = None,
     as_json: JsonFlag = False,
@@ -225,7 +225,7 @@ def import_kt(
 
 @app.command("export-kt")
 def export_kt(
-    run: Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")],
+    run: RunRef,
     output: Annotated[Path, typer.Option("-o", "--output", help="The cache file to write.")],
     store: StoreOpt = None,
     as_json: JsonFlag = False,

@@ -45,6 +45,16 @@ def ceilings_of(report: RunReport) -> dict[str, Any]:
     return dict(ceilings)
 
 
+def roofs_of(report: RunReport, ceilings: dict[str, Any]) -> tuple[float, dict[str, float]]:
+    """The copy bandwidth (bytes/s) and the compute ceilings (FLOP/s) by name: FMA, and the matrix rate of each
+    dtype the run's cost models say their FLOPs are matrix products of."""
+    copy, fma = float(ceilings["copy_bytes_per_s"]), float(ceilings["fma_flops_per_s"])
+    matrix_dtypes = {str(s.cost["matrix"]) for s in report.shapes if s.cost and s.cost.get("matrix")}
+    matrix_rates = ceilings.get("matrix_flops_per_s") or {}
+    return copy, {"FMA (fp32)": fma, **{f"{d} matrix": float(r) for d, r in matrix_rates.items()
+                                        if d in matrix_dtypes}}
+
+
 def draw_roofline(report: RunReport, path: Path) -> dict[str, Any]:
     """Write the chart to ``path`` (.png or .svg); return what was drawn (ceilings and points)."""
     if path.suffix.lower() not in FORMATS:
@@ -62,10 +72,8 @@ def draw_roofline(report: RunReport, path: Path) -> dict[str, Any]:
     except ImportError as exc:
         raise UsageError("drawing needs matplotlib: pip install 'kerntune[plot]'") from exc
 
-    copy, fma = float(ceilings["copy_bytes_per_s"]), float(ceilings["fma_flops_per_s"])
-    matrix_dtypes = {str(s.cost["matrix"]) for s in report.shapes if s.cost and s.cost.get("matrix")}
-    matrix_rates = ceilings.get("matrix_flops_per_s") or {}
-    roofs = {"FMA (fp32)": fma, **{f"{d} matrix": float(r) for d, r in matrix_rates.items() if d in matrix_dtypes}}
+    copy, roofs = roofs_of(report, ceilings)
+    fma = roofs["FMA (fp32)"]
     xs = [p["intensity"] for p in points]
     top = max(roofs.values())
     low, high = min(min(xs) / 4, fma / copy / 8), max(max(xs) * 4, top / copy * 4)

@@ -250,6 +250,14 @@ class Store:
                 id=cid, gate_s=row["gate_s"], measure_s=row["measure_s"]))
         return result
 
+    def measured_at(self, run_id: str) -> list[tuple[int, str, float, float]]:
+        """Every search-phase measurement of a run in the order it was taken: (candidate id, shape key, median ms,
+        unix time it was recorded) — a search trace's x axes (evaluations, seconds)."""
+        rows = self.db.execute(
+            "SELECT c.id, c.shape_key, m.median_ms, m.created FROM measurements m JOIN candidates c"
+            " ON c.id = m.candidate_id WHERE c.run_id=? AND m.phase='search' ORDER BY m.created, m.id", (run_id,))
+        return [(int(r[0]), str(r[1]), float(r[2]), float(r[3])) for r in rows.fetchall()]
+
     def _confirmed(self, candidate_id: int) -> Measurement | None:
         rows = self.db.execute("SELECT id, conditions FROM measurements WHERE candidate_id=? AND phase='confirm'"
                                " ORDER BY round, id", (candidate_id,)).fetchall()

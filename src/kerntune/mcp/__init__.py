@@ -1,0 +1,1 @@
+"""kerntune's MCP server (``kerntune mcp``): see ``app.py`` and ``server.py``."""

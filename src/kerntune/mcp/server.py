@@ -1,0 +1,217 @@
+"""``kerntune mcp``: an MCP server (the official ``mcp`` SDK, over stdio) for agents that tune, following the
+lab seed's flow: ``tuning_open`` → ``tuning_status`` → ``tuning_action`` (search, select, inspect, ab, deploy,
+capture, run, save) → ``tuning_close``; read-only resources for runs and the table a run would deploy.
+
+Thin by design: every action is the kerntune command a person would type, run as a child process (so a long
+search never blocks the server, and a crashing kernel costs its job, not the session); its JSON output is the
+answer. Sessions live as long as the server. Arguments are validated before anything starts, and a bad one is
+answered with an error that says what to pass.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kerntune.errors import UsageError
+
+ACTIONS = ("search", "select", "inspect", "ab", "deploy", "capture", "run", "save")
+
+
+@dataclass
+class Job:
+    """One kerntune command running for a session: its argv, output files and process."""
+
+    argv: list[str]
+    out: Path
+    err: Path
+    process: subprocess.Popen[bytes]
+    started: float = field(default_factory=time.monotonic)
+
+    def state(self) -> dict[str, Any]:
+        code = self.process.poll()
+        found: dict[str, Any] = {"command": " ".join(self.argv[2:]), "elapsed_s": round(time.monotonic() -
+                                                                                       self.started, 1)}
+        if code is None:
+            lines = self.err.read_text(errors="replace").strip().splitlines()
+            return {**found, "state": "running", "progress": lines[-1][-300:] if lines else ""}
+        text = self.out.read_text(errors="replace")
+        try:
+            result = json.loads(text) if text.strip() else None
+        except ValueError:
+            result = {"output": text[-2000:]}
+        error = self.err.read_text(errors="replace").strip().splitlines()
+        return {**found, "state": "done" if code == 0 else "failed", "exit": code, "result": result,
+                **({"error": error[-1][-500:]} if code != 0 and error else {})}
+
+
+@dataclass
+class Session:
+    id: str
+    folder: Path
+    spec: str | None = None
+    capture: str | None = None
+    selected: dict[str, Any] | None = None
+    runs: list[str] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+
+
+class Sessions:
+    """The server's sessions, each with a work folder under ``home/mcp``."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.open: dict[str, Session] = {}
+
+    def get(self, session: str) -> Session:
+        if session not in self.open:
+            raise UsageError(f"no open session {session!r}: call tuning_open first (open: {sorted(self.open)})")
+        return self.open[session]
+
+    def create(self, spec: str | None, capture: str | None) -> dict[str, Any]:
+        if (spec is None) == (capture is None):
+            raise UsageError("tuning_open takes a spec (a spec.py or its folder) or a capture folder, one of them")
+        for given, what in ((spec, "spec"), (capture, "capture")):
+            if given is not None and not Path(given).exists():
+                raise UsageError(f"{what} {given} does not exist")
+        sid = uuid.uuid4().hex[:12]
+        folder = self.home / "mcp" / sid
+        folder.mkdir(parents=True)
+        self.open[sid] = Session(sid, folder, spec=str(Path(spec).resolve()) if spec else None,
+                                 capture=str(Path(capture).resolve()) if capture else None)
+        return {"session": sid, "spec": self.open[sid].spec, "capture": self.open[sid].capture,
+                "actions": list(ACTIONS)}
+
+    def start(self, s: Session, args: list[str]) -> dict[str, Any]:
+        if s.jobs and s.jobs[-1].process.poll() is None:
+            raise UsageError("a job is still running in this session: wait (tuning_status) or close the session")
+        n = len(s.jobs)
+        out, err = s.folder / f"job{n}.out", s.folder / f"job{n}.err"
+        argv = [sys.executable, "-m", "kerntune", *args, "--json"]
+        with out.open("wb") as o, err.open("wb") as e:
+            process = subprocess.Popen(argv, stdout=o, stderr=e, stdin=subprocess.DEVNULL,
+                                       env={**_environ(), "KERNTUNE_HOME": str(self.home)})
+        s.jobs.append(Job(argv, out, err, process))
+        return {"session": s.id, "job": n, "state": "running", "command": " ".join(argv[2:])}
+
+    def status(self, s: Session) -> dict[str, Any]:
+        if not s.jobs:
+            return {"session": s.id, "state": "idle", "selected": s.selected, "runs": s.runs}
+        state = s.jobs[-1].state()
+        result = state.get("result")
+        if isinstance(result, dict) and isinstance(result.get("run"), dict) and result["run"]["id"] not in s.runs:
+            s.runs.append(result["run"]["id"])
+        return {"session": s.id, "job": len(s.jobs) - 1, **state, "selected": s.selected, "runs": s.runs}
+
+    def close(self, s: Session) -> dict[str, Any]:
+        for job in s.jobs:
+            if job.process.poll() is None:
+                job.process.terminate()
+                try:
+                    job.process.wait(10)
+                except subprocess.TimeoutExpired:
+                    job.process.kill()
+        closed = None
+        if s.capture:
+            done = subprocess.run([sys.executable, "-m", "kerntune", "lab", "close", s.capture, "--json"],
+                                  capture_output=True, text=True, env=_environ())
+            closed = json.loads(done.stdout) if done.returncode == 0 else done.stderr.strip()[-300:]
+        del self.open[s.id]
+        return {"session": s.id, "closed": True, "runs": s.runs, "lab": closed}
+
+
+def _environ() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)
+
+
+def _config_text(config: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in config.items())
+
+
+def action_argv(s: Session, action: str, args: dict[str, Any]) -> list[str] | dict[str, Any]:
+    """The kerntune command an action runs, or (``select``) the answer itself."""
+    if action not in ACTIONS:
+        raise UsageError(f"action {action!r}: one of {', '.join(ACTIONS)}")
+    spec_actions = ("search", "select", "inspect", "ab", "deploy")
+    if action in spec_actions and not s.spec:
+        raise UsageError(f"{action} needs a session opened on a spec")
+    if action in ("run", "save") and not s.capture:
+        raise UsageError(f"{action} needs a capture: open the session on one, or run the capture action first")
+    extra = [str(a) for a in args.get("extra", [])]
+    if action == "search":
+        argv = ["tune", str(s.spec)]
+        for name in ("strategy", "budget", "dtype", "device", "seed"):
+            if name in args:
+                argv += [f"--{name}", str(args[name])]
+        for shape in args.get("shapes", []):
+            argv += ["--shape", str(shape)]
+        return argv + extra
+    if action == "select":
+        return _select(s, args)
+    config = dict(args.get("config") or s.selected or {})
+    if action == "inspect":
+        return ["inspect", str(s.spec), *(["--config", _config_text(config)] if config else []), *extra]
+    if action == "ab":
+        other = dict(args.get("against") or {})
+        return ["ab", "--spec", str(s.spec), f"@{_config_text(config)}" if config else "@default",
+                f"@{_config_text(other)}" if other else "@default", *extra]
+    if action == "deploy":
+        if not s.runs or "table" not in args:
+            raise UsageError("deploy needs a finished search in this session and args.table (the path to write)")
+        return ["deploy", s.runs[-1], "--table", str(args["table"])]
+    if action == "capture":
+        if not args.get("kernel") or not args.get("command"):
+            raise UsageError("capture needs args.kernel (the kernel's name) and args.command (the program, a list)")
+        target = s.folder / f"capture{len(s.jobs)}"
+        s.capture = str(target)
+        return ["capture", "--kernel", str(args["kernel"]), "--nth", str(args.get("nth", 1)), "-o", str(target),
+                "--", *[str(a) for a in args["command"]]]
+    sets = [f"--set={k}={json.dumps(v)}" for k, v in (args.get("set") or {}).items()]
+    variant = ["--variant", str(args["variant"])] if args.get("variant") else []
+    if action == "run":
+        if not sets and not variant:
+            return ["replay", str(s.capture), "--mode", str(args.get("mode", "isolated")),
+                    "--iterations", str(args.get("iterations", 20))]
+        return ["lab", "compare", str(s.capture), *variant, *sets, "--iterations", str(args.get("iterations", 20))]
+    table = ["--table", str(args["table"])] if args.get("table") else []
+    return ["lab", "save", str(s.capture), *variant, *sets, *table]
+
+
+def _select(s: Session, args: dict[str, Any]) -> dict[str, Any]:
+    """Pick a config: ``args.config`` as given, or the winner (or ``args.rank``-th confirmed finalist) of the
+    session's latest search at its first shape (or ``args.shape``)."""
+    if args.get("config"):
+        s.selected = dict(args["config"])
+        return {"session": s.id, "selected": s.selected, "from": "given"}
+    if not s.runs:
+        raise UsageError("select needs args.config, or a finished search in this session (tuning_status until done)")
+    from kerntune.pipeline.report import build_report
+    from kerntune.store import Store
+
+    store = Store(_home_of(s))
+    report = build_report(store, store.get_run(s.runs[-1]))
+    shapes = [r for r in report.shapes if not args.get("shape") or r.shape.key == args["shape"]]
+    if not shapes:
+        raise UsageError(f"shape {args.get('shape')!r} is not one of the run's: {[r.shape.key for r in report.shapes]}")
+    rank = int(args.get("rank", 1))
+    ranked = [c for c in ([shapes[0].winner] + [f for f in shapes[0].finalists if f.role == "search"]) if c]
+    unique = list({c.config.key: c for c in ranked}.values())
+    if not 1 <= rank <= len(unique):
+        raise UsageError(f"rank {rank}: the run has {len(unique)} ranked configs at {shapes[0].shape.key}")
+    chosen = unique[rank - 1]
+    best = chosen.best_measurement
+    s.selected = chosen.config.as_dict()
+    return {"session": s.id, "selected": s.selected, "from": f"run {s.runs[-1]}, rank {rank}",
+            "shape": shapes[0].shape.key, "median_ms": best.median_ms if best else None}
+
+
+def _home_of(s: Session) -> Path:
+    return s.folder.parent.parent

@@ -1,6 +1,13 @@
-"""Front ends over the same pipeline: ``kerntune mcp`` (the MCP server, over stdio)."""
+"""Front ends over the same pipeline: ``kerntune serve`` (the web page) and ``kerntune mcp`` (the MCP server,
+over stdio)."""
 
 from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from kerntune.cli.common import StoreOpt, app
 from kerntune.errors import UsageError
@@ -18,3 +25,44 @@ def mcp_server(store: StoreOpt = None) -> None:
     home = store if store is not None else Settings.from_env().home
     home.mkdir(parents=True, exist_ok=True)
     build(home.resolve()).run("stdio")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to bind (loopback unless --token is given).")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8765,
+    token: Annotated[str | None, typer.Option("--token", help="Require this token on every request (needed to "
+                                              "bind beyond loopback).", envvar="KERNTUNE_WEB_TOKEN")] = None,
+    specs: Annotated[Path, typer.Option("--specs", help="The folder whose specs the page may start tuning.")]
+    = Path("."),
+    store: StoreOpt = None,
+) -> None:
+    """A local web page over the store: runs, their charts, the ISA / occupancy diff of two candidates, lab
+    captures; start and stop a tune or a replay and follow it live."""
+    if not _loopback(host) and not token:
+        raise UsageError(f"--host {host} is reachable from other machines: give --token TOKEN (every request "
+                         "must then carry it), or bind 127.0.0.1")
+    if token is not None and len(token) < 16:
+        raise UsageError("--token must be at least 16 characters (e.g. python -c 'import secrets; "
+                         "print(secrets.token_urlsafe())')")
+    if not specs.is_dir():
+        raise UsageError(f"--specs {specs}: not a folder")
+    try:
+        import uvicorn
+
+        from kerntune.web.app import create_app
+    except ImportError as exc:
+        raise UsageError(f"the web page needs FastAPI and uvicorn: pip install 'kerntune[web]' ({exc})") from None
+    home = store if store is not None else Settings.from_env().home
+    home.mkdir(parents=True, exist_ok=True)
+    uvicorn.run(create_app(home, specs, token), host=host, port=port, log_level="warning")

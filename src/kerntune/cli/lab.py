@@ -114,10 +114,14 @@ def compare(
     changes = dict(_assignment(text) for text in overrides or [])
     request = {"job": "compare", "variant": str(variant.resolve()) if variant else None, "overrides": changes,
                "iterations": iterations, "rtol": rtol}
+    if counters:  # refused before the comparison runs, so a refusal leaves no row in the history
+        from kerntune.lab.counters import check_counters
+        from kerntune.lab.replay import load_capture
+
+        check_counters(load_capture(folder))
     result = _job(folder, request)
     if counters:
         from kerntune.lab.counters import profile_pair
-        from kerntune.lab.replay import load_capture
 
         result["counters"] = profile_pair(folder, load_capture(folder), request)
     if as_json:

@@ -23,14 +23,19 @@ from kerntune.lab.session import JOB_BUDGET_S
 PROFILED = ("original", "variant")
 
 
-def profile_pair(folder: Path, manifest: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
-    """Counters of the original launch and the variant's, by their order inside the profiled range."""
+def check_counters(manifest: dict[str, Any]) -> str:
+    """The profiler for this capture, or a refusal (before anything runs or is recorded)."""
     if manifest["device"]["type"] != "cuda" or manifest.get("interpreted"):
         raise UsageError("--counters needs a GPU capture (Nsight Compute); this one ran on "
                          f"{manifest['device']['name']}")
     if "gfx" in str(manifest["device"].get("arch", "")):
         raise UsageError("--counters reads Nsight Compute on NVIDIA GPUs; AMD counters in the lab are not done yet")
-    tool = profiler_for("nvidia")
+    return profiler_for("nvidia")
+
+
+def profile_pair(folder: Path, manifest: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    """Counters of the original launch and the variant's, by their order inside the profiled range."""
+    tool = check_counters(manifest)
     harness = [sys.executable, "-m", "kerntune.lab.job", str(folder), json.dumps({**request, "job": "profile"})]
     try:
         done = subprocess.run(ncu_command(harness), capture_output=True, text=True, timeout=JOB_BUDGET_S,

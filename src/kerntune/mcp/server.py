@@ -13,42 +13,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kerntune.errors import UsageError
+from kerntune.exec.jobs import Job, start_job
 
 ACTIONS = ("search", "select", "inspect", "ab", "deploy", "capture", "run", "save")
-
-
-@dataclass
-class Job:
-    """One kerntune command running for a session: its argv, output files and process."""
-
-    argv: list[str]
-    out: Path
-    err: Path
-    process: subprocess.Popen[bytes]
-    started: float = field(default_factory=time.monotonic)
-
-    def state(self) -> dict[str, Any]:
-        code = self.process.poll()
-        found: dict[str, Any] = {"command": " ".join(self.argv[2:]), "elapsed_s": round(time.monotonic() -
-                                                                                       self.started, 1)}
-        if code is None:
-            lines = self.err.read_text(errors="replace").strip().splitlines()
-            return {**found, "state": "running", "progress": lines[-1][-300:] if lines else ""}
-        text = self.out.read_text(errors="replace")
-        try:
-            result = json.loads(text) if text.strip() else None
-        except ValueError:
-            result = {"output": text[-2000:]}
-        error = self.err.read_text(errors="replace").strip().splitlines()
-        return {**found, "state": "done" if code == 0 else "failed", "exit": code, "result": result,
-                **({"error": error[-1][-500:]} if code != 0 and error else {})}
 
 
 @dataclass
@@ -89,16 +62,11 @@ class Sessions:
                 "actions": list(ACTIONS)}
 
     def start(self, s: Session, args: list[str]) -> dict[str, Any]:
-        if s.jobs and s.jobs[-1].process.poll() is None:
+        if s.jobs and s.jobs[-1].running:
             raise UsageError("a job is still running in this session: wait (tuning_status) or close the session")
-        n = len(s.jobs)
-        out, err = s.folder / f"job{n}.out", s.folder / f"job{n}.err"
-        argv = [sys.executable, "-m", "kerntune", *args, "--json"]
-        with out.open("wb") as o, err.open("wb") as e:
-            process = subprocess.Popen(argv, stdout=o, stderr=e, stdin=subprocess.DEVNULL,
-                                       env={**_environ(), "KERNTUNE_HOME": str(self.home)})
-        s.jobs.append(Job(argv, out, err, process))
-        return {"session": s.id, "job": n, "state": "running", "command": " ".join(argv[2:])}
+        job = start_job(args, s.folder, f"job{len(s.jobs)}", self.home)
+        s.jobs.append(job)
+        return {"session": s.id, "job": len(s.jobs) - 1, "state": "running", "command": " ".join(job.argv[2:])}
 
     def status(self, s: Session) -> dict[str, Any]:
         if not s.jobs:
@@ -111,25 +79,14 @@ class Sessions:
 
     def close(self, s: Session) -> dict[str, Any]:
         for job in s.jobs:
-            if job.process.poll() is None:
-                job.process.terminate()
-                try:
-                    job.process.wait(10)
-                except subprocess.TimeoutExpired:
-                    job.process.kill()
+            job.stop()
         closed = None
         if s.capture:
             done = subprocess.run([sys.executable, "-m", "kerntune", "lab", "close", s.capture, "--json"],
-                                  capture_output=True, text=True, env=_environ())
+                                  capture_output=True, text=True)
             closed = json.loads(done.stdout) if done.returncode == 0 else done.stderr.strip()[-300:]
         del self.open[s.id]
         return {"session": s.id, "closed": True, "runs": s.runs, "lab": closed}
-
-
-def _environ() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
 
 
 def _config_text(config: dict[str, Any]) -> str:

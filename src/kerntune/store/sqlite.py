@@ -129,7 +129,10 @@ class Store:
         if ref == "last":
             rows = self.db.execute("SELECT * FROM runs ORDER BY created DESC, rowid DESC LIMIT 1").fetchall()
         else:
-            rows = self.db.execute("SELECT * FROM runs WHERE id LIKE ? ORDER BY id", (ref + "%",)).fetchall()
+            # The ref is a prefix, never a pattern: LIKE's wildcards in it are matched as themselves.
+            prefix = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            rows = self.db.execute("SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY id",
+                                   (prefix + "%",)).fetchall()
         if not rows:
             raise StoreError(f"no run {ref!r} in {self.path}: `kerntune runs` lists the runs there")
         if len(rows) > 1:

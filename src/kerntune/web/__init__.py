@@ -1,0 +1,1 @@
+"""kerntune serve: the web page over the store (see app.py)."""

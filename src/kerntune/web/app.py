@@ -1,0 +1,190 @@
+"""``kerntune serve``: a local web app (FastAPI) over the store — runs, a run's charts, the ISA / occupancy diff
+of two candidates, the lab's captures — that starts and stops tunes and replays and follows them live.
+
+Security, as the front-ends issue states it: with a token every request needs it (``Authorization: Bearer``,
+the ``kerntune_token`` cookie, or ``?token=`` once, which sets the cookie), else 401; the CLI refuses to bind
+anywhere but loopback without one. Names from requests never become paths unchecked: run ids are looked up in
+the store, specs must lie inside the spec folder the server was given, captures are plain names of folders in
+``<store>/captures``. Refusals are 4xx with a message (``{"detail": ...}``), never a traceback.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel, Field
+
+from kerntune.errors import KerntuneError
+from kerntune.exec.jobs import Job, start_job
+from kerntune.store import Store
+from kerntune.web import pages
+
+CAPTURE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+
+
+class TuneRequest(BaseModel):
+    spec: str = Field(min_length=1, max_length=1000)
+    strategy: str = "auto"
+    budget: str | None = Field(default=None, max_length=100)
+    shapes: list[str] = Field(default_factory=list, max_length=64)
+
+
+class ReplayRequest(BaseModel):
+    mode: str = "isolated"
+    iterations: int = Field(default=20, ge=1, le=10_000)
+
+
+def create_app(home: Path, specs_root: Path, token: str | None = None) -> FastAPI:
+    """The app over the store at ``home``; tunes may start specs inside ``specs_root``."""
+    app = FastAPI(title="kerntune", docs_url=None, redoc_url=None, openapi_url=None)
+    home, specs_root = home.resolve(), specs_root.resolve()
+    jobs: dict[int, Job] = {}
+    ids = count(1)
+
+    @app.middleware("http")
+    async def require_token(request: Request, call_next: Any) -> Response:
+        if token is None:
+            return await call_next(request)  # type: ignore[no-any-return]
+        given = (request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+                 or request.cookies.get("kerntune_token") or request.query_params.get("token") or "")
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return JSONResponse({"detail": "this server needs its token: Authorization: Bearer TOKEN, or open "
+                                           "the page once with ?token=TOKEN"}, status_code=401)
+        response: Response = await call_next(request)
+        if request.query_params.get("token"):
+            response.set_cookie("kerntune_token", token, httponly=True, samesite="strict")
+        return response
+
+    @app.exception_handler(KerntuneError)
+    async def refused(request: Request, exc: KerntuneError) -> JSONResponse:
+        missing = "no run" in str(exc) or "not found" in str(exc)
+        return JSONResponse({"detail": str(exc)}, status_code=404 if missing else 400)
+
+    def store() -> Store:
+        return Store(home)
+
+    def spec_names() -> list[str]:
+        found = sorted(p.parent for p in specs_root.rglob("spec.py") if ".kerntune" not in p.parts)
+        return [str(p.relative_to(specs_root)) for p in found][:500]
+
+    def spec_path(name: str) -> Path:
+        path = (specs_root / name).resolve()
+        if not path.is_relative_to(specs_root):
+            raise HTTPException(400, f"spec {name!r} lies outside the spec folder this server serves")
+        if not (path / "spec.py").is_file() and not (path.suffix == ".py" and path.is_file()):
+            raise HTTPException(400, f"spec {name!r}: no spec.py there (choose one of the listed specs)")
+        return path
+
+    def capture_path(name: str) -> Path:
+        root = home / "captures"
+        if not CAPTURE_NAME.match(name) or not (root / name / "manifest.json").is_file():
+            raise HTTPException(404, f"no capture named {name!r} in {root}")
+        return root / name
+
+    def launch(args: list[str]) -> dict[str, Any]:
+        if any(j.running for j in jobs.values()):
+            raise HTTPException(409, "a job is running: wait for it or stop it first (one device, one job)")
+        n = next(ids)
+        jobs[n] = start_job(args, home / "web", f"job{n}", home)
+        return {"job": n, "state": "running", "command": " ".join(jobs[n].argv[2:])}
+
+    def job(n: int) -> Job:
+        if n not in jobs:
+            raise HTTPException(404, f"no job {n}")
+        return jobs[n]
+
+    @app.get("/", response_class=HTMLResponse)
+    def index() -> str:
+        from kerntune.store.claims import ab_records
+
+        db = store()
+        return pages.runs_page(db.runs(200), spec_names(), ab_records(db, limit=50))
+
+    @app.get("/runs/{run_id}", response_class=HTMLResponse)
+    def run_page(run_id: str) -> str:
+        from kerntune.pipeline.html_report import render
+        from kerntune.pipeline.report import build_report
+
+        db = store()
+        found = db.get_run(run_id)
+        html = render(build_report(db, found), db.measured_at(found.id))
+        nav = '<nav><a href="/">runs</a> · <a href="/lab">lab</a></nav>'
+        form = pages.diff_form(found.id, db.candidates(found.id))
+        return html.replace("<body>", f"<body>{nav}", 1).replace("</body>", f"{form}</body>", 1)
+
+    @app.get("/runs/{run_id}/diff", response_class=HTMLResponse)
+    def diff(run_id: str, a: int, b: int) -> str:
+        db = store()
+        found = db.get_run(run_id)
+        by_id = {c.id: c for c in db.candidates(found.id)}
+        if a not in by_id or b not in by_id:
+            raise HTTPException(404, f"candidates {a} and {b} must both belong to run {found.id}")
+        return pages.diff_page(found.id, by_id[a], by_id[b])
+
+    @app.get("/lab", response_class=HTMLResponse)
+    def lab() -> str:
+        return pages.lab_page(captures())
+
+    @app.get("/api/runs")
+    def api_runs() -> list[dict[str, Any]]:
+        return [{"id": r.id, "problem": r.problem, "device": r.target.device_name, "strategy": r.strategy,
+                 "status": r.status, "created": r.created} for r in store().runs(200)]
+
+    @app.get("/api/runs/{run_id}")
+    def api_run(run_id: str) -> dict[str, Any]:
+        from kerntune.pipeline.report import build_report, report_json
+
+        db = store()
+        return report_json(build_report(db, db.get_run(run_id)))
+
+    @app.get("/api/lab")
+    def captures() -> list[dict[str, Any]]:
+        root, found = home / "captures", []
+        for folder in sorted(root.iterdir() if root.is_dir() else []):
+            manifest = folder / "manifest.json"
+            if CAPTURE_NAME.match(folder.name) and manifest.is_file():
+                data = json.loads(manifest.read_text())
+                history = folder / "history.jsonl"
+                rows = [json.loads(line) for line in history.read_text().splitlines()] if history.exists() else []
+                found.append({"name": folder.name, "kernel": data.get("kernel", {}).get("name"),
+                              "closed": data.get("closed"), "history": rows[-50:]})
+        return found
+
+    @app.post("/api/tunes")
+    def start_tune(request: TuneRequest) -> dict[str, Any]:
+        from kerntune.cli.common import parse_budget
+
+        if request.strategy not in pages.STRATEGIES:
+            raise HTTPException(400, f"strategy {request.strategy!r}: one of {', '.join(pages.STRATEGIES)}")
+        args = ["tune", str(spec_path(request.spec)), "--strategy", request.strategy]
+        if request.budget:
+            parse_budget([request.budget])  # a malformed budget is refused here, with the parser's message
+            args += ["--budget", request.budget]
+        for shape in request.shapes:
+            args += ["--shape", shape]
+        return launch(args)
+
+    @app.post("/api/lab/{name}/replay")
+    def start_replay(name: str, request: ReplayRequest) -> dict[str, Any]:
+        if request.mode not in ("isolated", "sustained", "replays"):
+            raise HTTPException(400, f"mode {request.mode!r}: isolated, sustained or replays")
+        return launch(["replay", str(capture_path(name)), "--mode", request.mode, "--iterations",
+                       str(request.iterations)])
+
+    @app.get("/api/jobs/{n}")
+    def job_state(n: int) -> dict[str, Any]:
+        return {"job": n, **job(n).state()}
+
+    @app.post("/api/jobs/{n}/stop")
+    def job_stop(n: int) -> dict[str, Any]:
+        job(n).stop()
+        return {"job": n, **job(n).state()}
+
+    return app

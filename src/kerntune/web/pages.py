@@ -1,0 +1,177 @@
+"""The web page's HTML: the runs list with a form that starts a tune and follows it live, a run (the same page
+``kerntune report`` writes, plus the ISA / occupancy diff of two candidates), and the lab's captures. Every value
+from the store or a request is escaped; the only script is the page's own, inline."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from kerntune.model import Candidate, Run
+from kerntune.pipeline.html_report import STYLE
+
+STRATEGIES = ("auto", "race", "exhaustive", "random", "tpe", "cmaes", "coordinate", "lever")
+
+FOLLOW = """
+async function post(url, body) {
+  const r = await fetch(url, {method: 'POST', headers: {'Content-Type': 'application/json'},
+                              body: JSON.stringify(body)});
+  const data = await r.json();
+  if (!r.ok) throw new Error(data.detail || r.statusText);
+  return data;
+}
+async function follow(job) {
+  const box = document.getElementById('job');
+  for (;;) {
+    const s = await (await fetch('/api/jobs/' + job)).json();
+    box.dataset.state = s.state;
+    box.textContent = s.state + ' (' + s.elapsed_s + ' s) ' + (s.progress || s.error || '');
+    if (s.state !== 'running') {
+      const run = s.result && s.result.run ? s.result.run.id : null;
+      if (s.result && s.result.median_ms !== undefined) {
+        box.textContent += ' median ' + (s.result.median_ms * 1000).toFixed(2) + ' µs (' + s.result.mode +
+          '), reproduces the capture: ' + s.result.reproduces_capture;
+      }
+      if (run) {
+        const a = document.createElement('a');
+        a.href = '/runs/' + run; a.id = 'job-run'; a.textContent = ' open run ' + run;
+        box.appendChild(a);
+        await refreshRuns();
+      }
+      return;
+    }
+    await new Promise(ok => setTimeout(ok, 1000));
+  }
+}
+async function refreshRuns() {
+  const table = document.querySelector('table.runs');
+  if (!table) return;
+  const runs = await (await fetch('/api/runs')).json();
+  while (table.rows.length > 1) table.deleteRow(1);
+  for (const r of runs) {
+    const row = table.insertRow();
+    const link = document.createElement('a');
+    link.href = '/runs/' + encodeURIComponent(r.id); link.textContent = r.id;
+    row.insertCell().appendChild(link);
+    for (const key of ['problem', 'device', 'strategy', 'status', 'created']) row.insertCell().textContent = r[key];
+  }
+}
+async function startTune(form) {
+  const box = document.getElementById('job');
+  try {
+    const body = {spec: form.spec.value, strategy: form.strategy.value};
+    if (form.budget.value) body.budget = form.budget.value;
+    const started = await post('/api/tunes', body);
+    document.getElementById('stop').dataset.job = started.job;
+    follow(started.job);
+  } catch (e) { box.dataset.state = 'refused'; box.textContent = 'refused: ' + e.message; }
+  return false;
+}
+async function stopJob() {
+  const job = document.getElementById('stop').dataset.job;
+  if (job) await post('/api/jobs/' + job + '/stop', {});
+}
+async function replay(name) {
+  const started = await post('/api/lab/' + encodeURIComponent(name) + '/replay', {mode: 'isolated', iterations: 20});
+  follow(started.job);
+}
+"""
+
+
+def page(title: str, body: str) -> str:
+    nav = '<nav><a href="/">runs</a> · <a href="/lab">lab</a></nav>'
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f"<style>{STYLE} nav{{margin-bottom:12px}} #job{{font-family:monospace;margin:8px 0}}</style>"
+            f"<script>{FOLLOW}</script></head><body>{nav}{body}</body></html>")
+
+
+def _rows(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str) -> str:
+    """A table whose cells are already HTML (callers escape what they put in)."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    return f'<table class="{cls}"><tr>{head}</tr>' + "".join(
+        "<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows) + "</table>"
+
+
+def _side(side: dict[str, Any]) -> str:
+    text = side.get("label") or side.get("name") or json.dumps(side, separators=(",", ":"))
+    return escape(str(text)[:80])
+
+
+def ab_table(records: Sequence[Any]) -> str:
+    """The latest A/B verdicts (``kerntune ab``): sides, B/A ratio with its 95% interval, the noise band, the
+    verdict and whether a claim it was asked to check failed."""
+    rows = [(escape(r.created), _side(r.a), _side(r.b),
+             escape(f"{r.ratio:.4f}") if r.ratio is not None else "—",
+             escape(f"{r.ci_low:.4f}–{r.ci_high:.4f}") if r.ci_low is not None and r.ci_high is not None else "—",
+             escape(f"±{r.band:.2%}") if r.band is not None else "—", f"<b>{escape(r.verdict)}</b>",
+             escape(r.expect or ""), "failed" if r.claim_failed else "") for r in records]
+    return "<h2>A/B verdicts</h2>" + (_rows(("created", "A", "B", "B/A", "95% CI", "noise band", "verdict",
+                                               "expected", "claim"), rows, "ab") if rows else "<p>none yet</p>")
+
+
+def runs_page(runs: list[Run], specs: list[str], ab: Sequence[Any] = ()) -> str:
+    options = "".join(f'<option value="{escape(s)}">{escape(s)}</option>' for s in specs)
+    strategies = "".join(f"<option>{s}</option>" for s in STRATEGIES)
+    form = (f'<form id="tune" onsubmit="startTune(this); return false;"><label>spec <select name="spec">{options}'
+            f'</select></label> <label>strategy <select name="strategy">{strategies}</select></label> '
+            '<label>budget <input name="budget" size="10" placeholder="100, 90s"></label> '
+            '<button type="submit" id="start">Start tune</button> <button type="button" id="stop" '
+            'onclick="stopJob()">Stop</button></form><div id="job" data-state="idle"></div>')
+    rows = [(f'<a href="/runs/{escape(r.id)}">{escape(r.id)}</a>', escape(r.problem), escape(r.target.device_name),
+             escape(r.strategy), escape(r.status), escape(r.created)) for r in runs]
+    return page("kerntune runs", "<h1>kerntune</h1><h2>Start a tune</h2>" + form + "<h2>Runs</h2>"
+                + _rows(("run", "problem", "device", "strategy", "status", "created"), rows, "runs") + ab_table(ab))
+
+
+def diff_form(run_id: str, candidates: list[Candidate]) -> str:
+    timed = [c for c in candidates if c.id is not None and c.status == "ok"]
+    options = "".join(f'<option value="{c.id}">{c.id}: {escape(c.role)} {escape(c.config.key or c.label)}</option>'
+                      for c in timed)
+    return (f'<h2>Compare two candidates</h2><form method="get" action="/runs/{escape(run_id)}/diff">'
+            f'<select name="a">{options}</select> vs <select name="b">{options}</select> '
+            '<button type="submit">ISA and occupancy diff</button></form>')
+
+
+def _flat(resources: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in resources.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _value(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else json.dumps(value)
+
+
+def diff_page(run_id: str, a: Candidate, b: Candidate) -> str:
+    left, right = _flat(dict(a.resources)), _flat(dict(b.resources))
+    for side, c in ((left, a), (right, b)):
+        m = c.best_measurement
+        side["median_ms"] = m.median_ms if m else None
+    rows = []
+    for key in sorted(set(left) | set(right)):
+        va, vb = left.get(key), right.get(key)
+        mark = ' class="differs"' if va != vb else ""
+        rows.append((f"<span{mark}>{escape(key)}</span>", escape(_value(va)), escape(_value(vb))))
+    title = f"{a.id}: {a.config.key or a.label} vs {b.id}: {b.config.key or b.label}"
+    return page(f"diff {run_id}", f'<h1>{escape(title)}</h1><p><a href="/runs/{escape(run_id)}">back to the run</a>'
+                "</p>" + _rows(("resource", f"candidate {a.id}", f"candidate {b.id}"), rows, "diff")
+                + "<style>.differs{font-weight:bold;color:#cc3311}</style>")
+
+
+def lab_page(captures: list[dict[str, Any]]) -> str:
+    rows = []
+    for c in captures:
+        last = c["history"][-1] if c["history"] else {}
+        rows.append((escape(c["name"]), escape(str(c.get("kernel", ""))), escape(str(len(c["history"]))),
+                     escape(f"{last.get('job', '')} median {last['median_ms'] * 1e3:.2f} µs ({last.get('mode')})"
+                            if last.get("median_ms") else str(last.get("job", ""))),
+                     f'<button onclick="replay({escape(json.dumps(c["name"]))})">Replay</button>'
+                     if not c.get("closed") else "closed"))
+    return page("kerntune lab", '<h1>Lab captures</h1><div id="job" data-state="idle"></div>'
+                + _rows(("capture", "kernel", "runs", "latest", ""), rows, "captures"))

@@ -1,0 +1,122 @@
+"""The web page in headless Chromium (Playwright driving Debian's ``chromium``): start a PoCL tune from the page,
+watch it finish, open the run and check its charts show the stored numbers, diff two candidates, replay a lab
+capture. ``KERNTUNE_SCREENSHOTS=DIR`` keeps the main views' screenshots there (docs/screenshots holds the
+committed ones). In CI (``CI=true``) a missing browser is a failure, not a skip."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, EXAMPLES, FAST_ENV, CliResult
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _require() -> None:
+    missing = [what for what, ok in (("playwright", _has("playwright.sync_api")), ("fastapi", _has("fastapi")),
+                                      ("uvicorn", _has("uvicorn")), ("chromium", CHROMIUM is not None)) if not ok]
+    if missing and os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run the browser test: missing {', '.join(missing)} (apt-get install chromium; "
+                    "pip install -e '.[web,dev]')")
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}")
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+@pytest.fixture
+def server(tmp_path: Path, kerntune: Callable[..., CliResult]) -> Iterator[tuple[str, Path]]:
+    _require()
+    home = tmp_path / "store"
+    lab = tmp_path / "lab"
+    shutil.copytree(DATA / "lab", lab)
+    captured = kerntune("capture", "--kernel", "axpy", "--nth", "2", "-o", str(home / "captures" / "axpy2"), "--",
+                        "python", str(lab / "opencl_program.py"))
+    assert captured.code == 0, captured.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "kerntune", "serve", "--port", str(port), "--specs",
+                                str(EXAMPLES)], env={**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(home)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(base + "/api/runs", timeout=2).close()
+            break
+        except OSError:
+            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+            assert time.monotonic() < deadline, "the server did not answer in 60 s"
+            time.sleep(0.3)
+    try:
+        yield base, home
+    finally:
+        process.terminate()
+        process.wait(10)
+        if process.stderr:
+            process.stderr.close()
+
+
+def _shot(page: object, name: str, tmp: Path) -> None:
+    folder = Path(os.environ.get("KERNTUNE_SCREENSHOTS") or tmp)
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def test_start_a_tune_watch_it_and_read_its_charts(server: tuple[str, Path], tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    base, _ = server
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        page.goto(base + "/")
+        page.select_option("select[name=spec]", "opencl_vector_add")
+        page.fill("input[name=budget]", "4")
+        page.click("#start")
+        page.wait_for_selector("#job[data-state=done]", timeout=300_000)
+        _shot(page, "runs", tmp_path)
+        run_id = page.get_attribute("#job-run", "href").rsplit("/", 1)[-1]  # type: ignore[union-attr]
+        page.click("#job-run")
+        page.wait_for_selector("g.series")
+        stored = json.load(urllib.request.urlopen(f"{base}/api/runs/{run_id}"))["shapes"][0]
+        winner = stored["winner"]
+        label = "search: " + ",".join(f"{k}={v}" for k, v in winner["config"].items())
+        drawn = page.locator("g.series", has=page.locator(f"text={label}")).first
+        measured = winner.get("confirmed") or winner["measurement"]
+        assert float(drawn.get_attribute("data-median-ms") or "nan") == float(f"{measured['median_ms']:.6g}")
+        assert int(drawn.get_attribute("data-n") or 0) == measured["n"]
+        assert page.locator("circle.best").count() >= 1 and page.locator("path.best-so-far").count() == 2
+        _shot(page, "run", tmp_path)
+        page.select_option("select[name=b]", index=1)
+        page.click("text=ISA and occupancy diff")
+        page.wait_for_selector("table.diff")
+        assert page.locator("table.diff tr").count() > 2
+        _shot(page, "diff", tmp_path)
+        page.goto(base + "/lab")
+        page.click("text=Replay")
+        page.wait_for_selector("#job[data-state=done]", timeout=120_000)
+        assert "reproduces the capture: true" in page.inner_text("#job")
+        page.reload()
+        assert page.inner_text("table.captures").count("replay") == 1  # the replay is in the capture's history
+        _shot(page, "lab", tmp_path)
+        browser.close()

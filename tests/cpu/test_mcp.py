@@ -79,3 +79,47 @@ def test_open_search_status_select_close_over_stdio(tmp_path: Path) -> None:
     assert seen["resource"]["shapes"][0]["winner"]["config"] == winner["config"]
     assert seen["wrong"][0] and "one of search, select" in seen["wrong"][1]
     assert seen["closed"]["closed"] is True and seen["gone"][0] and "no open session" in seen["gone"][1]
+
+
+async def _lab_flow(home: Path, lab: Path) -> dict[str, Any]:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "kerntune", "mcp"],
+                                   env={**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(home)})
+    seen: dict[str, Any] = {}
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+
+        async def finish(action: str, args: dict[str, Any]) -> dict[str, Any]:
+            _payload(await client.call_tool("tuning_action", {"session": sid, "action": action, "args": args}))
+            status = _payload(await client.call_tool("tuning_status", {"session": sid}))
+            while status["state"] == "running":
+                await asyncio.sleep(0.5)
+                status = _payload(await client.call_tool("tuning_status", {"session": sid}))
+            return status
+
+        sid = _payload(await client.call_tool("tuning_open", {"spec": str(EXAMPLES / "opencl_vector_add")}))["session"]
+        seen["capture"] = await finish("capture", {"kernel": "axpy", "nth": 2,
+                                                   "command": ["python", str(lab / "opencl_program.py")]})
+        seen["run"] = await finish("run", {"iterations": 3})
+        seen["compare"] = await finish("run", {"variant": str(lab / "axpy_ok.cl"), "iterations": 3})
+        seen["save"] = await finish("save", {"variant": str(lab / "axpy_ok.cl")})
+        seen["closed"] = _payload(await client.call_tool("tuning_close", {"session": sid}))
+    return seen
+
+
+def test_capture_run_compare_save_over_stdio(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.conftest import DATA
+
+    lab = tmp_path / "lab"
+    shutil.copytree(DATA / "lab", lab)
+    seen = asyncio.run(_lab_flow(tmp_path / "store", lab))
+    assert seen["capture"]["state"] == "done", seen["capture"]
+    assert seen["run"]["state"] == "done" and seen["run"]["result"]["reproduces_capture"] is True, seen["run"]
+    assert seen["compare"]["result"]["validation"]["passed"] is True, seen["compare"]
+    assert seen["save"]["state"] == "done", seen["save"]
+    assert "the loads in the other order" in (lab / "opencl_kernels.py").read_text()
+    assert "inputs.safetensors" in seen["closed"]["lab"]["removed"]  # closing deleted the captured tensors

@@ -66,3 +66,14 @@ def test_labels_are_data_never_markup() -> None:
     svg = charts.distributions([("<script>alert(1)</script>", [1.0, 2.0], 1.5)])
     assert "<script>" not in svg and "&lt;script&gt;" in svg
     assert charts.distributions([]) == "" and charts.trace([], "s") == ""
+
+
+def test_the_roofline_chart_draws_each_ceiling_and_point() -> None:
+    points = [{"shape": "N=1", "role": "search", "label": "B=64", "winner": True, "median_ms": 0.5,
+               "intensity": 2.0, "flops_per_s": 4e12},
+              {"shape": "N=1", "role": "baseline", "label": "torch", "winner": False, "median_ms": 1.0,
+               "intensity": 2.0, "flops_per_s": 2e12}]
+    svg = charts.roofline(points, {"FMA (fp32)": 60e12, "bfloat16 matrix": 900e12}, 4e12)
+    assert svg.count('class="ceiling"') == 2 and 'data-flops-per-s="9e+14"' in svg
+    assert 'data-label="B=64" data-median-ms="0.5"' in svg and 'data-label="torch" data-median-ms="1"' in svg
+    assert charts.roofline([], {"FMA": 1.0}, 1.0) == ""

@@ -29,6 +29,10 @@ class StoreError(KerntuneError):
     """The store cannot be opened, or a run asked for does not exist."""
 
 
+class RunNotFound(StoreError):
+    """No run matches the id or prefix asked for (a web request answers 404)."""
+
+
 class CandidateFailed(Exception):
     """Raised inside a worker when one candidate fails; carries the failure kind and reason.
 

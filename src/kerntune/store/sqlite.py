@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kerntune.errors import StoreError
+from kerntune.errors import RunNotFound, StoreError
 from kerntune.model import (
     Budget,
     Candidate,
@@ -134,7 +134,7 @@ class Store:
             rows = self.db.execute("SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY id",
                                    (prefix + "%",)).fetchall()
         if not rows:
-            raise StoreError(f"no run {ref!r} in {self.path}: `kerntune runs` lists the runs there")
+            raise RunNotFound(f"no run {ref!r} in {self.path}: `kerntune runs` lists the runs there")
         if len(rows) > 1:
             ids = ", ".join(r["id"] for r in rows[:5])
             raise StoreError(f"run prefix {ref!r} is ambiguous ({ids}, ...): give more of the id")

@@ -21,7 +21,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from kerntune.errors import KerntuneError
+from kerntune.errors import KerntuneError, RunNotFound
 from kerntune.exec.jobs import Job, start_job
 from kerntune.store import Store
 from kerntune.web import pages
@@ -64,14 +64,16 @@ def create_app(home: Path, specs_root: Path, token: str | None = None) -> FastAP
 
     @app.exception_handler(KerntuneError)
     async def refused(request: Request, exc: KerntuneError) -> JSONResponse:
-        missing = "no run" in str(exc) or "not found" in str(exc)
-        return JSONResponse({"detail": str(exc)}, status_code=404 if missing else 400)
+        return JSONResponse({"detail": str(exc)}, status_code=404 if isinstance(exc, RunNotFound) else 400)
 
     def store() -> Store:
         return Store(home)
 
     def spec_names() -> list[str]:
-        found = sorted(p.parent for p in specs_root.rglob("spec.py") if ".kerntune" not in p.parts)
+        # Hidden folders (.venv, .git, the store) and installed packages are not specs to offer.
+        found = sorted(p.parent for p in specs_root.rglob("spec.py")
+                       if not any(part.startswith(".") or part == "site-packages"
+                                  for part in p.relative_to(specs_root).parts))
         return [str(p.relative_to(specs_root)) for p in found][:500]
 
     def spec_path(name: str) -> Path:

@@ -49,6 +49,10 @@ def tune(
     retry_failed: Annotated[
         bool, typer.Option("--retry-failed", help="Run configs the ledger says failed before (same source, device).")
     ] = False,
+    shapes_from: Annotated[
+        Path | None, typer.Option("--shapes-from", help="A shape corpus the live runtime recorded "
+                                  "(KERNTUNE_RECORD_UNTUNED=FILE): tune its distinct shapes of this spec.")
+    ] = None,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -60,13 +64,13 @@ def tune(
 
     if spec is None and resume is None:
         raise UsageError("give a SPEC (a spec file or a folder holding spec.py), or --resume RUN")
-    if resume is not None and (spec is not None or shape or dtype or budget):
+    if resume is not None and (spec is not None or shape or dtype or budget or shapes_from):
         raise UsageError("--resume continues a run exactly as it was started: give only the run id")
     settings = Settings.from_env()
     request = TuneRequest(
         spec=spec or "", shapes=[parse_shape(s) for s in shape or []], dtype=dtype, device=device or settings.device,
         strategy=strategy, budget=parse_budget(budget or []), seed=seed, resume=resume, retry_failed=retry_failed,
-        target_ms=target_ms,
+        target_ms=target_ms, shapes_from=str(shapes_from or ""),
     )
     db = _store(store)
     console = Console(stderr=as_json)

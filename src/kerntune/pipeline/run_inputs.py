@@ -1,12 +1,15 @@
 """What a tuning run and an A/B share before and around their workers: the worker entry points, shapes
-from ``--shape`` overrides, the measurement options from the settings (validated in the parent, so a bad
-regime or mode is a usage error before any worker starts), and the graph-mode check on a worker's setup.
+from ``--shape`` overrides or a recorded corpus (``--shapes-from``), the measurement options from the settings
+(validated in the parent, so a bad regime or mode is a usage error before any worker starts), and the
+graph-mode check on a worker's setup.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from kerntune.errors import UsageError
@@ -41,6 +44,42 @@ def resolve_shapes(problem: Problem, overrides: Sequence[Mapping[str, str]]) -> 
                 f"unknown shape field {unknown[0]!r} in --shape; this spec's shape fields are {', '.join(fields)}"
             )
         shapes.append(Shape.of({**problem.shapes[0], **{k: parse_value(v) for k, v in override.items()}}))
+    return shapes
+
+
+def corpus_shapes(path: Path, problem: Problem, source_hash: str | None, dtype: str) -> list[dict[str, str]]:
+    """The distinct shapes a live program recorded for this problem (``KERNTUNE_RECORD_UNTUNED=PATH``: one JSON
+    line per missed key), as ``--shape`` overrides in first-seen order: lines of another op, of another kernel
+    source (a table keyed by it would never engage) or of another dtype are left out, and a corpus leaving none is
+    an error that counts what was left out and why."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise UsageError(f"--shapes-from {path}: {exc.strerror or exc}") from None
+    fields, seen, shapes = problem.shape_fields(), set(), []
+    skipped: dict[str, int] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            key = json.loads(line)["key"]
+        except (ValueError, KeyError, TypeError):
+            raise UsageError(f"--shapes-from {path} line {number} is not a recorded key (JSON with a 'key' "
+                             "object, as KERNTUNE_RECORD_UNTUNED writes)") from None
+        why = ("another op" if key.get("op") != problem.name else
+               "another kernel source" if source_hash and key.get("source", source_hash) != source_hash else
+               "another dtype" if key.get("dtype", dtype) != dtype else
+               "missing shape fields" if any(f not in key for f in fields) else "")
+        if why:
+            skipped[why] = skipped.get(why, 0) + 1
+            continue
+        shape = {f: str(key[f]) for f in fields}
+        if tuple(shape.items()) not in seen:
+            seen.add(tuple(shape.items()))
+            shapes.append(shape)
+    if not shapes:
+        left = ", ".join(f"{n} of {why}" for why, n in skipped.items()) or "no lines"
+        raise UsageError(f"--shapes-from {path} has no shape of {problem.name} ({dtype}) to tune: {left}")
     return shapes
 
 

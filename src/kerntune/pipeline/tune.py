@@ -11,6 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Protocol
 
 from kerntune.backends.base import CONTEXT_FATAL
@@ -32,7 +33,7 @@ from kerntune.model import (
 from kerntune.pipeline.calibrate import MAX_AGE_S, device_key
 from kerntune.pipeline.compile_ahead import CompileAhead, auto_workers
 from kerntune.pipeline.outcomes import candidate_result
-from kerntune.pipeline.run_inputs import EVALUATE, SETUP, measure_options, require_graphs, resolve_shapes
+from kerntune.pipeline.run_inputs import EVALUATE, SETUP, corpus_shapes, measure_options, require_graphs, resolve_shapes
 from kerntune.pipeline.search import make_strategy, resolve_strategy
 from kerntune.pipeline.search_loop import ShapeSearch
 from kerntune.pipeline.spec import LoadedSpec, load_spec
@@ -65,6 +66,8 @@ class TuneRequest:
     """Run configs again that the ledger says failed before for the same source, shape and Target."""
     target_ms: float | None = None
     """Stop a shape's search once a config's full measurement is at or under this median."""
+    shapes_from: str = ""
+    """A corpus the live runtime recorded (KERNTUNE_RECORD_UNTUNED): its distinct shapes of this problem."""
 
 
 class Progress(Protocol):
@@ -340,8 +343,11 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
     else:
         loaded = load_spec(request.spec)
         device = request.device
-        shapes = resolve_shapes(loaded.problem, request.shapes)
         dtype = request.dtype or loaded.problem.dtypes[0]
+        overrides = list(request.shapes) + (corpus_shapes(Path(request.shapes_from), loaded.problem,
+                                                          _kernel_hash(loaded.problem), dtype)
+                                            if request.shapes_from else [])
+        shapes = resolve_shapes(loaded.problem, overrides)
         if dtype not in loaded.problem.dtypes:
             raise UsageError(f"dtype {dtype!r} is not one of this spec's dtypes: {', '.join(loaded.problem.dtypes)}")
         make_strategy(request.strategy, [], request.seed)  # unknown strategy names fail before any work

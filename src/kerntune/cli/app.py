@@ -262,7 +262,7 @@ def floor_check(
     raise typer.Exit(1 if any(c.verdict == "FAIL" for c in checks) else 0)
 
 
-import kerntune.cli.front  # noqa: E402  (mcp)
+import kerntune.cli.front  # noqa: E402  (serve, mcp)
 import kerntune.cli.insight  # noqa: E402  (after the core commands: registers calibrate, inspect, ...)
 import kerntune.cli.lab  # noqa: E402  (capture, replay, lab)
 import kerntune.cli.live  # noqa: E402, F401  (deploy, train, migrate)

@@ -18,6 +18,7 @@ import torch
 from safetensors.numpy import load_file, save_file
 
 from kerntune.errors import UsageError
+from kerntune.lab.capture import require_signature
 from kerntune.runtime.keys import kernel_hash
 
 
@@ -53,18 +54,12 @@ def describe_call(kernel: Any, queue: Any, global_size: Any, local_size: Any, ar
     if len(names) != len(args):
         raise UsageError(f"{kernel.function_name} takes {len(names)} arguments, the call gave {len(args)}")
     arguments: dict[str, Any] = {}
-    blobs: dict[str, np.ndarray] = {}
     seen: dict[int, str] = {}
     for name, value in zip(names, args, strict=True):
         if isinstance(value, cl.Buffer):
-            if value.int_ptr in seen:
-                arguments[name] = {"kind": "buffer", "same_as": seen[value.int_ptr]}
-                continue
-            host = np.empty(value.size, dtype=np.uint8)
-            cl.enqueue_copy(queue, host, value)
-            blobs[name] = host
-            seen[value.int_ptr] = name
-            arguments[name] = {"kind": "buffer", "bytes": int(value.size)}
+            first = seen.setdefault(value.int_ptr, name)
+            arguments[name] = ({"kind": "buffer", "bytes": int(value.size)} if first == name
+                               else {"kind": "buffer", "same_as": first})
         elif isinstance(value, np.generic):
             arguments[name] = {"kind": "scalar", "dtype": str(value.dtype), "value": value.item()}
         elif isinstance(value, cl.LocalMemory):
@@ -74,8 +69,7 @@ def describe_call(kernel: Any, queue: Any, global_size: Any, local_size: Any, ar
         else:
             raise UsageError(f"argument {name} is a {type(value).__name__}: the lab captures buffers, numpy scalars "
                              "and local memory")
-    queue.finish()
-    save_file(blobs, str(path))
+    save_buffers(kernel, queue, args, path)
     file, file_sha = source_file(source)
     return {"kernel": {"language": "opencl", "name": kernel.function_name, "source": source,
                        "source_hash": kernel_hash(source), "file": file, "file_sha256": file_sha,
@@ -88,7 +82,8 @@ def describe_call(kernel: Any, queue: Any, global_size: Any, local_size: Any, ar
 
 
 def save_buffers(kernel: Any, queue: Any, args: tuple[Any, ...], path: Path) -> None:
-    """The buffers after the real launch: what a replay must reproduce."""
+    """Each distinct buffer of the call, as bytes, under its first argument's name: the inputs before the real
+    launch, and after it what a replay must reproduce."""
     names = parameters(kernel.program.get_info(cl.program_info.SOURCE).rstrip("\x00"), kernel.function_name)
     blobs: dict[str, np.ndarray] = {}
     seen: set[int] = set()
@@ -119,10 +114,7 @@ def load_source(manifest: dict[str, Any], variant: Path | None) -> str:
         text = Path(variant).read_text()
     except OSError as exc:
         raise UsageError(f"{variant} cannot be read ({exc})") from None
-    names = parameters(text, identity["name"])
-    if names != identity["arg_names"]:
-        raise UsageError(f"{variant}: {identity['name']}({', '.join(names)}) has another signature than the captured "
-                         f"({', '.join(identity['arg_names'])}): a variant keeps the arguments")
+    require_signature(identity, parameters(text, identity["name"]), variant)
     return text
 
 
@@ -167,10 +159,14 @@ class OpenCLLaunch:
             cl.enqueue_copy(self.queue, buffer, clean.numpy())
         self.queue.finish()
 
-    def run(self) -> Any:
+    def _launch(self) -> Any:
         event = self.kernel(self.queue, tuple(self.manifest["grid"]),
                             tuple(self.manifest["local"]) if self.manifest["local"] else None, *self.args)
         event.wait()
+        return event
+
+    def run(self) -> Any:
+        self._launch()
         return None
 
     def times(self, iterations: int, restore_each: bool) -> list[float]:
@@ -180,9 +176,7 @@ class OpenCLLaunch:
         for _ in range(iterations):
             if restore_each:
                 self.reset()
-            event = self.kernel(self.queue, tuple(self.manifest["grid"]),
-                                tuple(self.manifest["local"]) if self.manifest["local"] else None, *self.args)
-            event.wait()
+            event = self._launch()
             out.append(float(event.profile.end - event.profile.start) / 1e6)
         return out
 

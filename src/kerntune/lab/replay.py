@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import torch
 
 from kerntune.errors import UsageError
-from kerntune.lab.capture import FORMAT, MANIFEST, device_of
+from kerntune.lab.capture import FORMAT, MANIFEST, device_of, require_signature
 from kerntune.lab.inspect_launch import launch_resources
 from kerntune.lab.snapshot import restore
 
@@ -98,10 +98,7 @@ def load_kernel(manifest: dict[str, Any], variant: Path | None = None) -> Any:
     fn = getattr(module, identity["name"], None)
     if fn is None:
         raise UsageError(f"{path} defines no kernel named {identity['name']!r}")
-    names = list(getattr(fn, "arg_names", []))
-    if names != identity["arg_names"]:
-        raise UsageError(f"{path}: {identity['name']}({', '.join(names)}) has another signature than the captured "
-                         f"({', '.join(identity['arg_names'])}): a variant keeps the arguments")
+    require_signature(identity, list(getattr(fn, "arg_names", [])), path)
     return fn
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -53,9 +52,7 @@ def record(folder: Path, row: dict[str, Any]) -> dict[str, Any]:
         row["delta_vs_previous"] = row["median_ms"] / same[-1]["median_ms"] - 1
         row["previous"] = same[-1]["created"]
     rows = [*rows, {**row, "created": _now()}][-HISTORY_CAP:]
-    tmp = folder / "history.jsonl.tmp"
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    os.replace(tmp, folder / "history.jsonl")
+    write_atomically(folder / "history.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     return rows[-1]
 
 

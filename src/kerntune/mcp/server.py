@@ -11,8 +11,6 @@ answered with an error that says what to pass.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,11 +78,14 @@ class Sessions:
     def close(self, s: Session) -> dict[str, Any]:
         for job in s.jobs:
             job.stop()
-        closed = None
+        closed: dict[str, Any] | str | None = None
         if s.capture:
-            done = subprocess.run([sys.executable, "-m", "kerntune", "lab", "close", s.capture, "--json"],
-                                  capture_output=True, text=True)
-            closed = json.loads(done.stdout) if done.returncode == 0 else done.stderr.strip()[-300:]
+            from kerntune.lab.session import close as close_capture
+
+            try:
+                closed = close_capture(Path(s.capture))
+            except UsageError as exc:  # e.g. the capture action never produced one
+                closed = str(exc)
         del self.open[s.id]
         return {"session": s.id, "closed": True, "runs": s.runs, "lab": closed}
 

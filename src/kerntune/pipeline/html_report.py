@@ -25,9 +25,12 @@ th{background:#f3f3f3}h2{margin-top:32px;border-bottom:1px solid #ddd}.chart{dis
 code{font-size:12px}"""
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], cls: str) -> str:
+def table(header: Sequence[str], rows: Sequence[Sequence[Any]], cls: str, *, markup: bool = False) -> str:
+    """An HTML table; cells are escaped, unless ``markup`` says the caller already made them HTML (and escaped
+    what it put in them)."""
     head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in row) + "</tr>" for row in rows)
+    cell = str if markup else (lambda v: escape(str(v)))
+    body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>" for row in rows)
     return f'<table class="{cls}"><tr>{head}</tr>{body}</table>'
 
 
@@ -62,8 +65,8 @@ def _shape_section(report: RunReport, s: ShapeReport, trace: list[tuple[int, str
     mine = [t for t in trace if t[1] == s.shape.key]
     start = mine[0][3] if mine else 0.0
     parts = [f'<section class="shape" data-shape="{escape(s.shape.key)}"><h2>{escape(s.shape.key)}</h2>',
-             _table(("", ""), summary, "summary"),
-             _table(("baseline", "median ms", "winner speedup"), baselines, "baselines") if baselines else "",
+             table(("", ""), summary, "summary"),
+             table(("baseline", "median ms", "winner speedup"), baselines, "baselines") if baselines else "",
              "<h3>Samples</h3>" if shown else "",
              charts.distributions([(_label(c), c.best_measurement.samples_ms, c.best_measurement.median_ms)
                                    for c in shown if c.best_measurement], f"samples at {s.shape.key}")]
@@ -79,7 +82,7 @@ def _shape_section(report: RunReport, s: ShapeReport, trace: list[tuple[int, str
                   charts.trace([(t - start, m) for _, _, m, t in mine], "s",
                                f"best so far by seconds at {s.shape.key}")]
     if s.failed:
-        parts += ["<h3>Failed</h3>", _table(("config", "failure", "reason"),
+        parts += ["<h3>Failed</h3>", table(("config", "failure", "reason"),
                                             [(c.config.key, c.failure.value if c.failure else "", c.reason[:300])
                                              for c in s.failed], "failed")]
     return "".join(parts) + "</section>"
@@ -103,7 +106,7 @@ def render(report: RunReport, trace: list[tuple[int, str, float, float]]) -> str
             ("elapsed s", f"{run.elapsed_s:.1f}"),
             ("timing claimed", run.target.claims_timing)]
     data = json.dumps(report_json(report)).replace("</", "<\\/")  # never closes the script element early
-    body = [f"<h1>kerntune run {escape(run.id)}</h1>", _table(("", ""), head, "run"),
+    body = [f"<h1>kerntune run {escape(run.id)}</h1>", table(("", ""), head, "run"),
             *(_shape_section(report, s, trace) for s in report.shapes), _roofline(report),
             f'<script type="application/json" id="kerntune-report">{data}</script>']
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>kerntune {escape(run.id)}</title>'

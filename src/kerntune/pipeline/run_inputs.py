@@ -1,7 +1,7 @@
 """What a tuning run and an A/B share before and around their workers: the worker entry points, shapes
-from ``--shape`` overrides or a recorded corpus (``--shapes-from``), the measurement options from the settings
-(validated in the parent, so a bad regime or mode is a usage error before any worker starts), and the
-graph-mode check on a worker's setup.
+from ``--shape`` overrides or a recorded corpus (``--shapes-from``), the kernel's source hash and the roofline
+inputs a run records, the measurement options from the settings (validated in the parent, so a bad regime or
+mode is a usage error before any worker starts), and the graph-mode check on a worker's setup.
 """
 
 from __future__ import annotations
@@ -12,10 +12,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from kerntune.errors import UsageError
-from kerntune.model import Problem, Scalar, Shape
+from kerntune.errors import SpecError, UsageError
+from kerntune.model import NativeKernel, OpenCLKernel, Problem, Scalar, Shape, Target
+from kerntune.pipeline.calibrate import MAX_AGE_S, device_key
 from kerntune.pipeline.measure import MeasureOptions
+from kerntune.runtime.keys import kernel_hash
 from kerntune.settings import Settings
+from kerntune.store import Store
+from kerntune.store.calibrations import latest_calibration
 
 SETUP = "kerntune.pipeline.evaluate:setup"
 EVALUATE = "kerntune.pipeline.evaluate:evaluate"
@@ -47,7 +51,37 @@ def resolve_shapes(problem: Problem, overrides: Sequence[Mapping[str, str]]) -> 
     return shapes
 
 
-def corpus_shapes(path: Path, problem: Problem, source_hash: str | None, dtype: str) -> list[dict[str, str]]:
+def source_hash(problem: Problem) -> str | None:
+    """The source hash the live dispatcher keys by (``kerntune.runtime.keys``); None for kernels without one
+    (torch ops)."""
+    kernel = problem.kernel
+    source = kernel.source if isinstance(kernel, (OpenCLKernel, NativeKernel)) else getattr(kernel, "fn", None)
+    try:
+        return kernel_hash(source) if source is not None else None
+    except ValueError:
+        return None
+
+
+def roofline_inputs(problem: Problem, shapes: Sequence[Shape], dtype: str, store: Store,
+                    target: Target) -> dict[str, Any]:
+    """The spec's cost per shape and this device's latest calibration, kept with the run: the report's speed
+    of light and the near-the-limit stopping rule read them (nothing when either is missing)."""
+    if problem.cost is None:
+        return {}
+    costs = {}
+    for shape in shapes:
+        try:
+            cost = problem.cost(shape.as_dict(), dtype)
+            costs[shape.key] = {"flops": float(cost.flops), "bytes": float(cost.bytes),
+                                **({"matrix": str(cost.matrix)} if cost.matrix else {})}
+        except Exception as exc:
+            raise SpecError(f"the spec's cost raised {type(exc).__name__}: {exc} at shape {shape.key}; fix the spec "
+                            "(cost(shape, dtype) returns kt.Cost(flops=..., bytes=...))") from exc
+    ceilings = latest_calibration(store, device_key(target.as_dict()), MAX_AGE_S)
+    return {"costs": costs, **({"ceilings": ceilings} if ceilings else {})}
+
+
+def corpus_shapes(path: Path, problem: Problem, dtype: str) -> list[dict[str, str]]:
     """The distinct shapes a live program recorded for this problem (``KERNTUNE_RECORD_UNTUNED=PATH``: one JSON
     line per missed key), as ``--shape`` overrides in first-seen order: lines of another op, of another kernel
     source (a table keyed by it would never engage) or of another dtype are left out, and a corpus leaving none is
@@ -56,7 +90,7 @@ def corpus_shapes(path: Path, problem: Problem, source_hash: str | None, dtype: 
         lines = path.read_text().splitlines()
     except OSError as exc:
         raise UsageError(f"--shapes-from {path}: {exc.strerror or exc}") from None
-    fields, seen, shapes = problem.shape_fields(), set(), []
+    fields, source, seen, shapes = problem.shape_fields(), source_hash(problem), set(), []
     skipped: dict[str, int] = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -67,7 +101,7 @@ def corpus_shapes(path: Path, problem: Problem, source_hash: str | None, dtype: 
             raise UsageError(f"--shapes-from {path} line {number} is not a recorded key (JSON with a 'key' "
                              "object, as KERNTUNE_RECORD_UNTUNED writes)") from None
         why = ("another op" if key.get("op") != problem.name else
-               "another kernel source" if source_hash and key.get("source", source_hash) != source_hash else
+               "another kernel source" if source and key.get("source", source) != source else
                "another dtype" if key.get("dtype", dtype) != dtype else
                "missing shape fields" if any(f not in key for f in fields) else "")
         if why:

@@ -23,24 +23,28 @@ from kerntune.model import (
     Config,
     FailureKind,
     Measurement,
-    NativeKernel,
-    OpenCLKernel,
     Problem,
     Run,
     Shape,
     Target,
 )
-from kerntune.pipeline.calibrate import MAX_AGE_S, device_key
 from kerntune.pipeline.compile_ahead import CompileAhead, auto_workers
 from kerntune.pipeline.outcomes import candidate_result
-from kerntune.pipeline.run_inputs import EVALUATE, SETUP, corpus_shapes, measure_options, require_graphs, resolve_shapes
+from kerntune.pipeline.run_inputs import (
+    EVALUATE,
+    SETUP,
+    corpus_shapes,
+    measure_options,
+    require_graphs,
+    resolve_shapes,
+    roofline_inputs,
+    source_hash,
+)
 from kerntune.pipeline.search import make_strategy, resolve_strategy
 from kerntune.pipeline.search_loop import ShapeSearch
 from kerntune.pipeline.spec import LoadedSpec, load_spec
-from kerntune.runtime.keys import kernel_hash
 from kerntune.settings import Settings
 from kerntune.store import CandidateResult, Store
-from kerntune.store.calibrations import latest_calibration
 from kerntune.store.ledger import LedgerRow, prior_failures
 from kerntune.store.warm_start import nearest_winners
 
@@ -82,17 +86,6 @@ class _Silent:
 
     def finished(self, label: str, status: str, detail: str) -> None:
         pass
-
-
-def _kernel_hash(problem: Problem) -> str | None:
-    """The source hash the live dispatcher keys by (``kerntune.runtime.keys``); None for kernels without one
-    (torch ops)."""
-    kernel = problem.kernel
-    source = kernel.source if isinstance(kernel, (OpenCLKernel, NativeKernel)) else getattr(kernel, "fn", None)
-    try:
-        return kernel_hash(source) if source is not None else None
-    except ValueError:
-        return None
 
 
 def _new_run_id() -> str:
@@ -290,25 +283,6 @@ class _Tuner:
         return total
 
 
-def _roofline_inputs(problem: Problem, shapes: Sequence[Shape], dtype: str, store: Store,
-                     target: Target) -> dict[str, Any]:
-    """The spec's cost per shape and this device's latest calibration, kept with the run: the report's speed
-    of light and the near-the-limit stopping rule read them (nothing when either is missing)."""
-    if problem.cost is None:
-        return {}
-    costs = {}
-    for shape in shapes:
-        try:
-            cost = problem.cost(shape.as_dict(), dtype)
-            costs[shape.key] = {"flops": float(cost.flops), "bytes": float(cost.bytes),
-                                **({"matrix": str(cost.matrix)} if cost.matrix else {})}
-        except Exception as exc:
-            raise SpecError(f"the spec's cost raised {type(exc).__name__}: {exc} at shape {shape.key}; fix the spec "
-                            "(cost(shape, dtype) returns kt.Cost(flops=..., bytes=...))") from exc
-    ceilings = latest_calibration(store, device_key(target.as_dict()), MAX_AGE_S)
-    return {"costs": costs, **({"ceilings": ceilings} if ceilings else {})}
-
-
 ValidSets = dict[str, tuple[list[Config], dict[str, int]]]
 """Per shape key: the valid configs and how many configs each constraint rejected."""
 
@@ -344,8 +318,7 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         loaded = load_spec(request.spec)
         device = request.device
         dtype = request.dtype or loaded.problem.dtypes[0]
-        overrides = list(request.shapes) + (corpus_shapes(Path(request.shapes_from), loaded.problem,
-                                                          _kernel_hash(loaded.problem), dtype)
+        overrides = list(request.shapes) + (corpus_shapes(Path(request.shapes_from), loaded.problem, dtype)
                                             if request.shapes_from else [])
         shapes = resolve_shapes(loaded.problem, overrides)
         if dtype not in loaded.problem.dtypes:
@@ -373,8 +346,8 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
                 target=target, strategy=request.strategy, budget=request.budget, shapes=tuple(shapes), dtype=dtype,
                 seed=request.seed, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 options={"device": device, "retry_failed": request.retry_failed,
-                         "kernel_hash": _kernel_hash(loaded.problem),
-                         "target_ms": request.target_ms, **_roofline_inputs(loaded.problem, shapes, dtype, store,
+                         "kernel_hash": source_hash(loaded.problem),
+                         "target_ms": request.target_ms, **roofline_inputs(loaded.problem, shapes, dtype, store,
                                                                                target)},
             )
             store.create_run(run)

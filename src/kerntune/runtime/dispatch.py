@@ -116,19 +116,21 @@ class Dispatcher:
         return decision.config
 
     def _first_call(self, raw: tuple[Any, ...]) -> _Decision:
-        if self.key_fields:
-            if len(raw) != len(self.key_fields):
-                raise ValueError(f"the key function gave {len(raw)} values for the {len(self.key_fields)} "
-                                 f"key_fields {self.key_fields}")
-            call = dict(zip(self.key_fields, raw, strict=True))
-        else:
-            call = dict(raw)
-        fields = {**self.fixed, **call}
+        fields = self._fields(raw)
         key = entry_key(fields)
         config, kind = self._decide(fields, key)
         decision = self._cache[raw] = _Decision(config, kind, key)
         self._first_decision(fields, key, (config, kind))
         return decision
+
+    def _fields(self, raw: tuple[Any, ...]) -> dict[str, Any]:
+        """A call's key fields: the fixed ones (device, op, source) and the key function's values."""
+        if self.key_fields:
+            if len(raw) != len(self.key_fields):
+                raise ValueError(f"the key function gave {len(raw)} values for the {len(self.key_fields)} "
+                                 f"key_fields {self.key_fields}")
+            return {**self.fixed, **dict(zip(self.key_fields, raw, strict=True))}
+        return {**self.fixed, **dict(raw)}
 
     def describe(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """What ``select`` decides for this call, and from where: the key's fields and canonical string, the
@@ -139,8 +141,7 @@ class Dispatcher:
         if raw.__class__ is not tuple:
             raw = tuple(raw.items())
         decision = self._cache.get(raw) or self._first_call(raw)
-        call = dict(zip(self.key_fields, raw, strict=True)) if self.key_fields else dict(raw)
-        return {"name": self.name, "fields": {**self.fixed, **call}, "key": decision.key, "kind": decision.kind,
+        return {"name": self.name, "fields": self._fields(raw), "key": decision.key, "kind": decision.kind,
                 "config": dict(decision.config), "table": self.table.path, "mode": self.mode,
                 "table_validators": dict(self.table.validators), "versions": live_versions(),
                 "disabled": self.disabled}

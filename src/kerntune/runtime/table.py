@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,23 +129,19 @@ def load_table(path: str | Path) -> tuple[Table, str | None]:
 
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never half of one. The file
-    keeps the mode of the one it replaces, or gets the umask's default (not mkstemp's owner-only 0600: a table is
-    read by the program's user, who may not be the one deploying it)."""
+    keeps the mode of the one it replaces, or gets the umask's default — not mkstemp's owner-only 0600: a table is
+    read by the program's user, who may not be the one deploying it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        mode = stat.S_IMODE(path.stat().st_mode)
-    else:
-        mask = os.umask(0)
-        os.umask(mask)
-        mode = 0o666 & ~mask
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the OS applies the umask
     try:
         with os.fdopen(fd, "w") as handle:
-            os.fchmod(handle.fileno(), mode)
+            if path.exists():
+                os.fchmod(handle.fileno(), stat.S_IMODE(path.stat().st_mode))
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise

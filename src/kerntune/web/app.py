@@ -148,15 +148,15 @@ def create_app(home: Path, specs_root: Path, token: str | None = None) -> FastAP
 
     @app.get("/api/lab")
     def captures() -> list[dict[str, Any]]:
+        from kerntune.lab.session import history  # the lab (and torch) only when its page is asked for
+
         root, found = home / "captures", []
         for folder in sorted(root.iterdir() if root.is_dir() else []):
             manifest = folder / "manifest.json"
             if CAPTURE_NAME.match(folder.name) and manifest.is_file():
                 data = json.loads(manifest.read_text())
-                history = folder / "history.jsonl"
-                rows = [json.loads(line) for line in history.read_text().splitlines()] if history.exists() else []
                 found.append({"name": folder.name, "kernel": data.get("kernel", {}).get("name"),
-                              "closed": data.get("closed"), "history": rows[-50:]})
+                              "closed": data.get("closed"), "history": history(folder)[-50:]})
         return found
 
     @app.post("/api/tunes")

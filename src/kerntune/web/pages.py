@@ -10,7 +10,7 @@ from html import escape
 from typing import Any
 
 from kerntune.model import Candidate, Run
-from kerntune.pipeline.html_report import STYLE
+from kerntune.pipeline.html_report import STYLE, table
 
 STRATEGIES = ("auto", "race", "exhaustive", "random", "tpe", "cmaes", "coordinate", "lever")
 
@@ -87,13 +87,6 @@ def page(title: str, body: str) -> str:
             f"<script>{FOLLOW}</script></head><body>{nav}{body}</body></html>")
 
 
-def _rows(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str) -> str:
-    """A table whose cells are already HTML (callers escape what they put in)."""
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    return f'<table class="{cls}"><tr>{head}</tr>' + "".join(
-        "<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows) + "</table>"
-
-
 def _side(side: dict[str, Any]) -> str:
     text = side.get("label") or side.get("name") or json.dumps(side, separators=(",", ":"))
     return escape(str(text)[:80])
@@ -107,8 +100,8 @@ def ab_table(records: Sequence[Any]) -> str:
              escape(f"{r.ci_low:.4f}–{r.ci_high:.4f}") if r.ci_low is not None and r.ci_high is not None else "—",
              escape(f"±{r.band:.2%}") if r.band is not None else "—", f"<b>{escape(r.verdict)}</b>",
              escape(r.expect or ""), "failed" if r.claim_failed else "") for r in records]
-    return "<h2>A/B verdicts</h2>" + (_rows(("created", "A", "B", "B/A", "95% CI", "noise band", "verdict",
-                                               "expected", "claim"), rows, "ab") if rows else "<p>none yet</p>")
+    header = ("created", "A", "B", "B/A", "95% CI", "noise band", "verdict", "expected", "claim")
+    return "<h2>A/B verdicts</h2>" + (table(header, rows, "ab", markup=True) if rows else "<p>none yet</p>")
 
 
 def runs_page(runs: list[Run], specs: list[str], ab: Sequence[Any] = ()) -> str:
@@ -122,7 +115,8 @@ def runs_page(runs: list[Run], specs: list[str], ab: Sequence[Any] = ()) -> str:
     rows = [(f'<a href="/runs/{escape(r.id)}">{escape(r.id)}</a>', escape(r.problem), escape(r.target.device_name),
              escape(r.strategy), escape(r.status), escape(r.created)) for r in runs]
     return page("kerntune runs", "<h1>kerntune</h1><h2>Start a tune</h2>" + form + "<h2>Runs</h2>"
-                + _rows(("run", "problem", "device", "strategy", "status", "created"), rows, "runs") + ab_table(ab))
+                + table(("run", "problem", "device", "strategy", "status", "created"), rows, "runs", markup=True)
+                + ab_table(ab))
 
 
 def diff_form(run_id: str, candidates: list[Candidate]) -> str:
@@ -160,7 +154,7 @@ def diff_page(run_id: str, a: Candidate, b: Candidate) -> str:
         rows.append((f"<span{mark}>{escape(key)}</span>", escape(_value(va)), escape(_value(vb))))
     title = f"{a.id}: {a.config.key or a.label} vs {b.id}: {b.config.key or b.label}"
     return page(f"diff {run_id}", f'<h1>{escape(title)}</h1><p><a href="/runs/{escape(run_id)}">back to the run</a>'
-                "</p>" + _rows(("resource", f"candidate {a.id}", f"candidate {b.id}"), rows, "diff")
+                "</p>" + table(("resource", f"candidate {a.id}", f"candidate {b.id}"), rows, "diff", markup=True)
                 + "<style>.differs{font-weight:bold;color:#cc3311}</style>")
 
 
@@ -174,4 +168,4 @@ def lab_page(captures: list[dict[str, Any]]) -> str:
                      f'<button onclick="replay({escape(json.dumps(c["name"]))})">Replay</button>'
                      if not c.get("closed") else "closed"))
     return page("kerntune lab", '<h1>Lab captures</h1><div id="job" data-state="idle"></div>'
-                + _rows(("capture", "kernel", "runs", "latest", ""), rows, "captures"))
+                + table(("capture", "kernel", "runs", "latest", ""), rows, "captures", markup=True))

@@ -29,9 +29,10 @@ from kerntune.pipeline.stats import block_half_width, median_ci
 REGIMES = ("cold", "warm", "rotating")
 MODES = ("eager", "graph")
 BATCH_MS = 10.0
-"""Device work per block between host synchronizations: one sync per launch would add host latency to the
-loop, one sync per thousand launches would overrun the budget on slow kernels; 10 ms blocks resolve the
-clock swings of a power-capped GPU, which the stopping rule looks at."""
+"""Time per block between host synchronizations: one sync per launch would add host latency to the loop, one
+sync per thousand launches would overrun the budget on slow kernels; 10 ms blocks resolve the clock swings of
+a power-capped GPU, which the stopping rule looks at. A block is sized by the pace of a launch (see ``_Pace``),
+not by the kernel's time alone."""
 MIN_BLOCKS = 5
 """Fewest blocks before a measurement may stop: one block is one moment of the clock's swing."""
 GRAPH_MS = 2.0
@@ -67,8 +68,27 @@ class MeasureOptions:
             raise UsageError("need 3 <= min_samples <= max_samples")
 
 
-def _batch(last_ms: float, remaining: int) -> int:
-    return max(1, min(remaining, int(BATCH_MS / max(last_ms, 1e-3))))
+def _batch(pace_ms: float, remaining: int) -> int:
+    return max(1, min(remaining, int(BATCH_MS / max(pace_ms, 1e-3))))
+
+
+class _Pace:
+    """Wall time per launch of the last block: the slower of the kernel and the host around it.
+
+    Hazard: blocks sized by the kernel's time alone overrun every budget when the host is the slower side.
+    A 20 µs kernel whose enqueueing (the flush, the events, a Python launch path, the stream hold's cover)
+    costs 60 µs got blocks of 500 launches taking 60+ ms each, so a 12 ms screening budget ran 0.4 s (H200,
+    2026-11-30, the race under busy compile workers). Timing the block's wall clock keeps blocks near
+    BATCH_MS whichever side is slower."""
+
+    def __init__(self, take: Callable[[int], list[float]]) -> None:
+        self.take, self.ms = take, 0.0
+
+    def __call__(self, count: int) -> list[float]:
+        start = time.perf_counter()
+        block = self.take(count)
+        self.ms = max(block[-1], (time.perf_counter() - start) * 1e3 / max(1, len(block)))
+        return block
 
 
 def _settled(recorder: Recorder) -> bool:
@@ -101,14 +121,14 @@ class _Sampler:
     """One way of producing samples (eager per launch, or graph replays), with warm-up and stopping."""
 
     def __init__(self, take: Callable[[int], list[float]], options: MeasureOptions, recorder: Recorder) -> None:
-        self.take, self.options, self.recorder = take, options, recorder
+        self.take, self.options, self.recorder = _Pace(take), options, recorder
         self.ramp_ms = 0.0
         self.ramping = False
 
     def warm_up(self) -> float:
-        """Run for ``warmup_ms``, longer while the clock climbs; return the last sample's time."""
+        """Run for ``warmup_ms``, longer while the clock climbs; return the pace of a launch (ms, wall)."""
         start = time.perf_counter()
-        last = max(self.take(1))
+        self.take(1)
         self.recorder.take()
         while True:
             elapsed = (time.perf_counter() - start) * 1e3
@@ -118,12 +138,12 @@ class _Sampler:
                 if elapsed >= self.options.warmup_ms + self.options.ramp_limit_ms:
                     self.ramping = True  # the clock never settled: the measurement says so
                     break
-            last = max(self.take(_batch(last, 64)))
+            self.take(_batch(self.take.ms, 64))
             self.recorder.take()
         self.ramp_ms = max(0.0, (time.perf_counter() - start) * 1e3 - self.options.warmup_ms)
-        return last
+        return self.take.ms
 
-    def sample(self, last: float) -> tuple[list[float], tuple[float, float]]:
+    def sample(self, pace: float) -> tuple[list[float], tuple[float, float]]:
         """Sample in blocks of ~BATCH_MS until the median is known to ``ci_target`` or the budget ends.
 
         Neighbouring samples are not independent: under a power cap the clock swings over tens of
@@ -135,11 +155,11 @@ class _Sampler:
         blocks: list[float] = []
         start = time.perf_counter()
         while True:
-            block = self.take(_batch(last, options.max_samples - len(samples)))
+            block = self.take(_batch(pace, options.max_samples - len(samples)))
             samples.extend(block)
             blocks.append(statistics.median(block))
             self.recorder.take()
-            last = samples[-1]
+            pace = self.take.ms
             ci = _interval(samples, blocks, (time.perf_counter() - start) * 1e3, options, options.budget_ms)
             if ci is not None:
                 return samples, ci
@@ -220,14 +240,20 @@ def measure_interleaved(backend: Backend, launch_a: Callable[[], Any], launch_b:
                 [times[2 * i + pair.index(1)] for i, pair in enumerate(order)])
 
     sampler = _Sampler(lambda count: [a + b for a, b in zip(*pairs(count), strict=True)], options, recorder)
-    last = sampler.warm_up()
+    pace = sampler.warm_up()
     start = time.perf_counter()
     intervals: list[tuple[float, float] | None] = [None, None]
-    while None in intervals:
-        got = pairs(_batch(last, options.max_samples - len(samples[0])))
+
+    def keep(count: int) -> list[float]:
+        got = pairs(count)
         for side in (0, 1):
             samples[side].extend(got[side])
-        last = got[0][-1] + got[1][-1]
+        return [a + b for a, b in zip(*got, strict=True)]
+
+    timed_pairs = _Pace(keep)
+    while None in intervals:
+        timed_pairs(_batch(pace, options.max_samples - len(samples[0])))
+        pace = timed_pairs.ms
         recorder.take()
         elapsed = (time.perf_counter() - start) * 1e3
         intervals = [_interval(samples[i], None, elapsed, options, 2 * options.budget_ms) for i in (0, 1)]

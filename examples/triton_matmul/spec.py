@@ -222,13 +222,16 @@ def _tutorial(bm: int, bn: int, bk: int, stages: int, warps: int, **extra: int) 
 
 
 # Known good configs tried first where valid: the 16 of the Triton matmul tutorial's autotune list (what a user
-# coming from triton.autotune carries over), and TMA / persistent variants of its large tiles.
+# coming from triton.autotune carries over), TMA / persistent variants of its large tiles, and split-K over its
+# large tiles (fused), the usual cure where a skinny product's output tiles alone leave SMs idle (valid only there).
 SEEDS = [_tutorial(*c) for c in (
     (128, 256, 64, 3, 8), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4),
     (128, 32, 32, 4, 4), (64, 32, 32, 5, 2), (32, 64, 32, 5, 2), (128, 256, 128, 3, 8), (256, 128, 128, 3, 8),
     (256, 64, 128, 4, 4), (64, 256, 128, 4, 4), (128, 128, 128, 4, 4), (128, 64, 64, 4, 4), (64, 128, 64, 4, 4),
     (128, 32, 64, 4, 4))] + [_tutorial(128, 256, 64, 3, 8, TMA=1), _tutorial(128, 256, 64, 3, 8, TMA=1, PERSISTENT=1),
-                             _tutorial(128, 128, 64, 4, 4, TMA=1), _tutorial(128, 128, 64, 4, 4, TMA=1, PERSISTENT=1)]
+                             _tutorial(128, 128, 64, 4, 4, TMA=1), _tutorial(128, 128, 64, 4, 4, TMA=1, PERSISTENT=1)] + [
+    _tutorial(*tile, SPLIT_K=split, FUSED=1) for split in (2, 4, 8)
+    for tile in ((128, 128, 64, 4, 4), (128, 64, 128, 4, 4), (64, 128, 128, 4, 4), (128, 256, 64, 3, 8))]
 
 
 problem = kt.Problem(

@@ -6,6 +6,7 @@ on stderr, no traceback); 130 interrupted (the run can be resumed).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -53,6 +54,15 @@ def tune(
         Path | None, typer.Option("--shapes-from", help="A shape corpus the live runtime recorded "
                                   "(KERNTUNE_RECORD_UNTUNED=FILE): tune its distinct shapes of this spec.")
     ] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", help="Time on N devices at once: one worker per visible GPU (pinned, "
+                                 "each under its GPU's lock), or N Ray actors; shapes are shared out, each shape "
+                                 "timed on one device.")
+    ] = None,
+    executor: Annotated[str, typer.Option("--executor", help="local (this host) or ray (a Ray cluster).")] = "local",
+    address: Annotated[
+        str, typer.Option("--address", help="The Ray cluster to join (ray://HOST:10001, auto); none: a local one.")
+    ] = "",
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -61,22 +71,25 @@ def tune(
     from kerntune.pipeline.report import build_report, report_json
     from kerntune.pipeline.tune import TuneRequest
     from kerntune.pipeline.tune import tune as run_tune
+    from kerntune.pipeline.tune_pool import Placement
 
     if spec is None and resume is None:
         raise UsageError("give a SPEC (a spec file or a folder holding spec.py), or --resume RUN")
-    if resume is not None and (spec is not None or shape or dtype or budget or shapes_from):
+    if resume is not None and (spec is not None or shape or dtype or budget or shapes_from or workers is not None):
         raise UsageError("--resume continues a run exactly as it was started: give only the run id")
     settings = Settings.from_env()
     request = TuneRequest(
         spec=spec or "", shapes=[parse_shape(s) for s in shape or []], dtype=dtype, device=device or settings.device,
         strategy=strategy, budget=parse_budget(budget or []), seed=seed, resume=resume, retry_failed=retry_failed,
         target_ms=target_ms, shapes_from=str(shapes_from or ""),
+        placement=Placement(workers=workers, executor=executor, address=address),
     )
     db = _store(store)
     console = Console(stderr=as_json)
     try:
         if as_json:
-            run = run_tune(request, settings, db)
+            with contextlib.redirect_stdout(sys.stderr):  # stdout holds the JSON only, whatever a library prints
+                run = run_tune(request, settings, db)
         else:
             with BarProgress(console) as progress:
                 run = run_tune(request, settings, db, progress)

@@ -66,6 +66,12 @@ class Worker:
         self.restarts = 0
         self.setup_result: Any = None
 
+    name = "worker"
+
+    def fresh(self, log_path: Path) -> Worker:
+        """An unstarted worker on the same device (same setup and environment): a fresh process."""
+        return Worker(self._setup, log_path=log_path, env=self._env, setup_timeout_s=self._setup_timeout_s)
+
     # ------------------------------------------------------------------------------------ lifecycle
     def start(self) -> Any:
         """Start the process and run setup; raise a KerntuneError if setup fails (the run cannot go on)."""

@@ -26,6 +26,25 @@ def resolve(path: str) -> Any:
     return getattr(importlib.import_module(module_name), attr)
 
 
+def handle(state: dict[str, Any], path: str, payload: Any) -> tuple[Any, ...]:
+    """Run one message: ``("ok", result)``, ``("failed", kind, reason)`` or ``("error", kind, message)``.
+    Shared by this process's pipe loop and the Ray executor's actors."""
+    try:
+        reply: tuple[Any, ...] = ("ok", resolve(path)(state, payload))
+    except CandidateFailed as exc:
+        reply = ("failed", exc.kind, exc.reason)
+    except KerntuneError as exc:
+        reply = ("error", type(exc).__name__, str(exc))
+    except BaseException as exc:
+        traceback.print_exc()  # the whole traceback goes to the worker log; the reply stays one line
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f" ({os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+        reply = ("error", type(exc).__name__, f"{exc}{where}")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return reply
+
+
 def serve(inbox: Connection, outbox: Connection) -> None:
     state: dict[str, Any] = {}
     while True:
@@ -33,20 +52,7 @@ def serve(inbox: Connection, outbox: Connection) -> None:
             path, payload = inbox.recv()
         except (EOFError, OSError):
             return  # the tuner went away: nothing left to do
-        try:
-            reply: tuple[Any, ...] = ("ok", resolve(path)(state, payload))
-        except CandidateFailed as exc:
-            reply = ("failed", exc.kind, exc.reason)
-        except KerntuneError as exc:
-            reply = ("error", type(exc).__name__, str(exc))
-        except BaseException as exc:
-            traceback.print_exc()  # the whole traceback goes to the worker log; the reply stays one line
-            frames = traceback.extract_tb(exc.__traceback__)
-            where = f" ({os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
-            reply = ("error", type(exc).__name__, f"{exc}{where}")
-        sys.stdout.flush()
-        sys.stderr.flush()
-        outbox.send(reply)
+        outbox.send(handle(state, path, payload))
 
 
 def _exit_with_parent() -> None:

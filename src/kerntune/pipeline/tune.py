@@ -5,10 +5,9 @@ candidate in the store as it finishes. A killed run resumes from the store witho
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any, Protocol
 
 from kerntune.backends.base import CONTEXT_FATAL
 from kerntune.errors import KerntuneError, SpecError, UsageError
-from kerntune.exec.pool import Worker
+from kerntune.exec.slots import Slot
 from kerntune.model import (
     Budget,
     Candidate,
@@ -43,6 +42,15 @@ from kerntune.pipeline.run_inputs import (
 from kerntune.pipeline.search import make_strategy, resolve_strategy
 from kerntune.pipeline.search_loop import ShapeSearch
 from kerntune.pipeline.spec import LoadedSpec, load_spec
+from kerntune.pipeline.tune_pool import (
+    LockedProgress,
+    Placement,
+    make_slots,
+    release,
+    share_shapes,
+    start_slots,
+    tune_share,
+)
 from kerntune.settings import Settings
 from kerntune.store import CandidateResult, Store
 from kerntune.store.ledger import LedgerRow, prior_failures
@@ -72,6 +80,8 @@ class TuneRequest:
     """Stop a shape's search once a config's full measurement is at or under this median."""
     shapes_from: str = ""
     """A corpus the live runtime recorded (KERNTUNE_RECORD_UNTUNED): its distinct shapes of this problem."""
+    placement: Placement = field(default_factory=Placement)
+    """Where candidates are timed: one worker, a local pool (one per GPU), or Ray actors."""
 
 
 class Progress(Protocol):
@@ -94,7 +104,7 @@ def _new_run_id() -> str:
 
 class _Tuner:
     def __init__(self, run: Run, loaded: LoadedSpec, store: Store, settings: Settings, progress: Progress,
-                 worker: Worker, target: Target) -> None:
+                 worker: Slot, target: Target, slots: int = 1) -> None:
         self.run, self.loaded, self.store, self.settings = run, loaded, store, settings
         self.problem = loaded.problem
         self.progress, self.worker, self.target = progress, worker, target
@@ -105,7 +115,9 @@ class _Tuner:
         self.stop_reason = ""
         self.valid_sets: dict[str, tuple[list[Config], dict[str, int]]] = {}
         self.setup = (SETUP, {"spec_path": str(loaded.path), "device": str(run.options.get("device", ""))})
-        self.compile_workers = auto_workers(settings.compile_workers, target.vendor) if target.claims_timing else 0
+        workers = auto_workers(settings.compile_workers, target.vendor) if target.claims_timing else 0
+        # A pool shares the host's compile workers between its slots; Ray slots compile where they time.
+        self.compile_workers = 0 if run.options.get("executor") == "ray" else workers // slots
 
     def valid(self, shape: Shape) -> tuple[list[Config], dict[str, int]]:
         """The shape's valid configs and constraint rejections, computed once (large spaces take seconds)."""
@@ -192,7 +204,7 @@ class _Tuner:
             if not todo:
                 continue
             log = self.store.home / "logs" / f"confirm-{self.run.id}-{round_}-{secrets.token_hex(2)}.log"
-            worker = Worker(self.setup, log_path=log, setup_timeout_s=self.settings.setup_timeout_s)
+            worker = self.worker.fresh(log)  # the same device as the search, in a new process
             worker.start()
             try:
                 by_shape = [[c for s, c in todo if s == shape] for shape, _ in plan]
@@ -202,7 +214,7 @@ class _Tuner:
             finally:
                 worker.stop()
 
-    def confirm_one(self, worker: Worker, shape: Shape, cand: Candidate, round_: int) -> None:
+    def confirm_one(self, worker: Slot, shape: Shape, cand: Candidate, round_: int) -> None:
         assert cand.id is not None
         kernel = None if cand.config.items else cand.label
         outcome = worker.call(EVALUATE, self.payload(shape, cand.config, kernel), self.settings.candidate_timeout_s)
@@ -326,11 +338,11 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         make_strategy(request.strategy, [], request.seed)  # unknown strategy names fail before any work
 
     measure_options(settings)  # a bad regime or mode fails here, before any worker starts
-    log_path = store.home / "logs" / f"worker-{int(time.time())}-{secrets.token_hex(2)}.log"
-    worker = Worker((SETUP, {"spec_path": str(loaded.path), "device": device}), log_path=log_path,
-                    setup_timeout_s=settings.setup_timeout_s)
-    setup = worker.start()
+    placement = request.placement if not request.resume else Placement(**previous.options.get("placement", {}))
+    setup_call = (SETUP, {"spec_path": str(loaded.path), "device": device})
+    slots = make_slots(placement, setup_call, store, settings, f"{int(time.time())}-{secrets.token_hex(2)}")
     try:
+        setup = start_slots(slots)[0]
         require_graphs(settings, setup)
         target = Target.from_dict(setup["target"])
         if request.resume:
@@ -346,33 +358,40 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
                 target=target, strategy=request.strategy, budget=request.budget, shapes=tuple(shapes), dtype=dtype,
                 seed=request.seed, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 options={"device": device, "retry_failed": request.retry_failed,
-                         "kernel_hash": source_hash(loaded.problem),
+                         "kernel_hash": source_hash(loaded.problem), "executor": placement.executor,
+                         "placement": {"workers": placement.workers, "executor": placement.executor,
+                                       "address": placement.address},
                          "target_ms": request.target_ms, **roofline_inputs(loaded.problem, shapes, dtype, store,
                                                                                target)},
             )
             store.create_run(run)
         store.update_run(run.id, status="running")
-        tuner = _Tuner(run, loaded, store, settings, progress, worker, target)
+        tuner = _Tuner(run, loaded, store, settings, progress, slots[0], target, len(slots))
         tuner.valid_sets.update(valid_sets)
         progress.planned(run, tuner.planned_total(shapes))
+        tuners = [tuner]
+        shared = LockedProgress(progress)
+
+        def work(slot: Slot, next_shape: Callable[[], Shape | None]) -> None:
+            mine = tuner
+            if len(slots) > 1:  # SQLite connections stay in the thread that opened them
+                mine = _Tuner(run, loaded, Store(store.home), settings, shared, slot, target, len(slots))
+                mine.valid_sets.update(tuner.valid_sets)
+                tuners.append(mine)
+            tune_share(mine, next_shape)
+
         try:
-            with contextlib.ExitStack() as stack:
-                ahead = None
-                if tuner.compile_workers:
-                    ahead = stack.enter_context(CompileAhead(
-                        tuner.compile_workers, tuner.setup, log_dir=store.home / "logs",
-                        timeout_s=settings.candidate_timeout_s, setup_timeout_s=settings.setup_timeout_s))
-                for shape in shapes:
-                    tuner.tune_shape(shape, ahead)
-            tuner.confirm(shapes)
+            share_shapes(shapes, slots, work)
         except KerntuneError as exc:
             store.update_run(run.id, status="failed", stop_reason=str(exc), elapsed_s=tuner.elapsed())
             raise
         except BaseException:
             store.update_run(run.id, status="interrupted", elapsed_s=tuner.elapsed())
             raise
-        reason = tuner.stop_reason or "every valid config evaluated"
+        reason = "; ".join(dict.fromkeys(t.stop_reason for t in tuners if t.stop_reason)) or \
+            "every valid config evaluated"
         store.update_run(run.id, status="done", stop_reason=reason, elapsed_s=tuner.elapsed())
         return store.get_run(run.id)
     finally:
-        worker.stop()
+        release(slots)
+

@@ -112,6 +112,12 @@ class Store:
         if sets:
             self.db.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
 
+    def set_run_option(self, run_id: str, key: str, name: str, value: Any) -> None:
+        """Set ``options[key][name] = value`` in one statement (safe beside other writers of the same run)."""
+        path = f'$."{key}"'
+        self.db.execute("UPDATE runs SET options = json_set(options, ?, json_patch(coalesce(json_extract(options, ?),"
+                        " '{}'), ?)) WHERE id = ?", (path, path, json.dumps({name: value}), run_id))
+
     @staticmethod
     def _run(row: sqlite3.Row) -> Run:
         budget = json.loads(row["budget"])

@@ -1,0 +1,151 @@
+"""Where a run times its candidates: one worker (the direct path), a local pool with one worker per GPU
+(``--workers N``), or Ray actors (``--executor ray``). With several slots the shapes are shared out — each shape
+is searched, timed and confirmed on one device only, so timings from two devices are never ranked against each
+other — and every slot's results go into the one store of the run (each thread writes through its own SQLite
+connection; a row is written by the driver once, whatever the slot went through).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kerntune.errors import UsageError
+from kerntune.exec.pool import Worker
+from kerntune.exec.slots import Slot, local_slots
+from kerntune.model import Run, Shape, Target
+from kerntune.pipeline.compile_ahead import CompileAhead
+from kerntune.settings import Settings
+from kerntune.store import Store
+
+if TYPE_CHECKING:
+    from kerntune.pipeline.tune import _Tuner
+
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """``workers``: None for the direct path (one worker on the run's device); N for a pool of N slots."""
+
+    workers: int | None = None
+    executor: str = "local"
+    address: str = ""
+
+    def __post_init__(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise UsageError(f"unknown executor {self.executor!r}: one of {', '.join(EXECUTORS)}")
+        if self.address and self.executor != "ray":
+            raise UsageError("--address names a Ray cluster: use it with --executor ray")
+
+    @property
+    def pooled(self) -> bool:
+        return self.workers is not None or self.executor == "ray"
+
+
+def make_slots(placement: Placement, setup: tuple[str, dict[str, Any]], store: Store, settings: Settings,
+               tag: str) -> list[Any]:
+    log_dir = store.home / "logs"
+    if placement.executor == "ray":
+        from kerntune.exec.ray_slots import ray_slots
+
+        return list(ray_slots(placement.address, placement.workers or 1, setup,
+                              setup_timeout_s=settings.setup_timeout_s))
+    if placement.workers is not None:
+        return list(local_slots(setup, placement.workers, log_dir=log_dir, lock_dir=store.home / "locks",
+                                setup_timeout_s=settings.setup_timeout_s, tag=tag))
+    return [Worker(setup, log_path=log_dir / f"worker-{tag}.log", setup_timeout_s=settings.setup_timeout_s)]
+
+
+def start_slots(slots: Sequence[Slot]) -> list[Any]:
+    """Start every slot and return their setup results; all must be the same kind of device (one Target):
+    a run compares configs on one kind of device only, and a mixed fleet is tuned as one run per kind."""
+    setups = [slot.start() for slot in slots]
+    targets = [Target.from_dict(s["target"]) for s in setups]
+    kinds = {(t.vendor, t.arch, t.device_name, t.versions) for t in targets}
+    if len(kinds) > 1:
+        labels = sorted({t.label for t in targets})
+        raise UsageError(f"the workers hold different devices ({'; '.join(labels)}): tune each kind in its own run "
+                         "(pin the pool with CUDA_VISIBLE_DEVICES)")
+    return setups
+
+
+def release(slots: Sequence[Any]) -> None:
+    for slot in slots:
+        getattr(slot, "release", slot.stop)()
+    if slots and hasattr(slots[0], "disconnect"):
+        slots[0].disconnect()
+
+
+class LockedProgress:
+    """Serializes a Progress between the pool's threads."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.lock = inner, threading.Lock()
+
+    def planned(self, run: Run, total: int) -> None:
+        with self.lock:
+            self.inner.planned(run, total)
+
+    def finished(self, label: str, status: str, detail: str) -> None:
+        with self.lock:
+            self.inner.finished(label, status, detail)
+
+
+def share_shapes(shapes: Sequence[Shape], slots: Sequence[Slot],
+                 work: Callable[[Slot, Callable[[], Shape | None]], None]) -> None:
+    """Run ``work(slot, next_shape)`` in one thread per slot; ``next_shape`` hands out the shapes in order, each
+    once, and None when all are taken. The first error of any thread is raised after all have ended."""
+    todo: queue.SimpleQueue[Shape] = queue.SimpleQueue()
+    for shape in shapes:
+        todo.put(shape)
+
+    def next_shape() -> Shape | None:
+        try:
+            return todo.get_nowait()
+        except queue.Empty:
+            return None
+
+    if len(slots) == 1:
+        work(slots[0], next_shape)  # the direct path: in this thread (Ctrl-C stops the search where it is)
+        return
+    errors: list[BaseException] = []
+
+    def body(slot: Slot) -> None:
+        try:
+            work(slot, next_shape)
+        except BaseException as exc:  # handed to the caller below
+            errors.append(exc)
+            while next_shape() is not None:  # the others stop taking shapes too
+                pass
+
+    threads = [threading.Thread(target=body, args=(slot,), name=f"kerntune-{slot.name}") for slot in slots]
+    for thread in threads:
+        thread.start()
+    while any(t.is_alive() for t in threads):
+        time.sleep(0.05)  # joined in a loop: Ctrl-C still reaches the main thread
+    if errors:
+        raise errors[0]
+
+
+def tune_share(tuner: _Tuner, next_shape: Callable[[], Shape | None]) -> None:
+    """One slot's share of the run: the shapes it takes in turn, searched, then their finalists confirmed on
+    the same device."""
+    done: list[Shape] = []
+    with contextlib.ExitStack() as stack:
+        ahead = None
+        if tuner.compile_workers:
+            settings = tuner.settings
+            ahead = stack.enter_context(CompileAhead(
+                tuner.compile_workers, tuner.setup, log_dir=tuner.store.home / "logs",
+                timeout_s=settings.candidate_timeout_s, setup_timeout_s=settings.setup_timeout_s))
+        while (shape := next_shape()) is not None:
+            tuner.store.set_run_option(tuner.run.id, "shape_slots", shape.key, tuner.worker.name)
+            tuner.tune_shape(shape, ahead)
+            done.append(shape)
+    tuner.confirm(done)

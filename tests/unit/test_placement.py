@@ -1,0 +1,29 @@
+"""Where a run times: the placement's checks and the visible-GPU list the local pool pins its workers to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kerntune.errors import UsageError
+from kerntune.exec.slots import local_slots, visible_gpus
+from kerntune.pipeline.tune_pool import Placement
+
+
+def test_placement_refuses_unknown_executors_and_a_stray_address() -> None:
+    with pytest.raises(UsageError, match="unknown executor 'slurm'"):
+        Placement(executor="slurm")
+    with pytest.raises(UsageError, match="--address names a Ray cluster"):
+        Placement(workers=2, address="ray://head:10001")
+    assert not Placement().pooled and Placement(workers=1).pooled and Placement(executor="ray").pooled
+
+
+def test_visible_gpus_follow_the_pinning_variables() -> None:
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "2, 5"}) == ["2", "5"]
+    assert visible_gpus({"HIP_VISIBLE_DEVICES": "1"}) == ["1"]
+
+
+def test_local_pool_refuses_zero_workers(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="at least 1"):
+        local_slots(("x:y", {}), 0, log_dir=tmp_path, lock_dir=tmp_path, setup_timeout_s=1.0, tag="t")

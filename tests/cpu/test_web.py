@@ -107,6 +107,8 @@ def test_token_traversal_and_malformed_requests(home: Path, tmp_path: Path) -> N
            client.post("/api/tunes", json={"spec": 3}), client.post("/api/tunes", json={}),
            client.post("/api/tunes", json={"spec": "opencl_vector_add", "strategy": "guess"}),
            client.post("/api/tunes", json={"spec": "opencl_vector_add", "budget": "lots"}),
+           client.post("/api/tunes", json={"spec": "opencl_vector_add", "workers": 0}),
+           client.post("/api/tunes", json={"spec": "opencl_vector_add", "executor": "slurm"}),
            client.post("/api/lab/x/replay", json={"iterations": 0}),
            client.get("/runs/x/diff", params={"a": "one", "b": 2}), client.get("/api/jobs/77")]
     for response in bad:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kerntune.errors import UsageError
+from kerntune.errors import KerntuneError, UsageError
 from kerntune.exec.slots import local_slots, visible_gpus
 from kerntune.pipeline.tune_pool import Placement
 
@@ -27,3 +27,24 @@ def test_visible_gpus_follow_the_pinning_variables() -> None:
 def test_local_pool_refuses_zero_workers(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="at least 1"):
         local_slots(("x:y", {}), 0, log_dir=tmp_path, lock_dir=tmp_path, setup_timeout_s=1.0, tag="t")
+
+
+def test_a_gpu_held_by_another_run_is_refused_by_name(tmp_path: Path) -> None:
+    from filelock import FileLock
+
+    from kerntune.exec.slots import LocalSlot
+
+    other = FileLock(str(tmp_path / "gpu-7.lock"))
+    other.acquire()
+    try:
+        slot = LocalSlot(("x:y", {}), device="7", log_path=tmp_path / "w.log", lock_dir=tmp_path, setup_timeout_s=1)
+        with pytest.raises(UsageError, match="GPU 7 is held by another kerntune run"):
+            slot.start()
+    finally:
+        other.release()
+    # Once free, the slot takes the lock; a setup that fails gives it back.
+    slot = LocalSlot(("kerntune.no_such_module:setup", {}), device="7", log_path=tmp_path / "w.log",
+                     lock_dir=tmp_path, setup_timeout_s=30)
+    with pytest.raises(KerntuneError):
+        slot.start()
+    assert FileLock(str(tmp_path / "gpu-7.lock")).acquire(timeout=0.1)

@@ -83,7 +83,11 @@ class LocalSlot(Worker):
                 raise UsageError(f"GPU {self.device} is held by another kerntune run ({lock.lock_file}); wait for "
                                  "it, or leave this GPU out with CUDA_VISIBLE_DEVICES") from None
             self._lock = lock
-        return super().start()
+        try:
+            return super().start()
+        except BaseException:
+            self.release()  # a slot that cannot start holds no GPU
+            raise
 
     def release(self) -> None:
         """Stop the process and give the GPU's lock back (the pool is done with this device)."""

@@ -71,10 +71,11 @@ def build(home: Path) -> Any:
     @server.tool()
     @answering
     def tuning_action(session: str, action: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Start an action in the session. search {strategy, budget, shapes, dtype, device, seed}; select {config}
-        or {rank, shape} from the latest search; inspect {config}; ab {config, against}; deploy {table}; capture
-        {kernel, command: [...], nth}; run {mode, iterations} or a comparison {set: {NAME: VALUE}, variant};
-        save {set, table} or {variant}. Long actions run in the background: poll tuning_status."""
+        """Start an action in the session. search {strategy, budget, shapes, dtype, device, seed, workers,
+        executor, address}; select {config} or {rank, shape} from the latest search; inspect {config}; ab
+        {config, against}; deploy {table}; capture {kernel, command: [...], nth}; run {mode, iterations} or a
+        comparison {set: {NAME: VALUE}, variant}; save {set, table} or {variant}. Long actions run in the
+        background: poll tuning_status."""
         s = sessions.get(session)
         planned = action_argv(s, action, dict(args or {}))
         return planned if isinstance(planned, dict) else sessions.start(s, planned)

@@ -106,7 +106,7 @@ def action_argv(s: Session, action: str, args: dict[str, Any]) -> list[str] | di
     extra = [str(a) for a in args.get("extra", [])]
     if action == "search":
         argv = ["tune", str(s.spec)]
-        for name in ("strategy", "budget", "dtype", "device", "seed"):
+        for name in ("strategy", "budget", "dtype", "device", "seed", "workers", "executor", "address"):
             if name in args:
                 argv += [f"--{name}", str(args[name])]
         for shape in args.get("shapes", []):

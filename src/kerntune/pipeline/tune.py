@@ -117,7 +117,7 @@ class _Tuner:
         self.setup = (SETUP, {"spec_path": str(loaded.path), "device": str(run.options.get("device", ""))})
         workers = auto_workers(settings.compile_workers, target.vendor) if target.claims_timing else 0
         # A pool shares the host's compile workers between its slots; Ray slots compile where they time.
-        self.compile_workers = 0 if run.options.get("executor") == "ray" else workers // slots
+        self.compile_workers = 0 if (run.options.get("placement") or {}).get("executor") == "ray" else workers // slots
 
     def valid(self, shape: Shape) -> tuple[list[Config], dict[str, int]]:
         """The shape's valid configs and constraint rejections, computed once (large spaces take seconds)."""
@@ -358,7 +358,7 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
                 target=target, strategy=request.strategy, budget=request.budget, shapes=tuple(shapes), dtype=dtype,
                 seed=request.seed, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 options={"device": device, "retry_failed": request.retry_failed,
-                         "kernel_hash": source_hash(loaded.problem), "executor": placement.executor,
+                         "kernel_hash": source_hash(loaded.problem),
                          "placement": {"workers": placement.workers, "executor": placement.executor,
                                        "address": placement.address},
                          "target_ms": request.target_ms, **roofline_inputs(loaded.problem, shapes, dtype, store,
@@ -373,12 +373,16 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         shared = LockedProgress(progress)
 
         def work(slot: Slot, next_shape: Callable[[], Shape | None]) -> None:
-            mine = tuner
-            if len(slots) > 1:  # SQLite connections stay in the thread that opened them
-                mine = _Tuner(run, loaded, Store(store.home), settings, shared, slot, target, len(slots))
-                mine.valid_sets.update(tuner.valid_sets)
-                tuners.append(mine)
-            tune_share(mine, next_shape)
+            if len(slots) == 1:
+                tune_share(tuner, next_shape)
+                return
+            mine = _Tuner(run, loaded, Store(store.home), settings, shared, slot, target, len(slots))
+            mine.valid_sets.update(tuner.valid_sets)  # (a SQLite connection stays in the thread that opened it)
+            tuners.append(mine)
+            try:
+                tune_share(mine, next_shape)
+            finally:
+                mine.store.close()
 
         try:
             share_shapes(shapes, slots, work)

@@ -15,7 +15,7 @@ import json
 import re
 from itertools import count
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -34,6 +34,8 @@ class TuneRequest(BaseModel):
     strategy: str = "auto"
     budget: str | None = Field(default=None, max_length=100)
     shapes: list[str] = Field(default_factory=list, max_length=64)
+    workers: int | None = Field(default=None, ge=1, le=1024)
+    executor: Literal["local", "ray"] = "local"
 
 
 class ReplayRequest(BaseModel):
@@ -171,7 +173,9 @@ def create_app(home: Path, specs_root: Path, token: str | None = None) -> FastAP
             args += ["--budget", request.budget]
         for shape in request.shapes:
             args += ["--shape", shape]
-        return launch(args)
+        if request.workers is not None:
+            args += ["--workers", str(request.workers)]
+        return launch([*args, "--executor", request.executor])
 
     @app.post("/api/lab/{name}/replay")
     def start_replay(name: str, request: ReplayRequest) -> dict[str, Any]:

@@ -60,7 +60,7 @@ def _actor_pids() -> list[int]:
 def test_local_pool_shares_the_shapes_and_records_who_took_each(tmp_path: Path) -> None:
     report = _finish(_tune(tmp_path, "--workers", "2", "--budget", "6"))
     slots = _options(tmp_path, report["run"]["id"])["shape_slots"]
-    assert set(slots) == {"N=4096", "N=8192"} and set(slots.values()) == {"cpu"}
+    assert set(slots) == {"N=4096", "N=8192"} and set(slots.values()) == {"cpu 0", "cpu 1"}  # one each
     assert report["run"]["shape_slots"] == slots and report["run"]["placement"]["workers"] == 2
     assert len(list((tmp_path / "logs").glob("worker-*-[01].log"))) == 2  # two worker processes ran
     assert all(s["winner"] is not None for s in report["shapes"])

@@ -16,7 +16,7 @@ def test_placement_refuses_unknown_executors_and_a_stray_address() -> None:
         Placement(executor="slurm")
     with pytest.raises(UsageError, match="--address names a Ray cluster"):
         Placement(workers=2, address="ray://head:10001")
-    assert not Placement().pooled and Placement(workers=1).pooled and Placement(executor="ray").pooled
+    assert Placement(workers=2, executor="ray", address="auto").address == "auto"
 
 
 def test_visible_gpus_follow_the_pinning_variables() -> None:
@@ -48,3 +48,11 @@ def test_a_gpu_held_by_another_run_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(KerntuneError):
         slot.start()
     assert FileLock(str(tmp_path / "gpu-7.lock")).acquire(timeout=0.1)
+
+
+def test_a_ray_address_nobody_answers_at_is_refused_at_once() -> None:
+    from kerntune.exec.ray_slots import _reachable
+
+    with pytest.raises(UsageError, match=r"cannot reach the Ray cluster at ray://127\.0\.0\.1:1 "):
+        _reachable("ray://127.0.0.1:1")  # port 1: refused on any machine that runs no service there
+    _reachable("auto")  # names Ray resolves itself are left to it

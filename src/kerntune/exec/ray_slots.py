@@ -15,6 +15,7 @@ runtime_env that ships it).
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +33,26 @@ class _DeviceActor:
         os.environ["KERNTUNE_DISPATCH"] = "off"  # code measured here never reads a deployed table
         self.state: dict[str, Any] = {}
 
-    def pid(self) -> int:
-        return os.getpid()
-
     def run(self, path: str, payload: Any) -> tuple[Any, ...]:
         from kerntune.exec.worker import handle
 
         return handle(self.state, path, payload)
+
+
+REACH_S = 5.0
+"""How long to try a cluster's head before saying it cannot be reached (Ray itself retries for minutes)."""
+
+
+def _reachable(address: str) -> None:
+    """Refuse a HOST:PORT (or ray://HOST:PORT) nobody answers at, at once and in one line."""
+    host, _, port = address.split("://", 1)[-1].rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto" and the like: Ray resolves them
+    try:
+        socket.create_connection((host, int(port)), timeout=REACH_S).close()
+    except OSError as exc:
+        raise UsageError(f"cannot reach the Ray cluster at {address} ({exc}): start it (ray start --head) or fix "
+                         "--address") from None
 
 
 def connect(address: str) -> Any:
@@ -48,8 +62,13 @@ def connect(address: str) -> Any:
     except ImportError:
         raise UsageError("--executor ray needs Ray: pip install 'kerntune[ray]'") from None
     if not ray.is_initialized():
-        ray.init(address=address or None, include_dashboard=False, log_to_driver=False,
-                 configure_logging=False)
+        if address:
+            _reachable(address)
+        try:
+            ray.init(address=address or None, include_dashboard=False, log_to_driver=False,
+                     configure_logging=False)
+        except (ConnectionError, ValueError) as exc:
+            raise UsageError(f"cannot join the Ray cluster at {address or '(local)'}: {exc}") from None
     return ray
 
 
@@ -64,10 +83,6 @@ class RaySlot:
         self._actor = remote.options(num_gpus=1 if gpu else 0, num_cpus=0 if gpu else 1).remote()
         self.restarts = 0
         self.setup_result: Any = None
-
-    def pid(self) -> int:
-        """The actor's process id (tests kill it to play a lost worker)."""
-        return int(self._ray.get(self._actor.pid.remote(), timeout=self._setup_timeout_s))
 
     def start(self) -> Any:
         path, payload = self._setup

@@ -62,12 +62,12 @@ class LocalSlot(Worker):
     holding ``<locks>/gpu-<device>.lock`` while it lives so that no other kerntune run times on it meanwhile."""
 
     def __init__(self, setup: tuple[str, dict[str, Any]], *, device: str, log_path: Path, lock_dir: Path,
-                 setup_timeout_s: float) -> None:
+                 setup_timeout_s: float, index: int = 0) -> None:
         env = dict(os.environ)
         if device:
             env.update(CUDA_VISIBLE_DEVICES=device, HIP_VISIBLE_DEVICES=device)
         super().__init__(setup, log_path=log_path, env=env, setup_timeout_s=setup_timeout_s)
-        self.name = f"gpu {device}" if device else "cpu"
+        self.name = f"gpu {device}" if device else f"cpu {index}"
         self.device, self._lock_dir = device, lock_dir
         self._lock: Any = None
 
@@ -106,6 +106,8 @@ def local_slots(setup: tuple[str, dict[str, Any]], count: int, *, log_dir: Path,
     gpus = visible_gpus()
     if gpus and count > len(gpus):
         raise UsageError(f"--workers {count} asks for more GPUs than the {len(gpus)} visible ({', '.join(gpus)})")
+    if not gpus and count > (os.cpu_count() or 1):
+        raise UsageError(f"--workers {count} on a CPU device asks for more processes than its {os.cpu_count()} cores")
     devices = gpus[:count] if gpus else [""] * count
     return [LocalSlot(setup, device=d, log_path=log_dir / f"worker-{tag}-{i}.log", lock_dir=lock_dir,
-                      setup_timeout_s=setup_timeout_s) for i, d in enumerate(devices)]
+                      setup_timeout_s=setup_timeout_s, index=i) for i, d in enumerate(devices)]

@@ -1,6 +1,7 @@
 """What a tuning run and an A/B share before and around their workers: the worker entry points, shapes
 from ``--shape`` overrides or a recorded corpus (``--shapes-from``), the kernel's source hash and the roofline
-inputs a run records, the measurement options from the settings (validated in the parent, so a bad regime or
+inputs a run records, each shape's valid configs (a shape the constraints empty is a spec error), the
+measurement options from the settings (validated in the parent, so a bad regime or
 mode is a usage error before any worker starts), and the graph-mode check on a worker's setup.
 """
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kerntune.errors import SpecError, UsageError
-from kerntune.model import NativeKernel, OpenCLKernel, Problem, Scalar, Shape, Target
+from kerntune.model import Config, NativeKernel, OpenCLKernel, Problem, Scalar, Shape, Target
 from kerntune.pipeline.calibrate import MAX_AGE_S, device_key
 from kerntune.pipeline.measure import MeasureOptions
 from kerntune.runtime.keys import kernel_hash
@@ -132,3 +133,21 @@ def require_graphs(settings: Settings, setup: Mapping[str, Any]) -> None:
     if settings.mode == "graph" and not setup.get("graphs"):
         raise UsageError(f"the {setup.get('backend', '')} backend on this device has no graph mode "
                          "(CUDA/HIP graphs): measure with KERNTUNE_MODE=eager")
+
+
+ValidSets = dict[str, tuple[list[Config], dict[str, int]]]
+"""Per shape key: the valid configs and how many configs each constraint rejected."""
+
+
+def check_space(problem: Problem, shapes: Sequence[Shape], target: Target) -> ValidSets:
+    """Every shape's valid configs (each shape must keep at least one), computed once for the whole run."""
+    sets: ValidSets = {}
+    for shape in shapes:
+        valid, rejected = sets[shape.key] = problem.space.valid_configs(shape, target)
+        if not valid:
+            why = ", ".join(f"{name} ({count})" for name, count in sorted(rejected.items(), key=lambda kv: -kv[1]))
+            raise SpecError(
+                f"the constraints exclude every one of the {problem.space.size} configs at shape {shape.key} "
+                f"(rejected by: {why}); loosen the constraints or widen the parameter values"
+            )
+    return sets

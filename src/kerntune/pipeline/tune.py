@@ -22,7 +22,6 @@ from kerntune.model import (
     Config,
     FailureKind,
     Measurement,
-    Problem,
     Run,
     Shape,
     Target,
@@ -32,6 +31,8 @@ from kerntune.pipeline.outcomes import candidate_result
 from kerntune.pipeline.run_inputs import (
     EVALUATE,
     SETUP,
+    ValidSets,
+    check_space,
     corpus_shapes,
     measure_options,
     require_graphs,
@@ -295,24 +296,6 @@ class _Tuner:
         return total
 
 
-ValidSets = dict[str, tuple[list[Config], dict[str, int]]]
-"""Per shape key: the valid configs and how many configs each constraint rejected."""
-
-
-def _check_space(problem: Problem, shapes: Sequence[Shape], target: Target) -> ValidSets:
-    """Every shape's valid configs (each shape must keep at least one), computed once for the whole run."""
-    sets: ValidSets = {}
-    for shape in shapes:
-        valid, rejected = sets[shape.key] = problem.space.valid_configs(shape, target)
-        if not valid:
-            why = ", ".join(f"{name} ({count})" for name, count in sorted(rejected.items(), key=lambda kv: -kv[1]))
-            raise SpecError(
-                f"the constraints exclude every one of the {problem.space.size} configs at shape {shape.key} "
-                f"(rejected by: {why}); loosen the constraints or widen the parameter values"
-            )
-    return sets
-
-
 def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progress | None = None) -> Run:
     """Run (or resume) a tuning session and return the finished Run record."""
     progress = progress or _Silent()
@@ -352,7 +335,7 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
                                  "results from two devices are never mixed; start a new run")
         valid_sets: ValidSets = {}
         if not request.resume:
-            valid_sets = _check_space(loaded.problem, shapes, target)
+            valid_sets = check_space(loaded.problem, shapes, target)
             run = Run(
                 id=_new_run_id(), problem=loaded.problem.name, spec_path=str(loaded.path), spec_hash=loaded.digest,
                 target=target, strategy=request.strategy, budget=request.budget, shapes=tuple(shapes), dtype=dtype,

@@ -43,10 +43,6 @@ class Placement:
         if self.address and self.executor != "ray":
             raise UsageError("--address names a Ray cluster: use it with --executor ray")
 
-    @property
-    def pooled(self) -> bool:
-        return self.workers is not None or self.executor == "ray"
-
 
 def make_slots(placement: Placement, setup: tuple[str, dict[str, Any]], store: Store, settings: Settings,
                tag: str) -> list[Any]:

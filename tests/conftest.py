@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -37,6 +38,20 @@ class CliResult:
 
     def json(self) -> Any:
         return json.loads(self.stdout)
+
+
+def poll_store(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of `sql` in a store another process is writing; none while the file or its tables do not exist yet
+    (the tuner creates the file before its schema, so a poll can land in between)."""
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(db) as conn:
+            return conn.execute(sql).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
 
 
 def has_gpu() -> bool:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, poll_store
 
 FLEET = str(ROOT / "tests" / "specs" / "fleet")
 SHORT = {"KERNTUNE_WARMUP_MS": "1", "KERNTUNE_SAMPLE_BUDGET_MS": "5", "KERNTUNE_CONFIRM_ROUNDS": "0"}
@@ -26,7 +26,7 @@ def _tune(home: Path, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, **SHORT, "KERNTUNE_HOME": str(home)}
     return subprocess.Popen([sys.executable, "-m", "kerntune", "tune", FLEET, "--shape", "N=4096", "--shape", "N=8192",
                              "--strategy", "exhaustive", "--json", *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
 
 def _finish(proc: subprocess.Popen[str]) -> dict:
@@ -75,17 +75,21 @@ def test_ray_cluster_matches_one_worker_and_survives_a_killed_actor(tmp_path: Pa
 
     home = tmp_path / "ray"
     proc = _tune(home, "--executor", "ray", "--workers", "2")
-    killed = None
-    deadline = time.monotonic() + 600
-    while killed is None and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-        done = len(_rows(home)) if (home / "kerntune.sqlite").exists() else 0
-        pids = _actor_pids()
-        if done >= 60 and pids:
-            killed = pids[0]
-            os.kill(killed, signal.SIGKILL)
-    assert killed is not None, "the run ended before an actor could be killed"
-    report = _finish(proc)
+    try:
+        killed = None
+        deadline = time.monotonic() + 600
+        while killed is None and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            pids = _actor_pids()
+            if len(poll_store(home / "kerntune.sqlite", ROW)) >= 60 and pids:
+                killed = pids[0]
+                os.kill(killed, signal.SIGKILL)
+        assert killed is not None, "the run ended before an actor could be killed"
+        report = _finish(proc)
+    finally:  # a failed assertion must not leave the run (and its Ray cluster) behind for the next test
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
     assert report["run"]["status"] == "done", report["run"]
     got = _rows(home)
     keys = [row[:4] for row in got]

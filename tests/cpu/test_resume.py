@@ -14,24 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, FAST_ENV, ROOT, CliResult
+from tests.conftest import EXAMPLES, FAST_ENV, ROOT, CliResult, poll_store
 
 pytest.importorskip("pyopencl")
 
 
 def _finished(db: Path) -> dict[int, tuple[str, int]]:
-    if not db.exists():
-        return {}
-    try:
-        with sqlite3.connect(db) as conn:
-            rows = conn.execute(
-                "SELECT c.id, c.config_key, COUNT(m.id) FROM candidates c LEFT JOIN measurements m"
-                " ON m.candidate_id = c.id AND m.phase = 'search' WHERE c.status != 'pending' GROUP BY c.id"
-            ).fetchall()
-    except sqlite3.OperationalError as exc:  # polled while the tuner is still creating the store's tables
-        if "no such table" in str(exc):
-            return {}
-        raise
+    rows = poll_store(db, "SELECT c.id, c.config_key, COUNT(m.id) FROM candidates c LEFT JOIN measurements m"
+                          " ON m.candidate_id = c.id AND m.phase = 'search' WHERE c.status != 'pending' GROUP BY c.id")
     return {r[0]: (r[1], r[2]) for r in rows}
 
 

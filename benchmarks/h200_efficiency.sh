@@ -5,6 +5,7 @@
 #   exhaustive  every valid config, compile-ahead workers (--strategy exhaustive)
 #   raceN       the default strategy (auto -> race) with --seed N
 #   serial      a serial compile-then-time loop (no compile workers, random order, full protocol) for SERIAL_S s
+#   pipelined   the same random order and budget with compile-ahead workers (throughput at one protocol)
 # All under one shortened protocol (KERNTUNE_WARMUP_MS / KERNTUNE_SAMPLE_BUDGET_MS below) to fit the device time;
 # the same for every run. Each run's candidates are exported as CSV (benchmarks/export_candidates.py).
 # GPU_TESTS=1 first runs the gpu tests.
@@ -23,6 +24,7 @@ for run in ${RUNS:-race1 race2 race3 race4 race5}; do
     exhaustive) args=(--strategy exhaustive); workers=-1; limit=${EXHAUSTIVE_LIMIT:-400} ;;
     race*) args=(--seed "${run#race}"); workers=-1; limit=${RACE_LIMIT:-100} ;;
     serial) args=(--strategy random --budget "${SERIAL_S:-60}s"); workers=0; limit=$(( ${SERIAL_S:-60} + 60 )) ;;
+    pipelined) args=(--strategy random --budget "${SERIAL_S:-60}s"); workers=-1; limit=$(( ${SERIAL_S:-60} + 60 )) ;;
     *) echo "unknown run $run"; continue ;;
   esac
   start=$(date +%s.%N)

@@ -9,6 +9,9 @@
 #               compile-ahead workers (benchmarks/h200_efficiency.sh), under the shortened protocol WARMUP_MS/SAMPLE_MS
 #   races       RACE_RUNS on that space, same protocol: the default strategy (raceN: seed N) and the serial
 #               compile-then-time loop (serial)
+#   throughput  configs timed per minute at one protocol for both: the serial compile-then-time loop and the same
+#               random order with compile-ahead workers, SERIAL_S s each, under the race's screening measurement
+#               (1/16 of WARMUP_MS/SAMPLE_MS: what the default strategy times most configs with)
 #   side        the exhaustive best and each race's winner (this call's, or from RUNS_FROM= folders holding an
 #               earlier call's reports) timed side by side under the default protocol (benchmarks/time_configs.py)
 #   tests       the gpu tests TESTS (default: tests/gpu/test_measure_gpu.py)
@@ -42,6 +45,13 @@ if want races; then
   OUT="$W/races" RUNS="$RACE_RUNS" RACE_LIMIT=${RACE_LIMIT:-70} SERIAL_S=${SERIAL_S:-40} \
     bash benchmarks/h200_efficiency.sh >> "$LOG" 2>&1
   pack races
+fi
+if want throughput; then
+  step "throughput: serial vs pipelined at the screening measurement"
+  OUT="$W/throughput" RUNS="serial pipelined" SERIAL_S=${SERIAL_S:-40} \
+    WARMUP_MS=$(python3 -c "print($WARMUP_MS / 16)") SAMPLE_MS=$(python3 -c "print($SAMPLE_MS / 16)") \
+    bash benchmarks/h200_efficiency.sh >> "$LOG" 2>&1
+  pack throughput
 fi
 if want side; then
   step "the winners side by side (default protocol)"

@@ -1,6 +1,7 @@
 """Tuning on several workers (issue: scale out), on PoCL: the local pool shares the shapes between its workers
 and records which took each; a local Ray cluster with 2 actors tunes a 200-config space over two shapes to the
-same set of results as one worker, and still does when one actor is killed mid-run — no row lost, none twice."""
+same set of results as one worker, and still does when one actor is killed mid-run — no row lost, none twice;
+on Ray, candidates compile in a compile actor (CPU only) and planted faults fail as on the direct path."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, poll_store
+from tests.conftest import ROOT, SPECS, CliResult, failures_by_config, poll_store
 
 FLEET = str(ROOT / "tests" / "specs" / "fleet")
 SHORT = {"KERNTUNE_WARMUP_MS": "1", "KERNTUNE_SAMPLE_BUDGET_MS": "5", "KERNTUNE_CONFIRM_ROUNDS": "0"}
@@ -97,3 +99,19 @@ def test_ray_cluster_matches_one_worker_and_survives_a_killed_actor(tmp_path: Pa
     assert sorted(got) == sorted(expected)  # nothing lost: every config, with the same outcome
     slots = _options(home, report["run"]["id"])["shape_slots"]
     assert set(slots) == {"N=4096", "N=8192"} and len(set(slots.values())) == 2
+
+
+def test_ray_compiles_in_a_cpu_actor_and_isolates_planted_faults(kerntune: Callable[..., CliResult]) -> None:
+    pytest.importorskip("ray")
+    result = kerntune("tune", str(SPECS / "faults_opencl"), "--executor", "ray", "--workers", "1", "--json",
+                      env={"KERNTUNE_CANDIDATE_TIMEOUT_S": "8", "KERNTUNE_COMPILE_WORKERS": "1"})
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert failures_by_config(report) == {  # as on the direct path (test_opencl_tune)
+        "VARIANT=1,LS=64": "compile", "VARIANT=2,LS=64": "hang", "VARIANT=3,LS=64": "wrong-result",
+        "VARIANT=4,LS=64": "crash",
+    }
+    failed = {f["config"]["VARIANT"]: f["reason"] for f in report["shapes"][0]["failed"]}
+    assert failed[1].endswith("(compile-ahead worker)")  # built by the compile actor, not the timing actor
+    assert "died 2 times" in failed[4]  # the segfault killed the timing actor, and again when run once more
+    assert report["shapes"][0]["winner"]["config"]["VARIANT"] in (0, 5)

@@ -39,3 +39,8 @@ def hang(state: dict[str, Any], payload: dict[str, Any]) -> None:
 def noisy(state: dict[str, Any], payload: dict[str, Any]) -> str:
     print("stdout chatter that must not corrupt the protocol")
     return "clean"
+
+
+def setups(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """How often this process was set up (0: a process nobody set up) and its pid."""
+    return {"setups": state.get("setups", 0), "pid": os.getpid()}

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from kerntune.errors import KerntuneError, UsageError
+from kerntune.exec.ray_slots import share_compilers
 from kerntune.exec.slots import local_slots, visible_gpus
 from kerntune.pipeline.tune_pool import Placement
 
@@ -56,3 +57,16 @@ def test_a_ray_address_nobody_answers_at_is_refused_at_once() -> None:
     with pytest.raises(UsageError, match=r"cannot reach the Ray cluster at ray://127\.0\.0\.1:1 "):
         _reachable("ray://127.0.0.1:1")  # port 1: refused on any machine that runs no service there
     _reachable("auto")  # names Ray resolves itself are left to it
+
+
+def test_ray_compile_actors_share_their_nodes_cpus() -> None:
+    nodes = {"a": 16.0, "b": 32.0}
+    gpu_slots = [("a", 0.0), ("b", 0.0), ("b", 0.0)]  # one GPU actor on a, two on b (GPU actors hold no CPU)
+    assert share_compilers(gpu_slots, nodes, -1, "nvidia") == [14, 14, 14]  # a: 16 - 2; b: 32 / 2 - 2
+    assert share_compilers([("b", 0.0)], nodes, -1, "nvidia") == [16]  # at most 16 per slot
+    assert share_compilers(gpu_slots, nodes, 20, "nvidia") == [16, 16, 16]  # asked for: capped by what Ray can place
+    assert share_compilers(gpu_slots, nodes, 3, "nvidia") == [3, 3, 3]
+    cpu_slots = [("a", 1.0), ("a", 1.0)]  # CPU devices: each slot holds a CPU
+    assert share_compilers(cpu_slots, nodes, -1, "cpu") == [0, 0]  # automatic: none beside a CPU device
+    assert share_compilers(cpu_slots, {"a": 3.0}, 4, "cpu") == [0, 0]  # 1 CPU left for 2 slots: none placeable
+    assert share_compilers([("gone", 0.0)], nodes, -1, "nvidia") == [0]  # a node no longer listed: none

@@ -44,6 +44,12 @@ def _signal_name(returncode: int) -> str:
     return f"exit code {returncode}"
 
 
+def end(worker: Any) -> None:
+    """End a worker for good: ``release`` where it holds something beyond its process (a GPU's lock, a Ray
+    actor), else ``stop``."""
+    getattr(worker, "release", worker.stop)()
+
+
 class Worker:
     """One subprocess running ``kerntune.exec.worker``; ``setup`` is replayed after every restart."""
 

@@ -68,11 +68,22 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="kerntune-parent-watch", daemon=True).start()
 
 
-def main(argv: list[str]) -> None:
-    _exit_with_parent()
+NICE = 10
+"""Compile workers yield the CPU to the timing worker (a busy host delays launches inside short samples)."""
+
+
+def yield_cpu() -> None:
+    """A compile-ahead worker (KERNTUNE_WORKER_NICE set) lowers its priority: it yields the cores to the timing
+    process, whose host-side launch latency enters short samples. Called by this process and by Ray's compile
+    actors."""
     nice = int(os.environ.get("KERNTUNE_WORKER_NICE", "0") or 0)
     if nice:
-        os.nice(nice)  # a compile-ahead worker yields the CPU to the timing worker
+        os.nice(nice)
+
+
+def main(argv: list[str]) -> None:
+    _exit_with_parent()
+    yield_cpu()
     inbox = Connection(int(argv[1]), writable=False)
     outbox = Connection(int(argv[2]), readable=False)
     serve(inbox, outbox)

@@ -1,11 +1,11 @@
 """Pipelined compilation: a pool of compile workers builds candidates ahead while the device worker times.
 
-Each compile worker is a crash-isolated subprocess (``exec.pool.Worker``) that loads the spec and calls
-``evaluate.precompile``: the compiler runs, nothing is launched (a launch would disturb the kernel being
-timed), and the binary lands in the compiler's on-disk cache, so the timing worker's own compile of that
-config is a cache hit. The workers run at low priority (``nice``) and leave cores to the timing worker, whose
-host-side launch latency enters short samples. Results are kept by (shape, config): asking twice compiles
-once.
+Each compile worker is crash-isolated — a subprocess (``exec.pool.Worker``) on this host, or a Ray actor on the
+node of the Ray slot it feeds (``exec.ray_slots``) — loads the spec and calls ``evaluate.precompile``: the
+compiler runs, nothing is launched (a launch would disturb the kernel being timed), and the binary lands in the
+compiler's on-disk cache of that host, so the timing worker's own compile of that config is a cache hit. The
+workers run at low priority (``nice``) and leave cores to the timing worker, whose host-side launch latency
+enters short samples. Results are kept by (shape, config): asking twice compiles once.
 """
 
 from __future__ import annotations
@@ -14,16 +14,15 @@ import os
 import queue
 import secrets
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from kerntune.errors import KerntuneError
-from kerntune.exec.pool import Outcome, Worker
+from kerntune.exec.pool import Outcome, Worker, end
+from kerntune.exec.worker import NICE
 
 PRECOMPILE = "kerntune.pipeline.evaluate:precompile"
-NICE = 10
-"""Compile workers yield the CPU to the timing worker (a busy host delays launches inside short samples)."""
 
 
 def auto_workers(requested: int, vendor: str) -> int:
@@ -37,18 +36,35 @@ def auto_workers(requested: int, vendor: str) -> int:
     return max(1, min(16, (os.cpu_count() or 1) - 3))
 
 
+class CompileWorker(Protocol):
+    """What a compile worker answers: ``start`` (set up), ``call`` (one message, crash- and hang-isolated); it is
+    ended with ``exec.pool.end``."""
+
+    name: str
+
+    def start(self) -> Any: ...
+
+    def call(self, path: str, payload: dict[str, Any], timeout_s: float, *, restart: bool = True) -> Outcome: ...
+
+    def stop(self) -> None: ...
+
+
+def local_compile_workers(count: int, setup: tuple[str, dict[str, Any]], *, log_dir: Path,
+                          setup_timeout_s: float) -> list[Worker]:
+    """``count`` subprocesses on this host, at low priority."""
+    env = {**os.environ, "KERNTUNE_WORKER_NICE": str(NICE)}
+    return [Worker(setup, log_path=log_dir / f"compile-{i}-{secrets.token_hex(2)}.log", env=env,
+                   setup_timeout_s=setup_timeout_s) for i in range(count)]
+
+
 class CompileAhead:
     """``submit`` (shape key, config key, payload) in the order the search will time them; ``result`` blocks
     until that one is compiled. A worker that cannot start makes its items answer ``error`` (the tuner then
-    compiles those in the timing worker, as without a pool)."""
+    compiles those in the timing worker, as without a pool). The workers are ended on ``close``."""
 
-    def __init__(self, workers: int, setup: tuple[str, dict[str, Any]], *, log_dir: Path, timeout_s: float,
-                 setup_timeout_s: float) -> None:
-        self._size = workers
-        self._setup = setup
-        self._log_dir = log_dir
+    def __init__(self, workers: Sequence[CompileWorker], *, timeout_s: float) -> None:
+        self._workers = list(workers)
         self._timeout_s = timeout_s
-        self._setup_timeout_s = setup_timeout_s
         self._todo: queue.Queue[tuple[tuple[str, str], dict[str, Any]] | None] = queue.Queue()
         self._done: dict[tuple[str, str], Outcome] = {}
         self._submitted: set[tuple[str, str]] = set()
@@ -57,10 +73,7 @@ class CompileAhead:
         self._threads: list[threading.Thread] = []
 
     def __enter__(self) -> CompileAhead:
-        env = {**os.environ, "KERNTUNE_WORKER_NICE": str(NICE)}
-        for i in range(self._size):
-            log = self._log_dir / f"compile-{i}-{secrets.token_hex(2)}.log"
-            worker = Worker(self._setup, log_path=log, env=env, setup_timeout_s=self._setup_timeout_s)
+        for i, worker in enumerate(self._workers):
             thread = threading.Thread(target=self._serve, args=(worker,), name=f"kerntune-compile-{i}", daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -110,7 +123,7 @@ class CompileAhead:
         with self._cond:
             self._cond.wait_for(lambda: self._busy == 0)
 
-    def _serve(self, worker: Worker) -> None:
+    def _serve(self, worker: CompileWorker) -> None:
         # Started at once, not at the first item: loading torch, the compiler and the spec takes seconds per
         # worker, which then overlaps the timing worker's own start and its baselines (measured on the H200:
         # 10 s between the baselines and the first screened config when workers started on demand).
@@ -139,4 +152,4 @@ class CompileAhead:
                     self._busy -= 1
                     self._cond.notify_all()
         finally:
-            worker.stop()
+            end(worker)

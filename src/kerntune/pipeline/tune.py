@@ -26,7 +26,7 @@ from kerntune.model import (
     Shape,
     Target,
 )
-from kerntune.pipeline.compile_ahead import CompileAhead, auto_workers
+from kerntune.pipeline.compile_ahead import CompileAhead
 from kerntune.pipeline.outcomes import candidate_result
 from kerntune.pipeline.run_inputs import (
     EVALUATE,
@@ -46,6 +46,7 @@ from kerntune.pipeline.spec import LoadedSpec, load_spec
 from kerntune.pipeline.tune_pool import (
     LockedProgress,
     Placement,
+    compile_counts,
     make_slots,
     release,
     share_shapes,
@@ -105,7 +106,7 @@ def _new_run_id() -> str:
 
 class _Tuner:
     def __init__(self, run: Run, loaded: LoadedSpec, store: Store, settings: Settings, progress: Progress,
-                 worker: Slot, target: Target, slots: int = 1) -> None:
+                 worker: Slot, target: Target, compile_workers: int = 0) -> None:
         self.run, self.loaded, self.store, self.settings = run, loaded, store, settings
         self.problem = loaded.problem
         self.progress, self.worker, self.target = progress, worker, target
@@ -116,9 +117,7 @@ class _Tuner:
         self.stop_reason = ""
         self.valid_sets: dict[str, tuple[list[Config], dict[str, int]]] = {}
         self.setup = (SETUP, {"spec_path": str(loaded.path), "device": str(run.options.get("device", ""))})
-        workers = auto_workers(settings.compile_workers, target.vendor) if target.claims_timing else 0
-        # A pool shares the host's compile workers between its slots; Ray slots compile where they time.
-        self.compile_workers = 0 if (run.options.get("placement") or {}).get("executor") == "ray" else workers // slots
+        self.compile_workers = compile_workers  # this slot's compile-ahead workers (tune_pool.compile_counts)
 
     def valid(self, shape: Shape) -> tuple[list[Config], dict[str, int]]:
         """The shape's valid configs and constraint rejections, computed once (large spaces take seconds)."""
@@ -349,7 +348,8 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
             )
             store.create_run(run)
         store.update_run(run.id, status="running")
-        tuner = _Tuner(run, loaded, store, settings, progress, slots[0], target, len(slots))
+        compilers = compile_counts(slots, settings.compile_workers, target)
+        tuner = _Tuner(run, loaded, store, settings, progress, slots[0], target, compilers[0])
         tuner.valid_sets.update(valid_sets)
         progress.planned(run, tuner.planned_total(shapes))
         tuners = [tuner]
@@ -359,7 +359,8 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
             if len(slots) == 1:
                 tune_share(tuner, next_shape)
                 return
-            mine = _Tuner(run, loaded, Store(store.home), settings, shared, slot, target, len(slots))
+            mine = _Tuner(run, loaded, Store(store.home), settings, shared, slot, target,
+                          compilers[slots.index(slot)])
             mine.valid_sets.update(tuner.valid_sets)  # (a SQLite connection stays in the thread that opened it)
             tuners.append(mine)
             try:

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kerntune.errors import UsageError
-from kerntune.exec.pool import Worker
+from kerntune.exec.pool import Worker, end
+from kerntune.exec.ray_slots import RaySlot
+from kerntune.exec.ray_slots import compile_counts as ray_compile_counts
 from kerntune.exec.slots import Slot, local_slots
 from kerntune.model import Run, Shape, Target
-from kerntune.pipeline.compile_ahead import CompileAhead
+from kerntune.pipeline.compile_ahead import CompileAhead, auto_workers, local_compile_workers
 from kerntune.settings import Settings
 from kerntune.store import Store
 
@@ -71,9 +73,21 @@ def start_slots(slots: Sequence[Slot]) -> list[Any]:
     return setups
 
 
+def compile_counts(slots: Sequence[Slot], requested: int, target: Target) -> list[int]:
+    """Compile-ahead workers per started slot (``requested``: KERNTUNE_COMPILE_WORKERS, -1 for automatic): local
+    slots share this host's, Ray slots get compile actors on their own nodes; none where timings are not
+    claimed (an interpreter: nothing to compile ahead)."""
+    if not target.claims_timing:
+        return [0] * len(slots)
+    ray_slots = [s for s in slots if isinstance(s, RaySlot)]
+    if slots and len(ray_slots) == len(slots):
+        return ray_compile_counts(ray_slots, requested, target.vendor)
+    return [auto_workers(requested, target.vendor) // len(slots)] * len(slots)
+
+
 def release(slots: Sequence[Any]) -> None:
     for slot in slots:
-        getattr(slot, "release", slot.stop)()
+        end(slot)
     if slots and hasattr(slots[0], "disconnect"):
         slots[0].disconnect()
 
@@ -136,10 +150,10 @@ def tune_share(tuner: _Tuner, next_shape: Callable[[], Shape | None]) -> None:
     with contextlib.ExitStack() as stack:
         ahead = None
         if tuner.compile_workers:
-            settings = tuner.settings
-            ahead = stack.enter_context(CompileAhead(
-                tuner.compile_workers, tuner.setup, log_dir=tuner.store.home / "logs",
-                timeout_s=settings.candidate_timeout_s, setup_timeout_s=settings.setup_timeout_s))
+            settings, count, slot = tuner.settings, tuner.compile_workers, tuner.worker
+            workers = slot.compile_workers(count) if isinstance(slot, RaySlot) else local_compile_workers(
+                count, tuner.setup, log_dir=tuner.store.home / "logs", setup_timeout_s=settings.setup_timeout_s)
+            ahead = stack.enter_context(CompileAhead(workers, timeout_s=settings.candidate_timeout_s))
         while (shape := next_shape()) is not None:
             tuner.store.set_run_option(tuner.run.id, "shape_slots", shape.key, tuner.worker.name)
             tuner.tune_shape(shape, ahead)

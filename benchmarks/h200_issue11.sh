@@ -4,7 +4,8 @@
 # GPU (--workers N) and once on one GPU of the same machine (--workers 1), in ORDER; each run's wall time around
 # the whole command. Scaling efficiency = one-GPU wall ÷ (N × N-GPU wall). Then, for every shape whose two runs
 # chose different winners, both winners timed side by side on one GPU (benchmarks/time_configs.py, default
-# protocol): within the noise band or not. Everything lands in $OUT/issue11.tgz. Wheels: .whl (carry it).
+# protocol, 45 s each, SIDE_LIMIT s for all): within the noise band or not. Everything lands in $OUT/issue11.tgz.
+# Wheels: .whl (carry it).
 NAME=issue11
 . benchmarks/h200_env.sh
 R="$W/results"; mkdir -p "$R"
@@ -17,7 +18,7 @@ done
 for workers in ${ORDER:-$N 1}; do
   step "--workers $workers (of $N GPUs)"
   start=$(date +%s.%N)
-  KERNTUNE_HOME="$W/w$workers" KERNTUNE_CONFIRM_ROUNDS=0 timeout "${LIMIT:-300}" python3 -m kerntune tune \
+  KERNTUNE_HOME="$W/w$workers" KERNTUNE_CONFIRM_ROUNDS=0 timeout "${LIMIT:-330}" python3 -m kerntune tune \
     examples/triton_matmul "${SHAPES[@]}" --budget "${BUDGET:-10s/shape}" --workers "$workers" --json \
     > "$R/w$workers.json" 2>> "$LOG"
   echo "--workers $workers: exit $?, wall $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))" \
@@ -40,10 +41,12 @@ for shape in by.get("1", {}):
     print("shape", shape, "same" if same else "differ", key(a["config"]) if a else None, key(b["config"]) if b else None)
 PY
 cat "$R/winners.txt" >> "$LOG"
+side_end=$(( $(date +%s) + ${SIDE_LIMIT:-100} ))  # all side-by-side timings together stop here
 grep "differ" "$R/winners.txt" | while read -r _ shape _ a b; do
   [ "$a" = None ] || [ "$b" = None ] && continue
-  timeout 60 python3 benchmarks/time_configs.py --shape "$shape" --rounds 3 --out "$R/side-$shape.json" "$a" "$b" \
-    > "$R/side-$shape.log" 2>&1
+  left=$(( side_end - $(date +%s) )); [ "$left" -lt 15 ] && { echo "side by side: no time left for $shape" >> "$LOG"; continue; }
+  timeout $(( left < 45 ? left : 45 )) python3 benchmarks/time_configs.py --shape "$shape" --rounds 3 \
+    --out "$R/side-$shape.json" "$a" "$b" > "$R/side-$shape.log" 2>&1
   tail -12 "$R/side-$shape.log" >> "$LOG"
 done
 tar czf "$OUT/issue11.tgz" -C "$W" results

@@ -239,10 +239,7 @@ def measure_interleaved(backend: Backend, launch_a: Callable[[], Any], launch_b:
         return ([times[2 * i + pair.index(0)] for i, pair in enumerate(order)],
                 [times[2 * i + pair.index(1)] for i, pair in enumerate(order)])
 
-    def total(got: tuple[list[float], list[float]]) -> list[float]:
-        return [a + b for a, b in zip(*got, strict=True)]  # a pair's time paces the blocks
-
-    sampler = _Sampler(lambda count: total(pairs(count)), options, recorder)
+    sampler = _Sampler(lambda count: [a + b for a, b in zip(*pairs(count), strict=True)], options, recorder)
     pace = sampler.warm_up()
     start = time.perf_counter()
     intervals: list[tuple[float, float] | None] = [None, None]
@@ -251,7 +248,7 @@ def measure_interleaved(backend: Backend, launch_a: Callable[[], Any], launch_b:
         got = pairs(count)
         for side in (0, 1):
             samples[side].extend(got[side])
-        return total(got)
+        return [a + b for a, b in zip(*got, strict=True)]
 
     timed_pairs = _Pace(keep)
     while None in intervals:

@@ -115,7 +115,7 @@ class _Tuner:
         self.seeds = [run.seed * 1000 + i + 1 for i in range(settings.gate_seeds)]
         self.started = time.monotonic()
         self.stop_reason = ""
-        self.valid_sets: dict[str, tuple[list[Config], dict[str, int]]] = {}
+        self.valid_sets: ValidSets = {}
         self.setup = (SETUP, {"spec_path": str(loaded.path), "device": str(run.options.get("device", ""))})
         self.compile_workers = compile_workers  # this slot's compile-ahead workers (tune_pool.compile_counts)
 
@@ -382,4 +382,3 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         return store.get_run(run.id)
     finally:
         release(slots)
-

@@ -21,9 +21,9 @@ w = r["shapes"][0]["winner"]
 key = ",".join(f"{k}={v}" for k, v in w["config"].items())  # field 3: compared below
 print(sys.argv[2], key, w["measurement"]["median_ms"], (w.get("confirmed") or {}).get("median_ms"), r["run"]["shape_slots"])
 PY
+    tail -1 "$R/winners.txt" >> "$LOG"  # as each run ends: a call cut later still reports it
   done
 done
-cat "$R/winners.txt" >> "$LOG"
 last=$(tail -2 "$R/winners.txt" | cut -d' ' -f3 | sort -u)
 if [ "$(echo "$last" | wc -l)" = 2 ]; then
   step "the two winners side by side"

@@ -62,17 +62,24 @@ def tune(out: Path, shapes: list[tuple[int, int, int]], strategy: str, tag: str,
     print(f"tune {tag}: {wall:.1f} s, stop: {run.stop_reason}", flush=True)
     path = out / "tune.json"
     results = json.loads(path.read_text()) if path.exists() else {}
-    for shape in report["shapes"]:
-        s = shape["shape"]
-        name = f"{s['M']}x{s['N']}x{s['K']}"
-        winner = shape.get("winner") or {}
-        results[name] = {"run_wall_s": wall, "run": run.id, "winner": winner.get("config"),
-                         "outcomes": shape.get("outcomes"), "seconds": shape.get("seconds"),
-                         "finalists": shape.get("finalists")}
-        print(f"  {name}: winner {winner.get('config')}, {shape.get('outcomes')}, {shape.get('seconds')}",
-              f"finalists {[(f['name'][:40], f['confirmed_median_ms']) for f in shape.get('finalists', [])]}",
+    for name, row in shape_results(report, run.id, run_wall_s=wall).items():
+        results[name] = row
+        print(f"  {name}: winner {row['winner']}, {row['outcomes']}, {row['seconds']}",
+              f"finalists {[(f['name'][:40], f['confirmed_median_ms']) for f in row['finalists'] or []]}",
               flush=True)
     path.write_text(json.dumps(results, indent=1))
+
+
+def shape_results(report: dict[str, Any], run_id: str, **extra: Any) -> dict[str, dict[str, Any]]:
+    """Per shape ("MxNxK") of a run's report_json: its winner's config (None where none was timed), outcomes,
+    seconds and finalists, plus ``extra``. What --compare reads from tune.json."""
+    results = {}
+    for shape in report["shapes"]:
+        s = shape["shape"]
+        results[f"{s['M']}x{s['N']}x{s['K']}"] = {
+            **extra, "run": run_id, "winner": (shape.get("winner") or {}).get("config"),
+            "outcomes": shape.get("outcomes"), "seconds": shape.get("seconds"), "finalists": shape.get("finalists")}
+    return results
 
 
 def tutorial_kernel() -> Any:
@@ -202,12 +209,14 @@ def salvage(out: Path) -> dict[str, Any]:
     from kerntune.pipeline.report import build_report, report_json
     from kerntune.store import Store
 
+    if not (out / "store").is_dir():
+        sys.stderr.write(f"search_vs_anchors: neither {out / 'tune.json'} nor a store in {out / 'store'}: "
+                         "run --tune first\n")
+        raise SystemExit(2)
     store = Store(out / "store")
     run = store.get_run("last")
     report = report_json(build_report(store, run))
-    results = {f"{s['shape']['M']}x{s['shape']['N']}x{s['shape']['K']}":
-               {"run": run.id, "winner": (s.get("winner") or {}).get("config"), "salvaged": True}
-               for s in report["shapes"]}
+    results = shape_results(report, run.id, salvaged=run.status)
     (out / "tune-salvaged.json").write_text(json.dumps(results, indent=1))
     print(f"tune.json missing: winners salvaged from run {run.id} ({run.status}): "
           f"{sum(1 for r in results.values() if r['winner'])} of {len(results)} shapes", flush=True)
@@ -219,10 +228,10 @@ def compare(out: Path, shapes: list[tuple[int, int, int]], rounds: int, graph: b
     from kerntune.pipeline.measure import MeasureOptions, measure
     from kerntune.pipeline.spec import load_spec
 
+    tuned = json.loads((out / "tune.json").read_text()) if (out / "tune.json").exists() else salvage(out)
     backend = TorchBackend("cuda")
     telemetry = backend.telemetry()
     spec_module = sys.modules[load_spec(str(ROOT / "examples" / "triton_matmul")).problem.make_inputs.__module__]
-    tuned = json.loads((out / "tune.json").read_text()) if (out / "tune.json").exists() else salvage(out)
     autotuned = tutorial_kernel()
     protocols = {"eager-cold": MeasureOptions()}
     if graph:

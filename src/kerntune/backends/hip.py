@@ -8,7 +8,8 @@ Arguments in the input maker's order, packed as hip-python packs ``extra``: tens
 scalars as their own C type, plain ints as int32 (refused if they do not fit), floats as float32.
 
 Written to the same contract and tests as the CUDA backend, and untested on AMD hardware: no ROCm GPU is
-reachable from this project's machines. Its compile side runs on a CPU machine (``tests/cpu/test_hip_compile.py``).
+reachable from this project's machines. Its compile side runs on a CPU machine
+(``tests/cpu/backends/test_hip_compile.py``).
 """
 
 from __future__ import annotations

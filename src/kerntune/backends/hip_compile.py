@@ -7,7 +7,7 @@ Resources come from the AMDGCN assembly hipcc emits for the same macros (``-S``:
 resources need hipcc (ROCm installs it beside hiprtc; on a CPU machine Debian's ``hipcc`` package brings an
 LLVM 15 that targets gfx90a and gfx940, not gfx942). Macros, the binary cache and the compiler log in a failure
 are shared with the CUDA C++ path (``backends.native``). Untested on AMD hardware here: only the compile side
-has run (``tests/cpu/test_hip_compile.py``).
+has run (``tests/cpu/backends/test_hip_compile.py``).
 """
 
 from __future__ import annotations

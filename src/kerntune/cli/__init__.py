@@ -1,1 +1,1 @@
-"""The ``kerntune`` command line (typer + rich), thin over the pipeline."""
+"""The ``kerntune`` command line (typer + rich), thin over the loop's packages."""

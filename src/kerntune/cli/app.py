@@ -1,4 +1,4 @@
-"""``kerntune``: the command line. Thin: parse, call a pipeline function, render.
+"""``kerntune``: the command line. Thin: parse, call a stage's function, render.
 
 Exit codes: 0 ok; 1 a claim failed (no candidate passed the gate); 2 usage or environment error (one line
 on stderr, no traceback); 130 interrupted (the run can be resumed).
@@ -14,11 +14,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from kerntune.cli.common import JsonFlag, RunRef, StoreOpt, _emit_json, _store, app, parse_budget, parse_shape
+from kerntune.cli.common import JsonFlag, RunRef, StoreOpt, _emit_json, _store, app, parse_shape
 from kerntune.errors import KerntuneError, UsageError
+from kerntune.model import Budget
 from kerntune.settings import Settings
 
-__all__ = ["app", "main", "parse_budget", "parse_shape"]
+__all__ = ["app", "main", "parse_shape"]
 
 
 @app.command()
@@ -68,10 +69,10 @@ def tune(
 ) -> None:
     """Tune a kernel: evaluate configs (compile, gate, measure) and report the gated winner."""
     from kerntune.cli.render import BarProgress, print_report
-    from kerntune.pipeline.report import build_report, report_json
-    from kerntune.pipeline.tune import TuneRequest
-    from kerntune.pipeline.tune import tune as run_tune
-    from kerntune.pipeline.tune_pool import Placement
+    from kerntune.report.summary import build_report, report_json
+    from kerntune.tune.pool import Placement
+    from kerntune.tune.request import TuneRequest
+    from kerntune.tune.run import tune as run_tune
 
     if spec is None and resume is None:
         raise UsageError("give a SPEC (a spec file or a folder holding spec.py), or --resume RUN")
@@ -80,7 +81,7 @@ def tune(
     settings = Settings.from_env()
     request = TuneRequest(
         spec=spec or "", shapes=[parse_shape(s) for s in shape or []], dtype=dtype, device=device or settings.device,
-        strategy=strategy, budget=parse_budget(budget or []), seed=seed, resume=resume, retry_failed=retry_failed,
+        strategy=strategy, budget=Budget.parse(budget or []), seed=seed, resume=resume, retry_failed=retry_failed,
         target_ms=target_ms, shapes_from=str(shapes_from or ""),
         placement=Placement(workers=workers, executor=executor, address=address),
     )
@@ -114,7 +115,7 @@ def runs(
 ) -> None:
     """List the runs in the store, newest first."""
     from kerntune.cli.render import runs_table
-    from kerntune.pipeline.report import run_json
+    from kerntune.report.summary import run_json
 
     found = _store(store).runs(limit)
     if as_json:
@@ -131,7 +132,7 @@ def show(
 ) -> None:
     """Show one run: winner, baselines, speedups, gate results and failed candidates."""
     from kerntune.cli.render import print_report
-    from kerntune.pipeline.report import build_report, report_json
+    from kerntune.report.summary import build_report, report_json
 
     db = _store(store)
     report = build_report(db, db.get_run(run))
@@ -203,7 +204,7 @@ def ab(
 
     Two configs of one kernel are timed interleaved in one worker; other changes in fresh processes, ABBA."""
     from kerntune.cli.render import LineProgress, ab_lines
-    from kerntune.pipeline.ab import ABRequest, run_ab
+    from kerntune.compare.ab import ABRequest, run_ab
 
     settings = Settings.from_env()
     request = ABRequest(a=a, b=b, spec=spec, shape=parse_shape(shape) if shape else {}, dtype=dtype,
@@ -234,8 +235,8 @@ def floor_record(
     as_json: JsonFlag = False,
 ) -> None:
     """Write the run's winners (confirmed medians) as floors, merged over the file's other keys."""
-    from kerntune.pipeline.floor import write_floors
-    from kerntune.pipeline.report import build_report
+    from kerntune.deploy.floors import write_floors
+    from kerntune.report.summary import build_report
 
     db = _store(store)
     floors = write_floors(file, build_report(db, db.get_run(run)))
@@ -255,8 +256,8 @@ def floor_check(
     as_json: JsonFlag = False,
 ) -> None:
     """Compare a run's winners with the floors: exit 1 if any is slower than its floor beyond the band."""
-    from kerntune.pipeline.floor import check_floors, read_floors, run_conditions
-    from kerntune.pipeline.report import build_report
+    from kerntune.deploy.floors import check_floors, read_floors, run_conditions
+    from kerntune.report.summary import build_report
 
     if not (0 <= band < 1 and 0 <= fast_band < 1):
         raise UsageError("--band and --fast-band are fractions in [0, 1), e.g. 0.05")

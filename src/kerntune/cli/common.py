@@ -4,7 +4,6 @@ parsers of --shape and --budget."""
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,6 @@ from typing import Annotated, Any
 import typer
 
 from kerntune.errors import UsageError
-from kerntune.model import Budget
 from kerntune.settings import Settings
 from kerntune.store import Store
 
@@ -53,34 +51,6 @@ def parse_shape(text: str) -> dict[str, str]:
     if not shape:
         raise UsageError("--shape needs at least one NAME=VALUE")
     return shape
-
-
-def parse_budget(values: list[str]) -> Budget:
-    """``100`` evaluations (per shape), ``90s`` / ``5m`` / ``1h`` seconds (whole run), ``45s/shape`` seconds for
-    each shape's search; any of them may be combined."""
-    evaluations: int | None = None
-    seconds: float | None = None
-    shape_seconds: float | None = None
-    for raw in values:
-        for text in filter(None, (t.strip() for t in raw.split(","))):
-            match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(?:(s|m|h)(/shape)?)?", text)
-            if not match:
-                raise UsageError(f"--budget {text!r}: give an evaluation count (100), a time for the run (90s, 5m, "
-                                 "1h) or a time per shape (45s/shape)")
-            number, unit = float(match.group(1)), match.group(2)
-            if unit is None:
-                if number < 1 or number != int(number):
-                    raise UsageError(f"--budget {text!r}: an evaluation count must be a positive integer")
-                evaluations = int(number)
-                continue
-            limit = number * {"s": 1, "m": 60, "h": 3600}[unit]
-            if limit <= 0:
-                raise UsageError(f"--budget {text!r}: a time budget must be positive")
-            if match.group(3):
-                shape_seconds = limit
-            else:
-                seconds = limit
-    return Budget(evaluations, seconds, shape_seconds)
 
 
 def exit_on_row_errors(rows: list[dict[str, Any]], what: Callable[[dict[str, Any]], str]) -> None:

@@ -1,4 +1,4 @@
-"""Front ends over the same pipeline: ``kerntune serve`` (the web page) and ``kerntune mcp`` (the MCP server,
+"""Front ends over the same functions: ``kerntune serve`` (the web page) and ``kerntune mcp`` (the MCP server,
 over stdio)."""
 
 from __future__ import annotations

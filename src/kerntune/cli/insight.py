@@ -22,8 +22,8 @@ def roofline(
     as_json: JsonFlag = False,
 ) -> None:
     """Draw a run's timed candidates on the calibrated roofline (needs a calibration and the spec's cost)."""
-    from kerntune.pipeline.report import build_report
-    from kerntune.pipeline.roofline import draw_roofline
+    from kerntune.report.roofline import draw_roofline
+    from kerntune.report.summary import build_report
 
     db = _store(store)
     drawn = draw_roofline(build_report(db, db.get_run(run)), output)
@@ -42,8 +42,8 @@ def report(
 ) -> None:
     """Write one self-contained HTML page of a run: winners, baselines, sample distributions, search trace,
     search-time vs confirmed medians, roofline, failures (no script or file fetched from anywhere)."""
-    from kerntune.pipeline.html_report import render
-    from kerntune.pipeline.report import build_report
+    from kerntune.report.page import render
+    from kerntune.report.summary import build_report
     from kerntune.runtime.table import write_atomically
 
     if output.suffix.lower() not in (".html", ".htm"):
@@ -68,8 +68,8 @@ def profile(
     """Hardware counters of a run's finalists (Nsight Compute with --clock-control none: SOL, achieved and
     theoretical occupancy, DRAM throughput), stored with the candidates. Exit 2 if any profile failed."""
     from kerntune.cli.render import profile_table
-    from kerntune.pipeline.profile import ProfileRequest
-    from kerntune.pipeline.profile import profile as run_profile
+    from kerntune.inspect.profile import ProfileRequest
+    from kerntune.inspect.profile import profile as run_profile
 
     if top < 1:
         raise UsageError("--top must be at least 1")
@@ -93,7 +93,7 @@ def calibrate(
     launch latency); cached 7 days per device and driver."""
     from dataclasses import asdict
 
-    from kerntune.pipeline.calibrate import calibrate as run_calibrate
+    from kerntune.measure.calibrate import calibrate as run_calibrate
 
     settings = Settings.from_env()
     found = run_calibrate(settings, _store(store), device=device or settings.device, force=force)
@@ -131,9 +131,9 @@ def inspect(
     or LDS, spills, occupancy and its limiter, and the instruction mix; with two configs, side by side with
     what differs. Exit 2 if a target does not build."""
     from kerntune.cli.render import diff_table, inspect_table
-    from kerntune.pipeline.inspect import InspectRequest
-    from kerntune.pipeline.inspect import inspect as run_inspect
-    from kerntune.pipeline.inspect_diff import diff_rows
+    from kerntune.inspect.diff import diff_rows
+    from kerntune.inspect.resources import InspectRequest
+    from kerntune.inspect.resources import inspect as run_inspect
 
     configs = [parse_shape(c) for c in config] if config else [{}]
     targets = [t.strip() for value in target for t in value.split(",") if t.strip()]

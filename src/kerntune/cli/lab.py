@@ -34,7 +34,7 @@ def capture(
     """Run a Python program and capture one launch of a Triton kernel or pyopencl call: inputs and outputs as
     safetensors, a manifest with source, grid, constexprs, dtypes, strides, aliasing, device and versions."""
     from kerntune.lab.capture import SCOPES
-    from kerntune.pipeline.scope import profiled_command
+    from kerntune.scope.program import profiled_command
 
     if output.exists():
         raise UsageError(f"{output} exists: give a new folder (a capture is never overwritten)")

@@ -20,7 +20,7 @@ def deploy(
 ) -> None:
     """Write a run's gated winners into a dispatch table (JSON for kerntune.runtime, a .py module and a C .inc
     beside it), atomically, with provenance; an existing table for the same device is merged."""
-    from kerntune.pipeline.deploy import deploy as run_deploy
+    from kerntune.deploy.artifacts import deploy as run_deploy
 
     done = run_deploy(_store(store), run, table)
     if as_json:
@@ -48,8 +48,8 @@ def train(
     """Train a compact table from sweeps: fallback rules per segment (output size M*N by octave for a matmul
     by default; least total regret), exact entries only where they beat their rule beyond the noise band; scored
     on held-out shapes through the live dispatcher."""
-    from kerntune.pipeline.train import TrainOptions
-    from kerntune.pipeline.train import train as run_train
+    from kerntune.deploy.train import TrainOptions
+    from kerntune.deploy.train import train as run_train
 
     options = TrainOptions(holdout_every=holdout_every, noise=noise, by=tuple(by or ()))
     done = run_train(_store(store), runs, table, options, replace=replace)
@@ -78,7 +78,7 @@ def migrate(
     as_json: JsonFlag = False,
 ) -> None:
     """List what a table tuned on one device must have tuned again on another (nothing is copied across)."""
-    from kerntune.pipeline.migrate import migrate as run_migrate
+    from kerntune.deploy.migrate import migrate as run_migrate
 
     target = {"arch": to, "compute_units": compute_units, "device_name": device_name}
     found = run_migrate(table, {k: v for k, v in target.items() if v is not None})
@@ -103,7 +103,7 @@ def scope(
 ) -> None:
     """Run a Python program under torch.profiler: kernels by share of device time, which implementation each is
     (cuBLAS nvjet, CUTLASS, Triton, ATen...), the shapes of the operators behind them; a shape corpus."""
-    from kerntune.pipeline.scope import scope as run_scope
+    from kerntune.scope.program import scope as run_scope
 
     found = run_scope(command, corpus, top)
     if as_json:
@@ -137,7 +137,7 @@ def verify(
     key, the hit rate by calls; then a fresh-process A/B of table off vs on. Exit 1 if an entry never engaged."""
     import json
 
-    from kerntune.pipeline.verify import verify as run_verify
+    from kerntune.deploy.verify import verify as run_verify
     from kerntune.settings import Settings
 
     found = run_verify(command, _store(store), Settings.from_env(), processes=processes, metric=metric,
@@ -183,7 +183,7 @@ def admit(
 ) -> None:
     """Promote entries on evidence: admitted = passed its gate + won beyond noise over the default + seen engaged
     by verify; gate + win alone = promotion candidate; a failed gate = rejected. Writes the table back."""
-    from kerntune.pipeline.admit import admit as run_admit
+    from kerntune.deploy.admit import admit as run_admit
 
     done = run_admit(_store(store), table, verified, noise)
     if as_json:
@@ -207,7 +207,7 @@ def import_kt(
 ) -> None:
     """Bring a Kernel Tuner cache into the store as a run, every raw sample kept: median, interval and the
     spread its mean of 7 hides."""
-    from kerntune.pipeline.kernel_tuner import import_cache
+    from kerntune.interop.kernel_tuner import import_cache
 
     done = import_cache(_store(store), cache, [n.strip() for n in shape.split(",")] if shape else None)
     if as_json:
@@ -231,7 +231,7 @@ def export_kt(
     as_json: JsonFlag = False,
 ) -> None:
     """Write a run (one shape) as a Kernel Tuner cache file."""
-    from kerntune.pipeline.kernel_tuner import export_run
+    from kerntune.interop.kernel_tuner import export_run
 
     done = export_run(_store(store), run, output)
     if as_json:

@@ -8,9 +8,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from kerntune.measure.speed_of_light import describe
 from kerntune.model import Candidate, Run
-from kerntune.pipeline.report import RunReport, ShapeReport
-from kerntune.pipeline.speed_of_light import describe
+from kerntune.report.summary import RunReport, ShapeReport
 from kerntune.store.claims import ABRecord
 from kerntune.store.ledger import LedgerRow
 
@@ -155,7 +155,7 @@ class LineProgress:
 
 
 class BarProgress:
-    """The tune progress bar (rich), fed by ``pipeline.tune``'s Progress protocol."""
+    """The tune progress bar (rich), fed by ``kerntune.tune.run``'s Progress protocol."""
 
     def __init__(self, console: Console) -> None:
         self.bar = Progress(

@@ -85,13 +85,6 @@ def kernel_identity(fn: Any) -> dict[str, Any]:
             "arg_names": list(getattr(fn, "arg_names", inspect.signature(python_fn).parameters))}
 
 
-def require_signature(identity: dict[str, Any], names: list[str], variant: Path) -> None:
-    """A variant keeps the captured kernel's name and argument names; another signature is refused."""
-    if names != identity["arg_names"]:
-        raise UsageError(f"{variant}: {identity['name']}({', '.join(names)}) has another signature than the captured "
-                         f"({', '.join(identity['arg_names'])}): a variant keeps the arguments")
-
-
 def resolve_grid(grid: Any, bound: dict[str, Any]) -> list[int]:
     resolved = grid(bound) if callable(grid) else grid
     return [int(g) for g in (resolved if isinstance(resolved, (tuple, list)) else (resolved,))]

@@ -18,7 +18,7 @@ import torch
 from safetensors.numpy import load_file, save_file
 
 from kerntune.errors import UsageError
-from kerntune.lab.capture import require_signature
+from kerntune.lab.variant import require_signature
 from kerntune.runtime.keys import kernel_hash
 
 

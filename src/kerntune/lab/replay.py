@@ -29,9 +29,10 @@ from typing import Any, Protocol
 import torch
 
 from kerntune.errors import UsageError
-from kerntune.lab.capture import FORMAT, MANIFEST, device_of, require_signature
+from kerntune.lab.capture import FORMAT, MANIFEST, device_of
 from kerntune.lab.inspect_launch import launch_resources
 from kerntune.lab.snapshot import restore
+from kerntune.lab.variant import require_signature
 
 MODES = ("isolated", "sustained", "replays")
 

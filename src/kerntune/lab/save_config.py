@@ -20,9 +20,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from kerntune.deploy.artifacts import VALIDATORS
 from kerntune.errors import UsageError
 from kerntune.lab.session import history
-from kerntune.pipeline.deploy import VALIDATORS
 from kerntune.runtime.table import SCHEMA, TableError, entry_key, parse_table, write_atomically
 
 

@@ -102,7 +102,7 @@ def build(home: Path) -> Any:
     @server.resource("kerntune://runs/{run_id}", mime_type="application/json")
     def run(run_id: str) -> str:
         """A run's report: winners, baselines, outcomes, failures (as kerntune show --json)."""
-        from kerntune.pipeline.report import build_report, report_json
+        from kerntune.report.summary import build_report, report_json
 
         db = store()
         return json.dumps(report_json(build_report(db, db.get_run(run_id))))
@@ -110,8 +110,8 @@ def build(home: Path) -> Any:
     @server.resource("kerntune://runs/{run_id}/table", mime_type="application/json")
     def table(run_id: str) -> str:
         """The dispatch table kerntune deploy would write from this run (its gated, timed winners)."""
-        from kerntune.pipeline.deploy import table_from_run
-        from kerntune.pipeline.report import build_report
+        from kerntune.deploy.artifacts import table_from_run
+        from kerntune.report.summary import build_report
 
         db = store()
         return json.dumps(table_from_run(build_report(db, db.get_run(run_id))))

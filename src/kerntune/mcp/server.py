@@ -151,7 +151,7 @@ def _select(s: Session, args: dict[str, Any]) -> dict[str, Any]:
         return {"session": s.id, "selected": s.selected, "from": "given"}
     if not s.runs:
         raise UsageError("select needs args.config, or a finished search in this session (tuning_status until done)")
-    from kerntune.pipeline.report import build_report
+    from kerntune.report.summary import build_report
     from kerntune.store import Store
 
     store = Store(_home_of(s))

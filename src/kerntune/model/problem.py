@@ -142,7 +142,7 @@ class Problem:
     cost: Callable[[Mapping[str, Scalar], str], Cost] | None = None
     baselines: Sequence[Baseline] = ()
     tolerance: Mapping[str, float] = field(default_factory=dict)
-    """Per-dtype relative-error threshold overrides (see ``pipeline.gate``)."""
+    """Per-dtype relative-error threshold overrides (see ``kerntune.tune.gate``)."""
 
     def __post_init__(self) -> None:
         from kerntune.errors import SpecError

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kerntune.errors import UsageError
 from kerntune.model.measurement import FailureKind, Measurement, Verdict
 from kerntune.model.point import Config, Shape
 from kerntune.model.target import Target
@@ -66,6 +68,34 @@ class Budget:
 
     def as_dict(self) -> dict[str, Any]:
         return {"evaluations": self.evaluations, "seconds": self.seconds, "shape_seconds": self.shape_seconds}
+
+    @classmethod
+    def parse(cls, values: Sequence[str]) -> Budget:
+        """``100`` evaluations (per shape), ``90s`` / ``5m`` / ``1h`` seconds (whole run), ``45s/shape`` seconds for
+        each shape's search; any of them may be combined."""
+        evaluations: int | None = None
+        seconds: float | None = None
+        shape_seconds: float | None = None
+        for raw in values:
+            for text in filter(None, (t.strip() for t in raw.split(","))):
+                match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(?:(s|m|h)(/shape)?)?", text)
+                if not match:
+                    raise UsageError(f"--budget {text!r}: give an evaluation count (100), a time for the run (90s, 5m, "
+                                     "1h) or a time per shape (45s/shape)")
+                number, unit = float(match.group(1)), match.group(2)
+                if unit is None:
+                    if number < 1 or number != int(number):
+                        raise UsageError(f"--budget {text!r}: an evaluation count must be a positive integer")
+                    evaluations = int(number)
+                    continue
+                limit = number * {"s": 1, "m": 60, "h": 3600}[unit]
+                if limit <= 0:
+                    raise UsageError(f"--budget {text!r}: a time budget must be positive")
+                if match.group(3):
+                    shape_seconds = limit
+                else:
+                    seconds = limit
+        return cls(evaluations, seconds, shape_seconds)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from kerntune.errors import KerntuneError, RunNotFound
 from kerntune.exec.jobs import Job, start_job
+from kerntune.model import Budget
 from kerntune.store import Store
 from kerntune.web import pages
 
@@ -113,8 +114,8 @@ def create_app(home: Path, specs_root: Path, token: str | None = None) -> FastAP
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse)
     def run_page(run_id: str) -> str:
-        from kerntune.pipeline.html_report import render
-        from kerntune.pipeline.report import build_report
+        from kerntune.report.page import render
+        from kerntune.report.summary import build_report
 
         db = store()
         found = db.get_run(run_id)
@@ -143,7 +144,7 @@ def create_app(home: Path, specs_root: Path, token: str | None = None) -> FastAP
 
     @app.get("/api/runs/{run_id}")
     def api_run(run_id: str) -> dict[str, Any]:
-        from kerntune.pipeline.report import build_report, report_json
+        from kerntune.report.summary import build_report, report_json
 
         db = store()
         return report_json(build_report(db, db.get_run(run_id)))
@@ -163,13 +164,12 @@ def create_app(home: Path, specs_root: Path, token: str | None = None) -> FastAP
 
     @app.post("/api/tunes")
     def start_tune(request: TuneRequest) -> dict[str, Any]:
-        from kerntune.cli.common import parse_budget
 
         if request.strategy not in pages.STRATEGIES:
             raise HTTPException(400, f"strategy {request.strategy!r}: one of {', '.join(pages.STRATEGIES)}")
         args = ["tune", str(spec_path(request.spec)), "--strategy", request.strategy]
         if request.budget:
-            parse_budget([request.budget])  # a malformed budget is refused here, with the parser's message
+            Budget.parse([request.budget])  # a malformed budget is refused here, with the parser's message
             args += ["--budget", request.budget]
         for shape in request.shapes:
             args += ["--shape", shape]

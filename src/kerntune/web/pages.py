@@ -10,7 +10,7 @@ from html import escape
 from typing import Any
 
 from kerntune.model import Candidate, Run
-from kerntune.pipeline.html_report import STYLE, table
+from kerntune.report.page import STYLE, table
 
 STRATEGIES = ("auto", "race", "exhaustive", "random", "tpe", "cmaes", "coordinate", "lever")
 

@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 
 import kerntune as kt
-from kerntune.pipeline.spec import load_spec
+from kerntune.tune.spec import load_spec
 
 base = load_spec(str(Path(__file__).resolve().parents[3] / "examples" / "opencl_vector_add")).problem
 assert isinstance(base.kernel, kt.OpenCLKernel)

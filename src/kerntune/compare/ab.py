@@ -1,0 +1,229 @@
+"""``kerntune ab A B``: is B faster than A, beyond this box's noise?
+
+Protocol (DESIGN.md, the seeds' fresh-process A/B):
+- ``fresh`` scheme (the default whenever the sides differ by more than a config): every measurement runs
+  in a new process, in counterbalanced ABBA order (A B B A A B ...), so drift over the session (clocks,
+  temperature, other tenants) does not favour whichever side runs later. Each process warms up (discarded)
+  and measures with the full protocol; its median is one value.
+- ``in-process`` scheme (two configs of one kernel): one worker times both interleaved launch by launch
+  (A B B A ...), in rounds; each round's medians of A and of B form one pair.
+- Values are paired (each pair two neighbouring measurements, one per side) and the B/A ratio's 95% interval
+  comes from the pairs' log ratios (``stats.ratio_ci``).
+- The noise band comes from an A/A run of the same scope (device, scheme, conditions, what A runs, shape),
+  made once and stored; never smaller than ``ab_min_band``.
+- Verdict: ``win`` if the whole interval lies below 1 − band, ``loss`` if above 1 + band, else ``noise``.
+  The md5 of every source and binary involved is recorded; both sides must pass the gate.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from kerntune.compare.runners import ABRequest, CommandRunner, SideFailed, SpecRunner
+from kerntune.compare.sides import Side, parse_side
+from kerntune.errors import UsageError
+from kerntune.measure.stats import RatioEstimate, ratio_ci
+from kerntune.settings import Settings
+from kerntune.store import Store
+from kerntune.store.claims import ABRecord, ProcessRecord, noise_band, now, save_ab, set_noise_band
+
+__all__ = ["ABRequest", "SideFailed", "abba", "claim_holds", "run_ab", "verdict_for"]
+EXPECTATIONS = ("win", "loss", "same")
+
+
+class Progress(Protocol):
+    def finished(self, label: str, status: str, detail: str) -> None: ...
+
+
+class _Quiet:
+    def finished(self, label: str, status: str, detail: str) -> None:
+        pass
+
+
+def abba(count: int) -> list[int]:
+    """Side indices (0 = A, 1 = B) in counterbalanced order: A B B A A B B A ... (``count`` per side)."""
+    order: list[int] = []
+    for i in range(count):
+        order += [0, 1] if i % 2 == 0 else [1, 0]
+    return order
+
+
+def verdict_for(estimate: RatioEstimate, band: float) -> str:
+    if estimate.high < 1.0 - band:
+        return "win"
+    if estimate.low > 1.0 + band:
+        return "loss"
+    return "noise"
+
+
+def claim_holds(verdict: str, expect: str) -> bool:
+    return verdict == ("noise" if expect == "same" else expect)
+
+
+# --------------------------------------------------------------------------------------------- the run
+def _run_sequence(runner: SpecRunner | CommandRunner, count: int, progress: Progress,
+                  label: str) -> list[ProcessRecord]:
+    records: list[ProcessRecord] = []
+    if isinstance(runner, SpecRunner) and runner.in_process:
+        for round_ in range(count):
+            for side, (value, samples, info) in zip("AB", runner.pair(), strict=True):
+                records.append(ProcessRecord(len(records), side, value, samples, info))
+            progress.finished(f"{label} round {round_ + 1}/{count}", "ok",
+                              f"A {records[-2].value:.5g}  B {records[-1].value:.5g}")
+        return records
+    for seq, index in enumerate(abba(count)):
+        value, samples, info = runner.value(index)
+        records.append(ProcessRecord(seq, "AB"[index], value, samples, info))
+        progress.finished(f"{label} {seq + 1}/{2 * count} {'AB'[index]}", "ok", f"{value:.5g}")
+    return records
+
+
+def _pairs(records: list[ProcessRecord]) -> list[tuple[float, float]]:
+    pairs = []
+    for first, second in zip(records[::2], records[1::2], strict=True):
+        a, b = (first, second) if first.side == "A" else (second, first)
+        paired = b.info.get("paired_log_ratio")
+        pairs.append((a.value, a.value * math.exp(paired) if paired is not None else b.value))
+    return pairs
+
+
+def _conditions(records: list[ProcessRecord]) -> dict[str, Any]:
+    seen: list[dict[str, Any]] = [r.info["conditions"] for r in records if r.info.get("conditions")]
+    if not seen:
+        return {}
+    first = dict(seen[0])
+    first["throttled_values"] = sum(1 for c in seen if (c.get("telemetry") or {}).get("throttled"))
+    return first
+
+
+def _runner(sides: tuple[Side, Side], request: ABRequest, settings: Settings,
+            store: Store) -> tuple[SpecRunner | CommandRunner, str]:
+    kinds = {s.kind for s in sides}
+    if len(kinds) > 1:
+        raise UsageError("both sides must be specs (or kernel sources) or both commands: "
+                         "a command's metric and a kernel's time are not comparable")
+    if "command" in kinds:
+        if request.scheme == "in-process":
+            raise UsageError("commands always run in fresh processes: drop --scheme in-process")
+        return CommandRunner(sides, request, settings), "fresh"
+    same_code = (sides[0].spec_path, sides[0].kernel_source) == (sides[1].spec_path, sides[1].kernel_source)
+    if request.scheme == "in-process" and not same_code:
+        raise UsageError("in-process A/B needs two configs of one kernel; these sides differ in code, which "
+                         "takes a fresh process to load: use --scheme fresh (the default)")
+    in_process = request.scheme == "in-process" or (request.scheme == "auto" and same_code)
+    if in_process and settings.mode == "graph":
+        raise UsageError("the in-process A/B interleaves single launches (eager): with KERNTUNE_MODE=graph "
+                         "use --scheme fresh")
+    return SpecRunner(sides, request, settings, store, in_process), "in-process" if in_process else "fresh"
+
+
+def _scope(runner: SpecRunner | CommandRunner, scheme: str, conditions: dict[str, Any]) -> str:
+    """Where a noise band applies: device, scheme, conditions, what side A runs (by content and resolved
+    config: ``SPEC`` and ``SPEC@K=default`` are one scope), shape and dtype."""
+    keys = ("timer", "regime", "mode")
+    cond = ",".join(str(conditions.get(k, "")) for k in keys)
+    return "|".join((str(runner.target.get("device_name") or runner.target.get("label")), scheme, cond,
+                     runner.work(0), runner.shape_key, runner.dtype))
+
+
+def _measure_pair(sides: tuple[Side, Side], request: ABRequest, settings: Settings, store: Store,
+                  count: int, progress: Progress, label: str) -> tuple[list[ProcessRecord], Any, str]:
+    runner, scheme = _runner(sides, request, settings, store)
+    try:
+        records = _run_sequence(runner, count, progress, label)
+    finally:
+        runner.close()
+    return records, runner, scheme
+
+
+def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progress | None = None) -> ABRecord:
+    """Measure A and B, calibrate the noise band if this scope has none, and record the verdict."""
+    progress = progress or _Quiet()
+    if request.expect is not None and request.expect not in EXPECTATIONS:
+        raise UsageError(f"--expect {request.expect!r}: one of {', '.join(EXPECTATIONS)}")
+    if request.scheme not in ("auto", "fresh", "in-process"):
+        raise UsageError(f"--scheme {request.scheme!r}: one of auto, fresh, in-process")
+    count = request.processes or settings.ab_processes
+    if count < 2:
+        raise UsageError("--processes must be at least 2: a ratio interval needs two pairs")
+    workdir = Path(tempfile.mkdtemp(prefix="kerntune-ab-"))
+    sides = (parse_side(request.a, request.spec, workdir), parse_side(request.b, request.spec, workdir))
+    started = time.perf_counter()
+    try:
+        records, runner, scheme = _measure_pair(sides, request, settings, store, count, progress, "A/B")
+    except SideFailed as exc:
+        # A side that fails its gate, crashes or hangs blocks the claim: recorded, so the ledger shows it.
+        save_ab(store, ABRecord(
+            id=_new_id(), created=now(), kind="ab", a=sides[0].as_dict(), b=sides[1].as_dict(), target={},
+            conditions={}, scheme=request.scheme, ratio=None, ci_low=None, ci_high=None, band=None,
+            verdict="blocked", expect=request.expect, claim_failed=True, reason=str(exc),
+            hashes={name: side.hashes() for name, side in zip("AB", sides, strict=True)},
+            wall_s=time.perf_counter() - started))
+        raise
+    conditions = {**_conditions(records), "shape": runner.shape_key, "dtype": runner.dtype}
+    scope = _scope(runner, scheme, conditions)
+    known = noise_band(store, scope)
+    if known is None or request.recalibrate:
+        calibration = _calibrate(sides[0], request, settings, store, count, progress, scope)
+        known = (calibration.band or settings.ab_min_band, calibration.id)
+    band = max(settings.ab_min_band, known[0])
+    estimate = ratio_ci(_pairs(records))
+    verdict = verdict_for(estimate, band)
+    is_aa = runner.work(0) == runner.work(1)  # same code by content and same resolved config
+    expect = request.expect if request.expect is not None else (None if is_aa else "win")
+    claim_failed = expect is not None and not claim_holds(verdict, expect)
+    reason = _reason(verdict, estimate, band, known[1])
+    record = ABRecord(
+        id=_new_id(), created=now(), kind="aa" if is_aa else "ab", a=sides[0].as_dict(), b=sides[1].as_dict(),
+        target=runner.target, conditions=conditions, scheme=scheme, ratio=estimate.ratio, ci_low=estimate.low,
+        ci_high=estimate.high, band=band, verdict=verdict, expect=request.expect, claim_failed=claim_failed,
+        reason=reason, hashes=_hashes(sides, records), wall_s=time.perf_counter() - started,
+        processes=tuple(records))
+    save_ab(store, record)
+    return record
+
+
+def _calibrate(side: Side, request: ABRequest, settings: Settings, store: Store, count: int,
+               progress: Progress, scope: str) -> ABRecord:
+    """An A/A run of ``side`` in this scope: the farthest its ratio interval reaches from 1 is the band."""
+    started = time.perf_counter()
+    records, runner, scheme = _measure_pair((side, side), request, settings, store, count, progress, "A/A")
+    estimate = ratio_ci(_pairs(records))
+    band = max(settings.ab_min_band, estimate.extent)
+    record = ABRecord(
+        id=_new_id(), created=now(), kind="aa", a=side.as_dict(), b=side.as_dict(), target=runner.target,
+        conditions=_conditions(records), scheme=scheme, ratio=estimate.ratio, ci_low=estimate.low,
+        ci_high=estimate.high, band=band, verdict="calibration", expect=None, claim_failed=False,
+        reason=f"noise band calibration: A/A interval reaches {estimate.extent:.2%} from 1; band {band:.2%}",
+        hashes=_hashes((side, side), records), wall_s=time.perf_counter() - started, processes=tuple(records))
+    save_ab(store, record)
+    set_noise_band(store, scope, band, record.id)
+    return record
+
+
+def _reason(verdict: str, est: RatioEstimate, band: float, calibration: str) -> str:
+    ci = f"B/A time ratio {est.ratio:.4f} (95% CI {est.low:.4f}–{est.high:.4f}, {est.n} pairs)"
+    where = f"noise band ±{band:.2%} (A/A {calibration})"
+    text = {"win": "B is faster beyond noise", "loss": "B is slower beyond noise",
+            "noise": "no difference beyond noise"}[verdict]
+    return f"{text}: {ci}; {where}"
+
+
+def _hashes(sides: tuple[Side, Side], records: list[ProcessRecord]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, side in zip("AB", sides, strict=True):
+        binaries = sorted({str(r.info["binary_hash"]) for r in records if r.side == name
+                           and r.info.get("binary_hash")})
+        out[name] = {**side.hashes(), **({"binaries": binaries} if binaries else {})}
+    return out
+
+
+def _new_id() -> str:
+    return "ab-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+

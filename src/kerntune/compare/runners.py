@@ -1,0 +1,242 @@
+"""How ``kerntune ab`` gets its values: spec sides in worker processes (one fresh process per value, or one
+shared worker timing both sides interleaved), command sides as fresh runs of a shell command.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kerntune.compare.sides import Side
+from kerntune.errors import KerntuneError, SpecError, UsageError
+from kerntune.exec.pool import Outcome, Worker
+from kerntune.model import Config, Problem, Shape
+from kerntune.settings import Settings
+from kerntune.store import Store
+from kerntune.tune.inputs import (
+    EVALUATE,
+    EVALUATE_PAIR,
+    SETUP,
+    measure_options,
+    parse_value,
+    require_graphs,
+    resolve_shapes,
+)
+from kerntune.tune.spec import load_spec
+
+Value = tuple[float, tuple[float, ...], dict[str, Any]]
+"""One measured value: the number compared, the raw samples behind it, and what else was recorded."""
+
+
+@dataclass(frozen=True)
+class ABRequest:
+    a: str
+    b: str
+    spec: str | None = None
+    shape: dict[str, str] = field(default_factory=dict)
+    dtype: str | None = None
+    device: str = ""
+    processes: int | None = None
+    """Values per side (processes in the fresh scheme); default ``Settings.ab_processes``."""
+    scheme: str = "auto"
+    """``auto`` (in-process for two configs of one kernel, fresh otherwise), ``fresh`` or ``in-process``."""
+    metric: str | None = None
+    """Regular expression whose first group is a command side's metric (default: its last number)."""
+    higher_is_better: bool = False
+    expect: str | None = None
+    recalibrate: bool = False
+    seed: int = 0
+
+
+class SideFailed(KerntuneError):
+    """A side did not produce a trusted value (gate failure, crash, hang): no verdict can be given."""
+
+    exit_code = 1
+
+
+class SpecRunner:
+    """Measures spec sides: one fresh worker per value, or one shared worker (in-process scheme)."""
+
+    def __init__(self, sides: tuple[Side, Side], request: ABRequest, settings: Settings, store: Store,
+                 in_process: bool) -> None:
+        self.sides, self.request, self.settings, self.store = sides, request, settings, store
+        self.in_process = in_process
+        self.gated: set[int] = set()
+        self.shared: Worker | None = None
+        self.target: dict[str, Any] = {}
+        self.payloads = [self._payload(side) for side in sides]
+
+    def _payload(self, side: Side) -> dict[str, Any]:
+        loaded = load_spec(side.spec_path)
+        problem = loaded.problem
+        shape = resolve_shapes(problem, [self.request.shape] if self.request.shape else [])[0]
+        dtype = self.request.dtype or problem.dtypes[0]
+        if dtype not in problem.dtypes:
+            raise UsageError(f"dtype {dtype!r} is not one of {side.text}'s dtypes: {', '.join(problem.dtypes)}")
+        config, baseline = _side_config(problem, side, shape)
+        self.shape_key = shape.key
+        self.dtype = dtype
+        return {"shape": shape.as_dict(), "dtype": dtype, "seeds": [self.request.seed * 1000 + i + 1 for i in
+                range(self.settings.gate_seeds)], "config": config.as_dict(), "baseline_kernel": baseline,
+                "measure": measure_options(self.settings)}
+
+    def work(self, index: int) -> str:
+        """What side ``index`` runs, by content and resolved config: equal for both sides means an A/A."""
+        payload = self.payloads[index]
+        return "|".join((self.sides[index].file_digest(), repr(sorted(payload["config"].items())),
+                         str(payload["baseline_kernel"])))
+
+    def _worker(self, index: int) -> Worker:
+        side = self.sides[index]
+        setup = (SETUP, {"spec_path": side.spec_path, "device": self.request.device,
+                         "kernel_source": side.kernel_source})
+        log = self.store.home / "logs" / f"ab-{int(time.time())}-{secrets.token_hex(2)}.log"
+        worker = Worker(setup, log_path=log, setup_timeout_s=self.settings.setup_timeout_s)
+        started = worker.start()
+        try:
+            require_graphs(self.settings, started)
+        except UsageError:
+            worker.stop()
+            raise
+        self.target = started["target"]
+        return worker
+
+    def value(self, index: int) -> Value:
+        """One fresh process measuring side ``index``; its median is the value."""
+        worker = self._worker(index)
+        try:
+            payload = {**self.payloads[index], "gate": index not in self.gated}
+            outcome = worker.call(EVALUATE, payload, self.settings.candidate_timeout_s)
+        finally:
+            worker.stop()
+        value = self._checked(outcome, index)
+        self.gated.add(index)
+        return self._value(value, payload["gate"])
+
+    def pair(self) -> list[Value]:
+        """One interleaved round in the shared worker: A's and B's medians over adjacent samples."""
+        if self.shared is None:
+            self.shared = self._worker(0)
+        gate = not self.gated
+        payload = {"a": {**self.payloads[0], "gate": gate}, "b": {**self.payloads[1], "gate": gate},
+                   "measure": self.payloads[0]["measure"]}
+        outcome = self.shared.call(EVALUATE_PAIR, payload, 2 * self.settings.candidate_timeout_s)
+        if outcome.status == "ok" and "failed" in outcome.value:
+            index = "AB".index(outcome.value["failed"])
+            self._checked(replace(outcome, value=outcome.value["result"]), index)
+        sides = [self._checked(replace(outcome, value=outcome.value[n]) if outcome.status == "ok" else outcome, i)
+                 for i, n in enumerate(("a", "b"))]
+        self.gated.update((0, 1))
+        a, b = (self._value(v, gate) for v in sides)
+        # The round's ratio is the median of the adjacent samples' log ratios: each A/B pair shares its moment,
+        # so a transient (an interrupt, a clock dip) moves one pair, not a side's whole median.
+        b[2]["paired_log_ratio"] = statistics.median(math.log(y / x) for x, y in zip(a[1], b[1], strict=True))
+        return [a, b]
+
+    def _checked(self, outcome: Outcome, index: int) -> dict[str, Any]:
+        side = self.sides[index]
+        if outcome.status == "error" and outcome.kind in ("SpecError", "BackendUnavailable"):
+            raise SpecError(outcome.reason)
+        if outcome.status != "ok" or outcome.value.get("failure"):
+            failure = outcome.value.get("failure", {}) if outcome.status == "ok" else {}
+            kind = failure.get("kind", outcome.kind)
+            reason = failure.get("reason", outcome.reason)
+            raise SideFailed(f"side {'AB'[index]} ({side.text}) failed: {kind}: {reason}")
+        value: dict[str, Any] = outcome.value
+        if not value.get("samples_ms"):
+            raise UsageError(f"{side.text}: this device claims no timing ({value.get('timing', '')}); "
+                             "an A/B needs a timed device")
+        return value
+
+    @staticmethod
+    def _value(value: dict[str, Any], gated: bool) -> Value:
+        samples = tuple(float(x) for x in value["samples_ms"])
+        info = {"binary_hash": value.get("binary_hash"), "conditions": value.get("conditions"),
+                "ci_ms": value.get("ci_ms"), "gated": gated}
+        return statistics.median(samples), samples, info
+
+    def close(self) -> None:
+        if self.shared is not None:
+            self.shared.stop()
+
+
+class CommandRunner:
+    """Runs command sides: each value is one fresh run of the command; its metric is parsed from stdout."""
+
+    def __init__(self, sides: tuple[Side, Side], request: ABRequest, settings: Settings) -> None:
+        self.sides, self.request, self.settings = sides, request, settings
+        try:
+            self.pattern = re.compile(request.metric) if request.metric else None
+        except re.error as exc:
+            raise UsageError(f"--metric {request.metric!r} is not a regular expression: {exc}") from None
+        self.target = {"label": "host (commands)"}
+        self.shape_key, self.dtype = "", ""
+
+    def value(self, index: int) -> Value:
+        side = self.sides[index]
+        start = time.perf_counter()
+        try:
+            done = subprocess.run(["bash", "-c", side.command], capture_output=True, text=True,
+                                  timeout=self.settings.candidate_timeout_s)
+        except subprocess.TimeoutExpired:
+            raise SideFailed(f"side {'AB'[index]} ({side.command}) ran past "
+                             f"{self.settings.candidate_timeout_s:g} s (KERNTUNE_CANDIDATE_TIMEOUT_S)") from None
+        if done.returncode != 0:
+            tail = " | ".join(done.stderr.strip().splitlines()[-3:])
+            raise SideFailed(f"side {'AB'[index]} ({side.command}) exited with {done.returncode}: {tail}")
+        metric = _metric(done.stdout, self.pattern, side.command)
+        value = 1.0 / metric if self.request.higher_is_better else metric
+        return value, (metric,), {"wall_s": time.perf_counter() - start, "metric": metric}
+
+    def work(self, index: int) -> str:
+        return self.sides[index].identity()
+
+    def close(self) -> None:
+        pass
+
+
+def _metric(stdout: str, pattern: re.Pattern[str] | None, command: str) -> float:
+    if pattern is not None:
+        found = pattern.findall(stdout)
+        text = found[-1] if found else None
+        text = text[0] if isinstance(text, tuple) else text
+    else:
+        numbers = re.findall(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", stdout)
+        text = numbers[-1] if numbers else None
+    try:
+        value = float(text) if text is not None else None
+    except ValueError:
+        value = None
+    if value is None or value <= 0:
+        raise SideFailed(f"`{command}` printed no positive metric{' matching --metric' if pattern else ''}; "
+                         f"its output ended with {stdout.strip()[-120:]!r}")
+    return value
+
+
+def _side_config(problem: Problem, side: Side, shape: Shape) -> tuple[Config, str | None]:
+    if side.baseline:
+        names = [b.name for b in problem.baselines]
+        if side.baseline not in names:
+            raise UsageError(f"{side.text}: no baseline {side.baseline!r} in this spec (it has: "
+                             f"{', '.join(names) or 'none'}); use @NAME=VALUE for a config")
+        match = next(b for b in problem.baselines if b.name == side.baseline)
+        if match.kernel is not None:
+            return Config.of({}), match.name
+        return Config.of(dict(match.config or {})), None
+    params = set(problem.space.params)
+    unknown = [k for k in side.config if k not in params]
+    if unknown:
+        raise UsageError(f"{side.text}: {unknown[0]!r} is not a parameter of this spec "
+                         f"({', '.join(sorted(params))})")
+    config = Config.of({**problem.space.default_config().as_dict(),
+                        **{k: parse_value(v) for k, v in side.config.items()}})
+    reason = problem.space.check(config, shape, None)
+    if reason is not None:
+        raise UsageError(f"{side.text}: config {config.key} violates the constraint {reason!r} at {shape.key}")
+    return config, None

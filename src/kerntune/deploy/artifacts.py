@@ -1,0 +1,133 @@
+"""``kerntune deploy RUN --table PATH``: a run's gated winners into the dispatch table the live code reads.
+
+Three artifacts, each written atomically: ``PATH`` (JSON, read by ``kerntune.runtime``), ``PATH`` with
+``.py`` (a Python module holding the same table as ``TABLE``) and ``.inc`` (a C header: entries sorted by key
+for ``bsearch`` with ``strcmp``). Each carries a provenance header (run, device, versions, date). An existing
+table is merged (a new winner replaces the entry of the same key); one that cannot be read is refused, never
+overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import pprint
+import time
+from pathlib import Path
+from typing import Any
+
+from kerntune import __version__
+from kerntune.errors import UsageError
+from kerntune.model import Run
+from kerntune.report.summary import RunReport, build_report
+from kerntune.runtime.table import SCHEMA, TableError, entry_key, parse_table, write_atomically
+from kerntune.store import Store
+
+VALIDATORS = ("driver", "cuda", "hip", "triton", "torch", "opencl", "pyopencl")
+
+
+def key_fields(report: RunReport | Run, shape: dict[str, Any]) -> dict[str, Any]:
+    """Every field of a live call that can change the winner: op, kernel source, dtype, shape, device. The
+    source is the kernel's hash as the runtime computes it (``kerntune.runtime.keys``); runs without one (torch
+    ops, runs stored before it was recorded) carry the spec's hash."""
+    run = report.run if isinstance(report, RunReport) else report
+    source = run.options.get("kernel_hash") or run.spec_hash[:16]
+    return {"op": run.problem, "source": source, "dtype": run.dtype, **shape, "arch": run.target.arch,
+            "compute_units": run.target.compute_units, "device_name": run.target.device_name}
+
+
+def table_header(run: Run) -> dict[str, Any]:
+    """Schema, provenance, validators and device of a table built from ``run``."""
+    versions = dict(run.target.versions)
+    return {"schema": SCHEMA,
+            "provenance": {"written_by": f"kerntune {__version__}", "run": run.id, "created": run.created,
+                           "deployed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+            "validators": {**{k: v for k, v in versions.items() if k in VALIDATORS}, "kerntune": __version__},
+            "device": {"vendor": run.target.vendor, "arch": run.target.arch, "device_name": run.target.device_name,
+                       "compute_units": run.target.compute_units}}
+
+
+def require_timed(run: Run) -> None:
+    if not run.target.claims_timing:
+        raise UsageError(f"run {run.id} ran where no timing is claimed ({run.target.device_name}): its winners "
+                         "were never timed; deploy a run tuned on the device the table is for")
+
+
+def table_from_run(report: RunReport) -> dict[str, Any]:
+    run = report.run
+    require_timed(run)
+    entries = []
+    for s in report.shapes:
+        w = s.winner
+        if w is None or w.measurement is None:
+            continue
+        best = w.best_measurement
+        entries.append({"key": key_fields(report, s.shape.as_dict()), "config": w.config.as_dict(),
+                        "status": "measured", "median_ms": best.median_ms if best else None,
+                        "confirmed": w.confirmed is not None, "run": run.id})
+    if not entries:
+        raise UsageError(f"run {run.id} has no gated winner to deploy")
+    return {**table_header(run), "entries": entries}
+
+
+def merged(path: Path, new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` over the table already at ``path`` (same device and validators required)."""
+    if not path.exists():
+        return new
+    try:
+        old = json.loads(path.read_text())
+        parse_table(old, str(path))
+    except (json.JSONDecodeError, TableError) as exc:
+        raise UsageError(f"{path} exists but is not a readable table ({exc}); move it away or fix it — kerntune "
+                         "will not overwrite it") from exc
+    for name in ("device", "validators"):
+        if {k: v for k, v in old.get(name, {}).items() if k != "kerntune"} != \
+                {k: v for k, v in new[name].items() if k != "kerntune"}:
+            raise UsageError(f"{path} holds a table for another {name} ({old.get(name)}); deploy to a new file")
+    by_key = {entry_key(e["key"]): e for e in old.get("entries", [])}
+    by_key.update({entry_key(e["key"]): e for e in new["entries"]})
+    return {**new, "entries": [by_key[k] for k in sorted(by_key)]}
+
+
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def c_header(table: dict[str, Any]) -> str:
+    rows = sorted((entry_key(e["key"]), ",".join(f"{k}={v}" for k, v in sorted(e["config"].items())))
+                  for e in table["entries"])
+    lines = [f"/* kerntune dispatch table: {json.dumps(table['provenance'])}",
+             f" * device {json.dumps(table['device'])}; validators {json.dumps(table['validators'])}",
+             " * Written by `kerntune deploy`; do not edit. Keys are sorted for bsearch with strcmp. */",
+             "struct kerntune_entry { const char *key; const char *config; };",
+             "static const struct kerntune_entry KERNTUNE_ENTRIES[] = {"]
+    lines += [f"    {{{_c_string(key)}, {_c_string(config)}}}," for key, config in rows]
+    lines += ["};", f"static const unsigned KERNTUNE_ENTRY_COUNT = {len(rows)}u;", ""]
+    return "\n".join(lines)
+
+
+def python_module(table: dict[str, Any]) -> str:
+    header = json.dumps(table["provenance"])
+    return (f'"""kerntune dispatch table, written by `kerntune deploy`; do not edit. {header}"""\n\n'
+            f"SCHEMA = {table['schema']}\nTABLE = {pprint.pformat(table, width=110, sort_dicts=False)}\n")
+
+
+def check_table_path(path: Path) -> None:
+    if path.suffix != ".json":
+        raise UsageError(f"--table {path}: name the table *.json (the .py and .inc are written beside it)")
+
+
+def write_artifacts(path: Path, table: dict[str, Any]) -> list[str]:
+    """The JSON, Python and C forms of ``table``, each written atomically; the paths written."""
+    parse_table(table, str(path))  # never write what the runtime would refuse to read
+    outputs = {path: json.dumps(table, indent=1) + "\n", path.with_suffix(".py"): python_module(table),
+               path.with_suffix(".inc"): c_header(table)}
+    for target, text in outputs.items():
+        write_atomically(target, text)
+    return [str(p) for p in outputs]
+
+
+def deploy(store: Store, run_ref: str, path: Path) -> dict[str, Any]:
+    """Write the three artifacts; return the merged table and the paths written."""
+    check_table_path(path)
+    table = merged(path, table_from_run(build_report(store, store.get_run(run_ref))))
+    return {"table": table, "written": write_artifacts(path, table)}

@@ -1,0 +1,215 @@
+"""``kerntune inspect``: what one config of a Triton or CUDA C++ spec becomes on each target, without the
+target's GPU (CUDA C++: compiled by NVRTC or nvcc for each sm_* target, read through ``backends.cubin``).
+
+In a worker process (a compiler can crash; the spec is loaded without Triton's interpreter), the spec's
+inputs are made on the host and its launch runs with every ``kernel[grid](...)`` captured instead of run.
+Each captured launch is cross-compiled for every target with the argument types and 16-byte divisibility
+Triton's JIT would specialize on (so loads vectorize as they would on the device), and read back through
+``isa/``: resources, instruction census, occupancy and its next boundary.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kerntune.errors import CandidateFailed, SpecError, UsageError
+from kerntune.isa.targets import TARGETS
+from kerntune.model import Config, CudaKernel, HipKernel, NativeKernel, Shape, TritonKernel
+from kerntune.settings import Settings
+from kerntune.tune.inputs import parse_value, resolve_shapes
+from kerntune.tune.spec import load_spec
+
+INSPECT = "kerntune.inspect.resources:inspect_in_worker"
+SETUP = "kerntune.inspect.resources:setup_in_worker"
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+KNOWN_TARGETS = tuple(TARGETS)
+TRITON_TYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64", "int8": "i8",
+                "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "i1",
+                "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5"}
+
+
+@dataclass(frozen=True)
+class InspectRequest:
+    spec: str
+    configs: Sequence[Mapping[str, Any]]
+    """Overrides over the spec's default config: one config, or two to compare (``kerntune.inspect.diff``)."""
+    targets: Sequence[str]
+    shape: Mapping[str, Any] | None = None
+    dtype: str | None = None
+
+
+def setup_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    # Compiling for a target needs Triton's real JIT functions, never the interpreter's stand-ins.
+    os.environ.pop("TRITON_INTERPRET", None)
+    loaded = load_spec(payload["spec_path"])
+    if not isinstance(loaded.problem.kernel, (TritonKernel, NativeKernel)):
+        raise SpecError("inspect cross-compiles Triton, CUDA C++ and HIP kernels; this spec's kernel is "
+                        f"{loaded.problem.kernel.language}")
+    state["problem"] = loaded.problem
+    return {"name": loaded.problem.name}
+
+
+def _argument_type(name: str, value: Any) -> tuple[str, bool]:
+    """Triton's type for one runtime argument and whether it is divisible by 16 (pointer alignment or value)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        dtype = str(value.dtype).removeprefix("torch.")
+        if dtype not in TRITON_TYPES:
+            raise UsageError(f"argument {name!r} has dtype {dtype}, which inspect cannot map to a Triton type")
+        return "*" + TRITON_TYPES[dtype], value.data_ptr() % 16 == 0
+    if isinstance(value, bool):
+        return "i1", False
+    if isinstance(value, int):
+        return ("i32" if -(2**31) <= value < 2**31 else "i64"), value % 16 == 0
+    if isinstance(value, float):
+        return "fp32", False
+    raise UsageError(f"argument {name!r} is a {type(value).__name__}: inspect cross-compiles tensor, int and float "
+                     "arguments only (TMA descriptors are not supported yet)")
+
+
+def _compile_inputs(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any],
+                                                                                      dict[Any, Any], dict[str, Any]]:
+    names = list(fn.arg_names)
+    values = dict(zip(names, args, strict=False))
+    values.update({k: v for k, v in kwargs.items() if k in names})
+    constexpr_names = {names[i] for i in getattr(fn, "constexprs", [])}
+    signature, constexprs, attrs = {}, {}, {}
+    for index, name in enumerate(names):
+        if name not in values:
+            raise UsageError(f"the launch gave no value for argument {name!r} of {fn.__name__}")
+        value = values[name]
+        # Triton's JIT turns an int argument equal to 1 (a unit stride) into a constant: contiguity the
+        # compiler then sees and vectorizes on; so does this.
+        if name in constexpr_names or (type(value) is int and value == 1):
+            signature[name], constexprs[name] = "constexpr", value
+            continue
+        signature[name], divisible = _argument_type(name, values[name])
+        if divisible:
+            attrs[(index,)] = [["tt.divisibility", 16]]  # Triton >= 3.3's form of its "D" specialization
+    options = {k: v for k, v in kwargs.items() if k in LAUNCH_OPTIONS}
+    return signature, constexprs, attrs, options
+
+
+def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[dict[str, Any]]:
+    problem = state["problem"]
+    shape = Shape.of(payload["shape"])
+    config = Config.of(payload["config"])
+    meta, tunables = problem.space.meta(config, shape), problem.space.tunables(config, shape)
+    if isinstance(problem.kernel, NativeKernel):
+        return _inspect_native(problem.kernel, meta, tunables, payload["targets"])
+
+    from kerntune.backends.triton import intercepted_launches
+    from kerntune.backends.triton_cross import cross_compile_source, inspect_compiled
+
+    args = problem.make_inputs(shape.as_dict(), payload["dtype"], 1)
+    kernel: TritonKernel = problem.kernel
+    calls: list[tuple[Any, Any, tuple[Any, ...], dict[str, Any]]] = []
+    with intercepted_launches(lambda *call: calls.append(call)):  # recorded, never run
+        if kernel.launch is not None:
+            kernel.launch(kernel.fn, args, meta)
+        else:
+            names = set(kernel.fn.arg_names)
+            kernel.fn[tuple(kernel.grid(meta))](*args.values(), **{k: v for k, v in tunables.items()
+                                                                   if k in names or k in LAUNCH_OPTIONS})
+    if not calls:
+        raise UsageError("the spec's launch ran no Triton kernel for this config")
+    rows = []
+    for fn, _grid, call_args, call_kwargs in calls:
+        signature, constexprs, attrs, options = _compile_inputs(fn, call_args, call_kwargs)
+        for target in payload["targets"]:
+            row: dict[str, Any] = {"kernel": fn.__name__, "target": target, "options": options}
+            try:
+                compiled = cross_compile_source(fn, signature, constexprs, attrs, target, options)
+                found = inspect_compiled(compiled, target)
+                row.update(resources=found.resources, census=found.census, spills=found.spills,
+                           occupancy=asdict(found.occupancy) if found.occupancy else None,
+                           next_boundary=found.next_boundary)
+            except CandidateFailed as exc:
+                row["error"] = exc.reason
+            rows.append(row)
+    return rows
+
+
+def _inspect_native(kernel: NativeKernel, meta: Mapping[str, Any], tunables: Mapping[str, Any],
+                    targets: Sequence[str]) -> list[dict[str, Any]]:
+    """A CUDA C++ kernel compiled for each NVIDIA target (NVRTC, or nvcc), a HIP kernel for each AMD target
+    (hiprtc or hipcc): one row per target."""
+    from kerntune.backends.cubin import Inspection
+
+    vendor, language, builds_for, other = ("cuda", "CUDA C++", "NVIDIA", "AMD: write it as a HipKernel") \
+        if isinstance(kernel, CudaKernel) else ("hip", "HIP", "AMD", "NVIDIA: write it as a CudaKernel")
+    rows: list[dict[str, Any]] = []
+    for target in targets:
+        row: dict[str, Any] = {"kernel": kernel.name, "target": target, "options": {}}
+        if TARGETS[target][0] != vendor:
+            row["error"] = f"a {language} kernel builds for {builds_for} targets only ({target} is {other})"
+        else:
+            try:
+                found: Inspection
+                if isinstance(kernel, CudaKernel):
+                    from kerntune.backends.cuda_compile import inspect_cuda
+
+                    cuda_binary, found = inspect_cuda(kernel, dict(meta), dict(tunables), target)
+                    compiler = cuda_binary.compiler
+                elif isinstance(kernel, HipKernel):
+                    from kerntune.backends.hip_compile import inspect_hip
+
+                    hip_binary, found = inspect_hip(kernel, dict(meta), dict(tunables), target)
+                    compiler = hip_binary.compiler
+                else:
+                    raise CandidateFailed("error", f"no inspector for a {type(kernel).__name__}")
+                row.update(resources=found.resources, census=found.census, spills=found.spills,
+                           occupancy=asdict(found.occupancy) if found.occupancy else None,
+                           next_boundary=found.next_boundary, compiler=compiler)
+            except CandidateFailed as exc:
+                row["error"] = exc.reason
+        rows.append(row)
+    return rows
+
+
+def inspect(request: InspectRequest, settings: Settings, log_dir: Path) -> list[dict[str, Any]]:
+    """Cross-compile the request's configs for each target in a worker; one row per (config, kernel, target),
+    with ``error`` set where the kernel does not build for that target. Unknown targets are a UsageError."""
+    from kerntune.exec.pool import Worker
+
+    unknown = [t for t in request.targets if t not in KNOWN_TARGETS]
+    if unknown or not request.targets:
+        raise UsageError(f"unknown target {unknown[0]!r}: choose from {', '.join(KNOWN_TARGETS)}" if unknown
+                         else f"give at least one --target: {', '.join(KNOWN_TARGETS)}")
+    loaded = load_spec(request.spec)
+    problem = loaded.problem
+    shape = resolve_shapes(problem, [request.shape] if request.shape else [])[0]
+    dtype = request.dtype or problem.dtypes[0]
+    if dtype not in problem.dtypes:
+        raise UsageError(f"dtype {dtype!r} is not one of this spec's dtypes: {', '.join(problem.dtypes)}")
+    if not 1 <= len(request.configs) <= 2:
+        raise UsageError("give one --config to inspect, or two to compare side by side")
+    configs = []
+    for overrides in request.configs:
+        unknown_params = [k for k in overrides if k not in problem.space.params]
+        if unknown_params:
+            raise UsageError(f"unknown parameter {unknown_params[0]!r}: this spec's are "
+                             f"{', '.join(problem.space.params)}")
+        configs.append(Config.of({**problem.space.default_config().as_dict(),
+                                  **{k: parse_value(str(v)) for k, v in overrides.items()}}))
+    worker = Worker((SETUP, {"spec_path": str(loaded.path)}), log_path=log_dir / f"inspect-{os.getpid()}.log",
+                    setup_timeout_s=settings.setup_timeout_s)
+    worker.start()
+    rows: list[dict[str, Any]] = []
+    try:
+        for config in configs:
+            payload = {"shape": shape.as_dict(), "config": config.as_dict(), "dtype": dtype,
+                       "targets": list(request.targets)}
+            outcome = worker.call(INSPECT, payload, settings.candidate_timeout_s * len(request.targets))
+            if outcome.status != "ok":
+                error = UsageError if outcome.kind == "UsageError" else SpecError
+                raise error(f"inspect of {config.key} failed ({outcome.kind}): {outcome.reason}")
+            rows += [{**row, "shape": shape.key, "config": config.key, "dtype": dtype} for row in outcome.value]
+    finally:
+        worker.stop()
+    return rows

@@ -1,0 +1,269 @@
+"""Measurement: the protocol of DESIGN.md.
+
+Device events bracket the work. Warm-up runs by time (clocks ramp, JIT and caches settle) and is extended
+while the SM clock is still climbing, as telemetry shows. Three cache regimes: ``cold`` (the default: the
+cache is flushed before every sample, outside the timed region), ``warm`` (back-to-back on the same
+inputs) and ``rotating`` (cycling through input copies larger than the cache together). Two modes:
+``eager`` (one event pair per launch) and ``graph`` (CUDA-graph replays of many launches: for kernels so
+short that launch overhead would dominate; the overhead is measured and reported apart). Sampling goes on
+until the median's bootstrap 95% confidence interval is within ``ci_target`` of it, or the budget ends.
+Every raw sample is kept: summaries are computed from them, never stored instead of them.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import cycle, islice
+from typing import Any
+
+from kerntune.backends.base import Backend
+from kerntune.devices.telemetry import Recorder, Telemetry, Unavailable
+from kerntune.errors import UsageError
+from kerntune.measure.stats import block_half_width, median_ci
+from kerntune.model import Conditions, Measurement
+
+REGIMES = ("cold", "warm", "rotating")
+MODES = ("eager", "graph")
+BATCH_MS = 10.0
+"""Time per block between host synchronizations: one sync per launch would add host latency to the loop, one
+sync per thousand launches would overrun the budget on slow kernels; 10 ms blocks resolve the clock swings of
+a power-capped GPU, which the stopping rule looks at. A block is sized by the pace of a launch (see ``_Pace``),
+not by the kernel's time alone."""
+MIN_BLOCKS = 5
+"""Fewest blocks before a measurement may stop: one block is one moment of the clock's swing."""
+GRAPH_MS = 2.0
+"""Device time of one graph replay: long enough that the events' own resolution (~0.5 µs) is noise."""
+RAMP_TOLERANCE = 0.02
+"""Warm-up ends only when two consecutive SM clock readings agree within this fraction."""
+
+
+@dataclass(frozen=True)
+class MeasureOptions:
+    warmup_ms: float = 250.0
+    min_samples: int = 10
+    max_samples: int = 5000
+    budget_ms: float = 1500.0
+    ci_target: float = 0.005
+    regime: str = "cold"
+    mode: str = "eager"
+    min_window_ms: float = 0.0
+    """Shortest sampling window: under a power cap the clock oscillates over tens of milliseconds, and a
+    median taken inside one swing of it differs from the next measurement's."""
+    ramp_limit_ms: float = 1000.0
+    """Longest extra warm-up granted while the clocks still climb; past it the measurement is flagged."""
+
+    def __post_init__(self) -> None:
+        if self.regime not in REGIMES:
+            raise UsageError(f"unknown regime {self.regime!r}: one of {', '.join(REGIMES)}")
+        if self.mode not in MODES:
+            raise UsageError(f"unknown mode {self.mode!r}: one of {', '.join(MODES)}")
+        if self.mode == "graph" and self.regime == "cold":
+            raise UsageError("graph mode replays launches back to back, so a cache flush between them would be "
+                             "timed: use --regime warm or --regime rotating with --mode graph")
+        if self.min_samples < 3 or self.max_samples < self.min_samples:
+            raise UsageError("need 3 <= min_samples <= max_samples")
+
+
+def _batch(pace_ms: float, remaining: int) -> int:
+    return max(1, min(remaining, int(BATCH_MS / max(pace_ms, 1e-3))))
+
+
+class _Pace:
+    """Wall time per launch of the last block: the slower of the kernel and the host around it.
+
+    Hazard: blocks sized by the kernel's time alone overrun every budget when the host is the slower side.
+    A 20 µs kernel whose enqueueing (the flush, the events, a Python launch path, the stream hold's cover)
+    costs 60 µs got blocks of 500 launches taking 60+ ms each, so a 12 ms screening budget ran 0.4 s (H200,
+    2026-11-30, the race under busy compile workers). Timing the block's wall clock keeps blocks near
+    BATCH_MS whichever side is slower."""
+
+    def __init__(self, take: Callable[[int], list[float]]) -> None:
+        self.take, self.ms = take, 0.0
+
+    def __call__(self, count: int) -> list[float]:
+        start = time.perf_counter()
+        block = self.take(count)
+        self.ms = max(block[-1], (time.perf_counter() - start) * 1e3 / max(1, len(block)))
+        return block
+
+
+def _settled(recorder: Recorder) -> bool:
+    clocks = [float(r["sm_mhz"]) for r in recorder.readings[-2:]]
+    if not recorder.source.available or len(clocks) < 2:
+        return not recorder.source.available
+    return abs(clocks[1] - clocks[0]) <= RAMP_TOLERANCE * max(clocks)
+
+
+def _interval(samples: Sequence[float], blocks: Sequence[float] | None, elapsed_ms: float,
+              options: MeasureOptions, budget_ms: float) -> tuple[float, float] | None:
+    """The median's 95% interval once sampling may stop (precise to ``ci_target``, or out of samples or
+    budget); None while it must go on. With ``blocks``, the interval is the wider of a bootstrap over samples
+    and a batch-means interval over block medians (see ``_Sampler.sample``); without, the bootstrap alone."""
+    done = elapsed_ms >= budget_ms or len(samples) >= options.max_samples
+    if not done and (len(samples) < options.min_samples or elapsed_ms < options.min_window_ms
+                     or (blocks is not None and len(blocks) < MIN_BLOCKS)):
+        return None
+    median = statistics.median(samples)
+    block_half = block_half_width(blocks) if blocks is not None else 0.0
+    if not done and block_half > options.ci_target * median:
+        return None
+    lo, hi = median_ci(samples)
+    if math.isfinite(block_half):
+        lo, hi = min(lo, median - block_half), max(hi, median + block_half)
+    return (lo, hi) if done or (hi - lo) / 2 <= options.ci_target * median else None
+
+
+class _Sampler:
+    """One way of producing samples (eager per launch, or graph replays), with warm-up and stopping."""
+
+    def __init__(self, take: Callable[[int], list[float]], options: MeasureOptions, recorder: Recorder) -> None:
+        self.take, self.options, self.recorder = _Pace(take), options, recorder
+        self.ramp_ms = 0.0
+        self.ramping = False
+
+    def warm_up(self) -> float:
+        """Run for ``warmup_ms``, longer while the clock climbs; return the pace of a launch (ms, wall)."""
+        start = time.perf_counter()
+        self.take(1)
+        self.recorder.take()
+        while True:
+            elapsed = (time.perf_counter() - start) * 1e3
+            if elapsed >= self.options.warmup_ms:
+                if _settled(self.recorder):
+                    break
+                if elapsed >= self.options.warmup_ms + self.options.ramp_limit_ms:
+                    self.ramping = True  # the clock never settled: the measurement says so
+                    break
+            self.take(_batch(self.take.ms, 64))
+            self.recorder.take()
+        self.ramp_ms = max(0.0, (time.perf_counter() - start) * 1e3 - self.options.warmup_ms)
+        return self.take.ms
+
+    def sample(self, pace: float) -> tuple[list[float], tuple[float, float]]:
+        """Sample in blocks of ~BATCH_MS until the median is known to ``ci_target`` or the budget ends.
+
+        Neighbouring samples are not independent: under a power cap the clock swings over tens of
+        milliseconds, so a bootstrap over samples alone calls a median precise that the next measurement
+        will not reproduce. The stopping rule also asks the medians of the blocks to agree (batch means):
+        the interval is the wider of the two, and a steady kernel stops after MIN_BLOCKS blocks."""
+        options = self.options
+        samples: list[float] = []
+        blocks: list[float] = []
+        start = time.perf_counter()
+        while True:
+            block = self.take(_batch(pace, options.max_samples - len(samples)))
+            samples.extend(block)
+            blocks.append(statistics.median(block))
+            self.recorder.take()
+            pace = self.take.ms
+            ci = _interval(samples, blocks, (time.perf_counter() - start) * 1e3, options, options.budget_ms)
+            if ci is not None:
+                return samples, ci
+
+
+def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: MeasureOptions,
+            telemetry: Telemetry | None = None, rotating_bytes: int = 0) -> Measurement:
+    """Measure ``launches[0]`` (or, in the rotating regime, all of them in turn, each on its own inputs)."""
+    if not launches:
+        raise ValueError("nothing to measure")
+    recorder = Recorder(telemetry or Unavailable("not asked"))
+    uncovered = backend.uncovered_chunks
+    used = list(launches) if options.regime == "rotating" else [launches[0]]
+    stream: Iterator[Callable[[], Any]] = cycle(used)
+    flush = options.regime == "cold"
+    overhead = None
+    if options.mode == "eager":
+        def take(count: int) -> list[float]:
+            return backend.time_launches(list(islice(stream, count)), flush)
+        sampler = _Sampler(take, options, recorder)
+        samples, ci = sampler.sample(sampler.warm_up())
+    else:
+        per_launch = max(backend.time_launches(list(islice(stream, 3)), False))
+        length = max(len(used), min(1000, math.ceil(GRAPH_MS / max(per_launch, 1e-4))))
+        sequence = list(islice(stream, length))
+        replay = backend.graph(sequence)
+
+        def take(count: int) -> list[float]:
+            return [t / length for t in backend.time_calls(replay, count)]
+
+        sampler = _Sampler(take, options, recorder)
+        samples, ci = sampler.sample(sampler.warm_up())
+
+        # Launch overhead, apart: the same launches issued eagerly, timed from the first to the last with the
+        # device left to wait on the host (fed=False); the difference per launch is what the host's launch
+        # path costs when the GPU waits on it.
+        def eager() -> None:
+            for launch in sequence:
+                launch()
+
+        eager_ms = statistics.median(t / length for t in backend.time_calls(eager, 5, fed=False))
+        overhead = max(0.0, eager_ms - statistics.median(samples))
+    cache = backend.flush_bytes if flush else (rotating_bytes if options.regime == "rotating" else 0)
+    conditions = Conditions(
+        timer=backend.timer,
+        regime=options.regime,  # type: ignore[arg-type]
+        mode=options.mode,  # type: ignore[arg-type]
+        warmup_ms=options.warmup_ms + sampler.ramp_ms,
+        flush_bytes=backend.flush_bytes if flush else 0,
+        cache_bytes=cache,
+        launch_overhead_ms=overhead,
+        telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping,
+                                    "uncovered_chunks": backend.uncovered_chunks - uncovered}),
+    )
+    return Measurement(tuple(samples), conditions, ci)
+
+
+def measure_interleaved(backend: Backend, launch_a: Callable[[], Any], launch_b: Callable[[], Any],
+                        options: MeasureOptions, telemetry: Telemetry | None = None) -> tuple[Measurement, Measurement]:
+    """Time two launches interleaved, A B B A A B ..., so that sample ``i`` of A and sample ``i`` of B were
+    taken next to each other: slow drift of the machine (clocks, temperature, neighbours) lands on both
+    alike. Eager mode only; sampling stops when both medians' bootstrap intervals are within ``ci_target`` or
+    the budget (twice the single budget: two things are timed) ends. No batch-means check here: the A/B's
+    precision comes from pairing adjacent samples and from its rounds, not from each side's interval."""
+    if options.mode != "eager":
+        raise UsageError("interleaved A/B measurement is eager only: use --scheme fresh with --mode graph")
+    recorder = Recorder(telemetry or Unavailable("not asked"))
+    uncovered = backend.uncovered_chunks
+    flush = options.regime == "cold"
+    samples: tuple[list[float], list[float]] = ([], [])
+
+    def pairs(count: int) -> tuple[list[float], list[float]]:
+        """Time ``count`` A/B pairs: even pairs run A first, odd pairs B first (ABBA)."""
+        first = len(samples[0])
+        order = [(0, 1) if (first + i) % 2 == 0 else (1, 0) for i in range(count)]
+        times = backend.time_launches([(launch_a, launch_b)[side] for pair in order for side in pair], flush)
+        return ([times[2 * i + pair.index(0)] for i, pair in enumerate(order)],
+                [times[2 * i + pair.index(1)] for i, pair in enumerate(order)])
+
+    sampler = _Sampler(lambda count: [a + b for a, b in zip(*pairs(count), strict=True)], options, recorder)
+    pace = sampler.warm_up()
+    start = time.perf_counter()
+    intervals: list[tuple[float, float] | None] = [None, None]
+
+    def keep(count: int) -> list[float]:
+        got = pairs(count)
+        for side in (0, 1):
+            samples[side].extend(got[side])
+        return [a + b for a, b in zip(*got, strict=True)]
+
+    timed_pairs = _Pace(keep)
+    while None in intervals:
+        timed_pairs(_batch(pace, options.max_samples - len(samples[0])))
+        pace = timed_pairs.ms
+        recorder.take()
+        elapsed = (time.perf_counter() - start) * 1e3
+        intervals = [_interval(samples[i], None, elapsed, options, 2 * options.budget_ms) for i in (0, 1)]
+    conditions = Conditions(
+        timer=backend.timer, regime=options.regime,  # type: ignore[arg-type]
+        warmup_ms=options.warmup_ms + sampler.ramp_ms, flush_bytes=backend.flush_bytes if flush else 0,
+        cache_bytes=backend.flush_bytes if flush else 0,
+        telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping,
+                                    "uncovered_chunks": backend.uncovered_chunks - uncovered,
+                                    "interleaved": True}))
+    a_ci, b_ci = intervals
+    assert a_ci is not None and b_ci is not None
+    return Measurement(tuple(samples[0]), conditions, a_ci), Measurement(tuple(samples[1]), conditions, b_ci)

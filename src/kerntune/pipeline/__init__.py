@@ -1,1 +1,0 @@
-"""The stages of the loop, in order: spec → search → evaluate (compile, gate, measure) → tune → report."""

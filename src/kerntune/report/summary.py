@@ -1,0 +1,183 @@
+"""What a run found, per shape: the gated winner, the baselines timed beside it, the slowest and default
+configs, and every failed candidate with its reason. Built from the store, so ``tune`` and ``show`` agree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from kerntune.measure.speed_of_light import speed_of_light
+from kerntune.model import Candidate, Run, Shape
+from kerntune.store import Store
+
+
+@dataclass(frozen=True)
+class ShapeReport:
+    shape: Shape
+    winner: Candidate | None
+    baselines: list[Candidate]
+    slowest: Candidate | None
+    failed: list[Candidate]
+    counts: dict[str, int]
+    timing_claimed: bool
+    pending: int = 0
+    finalists: list[Candidate] = field(default_factory=list)
+    """Candidates re-timed in fresh processes (configs and baselines), fastest confirmed median first."""
+    pruned_by_constraint: int = 0
+    """Configs the space's constraints excluded before the search (never compiled)."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Time split: ``compile`` (summed over candidates; compile workers run in parallel), ``gate`` and ``measure``
+    (in the timing worker), and ``screened``/``timed`` counts of measurements by fidelity."""
+
+    @property
+    def outcome_counts(self) -> dict[str, int]:
+        """Configs (not measurements) by what became of them: timed, failed, pruned, duplicate."""
+        searched: dict[str, str] = {}
+        for c in self.all_candidates:
+            if c.role != "baseline":
+                best = searched.get(c.config.key)
+                if best is None or _STATUS_ORDER[c.status] < _STATUS_ORDER[best]:
+                    searched[c.config.key] = c.status
+        ok = "timed" if self.timing_claimed else "gated"
+        counts = Counter(ok if v == "ok" else v for v in searched.values())
+        return {"pruned before compiling": self.pruned_by_constraint, **dict(counts)}
+
+    all_candidates: list[Candidate] = field(default_factory=list)
+    cost: dict[str, float] | None = None
+    """The spec's cost model at this shape (flops, bytes), when it has one."""
+    ceilings: dict[str, Any] | None = None
+    """The device's calibration recorded with the run, when there was one."""
+
+    def speed_of_light(self, c: Candidate | None) -> dict[str, Any] | None:
+        """The candidate's best time against the calibrated roofline (None without cost or calibration)."""
+        m = c.best_measurement if c is not None else None
+        if m is None or not self.cost or not self.ceilings:
+            return None
+        return speed_of_light(self.cost, m.median_ms, self.ceilings)
+
+    def speedup_over(self, other: Candidate | None) -> float | None:
+        """other's median ÷ winner's median (above 1: the winner is faster), confirmed medians when both have
+        them — never a confirmed figure against a search-time one."""
+        if self.winner is None or other is None:
+            return None
+        pairs = [(self.winner.confirmed, other.confirmed), (self.winner.measurement, other.measurement)]
+        for mine, theirs in pairs:
+            if mine is not None and theirs is not None:
+                return theirs.median_ms / mine.median_ms
+        return None
+
+
+@dataclass(frozen=True)
+class RunReport:
+    run: Run
+    shapes: list[ShapeReport] = field(default_factory=list)
+
+    @property
+    def all_gated(self) -> bool:
+        """True when every shape has a candidate that passed the gate (a winner, where timing is claimed)."""
+        return all(s.winner is not None or (not s.timing_claimed and s.counts.get("ok", 0) > 0) for s in self.shapes)
+
+
+_STATUS_ORDER = {"ok": 0, "duplicate": 1, "failed": 2, "pruned": 3, "pending": 4}
+
+
+def _timed(c: Candidate) -> bool:
+    """Timed under the full protocol: a screening measurement is never a result."""
+    return c.status == "ok" and c.measurement is not None and c.config.items != () and c.role != "screen"
+
+
+def _seconds(mine: list[Candidate]) -> dict[str, float]:
+    return {"compile": sum(c.compile_s or 0.0 for c in mine if c.role != "baseline"),
+            "gate": sum(c.gate_s or 0.0 for c in mine), "measure": sum(c.measure_s or 0.0 for c in mine),
+            "screened": float(sum(1 for c in mine if c.role == "screen" and c.measurement is not None)),
+            "timed": float(sum(1 for c in mine if c.role != "screen" and c.measurement is not None))}
+
+
+def _rank_key(c: Candidate) -> tuple[int, float]:
+    # Confirmed finalists rank first (by confirmed median); the rest by search-time median.
+    if c.confirmed is not None:
+        return (0, c.confirmed.median_ms)
+    return (1, c.measurement.median_ms if c.measurement else float("inf"))
+
+
+def build_report(store: Store, run: Run) -> RunReport:
+    candidates = store.candidates(run.id)
+    pruned = store.pruned_counts(run.id)
+    reports = []
+    for shape in run.shapes:
+        mine = [c for c in candidates if c.shape == shape]
+        timed = [c for c in mine if _timed(c)]
+        ranked = sorted(timed, key=_rank_key)
+        counts: Counter[str] = Counter(c.status for c in mine)
+        reports.append(ShapeReport(
+            shape=shape,
+            winner=ranked[0] if ranked else None,
+            baselines=[c for c in mine if c.role == "baseline"],
+            slowest=max(timed, key=lambda c: c.measurement.median_ms if c.measurement else 0.0)
+            if len(timed) > 1 else None,
+            failed=[c for c in mine if c.status == "failed"],
+            counts=dict(counts),
+            timing_claimed=run.target.claims_timing,
+            pending=counts.get("pending", 0),
+            finalists=sorted((c for c in mine if c.status == "ok" and c.confirmed is not None),
+                             key=lambda c: c.confirmed.median_ms if c.confirmed else 0.0),
+            pruned_by_constraint=pruned.get(shape.key, 0), seconds=_seconds(mine), all_candidates=mine,
+            cost=(run.options.get("costs") or {}).get(shape.key), ceilings=run.options.get("ceilings"),
+        ))
+    return RunReport(run, reports)
+
+
+def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    out: dict[str, Any] = {
+        "id": c.id, "role": c.role, "label": c.label, "config": c.config.as_dict(), "status": c.status,
+        "failure": c.failure.value if c.failure else None, "reason": c.reason, "compile_s": c.compile_s,
+        "binary_hash": c.binary_hash, "resources": dict(c.resources),
+    }
+    for key, m in (("measurement", c.measurement), ("confirmed", c.confirmed)):
+        if m is not None:
+            out[key] = {**m.summary(), "spread": m.spread, "conditions": m.conditions.as_dict()}
+    if c.verdict is not None:
+        out["gate"] = {"outcome": c.verdict.outcome, "metric": c.verdict.metric, "value": c.verdict.value,
+                       "threshold": c.verdict.threshold, "reason": c.verdict.reason}
+    return out
+
+
+def run_json(run: Run) -> dict[str, Any]:
+    return {
+        "id": run.id, "problem": run.problem, "spec": run.spec_path, "spec_hash": run.spec_hash,
+        "target": run.target.as_dict(), "strategy": run.strategy, "budget": run.budget.as_dict(),
+        "dtype": run.dtype, "seed": run.seed, "status": run.status, "stop_reason": run.stop_reason,
+        "created": run.created, "elapsed_s": run.elapsed_s, "shapes": [s.as_dict() for s in run.shapes],
+        "placement": run.options.get("placement"), "shape_slots": run.options.get("shape_slots"),
+    }
+
+
+def report_json(report: RunReport) -> dict[str, Any]:
+    shapes = []
+    for s in report.shapes:
+        shapes.append({
+            "shape": s.shape.as_dict(),
+            "timing_claimed": s.timing_claimed,
+            "counts": s.counts,
+            "outcomes": s.outcome_counts,
+            "seconds": s.seconds,
+            "winner": _candidate_json(s.winner),
+            "speed_of_light": s.speed_of_light(s.winner),
+            "baselines": [
+                {**(_candidate_json(b) or {}), "winner_speedup": s.speedup_over(b),
+                 "speed_of_light": s.speed_of_light(b)} for b in s.baselines
+            ],
+            "slowest": {**(_candidate_json(s.slowest) or {}), "winner_speedup": s.speedup_over(s.slowest)}
+            if s.slowest else None,
+            "failed": [_candidate_json(f) for f in s.failed],
+            "finalists": [{"name": f.name, "role": f.role, "config": f.config.as_dict(),
+                           "search_median_ms": f.measurement.median_ms if f.measurement else None,
+                           "confirmed_median_ms": f.confirmed.median_ms if f.confirmed else None,
+                           "confirmed_n": f.confirmed.n if f.confirmed else 0,
+                           "speed_of_light": s.speed_of_light(f)} for f in s.finalists],
+        })
+    return {"run": run_json(report.run), "shapes": shapes, "all_gated": report.all_gated}

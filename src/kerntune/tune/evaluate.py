@@ -1,0 +1,315 @@
+"""What a worker process does for one candidate: compile, gate on correctness, then measure.
+
+These functions run inside ``kerntune.exec`` workers (named by dotted path, so ``exec`` never imports
+``tune``). They take and return plain data only. A failure of the candidate raises CandidateFailed, which
+the worker returns as a result; anything that kills the process (a segfault, a hang) is caught by the pool.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import traceback
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from kerntune.backends import Backend, load_backend
+from kerntune.backends.base import fail
+from kerntune.errors import CandidateFailed, SpecError
+from kerntune.measure.protocol import MeasureOptions, measure, measure_interleaved
+from kerntune.model import Config, FailureKind, Measurement, Problem, Shape, TorchCallable
+from kerntune.tune import gate
+from kerntune.tune.spec import load_spec, with_kernel_source
+
+
+def _gpu_present() -> bool:
+    # Device nodes, not `import torch`: cheap, and it must be decided before the spec imports Triton.
+    return any(Path(p).exists() for p in ("/dev/nvidiactl", "/dev/kfd"))
+
+
+def setup(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """Load the spec and the backend in this worker; return the Target as a dict."""
+    device = str(payload.get("device") or "")
+    if device.lower() in ("cpu", "interpreter") or not _gpu_present():
+        # Triton reads this when a kernel is decorated, so it must be set before the spec is imported.
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    loaded = load_spec(payload["spec_path"])
+    if payload.get("kernel_source"):
+        loaded = with_kernel_source(loaded, payload["kernel_source"])
+    problem = loaded.problem
+    backend = load_backend(problem.language, "" if device in ("interpreter",) else device)
+    state.clear()
+    target = backend.target()
+    telemetry = backend.telemetry()
+    state.update(problem=problem, backend=backend, target=target, inputs={}, references={}, telemetry=telemetry)
+    return {"target": target.as_dict(), "digest": loaded.digest, "pid": os.getpid(),
+            "telemetry": telemetry.read(), "graphs": backend.graphs, "backend": backend.name}
+
+
+def _inputs(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> dict[str, Any]:
+    key = (shape.key, dtype, seed)
+    cache: dict[Any, Any] = state["inputs"]
+    if key not in cache:
+        problem: Problem = state["problem"]
+        args = _spec_call("make_inputs", problem.make_inputs, shape.as_dict(), dtype, seed)
+        missing = [o for o in problem.outputs if o not in args]
+        if missing:
+            raise SpecError(f"make_inputs returned no output argument {missing}; return every output too")
+        _refuse_degenerate_inputs(args, problem.outputs, seed)
+        for (other_shape, other_dtype, other_seed), other in cache.items():
+            if (other_shape, other_dtype) == (shape.key, dtype) and other_seed != seed and _same_inputs(args, other):
+                raise SpecError(f"make_inputs returned the same inputs for seeds {other_seed} and {seed}: "
+                                "draw them from the seed so each gate check sees fresh data")
+        cache[key] = args
+    inputs: dict[str, Any] = cache[key]
+    return inputs
+
+
+def _float_inputs(args: dict[str, Any], outputs: Any) -> list[tuple[str, Any]]:
+    found = []
+    for name, value in args.items():
+        if name in outputs:
+            continue
+        is_float = getattr(value, "is_floating_point", None)  # torch tensors
+        numpy_float = getattr(getattr(value, "dtype", None), "kind", "") == "f" and getattr(value, "size", 0) > 1
+        if (callable(is_float) and is_float()) or numpy_float:
+            found.append((name, value))
+    return found
+
+
+def _refuse_degenerate_inputs(args: dict[str, Any], outputs: Any, seed: int) -> None:
+    """All-zero inputs hide unwritten outputs and wrong indexing, and run faster than real data."""
+    for name, value in _float_inputs(args, outputs):
+        if not bool(value.any()):
+            raise SpecError(f"make_inputs gave an all-zero input {name!r} for seed {seed}: draw random data instead")
+
+
+def _same_inputs(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    first_a, first_b = _float_inputs(a, ()), _float_inputs(b, ())
+    if not first_a or not first_b:
+        return False
+    x, y = first_a[0][1], first_b[0][1]
+    return bool(getattr(x, "shape", None) == getattr(y, "shape", None) and bool((x == y).all()))
+
+
+def _reference(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> list[Any]:
+    key = (shape.key, dtype, seed)
+    cache: dict[Any, Any] = state["references"]
+    if key not in cache:
+        problem: Problem = state["problem"]
+        backend: Backend = state["backend"]
+        host = _inputs(state, shape, dtype, seed)
+        # The reference sees the inputs as the kernel does: device tensors for torch-based backends (so a
+        # float64 reference runs on the GPU), host arrays where the device copies are opaque buffers.
+        args = backend.place(host) if backend.reference_on_device else dict(host)
+        expected = _spec_call("reference", problem.reference, args, shape.as_dict())
+        values = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+        if len(values) != len(problem.outputs):
+            raise CandidateFailed(
+                FailureKind.ERROR.value,
+                f"the reference returned {len(values)} arrays for outputs {list(problem.outputs)}",
+            )
+        cache[key] = [backend.hold_reference(v) for v in values]
+    refs: list[Any] = cache[key]
+    return refs
+
+
+def placed_inputs(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> dict[str, Any]:
+    """A fresh device copy of the inputs for one candidate. A pristine placed set is kept per seed for the
+    current shape, and copied on the device where the backend can (a host transfer of hundreds of MB per
+    candidate would be the tuner's cost, not the kernel's); a set from an earlier shape is dropped."""
+    backend: Backend = state["backend"]
+    cache: dict[Any, Any] = state.setdefault("placed", {})
+    key = (shape.key, dtype, seed)
+    if key not in cache:
+        for old in [k for k in cache if k[:2] != key[:2]]:
+            del cache[old]
+        cache[key] = backend.place(_inputs(state, shape, dtype, seed))
+    copied = backend.copy_placed(cache[key])
+    return copied if copied is not None else backend.place(_inputs(state, shape, dtype, seed))
+
+
+def precompile(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """Compile one candidate without running it (a compile-ahead worker): its time, binary, resources and
+    signature. The compiler's on-disk cache carries the binary to the timing worker."""
+    problem: Problem = state["problem"]
+    backend: Backend = state["backend"]
+    shape = Shape.of(payload["shape"])
+    dtype = str(payload["dtype"])
+    config = Config.of(payload["config"])
+    meta, tunables = problem.space.meta(config, shape), problem.space.tunables(config, shape)
+    cache: dict[Any, Any] = state.setdefault("compile_args", {})
+    key = (shape.key, dtype)
+    if key not in cache:
+        cache.clear()
+        cache[key] = backend.place(_inputs(state, shape, dtype, int(payload["seeds"][0])))
+    compiled = backend.precompile(problem.kernel, tunables, meta, dict(cache[key]))
+    return {"compile_s": compiled.compile_s, "binary_hash": compiled.binary_hash, "resources": compiled.resources,
+            "signature": compiled.signature, "limits": backend.limits()}
+
+
+def _spec_call(what: str, fn: Any, *args: Any) -> Any:
+    """Call the spec's own code; its failure is the spec's fault, not a candidate's: the run stops."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        where = ""
+        for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+            where = f" ({Path(frame.filename).name}:{frame.lineno})"
+            break
+        raise SpecError(f"the spec's {what} raised {type(exc).__name__}: {exc}{where}; fix the spec") from exc
+
+
+def evaluate(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """Compile, gate and measure one candidate. Returns a plain dict (see ``kerntune.tune.run``)."""
+    result, launches, set_bytes = _prepare(state, payload)
+    if launches is None:
+        return result
+    backend: Backend = state["backend"]
+    options = MeasureOptions(**payload["measure"])
+    start = time.perf_counter()
+    try:
+        measurement = measure(backend, launches, options, state["telemetry"], set_bytes * len(launches))
+    except CandidateFailed:
+        raise
+    except Exception as exc:
+        raise fail(exc, "measure") from exc
+    result["measure_s"] = time.perf_counter() - start
+    result.update(_measurement_dict(measurement))
+    return result
+
+
+def evaluate_pair(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """Two candidates of one kernel, each compiled and gated, then timed interleaved (A B B A ...) so that
+    every A sample has a B sample beside it in time: drift of the machine cancels within each pair.
+    ``payload``: ``{"a": evaluate payload, "b": evaluate payload, "measure": options}``. A side that
+    fails returns ``{"failed": "A" or "B", "result": its result}``."""
+    backend: Backend = state["backend"]
+    prepared = []
+    for name in ("a", "b"):
+        result, launches, _ = _prepare(state, payload[name])
+        if launches is None:
+            return {"failed": name.upper(), "result": result}
+        prepared.append((result, launches[0]))
+    options = MeasureOptions(**payload["measure"])
+    try:
+        pair = measure_interleaved(backend, prepared[0][1], prepared[1][1], options, state["telemetry"])
+    except CandidateFailed:
+        raise
+    except Exception as exc:
+        raise fail(exc, "measure") from exc
+    out: dict[str, Any] = {}
+    for (result, _), name, m in zip(prepared, ("a", "b"), pair, strict=True):
+        out[name] = {**result, **_measurement_dict(m)}
+    return out
+
+
+def _measurement_dict(m: Measurement) -> dict[str, Any]:
+    return {"samples_ms": list(m.samples_ms), "ci_ms": list(m.ci_ms), "conditions": m.conditions.as_dict()}
+
+
+def kernel_for(problem: Problem, baseline_name: str | None) -> Any:
+    """The spec's kernel, or the kernel of the baseline named."""
+    if baseline_name:
+        return next(b.kernel for b in problem.baselines if b.name == baseline_name and b.kernel is not None)
+    return problem.kernel
+
+
+def compile_for(state: dict[str, Any], shape: Shape, config: Config, kernel: Any, args: dict[str, Any]) -> Any:
+    """Compile ``kernel`` at ``config`` (none for a baseline callable) for ``shape`` on placed ``args``."""
+    problem: Problem = state["problem"]
+    backend: Backend = state["backend"]
+    meta = problem.space.meta(config, shape) if config.items else dict(shape.as_dict())
+    tunables = problem.space.tunables(config, shape) if config.items else {}
+    if isinstance(kernel, TorchCallable):
+        return backend.compile_callable(kernel, meta, args)
+    return backend.compile(kernel, tunables, meta, args)
+
+
+def _prepare(state: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], list[Any] | None, int]:
+    """Compile and gate one candidate; return its result so far and its timed launches (None: do not time)."""
+    problem: Problem = state["problem"]
+    backend: Backend = state["backend"]
+    shape = Shape.of(payload["shape"])
+    dtype = str(payload["dtype"])
+    seeds = [int(s) for s in payload["seeds"]]
+    threshold = gate.threshold_for(dtype, problem.tolerance)
+    config = Config.of(payload.get("config") or {})
+    result: dict[str, Any] = {}
+    first_args = placed_inputs(state, shape, dtype, seeds[0])
+    kernel = kernel_for(problem, payload.get("baseline_kernel"))
+    compiled = compile_for(state, shape, config, kernel, first_args)
+    result.update(compile_s=compiled.compile_s, binary_hash=compiled.binary_hash, resources=compiled.resources)
+
+    verdicts = []
+    gate_start = time.perf_counter()
+    timing_args: dict[str, Any] | None = None
+    if not payload.get("gate", True):
+        # Asked to time only (a later round of an in-process A/B whose first round passed the gate).
+        seeds = []
+        timing_args = first_args
+    for seed in seeds:
+        args = first_args if seed == seeds[0] else placed_inputs(state, shape, dtype, seed)
+        refs = _reference(state, shape, dtype, seed)
+        backend.poison(args, problem.outputs)
+        returned = _run_once(backend, compiled.launch, args)
+        if isinstance(kernel, TorchCallable) and kernel.returns_outputs:
+            produced = list(returned) if isinstance(returned, (tuple, list)) else [returned]
+        else:
+            produced = [args[name] for name in problem.outputs]
+        if len(produced) != len(refs):
+            raise CandidateFailed(FailureKind.ERROR.value,
+                                  f"produced {len(produced)} outputs, expected {len(refs)}")
+        compared = [(name, backend.compare(value, ref))
+                    for name, value, ref in zip(problem.outputs, produced, refs, strict=True)]
+        verdicts.append(gate.judge(compared, dtype, threshold, seed))
+        timing_args = args
+    result["gate_s"] = time.perf_counter() - gate_start
+    if verdicts:
+        verdict = gate.combine(verdicts)
+        result["verdict"] = _verdict_dict(verdict)
+        if not verdict.passed:
+            result["failure"] = {"kind": FailureKind.WRONG.value, "reason": verdict.reason}
+            return result, None, 0
+    if not state["target"].claims_timing or timing_args is None:
+        result["timing"] = f"not claimed: {backend.timer}"
+        return result, None, 0
+    sets = [timing_args]
+    if payload["measure"].get("regime") == "rotating":
+        host = _inputs(state, shape, dtype, int(payload["seeds"][0]))
+        sets += [backend.place(host) for _ in range(_rotating_copies(backend, host) - 1)]
+    return result, [partial(compiled.launch, args) for args in sets], _set_bytes(sets[0])
+
+
+def _verdict_dict(verdict: Any) -> dict[str, Any]:
+    return {"outcome": verdict.outcome, "metric": verdict.metric, "value": verdict.value,
+            "threshold": verdict.threshold, "reason": verdict.reason, "details": dict(verdict.details)}
+
+
+def _set_bytes(args: dict[str, Any]) -> int:
+    total = 0
+    for value in args.values():
+        nbytes = getattr(value, "nbytes", None)
+        if nbytes is None and hasattr(value, "shape") and hasattr(value, "dtype"):  # an OpenCL DeviceArray
+            nbytes = math.prod(value.shape) * value.dtype.itemsize
+        total += int(nbytes or 0)
+    return total
+
+
+def _rotating_copies(backend: Backend, host: dict[str, Any]) -> int:
+    """Enough input copies that cycling through them overflows the cache (twice its size), at most 64."""
+    size = max(1, _set_bytes(host))
+    return max(2, min(64, math.ceil(backend.flush_bytes / size) + 1))
+
+
+def _run_once(backend: Backend, launch: Any, args: dict[str, Any]) -> Any:
+    try:
+        returned = launch(args)
+        backend.synchronize()
+        return returned
+    except CandidateFailed:
+        raise
+    except Exception as exc:
+        raise fail(exc, "launch") from exc

@@ -1,0 +1,368 @@
+"""``tune``: the spine. Load the spec, start a worker on the device, then for each shape evaluate the
+baselines and the configs the strategy proposes (compile → gate → measure, in the worker), recording each
+candidate in the store as it finishes. A killed run resumes from the store without re-measuring anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from kerntune.backends.base import CONTEXT_FATAL
+from kerntune.errors import KerntuneError, SpecError, UsageError
+from kerntune.exec.ray_slots import RaySlot
+from kerntune.exec.slots import Slot
+from kerntune.model import (
+    Candidate,
+    Config,
+    FailureKind,
+    Measurement,
+    Run,
+    Shape,
+    Target,
+)
+from kerntune.search import make_strategy, resolve_strategy
+from kerntune.search.compile_ahead import CompileAhead, local_compile_workers
+from kerntune.search.shape_search import ShapeSearch
+from kerntune.settings import Settings
+from kerntune.store import CandidateResult, Store
+from kerntune.store.ledger import LedgerRow, prior_failures
+from kerntune.store.warm_start import nearest_winners
+from kerntune.tune.inputs import (
+    EVALUATE,
+    SETUP,
+    ValidSets,
+    check_space,
+    corpus_shapes,
+    measure_options,
+    require_graphs,
+    resolve_shapes,
+    roofline_inputs,
+    source_hash,
+)
+from kerntune.tune.outcomes import candidate_result
+from kerntune.tune.pool import (
+    LockedProgress,
+    Placement,
+    compile_counts,
+    make_slots,
+    release,
+    share_shapes,
+    start_slots,
+)
+from kerntune.tune.request import Progress, Silent, TuneRequest
+from kerntune.tune.spec import LoadedSpec, load_spec
+
+CONTEXT_FATAL_KINDS = {kind.value for kind in CONTEXT_FATAL}
+WARM_STARTS = 3
+"""Winners of the nearest tuned shapes tried first: the nearest one is the start, the others follow it."""
+
+
+def _new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+class _Tuner:
+    """One slot's side of a run: evaluates candidates in its worker, hosts each shape's search (the
+    ``SearchHost`` of ``kerntune.search.shape_search``) and confirms the finalists of the shapes it took."""
+
+    def __init__(self, run: Run, loaded: LoadedSpec, store: Store, settings: Settings, progress: Progress,
+                 worker: Slot, target: Target, compile_workers: int = 0) -> None:
+        self.run, self.loaded, self.store, self.settings = run, loaded, store, settings
+        self.problem = loaded.problem
+        self.progress, self.worker, self.target = progress, worker, target
+        self.finished = store.finished_keys(run.id)
+        self.measure = measure_options(settings)
+        self.seeds = [run.seed * 1000 + i + 1 for i in range(settings.gate_seeds)]
+        self.started = time.monotonic()
+        self.stop_reason = ""
+        self.valid_sets: ValidSets = {}
+        self.setup = (SETUP, {"spec_path": str(loaded.path), "device": str(run.options.get("device", ""))})
+        self.compile_workers = compile_workers  # this slot's compile-ahead workers (pool.compile_counts)
+
+    def valid(self, shape: Shape) -> tuple[list[Config], dict[str, int]]:
+        """The shape's valid configs and constraint rejections, computed once (large spaces take seconds)."""
+        if shape.key not in self.valid_sets:
+            self.valid_sets[shape.key] = self.problem.space.valid_configs(shape, self.target)
+        return self.valid_sets[shape.key]
+
+    def elapsed(self) -> float:
+        return self.run.elapsed_s + (time.monotonic() - self.started)
+
+    def out_of_time(self) -> bool:
+        seconds = self.run.budget.seconds
+        return seconds is not None and self.elapsed() >= seconds
+
+    def evaluate(self, shape: Shape, config: Config, role: str, label: str, baseline_kernel: str | None = None, *,
+                 measure: dict[str, Any] | None = None,
+                 precompiled: Mapping[str, Any] | None = None) -> CandidateResult | None:
+        """Evaluate one candidate in the timing worker unless the store already holds its result (then return
+        None). ``precompiled``: a compile-ahead worker's result, whose compile time is the real one (the
+        timing worker's own compile was a cache hit)."""
+        if (shape.key, role, label, config.key) in self.finished:
+            return None
+        cid = self.store.start_candidate(self.run.id, shape, config, role, label)
+        reason = self.problem.space.check(config, shape, self.target) if config.items else None
+        if reason is not None:
+            result = CandidateResult("failed", failure=FailureKind.ERROR,
+                                     reason=f"violates constraint {reason!r} at this shape")
+        else:
+            outcome = self.worker.call(EVALUATE, self.payload(shape, config, baseline_kernel, measure),
+                                       self.settings.candidate_timeout_s)
+            if outcome.status == "error" and outcome.kind in ("SpecError", "BackendUnavailable"):
+                raise SpecError(outcome.reason)  # the spec's own code failed: every candidate would
+            result = candidate_result(outcome)
+            if precompiled is not None:
+                result = replace(result, compile_s=precompiled.get("compile_s"),
+                                 resources={**(precompiled.get("resources") or {}), **(result.resources or {})})
+            if outcome.status == "failed" and outcome.kind in CONTEXT_FATAL_KINDS and not outcome.restarted:
+                # The process survived but its device context may not have (CUDA errors are sticky).
+                self.worker.restart()
+        self.store.finish_candidate(cid, result)
+        self.store.update_run(self.run.id, elapsed_s=self.elapsed())
+        detail = (f"{result.measurement.median_ms:.4g} ms" if result.measurement
+                  else f"{result.failure.value if result.failure else ''} {result.reason}".strip())
+        self.progress.finished(f"{label} {config.key}" if role == "screen" else label or config.key,
+                               result.status, detail)
+        return result
+
+    def skip_known_bad(self, shape: Shape, config: Config, row: LedgerRow, role: str = "search",
+                       label: str = "") -> None:
+        """Record, without running it, a config that failed deterministically in an earlier run."""
+        cid = self.store.start_candidate(self.run.id, shape, config, role, label)
+        reason = f"skipped: failed in run {row.run_id} ({row.failure}: {row.reason}); --retry-failed runs it"
+        self.store.finish_candidate(cid, CandidateResult("failed", failure=FailureKind(row.failure), reason=reason))
+        self.progress.finished(config.key, "failed", "skipped (ledger)")
+
+    def payload(self, shape: Shape, config: Config, baseline_kernel: str | None,
+                measure: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"shape": shape.as_dict(), "dtype": self.run.dtype, "seeds": self.seeds, "config": config.as_dict(),
+                "baseline_kernel": baseline_kernel, "measure": measure or self.measure}
+
+    def finalists(self, shape: Shape) -> list[Candidate]:
+        """The fastest searched configs, then every timed baseline: what confirmation re-times."""
+        timed = [c for c in self.store.candidates(self.run.id)
+                 if c.shape == shape and c.status == "ok" and c.measurement is not None]
+        searched = [c for c in timed if c.role == "search"]
+        top = sorted(searched, key=lambda c: c.measurement.median_ms)[: self.settings.finalists]  # type: ignore[union-attr]
+        return top + [c for c in timed if c.role == "baseline"]
+
+    def confirm(self, shapes: Sequence[Shape]) -> None:
+        """Re-time every shape's finalists and baselines in fresh processes, interleaved, before a winner is
+        declared.
+
+        The best of many search-time medians is biased low (it is partly the luckiest sample), and one
+        long-lived process carries state (clocks, allocator placement, warm caches) that a real program does
+        not share; each round starts a new worker (one for all shapes) and alternates the order (ABBA-style),
+        so drift over the round does not favour whoever goes first."""
+        rounds = self.settings.confirm_rounds
+        if rounds == 0 or self.settings.finalists == 0 or not self.target.claims_timing:
+            return
+        plan = [(shape, finalists) for shape in shapes if len(finalists := self.finalists(shape)) >= 2]
+        for round_ in range(rounds):
+            todo = [(shape, c) for shape, finalists in plan for c in finalists
+                    if c.id is not None and round_ not in self.store.confirmed_rounds(c.id)]
+            if not todo:
+                continue
+            log = self.store.home / "logs" / f"confirm-{self.run.id}-{round_}-{secrets.token_hex(2)}.log"
+            worker = self.worker.fresh(log)  # the same device as the search, in a new process
+            worker.start()
+            try:
+                by_shape = [[c for s, c in todo if s == shape] for shape, _ in plan]
+                for (shape, _), cands in zip(plan, by_shape, strict=True):
+                    for cand in cands if round_ % 2 == 0 else cands[::-1]:
+                        self.confirm_one(worker, shape, cand, round_)
+            finally:
+                worker.stop()
+
+    def confirm_one(self, worker: Slot, shape: Shape, cand: Candidate, round_: int) -> None:
+        assert cand.id is not None
+        kernel = None if cand.config.items else cand.label
+        outcome = worker.call(EVALUATE, self.payload(shape, cand.config, kernel), self.settings.candidate_timeout_s)
+        result = candidate_result(outcome)
+        label = f"confirm {round_ + 1}/{self.settings.confirm_rounds} {cand.name}"
+        if result.measurement is None:
+            # A candidate that passed in search and fails now is flaky (a race, a read of unwritten memory):
+            # it is no longer a result anyone should trust.
+            self.store.fail_candidate(cand.id, result.failure or FailureKind.ERROR,
+                                      f"failed in confirmation round {round_ + 1}: {result.reason}")
+            self.progress.finished(label, "failed", result.reason)
+            return
+        fresh = replace(result.measurement.conditions, fresh_process=True)
+        self.store.add_confirmation(cand.id, Measurement(result.measurement.samples_ms, fresh), round_)
+        self.progress.finished(label, "ok", f"{result.measurement.median_ms:.4g} ms")
+
+    def stored_medians(self, shape: Shape) -> dict[tuple[str, str, str], float | None]:
+        medians: dict[tuple[str, str, str], float | None] = {}
+        for cand in self.store.candidates(self.run.id):
+            if cand.shape == shape and cand.status != "pending":
+                key = (cand.role, cand.label, cand.config.key)
+                medians[key] = cand.measurement.median_ms if cand.measurement else None
+        return medians
+
+    def warm_starts(self, shape: Shape, valid: Sequence[Config]) -> list[Config]:
+        """Where the search begins: the winners of the nearest shapes tuned on this device — before, or earlier
+        in this run — that are valid here (nearest first, at most ``WARM_STARTS``); else the spec's default."""
+        allowed = {c.key for c in valid}
+        found: list[Config] = []
+        for seed in nearest_winners(self.store, problem=self.problem.name, dtype=self.run.dtype, target=self.target,
+                                    shape=shape, current_run=self.run.id):
+            if seed.config.key in allowed and seed.config not in found:
+                if not found:
+                    self.progress.finished("warm start", "ok", f"from {seed.config.key}, the winner at "
+                                           f"{seed.shape.key} in run {seed.run_id}")
+                found.append(seed.config)
+            if len(found) == WARM_STARTS:
+                break
+        return found or [self.problem.space.default_config()]
+
+    def tune_shape(self, shape: Shape, ahead: CompileAhead | None) -> None:
+        valid, rejected = self.valid(shape)
+        self.store.record_pruned(self.run.id, shape, rejected)
+        known_bad = {} if self.run.options.get("retry_failed") else prior_failures(
+            self.store, run_id=self.run.id, problem=self.problem.name, spec_hash=self.run.spec_hash,
+            target=self.target, shape_key=shape.key)
+        in_space: dict[str, str] = {}  # config key → the (first) baseline that is that point of the space
+        for baseline in self.problem.all_baselines():
+            config = Config.of(baseline.config or {})
+            if baseline.config is not None:
+                in_space.setdefault(config.key, baseline.name)
+            self.evaluate(shape, config, "baseline", baseline.name, None if baseline.config else baseline.name)
+        name = resolve_strategy(self.run.strategy, len(valid), self.target.claims_timing)
+        start, *near = self.warm_starts(shape, valid)
+        strategy = make_strategy(name, valid, self.run.seed, start, [*near, *self.problem.space.seed_configs()])
+        search = ShapeSearch(self, shape, strategy, ahead, in_space, known_bad,
+                             known=self.stored_medians(shape))
+        try:
+            reason = search.run()
+        finally:
+            if ahead is not None:
+                ahead.cancel()  # nothing compiles while finalists are confirmed
+        if reason:
+            self.stop_reason = f"{reason} ({name})" if name != self.run.strategy else reason
+
+    def take_shapes(self, next_shape: Callable[[], Shape | None]) -> None:
+        """This slot's share of the run: the shapes it takes in turn, searched, then their finalists confirmed
+        on the same device."""
+        done: list[Shape] = []
+        with contextlib.ExitStack() as stack:
+            ahead = None
+            if self.compile_workers:
+                count, slot, timeout_s = self.compile_workers, self.worker, self.settings.setup_timeout_s
+                workers = slot.compile_workers(count) if isinstance(slot, RaySlot) else local_compile_workers(
+                    count, self.setup, log_dir=self.store.home / "logs", setup_timeout_s=timeout_s)
+                ahead = stack.enter_context(CompileAhead(workers, timeout_s=self.settings.candidate_timeout_s))
+            while (shape := next_shape()) is not None:
+                self.store.set_run_option(self.run.id, "shape_slots", shape.key, self.worker.name)
+                self.tune_shape(shape, ahead)
+                done.append(shape)
+        self.confirm(done)
+
+    def planned_total(self, shapes: Sequence[Shape]) -> int:
+        total = 0
+        for shape in shapes:
+            valid, _ = self.valid(shape)
+            baselines = self.problem.all_baselines()
+            overlap = {Config.of(b.config).key for b in baselines if b.config is not None}
+            searchable = len([c for c in valid if c.key not in overlap])
+            if self.run.budget.evaluations is not None:
+                searchable = min(searchable, self.run.budget.evaluations)
+            total += searchable + len(baselines)
+            if self.target.claims_timing and self.settings.finalists:
+                total += self.settings.confirm_rounds * (min(self.settings.finalists, searchable) + len(baselines))
+        return total
+
+
+def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progress | None = None) -> Run:
+    """Run (or resume) a tuning session and return the finished Run record."""
+    progress = progress or Silent()
+    if request.resume:
+        previous = store.get_run(request.resume)
+        loaded = load_spec(previous.spec_path)
+        if loaded.digest != previous.spec_hash:
+            raise SpecError(
+                f"the spec {previous.spec_path} changed since run {previous.id} started "
+                f"({previous.spec_hash} → {loaded.digest}); start a new run instead of resuming"
+            )
+        device = str(previous.options.get("device", ""))
+        shapes: list[Shape] = list(previous.shapes)
+    else:
+        loaded = load_spec(request.spec)
+        device = request.device
+        dtype = request.dtype or loaded.problem.dtypes[0]
+        overrides = list(request.shapes) + (corpus_shapes(Path(request.shapes_from), loaded.problem, dtype)
+                                            if request.shapes_from else [])
+        shapes = resolve_shapes(loaded.problem, overrides)
+        if dtype not in loaded.problem.dtypes:
+            raise UsageError(f"dtype {dtype!r} is not one of this spec's dtypes: {', '.join(loaded.problem.dtypes)}")
+        make_strategy(request.strategy, [], request.seed)  # unknown strategy names fail before any work
+
+    measure_options(settings)  # a bad regime or mode fails here, before any worker starts
+    placement = request.placement if not request.resume else Placement(**previous.options.get("placement", {}))
+    setup_call = (SETUP, {"spec_path": str(loaded.path), "device": device})
+    slots = make_slots(placement, setup_call, store, settings, f"{int(time.time())}-{secrets.token_hex(2)}")
+    try:
+        setup = start_slots(slots)[0]
+        require_graphs(settings, setup)
+        target = Target.from_dict(setup["target"])
+        if request.resume:
+            run = store.get_run(request.resume)
+            if target.device_name != run.target.device_name or target.arch != run.target.arch:
+                raise UsageError(f"run {run.id} was measured on {run.target.label}, this device is {target.label}: "
+                                 "results from two devices are never mixed; start a new run")
+        valid_sets: ValidSets = {}
+        if not request.resume:
+            valid_sets = check_space(loaded.problem, shapes, target)
+            run = Run(
+                id=_new_run_id(), problem=loaded.problem.name, spec_path=str(loaded.path), spec_hash=loaded.digest,
+                target=target, strategy=request.strategy, budget=request.budget, shapes=tuple(shapes), dtype=dtype,
+                seed=request.seed, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                options={"device": device, "retry_failed": request.retry_failed,
+                         "kernel_hash": source_hash(loaded.problem),
+                         "placement": {"workers": placement.workers, "executor": placement.executor,
+                                       "address": placement.address},
+                         "target_ms": request.target_ms, **roofline_inputs(loaded.problem, shapes, dtype, store,
+                                                                               target)},
+            )
+            store.create_run(run)
+        store.update_run(run.id, status="running")
+        compilers = compile_counts(slots, settings.compile_workers, target)
+        tuner = _Tuner(run, loaded, store, settings, progress, slots[0], target, compilers[0])
+        tuner.valid_sets.update(valid_sets)
+        progress.planned(run, tuner.planned_total(shapes))
+        tuners = [tuner]
+        shared = LockedProgress(progress)
+
+        def work(slot: Slot, next_shape: Callable[[], Shape | None]) -> None:
+            if len(slots) == 1:
+                tuner.take_shapes(next_shape)
+                return
+            mine = _Tuner(run, loaded, Store(store.home), settings, shared, slot, target,
+                          compilers[slots.index(slot)])
+            mine.valid_sets.update(tuner.valid_sets)  # (a SQLite connection stays in the thread that opened it)
+            tuners.append(mine)
+            try:
+                mine.take_shapes(next_shape)
+            finally:
+                mine.store.close()
+
+        try:
+            share_shapes(shapes, slots, work)
+        except KerntuneError as exc:
+            store.update_run(run.id, status="failed", stop_reason=str(exc), elapsed_s=tuner.elapsed())
+            raise
+        except BaseException:
+            store.update_run(run.id, status="interrupted", elapsed_s=tuner.elapsed())
+            raise
+        reason = "; ".join(dict.fromkeys(t.stop_reason for t in tuners if t.stop_reason)) or \
+            "every valid config evaluated"
+        store.update_run(run.id, status="done", stop_reason=reason, elapsed_s=tuner.elapsed())
+        return store.get_run(run.id)
+    finally:
+        release(slots)

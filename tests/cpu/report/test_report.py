@@ -1,0 +1,79 @@
+"""``kerntune report``: one self-contained HTML page whose charts carry the stored numbers (a PoCL tune), and
+charts that treat labels as data."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from html.parser import HTMLParser
+from pathlib import Path
+
+from kerntune.report import charts
+from kerntune.store import Store
+from tests.conftest import EXAMPLES, CliResult
+
+
+class _Page(HTMLParser):
+    """Every element's tag and attributes, and the embedded report JSON."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
+        self.data, self._in_data = "", False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, dict(attrs)))
+        self._in_data = tag == "script" and dict(attrs).get("id") == "kerntune-report"
+
+    def handle_data(self, data: str) -> None:
+        if self._in_data:
+            self.data += data
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_data = False
+
+
+def test_the_report_shows_what_the_store_holds(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+    tuned = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--budget", "4", "--json")
+    assert tuned.code == 0, tuned.stderr
+    shape = tuned.json()["shapes"][0]
+    out = tmp_path / "report.html"
+    done = kerntune("report", "last", "-o", str(out), "--json")
+    assert done.code == 0, done.stderr
+    page = _Page()
+    page.feed(out.read_text())
+    assert json.loads(page.data)["shapes"][0]["winner"] == shape["winner"]  # the same numbers show prints
+    # Self-contained: nothing is fetched (the SVG namespace is a name, not a request).
+    assert not [a for _, a in page.elements for k in ("src", "href") if a.get(k)]
+    series = {a["data-label"]: a for t, a in page.elements if t == "g" and a.get("class") == "series"}
+    winner = shape["winner"]
+    drawn = series["search: " + ",".join(f"{k}={v}" for k, v in winner["config"].items())]
+    measured = winner.get("confirmed") or winner["measurement"]  # the best measurement: confirmed when re-timed
+    assert float(str(drawn["data-median-ms"])) == float(f"{measured['median_ms']:.6g}")
+    assert int(str(drawn["data-n"])) == measured["n"]
+    best = [float(str(a["data-ms"])) for t, a in page.elements if t == "circle" and a.get("class") == "best"]
+    assert best and best[: len(best) // 2] == sorted(best[: len(best) // 2], reverse=True)  # only improves
+    # Both traces (by evaluation, by seconds) draw every search-phase measurement the store holds.
+    store = Store(tmp_path / "store")
+    stored = [m for _, key, m, _ in store.measured_at(json.loads(page.data)["run"]["id"])]
+    drawn_ms = [float(str(a["data-ms"])) for t, a in page.elements if t == "circle" and a.get("class") == "evaluation"]
+    assert drawn_ms == [float(f"{m:.6g}") for m in stored] * 2
+    refused = kerntune("report", "last", "-o", str(tmp_path / "report.pdf"))
+    assert refused.code == 2 and "*.html" in refused.stderr
+
+
+def test_labels_are_data_never_markup() -> None:
+    svg = charts.distributions([("<script>alert(1)</script>", [1.0, 2.0], 1.5)])
+    assert "<script>" not in svg and "&lt;script&gt;" in svg
+    assert charts.distributions([]) == "" and charts.trace([], "s") == ""
+
+
+def test_the_roofline_chart_draws_each_ceiling_and_point() -> None:
+    points = [{"shape": "N=1", "role": "search", "label": "B=64", "winner": True, "median_ms": 0.5,
+               "intensity": 2.0, "flops_per_s": 4e12},
+              {"shape": "N=1", "role": "baseline", "label": "torch", "winner": False, "median_ms": 1.0,
+               "intensity": 2.0, "flops_per_s": 2e12}]
+    svg = charts.roofline(points, {"FMA (fp32)": 60e12, "bfloat16 matrix": 900e12}, 4e12)
+    assert svg.count('class="ceiling"') == 2 and 'data-flops-per-s="9e+14"' in svg
+    assert 'data-label="B=64" data-median-ms="0.5"' in svg and 'data-label="torch" data-median-ms="1"' in svg
+    assert charts.roofline([], {"FMA": 1.0}, 1.0) == ""

@@ -1,0 +1,71 @@
+"""The benchmark runner: every suite names what it measures, its steps and what it needs, every step it names
+exists, every raw-data folder and every suite RESULTS.md quotes is a suite the runner runs, and a suite run here
+leaves its raw data under <suite>/<date>/ with its log."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+BENCH = ROOT / "benchmarks"
+SUITES = sorted(p.stem for p in (BENCH / "suites").glob("*.sh"))
+
+
+def _header(suite: str, field: str) -> str:
+    text = (BENCH / "suites" / f"{suite}.sh").read_text()
+    found = re.search(rf"^# {field}: (.+)$", text, re.M)
+    assert found, f"benchmarks/suites/{suite}.sh has no '# {field}:' line"
+    return found.group(1)
+
+
+def _runner(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BENCH / "run"), *args], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, **(env or {})})
+
+
+def test_every_suite_states_its_steps_and_defines_them() -> None:
+    assert len(SUITES) >= 10
+    for suite in SUITES:
+        text = (BENCH / "suites" / f"{suite}.sh").read_text()
+        assert _header(suite, "needs") in ("gpu", "any"), suite
+        assert _header(suite, "about")
+        for step in _header(suite, "steps").split():
+            assert re.search(rf"^step_{step.replace('-', '_')}\(\)", text, re.M), f"{suite}: no step_{step}"
+
+
+def test_raw_data_and_results_name_only_suites_the_runner_runs() -> None:
+    folders = {p.name for p in (BENCH / "data").iterdir() if p.is_dir()}
+    assert folders and folders <= set(SUITES), folders - set(SUITES)
+    for folder in (BENCH / "data").iterdir():
+        for dated in folder.iterdir():
+            assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", dated.name), dated
+    quoted = set(re.findall(r"suite `([a-z-]+)`", (BENCH / "RESULTS.md").read_text()))
+    assert quoted and quoted <= set(SUITES), quoted - set(SUITES)
+    assert set(re.findall(r"benchmarks/run ([a-z][a-z-]+)", (BENCH / "RESULTS.md").read_text())) <= set(SUITES)
+
+
+def test_list_and_bad_names() -> None:
+    listed = _runner("--list")
+    assert listed.returncode == 0
+    assert all(suite in listed.stdout for suite in SUITES)
+    unknown = _runner("no-such-suite")
+    assert unknown.returncode == 2 and "no suite 'no-such-suite'" in unknown.stderr
+    assert _runner("--unpack", str(ROOT / "no-such-folder")).returncode == 2
+
+
+def test_a_suite_run_keeps_its_raw_data_by_suite_and_date(tmp_path: Path) -> None:
+    done = _runner("dispatch-cost", env={"KT_DATA": str(tmp_path), "W": str(tmp_path / "scratch")})
+    assert done.returncode == 0, done.stdout + done.stderr
+    dated = tmp_path / "dispatch-cost" / datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    assert '"dispatcher_select_tuple_key_us"' in (dated / "dispatch" / "dispatch_cost.json").read_text()
+    log = (dated / "run.log").read_text()
+    assert "== dispatch-cost" in log and "exit 0 after" in log
+    again = _runner("dispatch-cost", env={"KT_DATA": str(tmp_path), "W": str(tmp_path / "scratch")})
+    assert again.returncode == 0 and (dated / "dispatch-2" / "dispatch_cost.json").exists()  # never overwritten
+    missing = _runner("dispatch-cost", env={"KT_DATA": str(tmp_path), "STEPS": "nope"})
+    assert missing.returncode == 1 and "has no step 'nope'" in missing.stdout

@@ -1,0 +1,133 @@
+"""``kerntune serve``'s app through FastAPI's test client: a PoCL tune started and followed through the API, its
+run page carrying the stored numbers, the candidate diff, the lab listing and a replay; the token (401 without
+it), names from requests that try to leave the store or the spec folder, and malformed requests (4xx with a
+message, never a 500). The browser test is tests/cpu/web/test_web_browser.py."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import DATA, EXAMPLES, FAST_ENV, CliResult
+
+pytest.importorskip("fastapi")
+pytest.importorskip("httpx")
+
+from fastapi.testclient import TestClient
+
+from kerntune.web.app import create_app
+
+TOKEN = "t" * 24
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    for name, value in FAST_ENV.items():
+        monkeypatch.setenv(name, value)  # the tune jobs inherit the tests' quick measurement settings
+    yield tmp_path / "store"
+
+
+def _wait(client: TestClient, job: int, limit_s: float = 300) -> dict[str, Any]:
+    deadline = time.monotonic() + limit_s
+    while True:
+        state: dict[str, Any] = client.get(f"/api/jobs/{job}").json()
+        if state["state"] != "running" or time.monotonic() > deadline:
+            return state
+        time.sleep(0.5)
+
+
+def test_a_tune_started_and_followed_through_the_api(home: Path) -> None:
+    client = TestClient(create_app(home, EXAMPLES))
+    assert "opencl_vector_add" in client.get("/").text
+    started = client.post("/api/tunes", json={"spec": "opencl_vector_add", "budget": "4"})
+    assert started.status_code == 200, started.text
+    busy = client.post("/api/tunes", json={"spec": "opencl_vector_add", "budget": "4"})
+    assert busy.status_code == 409 and "a job is running" in busy.json()["detail"]
+    state = _wait(client, started.json()["job"])
+    assert state["state"] == "done", state
+    run_id = state["result"]["run"]["id"]
+    winner = client.get(f"/api/runs/{run_id}").json()["shapes"][0]["winner"]
+    page = client.get(f"/runs/{run_id}").text
+    median = (winner.get("confirmed") or winner["measurement"])["median_ms"]
+    assert f'data-median-ms="{median:.6g}"' in page and "Compare two candidates" in page
+    ids = [c["id"] for c in [winner, *client.get(f"/api/runs/{run_id}").json()["shapes"][0]["baselines"]]]
+    diff = client.get(f"/runs/{run_id}/diff", params={"a": ids[0], "b": ids[1]})
+    assert diff.status_code == 200 and "median_ms" in diff.text
+    assert client.get("/api/runs").json()[0]["id"] == run_id
+
+
+def test_stopping_a_running_tune(home: Path) -> None:
+    client = TestClient(create_app(home, EXAMPLES))
+    started = client.post("/api/tunes", json={"spec": "opencl_matmul", "budget": "50"}).json()
+    stopped = client.post(f"/api/jobs/{started['job']}/stop")
+    assert stopped.status_code == 200 and stopped.json()["state"] == "failed"
+
+
+def test_the_lab_page_lists_captures_and_replays_one(home: Path, kerntune: Callable[..., CliResult],
+                                                     tmp_path: Path) -> None:
+    lab = tmp_path / "lab"
+    shutil.copytree(DATA / "lab", lab)
+    done = kerntune("capture", "--kernel", "axpy", "--nth", "2", "-o", str(home / "captures" / "axpy2"), "--",
+                    "python", str(lab / "opencl_program.py"))
+    assert done.code == 0, done.stderr
+    client = TestClient(create_app(home, EXAMPLES))
+    assert "axpy2" in client.get("/lab").text
+    started = client.post("/api/lab/axpy2/replay", json={"iterations": 3})
+    assert started.status_code == 200, started.text
+    state = _wait(client, started.json()["job"])
+    assert state["state"] == "done" and state["result"]["reproduces_capture"] is True, state
+    assert client.get("/api/lab").json()[0]["history"][-1]["job"] == "replay"
+
+
+def test_token_traversal_and_malformed_requests(home: Path, tmp_path: Path) -> None:
+    client = TestClient(create_app(home, EXAMPLES, token=TOKEN))
+    assert client.get("/").status_code == 401 and client.get("/api/runs").status_code == 401
+    assert client.get("/api/runs", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert client.get("/api/runs", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    assert client.get("/", params={"token": TOKEN}).status_code == 200  # sets the cookie the page then sends
+    assert client.get("/api/runs").status_code == 200
+    outside = tmp_path / "outside"
+    (outside / "evil").mkdir(parents=True)
+    (outside / "evil" / "spec.py").write_text("raise SystemExit('must never run')\n")
+    for spec in ("../outside/evil", str(outside / "evil"), "/etc", "opencl_vector_add/../../outside/evil"):
+        refused = client.post("/api/tunes", json={"spec": spec})
+        assert refused.status_code == 400 and "outside the spec folder" in refused.json()["detail"], spec
+    for name in ("..%2F..%2Fetc", "..", ".hidden", "nope"):
+        assert client.post(f"/api/lab/{name}/replay", json={}).status_code == 404, name
+    assert client.get("/api/runs/..%2F..%2Fetc%2Fpasswd").status_code == 404  # matches no route at all
+    for ref in ("%25", "_", "last%27%3B--"):  # LIKE wildcards are matched as themselves; SQL is bound
+        missing = client.get(f"/api/runs/{ref}")
+        assert missing.status_code == 404 and "no run" in missing.json()["detail"], (ref, missing.text)
+    bad = [client.post("/api/tunes", content=b"{not json", headers={"Content-Type": "application/json"}),
+           client.post("/api/tunes", json={"spec": 3}), client.post("/api/tunes", json={}),
+           client.post("/api/tunes", json={"spec": "opencl_vector_add", "strategy": "guess"}),
+           client.post("/api/tunes", json={"spec": "opencl_vector_add", "budget": "lots"}),
+           client.post("/api/tunes", json={"spec": "opencl_vector_add", "workers": 0}),
+           client.post("/api/tunes", json={"spec": "opencl_vector_add", "executor": "slurm"}),
+           client.post("/api/lab/x/replay", json={"iterations": 0}),
+           client.get("/runs/x/diff", params={"a": "one", "b": 2}), client.get("/api/jobs/77")]
+    for response in bad:
+        assert 400 <= response.status_code < 500 and response.json().get("detail"), response.text
+
+
+def test_serve_refuses_to_bind_beyond_loopback_without_a_token(kerntune: Callable[..., CliResult]) -> None:
+    open_wide = kerntune("serve", "--host", "0.0.0.0")
+    assert open_wide.code == 2 and "give --token" in open_wide.stderr
+    short = kerntune("serve", "--host", "0.0.0.0", "--token", "abc")
+    assert short.code == 2 and "at least 16 characters" in short.stderr
+
+
+def test_the_runs_page_lists_ab_verdicts_escaped(home: Path) -> None:
+    from kerntune.store import Store
+    from kerntune.store.claims import ABRecord, save_ab
+
+    save_ab(Store(home), ABRecord("ab1", "2026-11-30T00:00:00Z", "ab", {"label": "<b>A</b>"}, {"label": "B"}, {}, {},
+                                  "in-process", 1.031, 1.02, 1.04, 0.01, "loss", "loss", False, "", {}, 3.0))
+    page = TestClient(create_app(home, EXAMPLES)).get("/").text
+    assert "A/B verdicts" in page and "<b>loss</b>" in page and "1.0310" in page and "1.0200–1.0400" in page
+    assert "&lt;b&gt;A&lt;/b&gt;" in page and "<b>A</b>" not in page

@@ -1,0 +1,54 @@
+"""Blocks of samples are sized by the wall time of a launch, not by the kernel's time alone: with a null
+timing backend whose host side is 20× slower than its 'kernel', a short budget ends near its length instead of
+after one block of hundreds of slow launches (the overrun the H200's race screening showed)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from kerntune.backends.base import Backend
+from kerntune.measure.protocol import BATCH_MS, MeasureOptions, measure, measure_interleaved
+
+DEVICE_MS = 0.01
+HOST_MS = 0.2
+
+
+class _NullSlowHostBackend:
+    """Named null: no device. Each launch 'runs' DEVICE_MS and costs the host HOST_MS to enqueue."""
+
+    timer = "null"
+    flush_bytes = 0
+    uncovered_chunks = 0
+
+    def __init__(self) -> None:
+        self.blocks: list[int] = []
+
+    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
+        self.blocks.append(len(launches))
+        time.sleep(HOST_MS * len(launches) / 1e3)
+        return [DEVICE_MS] * len(launches)
+
+
+def test_a_slow_host_keeps_blocks_and_budget_near_their_length() -> None:
+    backend = _NullSlowHostBackend()
+    options = MeasureOptions(warmup_ms=2.0, budget_ms=12.5, min_samples=10)
+    start = time.perf_counter()
+    got = measure(cast(Backend, backend), [lambda: None], options)
+    wall_ms = (time.perf_counter() - start) * 1e3
+    # Sized by the kernel alone a block would be BATCH_MS / DEVICE_MS = 1000 launches, 200 ms of host time.
+    assert max(backend.blocks) <= 2 * BATCH_MS / HOST_MS, backend.blocks
+    assert wall_ms < 100.0, (wall_ms, backend.blocks)
+    assert got.median_ms == DEVICE_MS and got.n >= options.min_samples
+
+
+def test_interleaved_pairs_are_paced_too() -> None:
+    backend = _NullSlowHostBackend()
+    options = MeasureOptions(warmup_ms=2.0, budget_ms=10.0, min_samples=10)
+    start = time.perf_counter()
+    a, b = measure_interleaved(cast(Backend, backend), lambda: None, lambda: None, options)
+    wall_ms = (time.perf_counter() - start) * 1e3
+    assert max(backend.blocks) <= 2 * 2 * BATCH_MS / (2 * HOST_MS), backend.blocks  # launches: 2 per pair
+    assert wall_ms < 120.0, (wall_ms, backend.blocks)
+    assert a.median_ms == b.median_ms == DEVICE_MS

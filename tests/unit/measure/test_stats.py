@@ -1,0 +1,52 @@
+"""The statistics under measurements and A/B verdicts, on data whose answer is known."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from kerntune.compare.ab import abba, claim_holds, verdict_for
+from kerntune.measure.stats import RatioEstimate, block_half_width, median_ci, ratio_ci
+
+
+def test_median_ci_contains_the_median_and_narrows_with_more_samples() -> None:
+    rng = random.Random(1)
+    small = [1.0 + rng.gauss(0, 0.05) for _ in range(20)]
+    large = [1.0 + rng.gauss(0, 0.05) for _ in range(2000)]
+    lo_s, hi_s = median_ci(small)
+    lo_l, hi_l = median_ci(large)
+    assert lo_s <= sorted(small)[10] <= hi_s
+    assert hi_l - lo_l < (hi_s - lo_s) / 3
+    assert median_ci([2.0] * 50) == (2.0, 2.0)
+
+
+def test_block_half_width_grows_when_blocks_disagree() -> None:
+    steady = block_half_width([1.0, 1.001, 0.999, 1.0, 1.0005])
+    swinging = block_half_width([1.0, 1.04, 0.97, 1.03, 0.98])
+    assert steady < 0.002 < swinging
+    assert block_half_width([1.0]) == math.inf
+
+
+def test_ratio_ci_recovers_a_planted_ratio() -> None:
+    rng = random.Random(2)
+    pairs = [(a, a * 1.03 * (1 + rng.gauss(0, 0.002))) for a in (1 + rng.gauss(0, 0.05) for _ in range(8))]
+    est = ratio_ci(pairs)
+    assert est.low < 1.03 < est.high and est.high - est.low < 0.01
+    with pytest.raises(ValueError):
+        ratio_ci(pairs[:1])
+
+
+def test_verdicts_need_the_whole_interval_beyond_the_band() -> None:
+    assert verdict_for(RatioEstimate(1.03, 1.02, 1.04, 6), 0.01) == "loss"
+    assert verdict_for(RatioEstimate(0.95, 0.94, 0.96, 6), 0.01) == "win"
+    assert verdict_for(RatioEstimate(1.03, 1.005, 1.05, 6), 0.01) == "noise"  # part of it inside the band
+    assert verdict_for(RatioEstimate(0.998, 0.99, 1.006, 6), 0.01) == "noise"
+    assert claim_holds("noise", "same") and claim_holds("win", "win") and not claim_holds("noise", "win")
+
+
+def test_abba_order_is_counterbalanced() -> None:
+    order = abba(4)
+    assert order == [0, 1, 1, 0, 0, 1, 1, 0]
+    assert order.count(0) == order.count(1) == 4

@@ -1,4 +1,4 @@
-"""Kernel Tuner and kerntune side by side on examples/cuda_matmul (issue 7 acceptance), on one NVIDIA GPU.
+"""Kernel Tuner and kerntune side by side on examples/cuda_matmul (the native suite), on one NVIDIA GPU.
 
 1. Kernel Tuner (brute force, its default protocol: 7 iterations, objective = their mean, CuPy backend) tunes the
    spec's own CUDA source over the spec's own space (TILE, WPT, VEC, UNROLL under the same constraints; the

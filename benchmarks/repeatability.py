@@ -15,7 +15,7 @@ import torch
 import triton
 
 from kerntune.backends.torch import TorchBackend
-from kerntune.pipeline.measure import MeasureOptions, measure
+from kerntune.measure.protocol import MeasureOptions, measure
 
 
 def spread(values: list[float]) -> float:

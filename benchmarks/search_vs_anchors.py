@@ -1,7 +1,7 @@
-"""The search issue's side-by-side: kerntune's gated winners against torch.matmul (cuBLAS) and against
+"""GEMM against the anchors (the gemm suite): kerntune's gated winners against torch.matmul (cuBLAS) and against
 triton.autotune with the Triton matmul tutorial's 16 configs, bf16, on the 10 LLM shapes.
 
-Phase 1 (``--tune``): one tuning run of examples/triton_matmul over the shapes (``pipeline.tune``, as
+Phase 1 (``--tune``): one tuning run of examples/triton_matmul over the shapes (``kerntune.tune.run``, as
 ``kerntune tune`` does; default strategy), its store under --out, progress lines and wall time printed.
 Phase 2 (``--compare``, one process): per shape,
 the three implementations are gated against an fp64 reference and then timed by kerntune's own ``measure``
@@ -44,11 +44,11 @@ class _Lines:
 def tune(out: Path, shapes: list[tuple[int, int, int]], strategy: str, tag: str, budget: list[str]) -> None:
     """One tuning run over all the shapes (one compile pool, one set of confirmation processes)."""
     from kerntune.cli.app import parse_budget
-    from kerntune.pipeline.report import build_report, report_json
-    from kerntune.pipeline.tune import TuneRequest
-    from kerntune.pipeline.tune import tune as run_tune
+    from kerntune.report.summary import build_report, report_json
     from kerntune.settings import Settings
     from kerntune.store import Store
+    from kerntune.tune.request import TuneRequest
+    from kerntune.tune.run import tune as run_tune
 
     settings = Settings.from_env()
     store = Store(out / "store")
@@ -206,7 +206,7 @@ def salvage(out: Path) -> dict[str, Any]:
     """Winners of a tuning run cut before it wrote tune.json (a device call's time limit): the report the store
     gives for its last run, ranked as ``kerntune report`` ranks an unfinished run; shapes it never reached have
     no winner and are compared without kerntune. Written to tune-salvaged.json so the log says it happened."""
-    from kerntune.pipeline.report import build_report, report_json
+    from kerntune.report.summary import build_report, report_json
     from kerntune.store import Store
 
     if not (out / "store").is_dir():
@@ -225,8 +225,8 @@ def salvage(out: Path) -> dict[str, Any]:
 
 def compare(out: Path, shapes: list[tuple[int, int, int]], rounds: int, graph: bool, tag: str) -> None:
     from kerntune.backends.torch import TorchBackend
-    from kerntune.pipeline.measure import MeasureOptions, measure
-    from kerntune.pipeline.spec import load_spec
+    from kerntune.measure.protocol import MeasureOptions, measure
+    from kerntune.tune.spec import load_spec
 
     tuned = json.loads((out / "tune.json").read_text()) if (out / "tune.json").exists() else salvage(out)
     backend = TorchBackend("cuda")

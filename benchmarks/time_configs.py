@@ -48,8 +48,8 @@ def main() -> None:
     import torch
 
     from kerntune.backends.torch import TorchBackend
-    from kerntune.pipeline.measure import MeasureOptions, measure
-    from kerntune.pipeline.spec import load_spec
+    from kerntune.measure.protocol import MeasureOptions, measure
+    from kerntune.tune.spec import load_spec
 
     backend = TorchBackend("cuda")
     telemetry = backend.telemetry()

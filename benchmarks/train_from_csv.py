@@ -2,7 +2,8 @@
 candidate), with the same functions ``kerntune train`` uses: how segment choices (``--by``) change held-out
 regret on one measured sweep. Nothing is timed here; every time is a median the sweep measured.
 
-    python3 benchmarks/train_from_csv.py benchmarks/data/issue6-h200/candidates.csv [--by M --by N/K ...]
+    python3 benchmarks/train_from_csv.py \\
+        benchmarks/data/table-quality/2026-11-29/sweep-64-shapes/candidates.csv [--by M --by N/K ...]
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import csv
 import json
 from typing import Any
 
-from kerntune.pipeline.train import ShapeTimes, TrainOptions, complete, fit_table
+from kerntune.deploy.train import ShapeTimes, TrainOptions, complete, fit_table
 
 
 def _fields(text: str) -> dict[str, Any]:

@@ -1,0 +1,88 @@
+# about: the kernel laboratory on a real program's launch: capture, replay modes, variants compared and validated, the winner saved into the table the program reads, counters
+# steps: acceptance counters
+# needs: gpu
+# acceptance: capture launch 5 of matmul_kernel from examples/transformer_mlp/run.py (no table: the spec's default
+#             config); replay isolated / sustained / replays; compare BLOCK_K=32/64/128/256 (--set) and a
+#             deliberately wrong index (a source variant made here), refuse to save the wrong one; save the fastest
+#             correct BLOCK_K into a table; run the program default and table alternated ×3; capture again from the
+#             table run to show the saved config ran. The tree's examples are copied first (save rewrites a copy).
+# counters:   the same capture compared at BLOCK_K=128 with --counters (Nsight Compute, --clock-control none).
+lab_capture() {  # lab_capture FOLDER [PROGRAM ARGS...]
+  local cap=$1; shift
+  [ -d "$W/examples" ] || cp -r examples "$W/examples"
+  bounded 150 python3 -m kerntune capture --kernel matmul_kernel --nth 5 -o "$cap" --json -- \
+    python3 "$W/examples/transformer_mlp/run.py" --steps 10 "$@"
+}
+step_acceptance() {
+  local r; r=$(step_dir acceptance); rm -rf "$W/cap" "$W/cap2" "$W/examples"
+  local run="$W/examples/transformer_mlp/run.py" kt=(bounded 150 python3 -m kerntune) mode k best i
+  lab_capture "$W/cap" > "$r/capture.json" 2>> "$LOG"
+  for mode in isolated sustained replays; do
+    "${kt[@]}" replay "$W/cap" --mode $mode --iterations 200 --json > "$r/replay_$mode.json" 2>> "$LOG"
+  done
+  for k in 32 64 128 256; do
+    "${kt[@]}" lab compare "$W/cap" --set BLOCK_K=$k --iterations 200 --json > "$r/compare_bk$k.json" 2>> "$LOG"
+  done
+  sed 's/offs_k\[None, :\]/(offs_k[None, :] + 1)/' "$W/examples/triton_matmul/spec.py" > "$W/wrong.py"
+  "${kt[@]}" lab compare "$W/cap" --variant "$W/wrong.py" --iterations 50 > "$r/compare_wrong.txt" 2>> "$LOG"
+  note "  (exit 1 expected above: the wrong index fails validation)"
+  "${kt[@]}" lab save "$W/cap" --variant "$W/wrong.py" >> "$LOG" 2>&1
+  note "  (exit 2 expected above: a variant that failed validation is not saved)"
+  best=$(python3 - "$r" <<'PY'
+import json, pathlib, sys
+rows = []
+for p in pathlib.Path(sys.argv[1]).glob("compare_bk*.json"):
+    try:
+        d = json.loads(p.read_text())
+    except ValueError:
+        continue
+    if d["validation"]["passed"]:
+        rows.append((d["ratio"], d["overrides"]["BLOCK_K"]))
+print(min(rows)[1] if rows else "")
+PY
+)
+  [ -n "$best" ] || { note "  no BLOCK_K variant passed validation"; return 1; }
+  note "  fastest correct: BLOCK_K=$best"
+  "${kt[@]}" lab save "$W/cap" --set BLOCK_K=$best --table "$W/table.json" --json > "$r/save.json" 2>> "$LOG"
+  cp "$W/table.json" "$r/" 2>/dev/null
+  for i in 1 2 3; do
+    timeout 120 python3 "$run" --steps 200 2>/dev/null | tail -1 | sed "s/^/default $i /" >> "$r/program.txt"
+    KERNTUNE_LOG_DISPATCH=1 timeout 120 python3 "$run" --steps 200 --table "$W/table.json" 2>> "$r/dispatch.txt" \
+      | tail -1 | sed "s/^/table $i /" >> "$r/program.txt"
+  done
+  cat "$r/program.txt" >> "$LOG"
+  lab_capture "$W/cap2" --table "$W/table.json" > "$r/capture2.json" 2>> "$LOG"
+  "${kt[@]}" replay "$W/cap2" --iterations 200 --json > "$r/replay2.json" 2>> "$LOG"
+  python3 - "$r" >> "$LOG" <<'PY'
+import json, pathlib, sys
+r = pathlib.Path(sys.argv[1])
+def med(name):
+    try:
+        return json.loads((r / name).read_text())["median_ms"] * 1e3
+    except (OSError, ValueError, KeyError):
+        return None
+print("replay medians µs:", {m: med(f"replay_{m}.json") for m in ("isolated", "sustained", "replays")})
+for k in (32, 64, 128, 256):
+    try:
+        d = json.loads((r / f"compare_bk{k}.json").read_text())
+        print(f"BLOCK_K={k}: original {d['original']['median_ms']*1e3:.2f} µs, variant {d['median_ms']*1e3:.2f} µs, "
+              f"ratio {d['ratio']:.3f}, validation {d['validation']}, resources {d['variant_result']['resources']}")
+    except (OSError, ValueError, KeyError):
+        print(f"BLOCK_K={k}: no result")
+try:
+    c2 = json.loads((r / "capture2.json").read_text())
+    print("recaptured launch: BLOCK_K", c2["arguments"]["BLOCK_K"], "dispatch", c2.get("dispatch", {}).get("kind"),
+          "replay median µs", med("replay2.json"))
+except (OSError, ValueError, KeyError):
+    print("recapture: no result")
+PY
+  mkdir -p "$r/cap"; cp -r "$W/cap/manifest.json" "$W/cap/history.jsonl" "$W/cap/logs" "$r/cap/" 2>/dev/null
+  return 0
+}
+step_counters() {
+  local r; r=$(step_dir counters)
+  [ -d "$W/cap" ] || lab_capture "$W/cap" > "$r/capture.json" 2>> "$LOG"
+  bounded 200 python3 -m kerntune lab compare "$W/cap" --set BLOCK_K=128 --iterations 100 --counters >> "$LOG" 2>&1
+  bounded 200 python3 -m kerntune lab compare "$W/cap" --set BLOCK_K=128 --iterations 100 --counters --json \
+    > "$r/compare_counters.json" 2>> "$LOG"
+}

@@ -1,0 +1,55 @@
+# about: whether kerntune's timings hold: repeatability beside do_bench, A/A false calls and a planted slowdown through `kerntune ab`, fresh-process A/B, confirmation
+# steps: repeatability ab-power ab-fresh confirmation
+# needs: any
+# repeatability: (GPU) 20 measurements of one bf16 4096³ torch.matmul in one process, triton.testing.do_bench
+#                timing the same launch beside each; spread = (max − min) / median; VARIANTS of warm-up : min
+#                window : max samples (default: the current defaults); a graph-mode measurement with launch
+#                overhead apart (benchmarks/repeatability.py).
+# ab-power:      AA (20) A/A verdicts and SLOW (10) planted-slowdown verdicts, each one `kerntune ab --json`
+#                process at default settings (benchmarks/ab_power.py): on a GPU the planted bf16 matmul with 3.1%
+#                more masked-off K work (benchmarks/specs/planted_matmul @EXTRA=0 vs @EXTRA=2), on a CPU the
+#                OpenCL loop with 3% more iterations (examples/opencl_planted_slowdown @ITERS=200 vs @ITERS=206).
+# ab-fresh:      the same planted slowdown in fresh processes (--scheme fresh, PROCESSES per side, default 6).
+# confirmation:  (GPU) `kerntune tune examples/triton_matmul --strategy random --budget 24`: each finalist's
+#                search-time median beside its median confirmed in fresh processes.
+planted() {
+  if [ -n "$GPU" ]; then PLANTED=(benchmarks/specs/planted_matmul @EXTRA=0 @EXTRA=2)
+  else PLANTED=(examples/opencl_planted_slowdown @ITERS=200 @ITERS=206); fi
+}
+step_repeatability() {
+  [ -n "$GPU" ] || { note "  repeatability times a bf16 matmul: needs a GPU, skipped"; return 0; }
+  local out; out=$(step_dir repeatability)
+  bounded "${REPEAT_LIMIT:-200}" python3 benchmarks/repeatability.py --out "$out/repeatability.json" \
+    --variants "${VARIANTS:-250:0:5000}" > "$out/repeatability.log" 2>&1
+  local code=$?
+  tail -12 "$out/repeatability.log" >> "$LOG"
+  return $code
+}
+step_ab_power() {
+  local out; out=$(step_dir ab-power); planted
+  bounded "${AB_LIMIT:-500}" python3 benchmarks/ab_power.py --spec "${PLANTED[0]}" --slow-a "${PLANTED[1]}" \
+    --slow-b "${PLANTED[2]}" --aa "${AA:-20}" --slow "${SLOW:-10}" --store "$W/ab-store" --out "$out/ab_power.jsonl" \
+    > "$out/ab_power.log" 2>&1
+  local code=$?
+  tail -3 "$out/ab_power.log" >> "$LOG"
+  return $code
+}
+step_ab_fresh() {
+  local out; out=$(step_dir ab-fresh); planted
+  bounded "${FRESH_LIMIT:-240}" python3 -m kerntune ab --scheme fresh --processes "${PROCESSES:-6}" --spec "${PLANTED[@]}" \
+    --expect loss --store "$W/ab-store" --json > "$out/ab_fresh.json" 2> "$out/ab_fresh.err"
+  local code=$?
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('  fresh:', d['verdict'], d['reason'])" \
+    "$out/ab_fresh.json" >> "$LOG" 2>&1
+  return $(( code > 1 ? code : 0 ))  # exit 1 is a verdict (the slowdown not called a loss), logged above
+}
+step_confirmation() {
+  [ -n "$GPU" ] || { note "  confirmation tunes triton_matmul: needs a GPU, skipped"; return 0; }
+  local out; out=$(step_dir confirmation)
+  KERNTUNE_HOME="$W/confirm-store" bounded "${CONFIRM_LIMIT:-170}" python3 -m kerntune tune examples/triton_matmul \
+    --strategy random --budget 24 --json > "$out/matmul.json" 2> "$out/matmul.err"
+  local code=$?
+  KERNTUNE_HOME="$W/confirm-store" python3 -m kerntune show last > "$out/matmul.txt" 2>&1
+  head -45 "$out/matmul.txt" >> "$LOG"
+  return $code
+}

@@ -39,15 +39,18 @@ def main() -> None:
     parser.add_argument("--aa", type=int, default=20)
     parser.add_argument("--slow", type=int, default=10)
     parser.add_argument("--scheme", default="auto")
+    parser.add_argument("--twin", default="", help="an A/A compares --slow-a with this side (the same code in "
+                        "another file) instead of the spec with itself")
     parser.add_argument("--store", default=".kerntune-ab-power")
     parser.add_argument("--out", default="ab_power.jsonl")
     opts = parser.parse_args()
     env = {**os.environ, "KERNTUNE_HOME": opts.store}
     scheme = ["--scheme", opts.scheme]
     # One calibration each first (the A/A that sets the band), so every counted verdict uses a stored band.
-    plan = [("calibrate-aa", [opts.spec, opts.spec, *scheme]),
+    aa = ["--spec", opts.spec, opts.slow_a, opts.twin] if opts.twin else [opts.spec, opts.spec]
+    plan = [("calibrate-aa", [*aa, *scheme]),
             ("calibrate-slow", ["--spec", opts.spec, opts.slow_a, opts.slow_a, *scheme])]
-    plan += [("aa", [opts.spec, opts.spec, *scheme])] * opts.aa
+    plan += [("aa", [*aa, *scheme])] * opts.aa
     plan += [("slow", ["--spec", opts.spec, opts.slow_a, opts.slow_b, *scheme])] * opts.slow
     counts: dict[str, Counter[str]] = {"aa": Counter(), "slow": Counter()}
     walls: dict[str, list[float]] = {"aa": [], "slow": []}

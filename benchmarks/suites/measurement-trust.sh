@@ -1,5 +1,5 @@
 # about: whether kerntune's timings hold: repeatability beside do_bench, A/A false calls and a planted slowdown through `kerntune ab`, fresh-process A/B, confirmation
-# steps: repeatability ab-power ab-fresh confirmation
+# steps: repeatability ab-power ab-sources ab-fresh confirmation
 # needs: any
 # repeatability: (GPU) 20 measurements of one bf16 4096³ torch.matmul in one process, triton.testing.do_bench
 #                timing the same launch beside each; spread = (max − min) / median; VARIANTS of warm-up : min
@@ -9,6 +9,11 @@
 #                process at default settings (benchmarks/ab_power.py): on a GPU the planted bf16 matmul with 3.1%
 #                more masked-off K work (benchmarks/specs/planted_matmul @EXTRA=0 vs @EXTRA=2), on a CPU the
 #                OpenCL loop with 3% more iterations (examples/opencl_planted_slowdown @ITERS=200 vs @ITERS=206).
+# ab-sources:    the same counts for two kernel SOURCES of one spec, timed in one worker: AA verdicts of a source
+#                against a copy of it in another file, SLOW verdicts against a second source with the planted
+#                slowdown and identical output — on a GPU the planted matmul's kernel with 2 more K iterations
+#                (a copy of benchmarks/specs/planted_matmul/spec.py, edited), on a CPU busy.cl against
+#                busy_slower.cl (3% more iterations) of examples/opencl_planted_slowdown.
 # ab-fresh:      the same planted slowdown in fresh processes (--scheme fresh, PROCESSES per side, default 6).
 # confirmation:  (GPU) `kerntune tune examples/triton_matmul --strategy random --budget 24`: each finalist's
 #                search-time median beside its median confirmed in fresh processes.
@@ -30,6 +35,23 @@ step_ab_power() {
   bounded "${AB_LIMIT:-500}" python3 benchmarks/ab_power.py --spec "${PLANTED[0]}" --slow-a "${PLANTED[1]}" \
     --slow-b "${PLANTED[2]}" --aa "${AA:-20}" --slow "${SLOW:-10}" --store "$W/ab-store" --out "$out/ab_power.jsonl" \
     > "$out/ab_power.log" 2>&1
+  local code=$?
+  tail -3 "$out/ab_power.log" >> "$LOG"
+  return $code
+}
+step_ab_sources() {
+  local out spec a twin b; out=$(step_dir ab-sources)
+  if [ -n "$GPU" ]; then
+    spec=benchmarks/specs/planted_matmul; a="$W/planted_source.py"; b="$W/planted_source_slower.py"
+    cp "$spec/spec.py" "$a"
+    sed 's/tl.cdiv(K, BLOCK_K) + EXTRA)/tl.cdiv(K, BLOCK_K) + EXTRA + 2)/' "$spec/spec.py" > "$b"
+    cmp -s "$a" "$b" && { note "  the planted edit did not apply to $spec/spec.py"; return 1; }
+  else
+    spec=examples/opencl_planted_slowdown; a="$spec/busy.cl"; b="$spec/busy_slower.cl"
+  fi
+  twin="$W/twin-$(basename "$a")"; cp "$a" "$twin"
+  bounded "${AB_LIMIT:-500}" python3 benchmarks/ab_power.py --spec "$spec" --slow-a "$a" --slow-b "$b" --twin "$twin" \
+    --aa "${AA:-20}" --slow "${SLOW:-10}" --store "$W/ab-sources-store" --out "$out/ab_power.jsonl" > "$out/ab_power.log" 2>&1
   local code=$?
   tail -3 "$out/ab_power.log" >> "$LOG"
   return $code

@@ -112,11 +112,13 @@ def _runner(sides: tuple[Side, Side], request: ABRequest, settings: Settings,
         if request.scheme == "in-process":
             raise UsageError("commands always run in fresh processes: drop --scheme in-process")
         return CommandRunner(sides, request, settings), "fresh"
-    same_code = (sides[0].spec_path, sides[0].kernel_source) == (sides[1].spec_path, sides[1].kernel_source)
-    if request.scheme == "in-process" and not same_code:
-        raise UsageError("in-process A/B needs two configs of one kernel; these sides differ in code, which "
-                         "takes a fresh process to load: use --scheme fresh (the default)")
-    in_process = request.scheme == "in-process" or (request.scheme == "auto" and same_code)
+    # Two configs or two kernel sources of one spec load into one worker and are timed interleaved; two specs
+    # (or two revisions of a whole spec folder) may differ in anything the spec file does, so fresh processes.
+    one_spec = sides[0].spec_path == sides[1].spec_path
+    if request.scheme == "in-process" and not one_spec:
+        raise UsageError("in-process A/B needs one spec (two of its configs or kernel sources); these sides are "
+                         "two spec files, which take fresh processes to load: use --scheme fresh (the default)")
+    in_process = request.scheme == "in-process" or (request.scheme == "auto" and one_spec)
     if in_process and settings.mode == "graph":
         raise UsageError("the in-process A/B interleaves single launches (eager): with KERNTUNE_MODE=graph "
                          "use --scheme fresh")

@@ -1,5 +1,6 @@
 """How ``kerntune ab`` gets its values: spec sides in worker processes (one fresh process per value, or one
-shared worker timing both sides interleaved), command sides as fresh runs of a shell command.
+shared worker timing both sides interleaved: two configs or two kernel sources of one spec), command sides as
+fresh runs of a shell command.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ class ABRequest:
     processes: int | None = None
     """Values per side (processes in the fresh scheme); default ``Settings.ab_processes``."""
     scheme: str = "auto"
-    """``auto`` (in-process for two configs of one kernel, fresh otherwise), ``fresh`` or ``in-process``."""
+    """``auto`` (in-process for two configs or kernel sources of one spec, fresh otherwise), ``fresh`` or
+    ``in-process``."""
     metric: str | None = None
     """Regular expression whose first group is a command side's metric (default: its last number)."""
     higher_is_better: bool = False
@@ -71,6 +73,9 @@ class SpecRunner:
         self.shared: Worker | None = None
         self.target: dict[str, Any] = {}
         self.payloads = [self._payload(side) for side in sides]
+        if in_process:  # one worker holds both sides' kernels: each payload names its source ("" = the spec's)
+            for side, payload in zip(sides, self.payloads, strict=True):
+                payload["kernel_source"] = side.kernel_source
 
     def _payload(self, side: Side) -> dict[str, Any]:
         loaded = load_spec(side.spec_path)
@@ -94,8 +99,12 @@ class SpecRunner:
 
     def _worker(self, index: int) -> Worker:
         side = self.sides[index]
-        setup = (SETUP, {"spec_path": side.spec_path, "device": self.request.device,
-                         "kernel_source": side.kernel_source})
+        if self.in_process:  # the spec as written, with every side's kernel source loaded beside it
+            setup = (SETUP, {"spec_path": side.spec_path, "device": self.request.device,
+                             "variants": sorted({s.kernel_source for s in self.sides if s.kernel_source})})
+        else:
+            setup = (SETUP, {"spec_path": side.spec_path, "device": self.request.device,
+                             "kernel_source": side.kernel_source})
         log = self.store.home / "logs" / f"ab-{int(time.time())}-{secrets.token_hex(2)}.log"
         worker = Worker(setup, log_path=log, setup_timeout_s=self.settings.setup_timeout_s)
         started = worker.start()

@@ -39,11 +39,16 @@ def setup(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
     if payload.get("kernel_source"):
         loaded = with_kernel_source(loaded, payload["kernel_source"])
     problem = loaded.problem
+    # Other kernel sources of the same spec, loaded beside its own kernel: an in-process A/B of two sources
+    # times both in this one process (``evaluate_pair`` payloads name theirs), so no process-to-process state
+    # enters the comparison.
+    variants = {str(path): with_kernel_source(loaded, path).problem.kernel for path in payload.get("variants", ())}
     backend = load_backend(problem.language, "" if device in ("interpreter",) else device)
     state.clear()
     target = backend.target()
     telemetry = backend.telemetry()
-    state.update(problem=problem, backend=backend, target=target, inputs={}, references={}, telemetry=telemetry)
+    state.update(problem=problem, backend=backend, target=target, inputs={}, references={}, telemetry=telemetry,
+                 variants=variants)
     return {"target": target.as_dict(), "digest": loaded.digest, "pid": os.getpid(),
             "telemetry": telemetry.read(), "graphs": backend.graphs, "backend": backend.name}
 
@@ -182,8 +187,9 @@ def evaluate(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def evaluate_pair(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
-    """Two candidates of one kernel, each compiled and gated, then timed interleaved (A B B A ...) so that
-    every A sample has a B sample beside it in time: drift of the machine cancels within each pair.
+    """Two candidates of one spec — two configs, or two kernel sources (a payload's ``kernel_source`` names one
+    of the ``variants`` set up) — each compiled and gated, then timed interleaved (A B B A ...) so that every A
+    sample has a B sample beside it in time: drift of the machine cancels within each pair.
     ``payload``: ``{"a": evaluate payload, "b": evaluate payload, "measure": options}``. A side that
     fails returns ``{"failed": "A" or "B", "result": its result}``."""
     backend: Backend = state["backend"]
@@ -239,7 +245,8 @@ def _prepare(state: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, 
     config = Config.of(payload.get("config") or {})
     result: dict[str, Any] = {}
     first_args = placed_inputs(state, shape, dtype, seeds[0])
-    kernel = kernel_for(problem, payload.get("baseline_kernel"))
+    kernel = state["variants"][payload["kernel_source"]] if payload.get("kernel_source") else \
+        kernel_for(problem, payload.get("baseline_kernel"))
     compiled = compile_for(state, shape, config, kernel, first_args)
     result.update(compile_s=compiled.compile_s, binary_hash=compiled.binary_hash, resources=compiled.resources)
 

@@ -1,9 +1,11 @@
 """``kerntune ab`` end to end on PoCL with real OpenCL kernels: the A/A path and its noise band, planted
-slowdowns and speedups, the fresh-process scheme with kernel sources, commands, --expect, and the ledger."""
+slowdowns and speedups, two kernel sources in one process and in fresh processes, commands, --expect, and the
+ledger."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from tests.conftest import EXAMPLES, CliResult
 
@@ -40,9 +42,29 @@ def test_planted_slowdown_is_a_loss_and_the_reverse_a_win(kerntune: Callable[...
     assert len(rows) == 1 and rows[0]["failure"] == "claim" and "expected loss, got win" in rows[0]["reason"]
 
 
+def test_two_kernel_sources_of_one_spec_in_one_process(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+    source = PLANTED / "busy.cl"
+    slower = tmp_path / "busy_quarter_longer.cl"  # 25% more loop: clear of this shared 2-core box's noise band
+    slower.write_text(source.read_text().replace("k < ITERS;", "k < ITERS + ITERS / 4;"))
+    slow = kerntune("ab", "--spec", str(PLANTED), str(source), str(slower), "--expect", "loss", "--json", env=AB_ENV)
+    assert slow.code == 0, slow.stdout[-1500:] + slow.stderr[-1500:]
+    data = slow.json()  # a loss, measured interleaved in one worker
+    assert data["scheme"] == "in-process" and data["verdict"] == "loss" and data["ratio"] > 1.1
+    assert data["hashes"]["A"]["busy.cl"] != data["hashes"]["B"]["busy_quarter_longer.cl"]
+    twin = tmp_path / "busy_copy.cl"
+    twin.write_text(source.read_text())  # the same code in another file: an A/A by content
+    same = kerntune("ab", "--spec", str(PLANTED), str(source), str(twin), "--expect", "same", "--json", env=AB_ENV)
+    assert same.code == 0, same.stdout[-1500:] + same.stderr[-1500:]
+    assert same.json()["kind"] == "aa" and same.json()["verdict"] == "noise"
+    wrong = tmp_path / "busy_wrong.cl"
+    wrong.write_text(source.read_text().replace("c[i] = 2.0f * a[i]", "c[i] = 3.0f * a[i]"))
+    refused = kerntune("ab", "--spec", str(PLANTED), str(source), str(wrong), env=AB_ENV)
+    assert refused.code == 1 and "side B" in refused.stderr and "busy_wrong.cl" in refused.stderr
+
+
 def test_fresh_processes_for_two_kernel_sources(kerntune: Callable[..., CliResult]) -> None:
     result = kerntune("ab", "--spec", str(PLANTED), str(PLANTED / "busy.cl"), str(PLANTED / "busy_slower.cl"),
-                      "--processes", "2", "--expect", "win", "--json", env=AB_ENV)
+                      "--scheme", "fresh", "--processes", "2", "--expect", "win", "--json", env=AB_ENV)
     assert result.code == 1, result.stderr  # B runs 3% more work: never a win
     data = result.json()
     assert data["scheme"] == "fresh" and [p["side"] for p in data["processes"]] == ["A", "B", "B", "A"]

@@ -1,12 +1,13 @@
 """``kerntune ab A B``: is B faster than A, beyond this box's noise?
 
 Protocol (DESIGN.md, the seeds' fresh-process A/B):
-- ``fresh`` scheme (the default whenever the sides differ by more than a config): every measurement runs
-  in a new process, in counterbalanced ABBA order (A B B A A B ...), so drift over the session (clocks,
-  temperature, other tenants) does not favour whichever side runs later. Each process warms up (discarded)
-  and measures with the full protocol; its median is one value.
-- ``in-process`` scheme (two configs of one kernel): one worker times both interleaved launch by launch
-  (A B B A ...), in rounds; each round's medians of A and of B form one pair.
+- ``fresh`` scheme (the default for two spec files, revisions of a whole spec, and commands): every
+  measurement runs in a new process, in counterbalanced ABBA order (A B B A A B ...), so drift over the session
+  (clocks, temperature, other tenants) does not favour whichever side runs later. Each process warms up
+  (discarded) and measures with the full protocol; its median is one value.
+- ``in-process`` scheme (the default for two configs or two kernel sources of one spec): one worker loads both
+  and times them interleaved launch by launch (A B B A ...), in rounds; each round's medians of A and of B form
+  one pair.
 - Values are paired (each pair two neighbouring measurements, one per side) and the B/A ratio's 95% interval
   comes from the pairs' log ratios (``stats.ratio_ci``).
 - The noise band comes from an A/A run of the same scope (device, scheme, conditions, what A runs, shape),

@@ -101,9 +101,12 @@ def _settled(recorder: Recorder) -> bool:
 def _interval(samples: Sequence[float], blocks: Sequence[float] | None, elapsed_ms: float,
               options: MeasureOptions, budget_ms: float) -> tuple[float, float] | None:
     """The median's 95% interval once sampling may stop (precise to ``ci_target``, or out of samples or
-    budget); None while it must go on. With ``blocks``, the interval is the wider of a bootstrap over samples
-    and a batch-means interval over block medians (see ``_Sampler.sample``); without, the bootstrap alone."""
-    done = elapsed_ms >= budget_ms or len(samples) >= options.max_samples
+    budget, with at least ``min_samples`` taken); None while it must go on. With ``blocks``, the interval is the
+    wider of a bootstrap over samples and a batch-means interval over block medians (see ``_Sampler.sample``);
+    without, the bootstrap alone."""
+    # The budget never cuts a measurement under ``min_samples``: a median of fewer says nothing about its own
+    # spread (a 25 ms PoCL matmul got 4 samples from a 100 ms budget on a slower CPU).
+    done = (elapsed_ms >= budget_ms and len(samples) >= options.min_samples) or len(samples) >= options.max_samples
     if not done and (len(samples) < options.min_samples or elapsed_ms < options.min_window_ms
                      or (blocks is not None and len(blocks) < MIN_BLOCKS)):
         return None

@@ -52,3 +52,23 @@ def test_interleaved_pairs_are_paced_too() -> None:
     assert max(backend.blocks) <= 2 * 2 * BATCH_MS / (2 * HOST_MS), backend.blocks  # launches: 2 per pair
     assert wall_ms < 120.0, (wall_ms, backend.blocks)
     assert a.median_ms == b.median_ms == DEVICE_MS
+
+
+class _NullSlowKernelBackend:
+    """Named null: no device. Each launch 'runs' 30 ms, longer than a fifth of the budget below."""
+
+    timer = "null"
+    flush_bytes = 0
+    uncovered_chunks = 0
+
+    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
+        time.sleep(0.03 * len(launches))
+        return [30.0] * len(launches)
+
+
+def test_the_budget_never_cuts_a_measurement_under_its_minimum_samples() -> None:
+    options = MeasureOptions(warmup_ms=1.0, budget_ms=100.0, min_samples=5, max_samples=30)
+    got = measure(cast(Backend, _NullSlowKernelBackend()), [lambda: None], options)
+    assert got.n >= options.min_samples  # the 100 ms budget alone would stop after 3 or 4 launches
+    a, b = measure_interleaved(cast(Backend, _NullSlowKernelBackend()), lambda: None, lambda: None, options)
+    assert a.n >= options.min_samples and b.n >= options.min_samples

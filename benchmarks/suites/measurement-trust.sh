@@ -30,17 +30,18 @@ step_repeatability() {
   tail -12 "$out/repeatability.log" >> "$LOG"
   return $code
 }
-step_ab_power() {
-  local out; out=$(step_dir ab-power); planted
-  bounded "${AB_LIMIT:-500}" python3 benchmarks/ab_power.py --spec "${PLANTED[0]}" --slow-a "${PLANTED[1]}" \
-    --slow-b "${PLANTED[2]}" --aa "${AA:-20}" --slow "${SLOW:-10}" --store "$W/ab-store" --out "$out/ab_power.jsonl" \
-    > "$out/ab_power.log" 2>&1
+# ab_power NAME SPEC A B [ab_power.py options]: AA A/A and SLOW planted-slowdown verdicts into $D/NAME/.
+ab_power() {
+  local name=$1 spec=$2 a=$3 b=$4 out; shift 4; out=$(step_dir "$name")
+  bounded "${AB_LIMIT:-500}" python3 benchmarks/ab_power.py --spec "$spec" --slow-a "$a" --slow-b "$b" "$@" \
+    --aa "${AA:-20}" --slow "${SLOW:-10}" --store "$W/$name-store" --out "$out/ab_power.jsonl" > "$out/ab_power.log" 2>&1
   local code=$?
   tail -3 "$out/ab_power.log" >> "$LOG"
   return $code
 }
+step_ab_power() { planted; ab_power ab-power "${PLANTED[@]}"; }
 step_ab_sources() {
-  local out spec a twin b; out=$(step_dir ab-sources)
+  local spec a b
   if [ -n "$GPU" ]; then
     spec=benchmarks/specs/planted_matmul; a="$W/planted_source.py"; b="$W/planted_source_slower.py"
     cp "$spec/spec.py" "$a"
@@ -49,17 +50,13 @@ step_ab_sources() {
   else
     spec=examples/opencl_planted_slowdown; a="$spec/busy.cl"; b="$spec/busy_slower.cl"
   fi
-  twin="$W/twin-$(basename "$a")"; cp "$a" "$twin"
-  bounded "${AB_LIMIT:-500}" python3 benchmarks/ab_power.py --spec "$spec" --slow-a "$a" --slow-b "$b" --twin "$twin" \
-    --aa "${AA:-20}" --slow "${SLOW:-10}" --store "$W/ab-sources-store" --out "$out/ab_power.jsonl" > "$out/ab_power.log" 2>&1
-  local code=$?
-  tail -3 "$out/ab_power.log" >> "$LOG"
-  return $code
+  cp "$a" "$W/twin-$(basename "$a")"
+  ab_power ab-sources "$spec" "$a" "$b" --twin "$W/twin-$(basename "$a")"
 }
 step_ab_fresh() {
   local out; out=$(step_dir ab-fresh); planted
   bounded "${FRESH_LIMIT:-240}" python3 -m kerntune ab --scheme fresh --processes "${PROCESSES:-6}" --spec "${PLANTED[@]}" \
-    --expect loss --store "$W/ab-store" --json > "$out/ab_fresh.json" 2> "$out/ab_fresh.err"
+    --expect loss --store "$W/ab-power-store" --json > "$out/ab_fresh.json" 2> "$out/ab_fresh.err"
   local code=$?
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('  fresh:', d['verdict'], d['reason'])" \
     "$out/ab_fresh.json" >> "$LOG" 2>&1

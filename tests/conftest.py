@@ -81,3 +81,13 @@ def failures_by_config(report: dict[str, Any]) -> dict[str, str]:
     """config key (or, for a baseline implementation, its label) → failure kind, for the first shape."""
     shape = report["shapes"][0]
     return {",".join(f"{k}={v}" for k, v in f["config"].items()) or f["label"]: f["failure"] for f in shape["failed"]}
+
+
+def series_label(candidate: dict[str, Any]) -> str:
+    """The label a report chart gives a stored candidate: its role, then its label or config key.
+
+    A run's winner may be a baseline (a spec's default config wins when nothing the search tried beats it),
+    so tests must not assume the winner was found by the search.
+    """
+    key = ",".join(f"{k}={v}" for k, v in candidate["config"].items())
+    return f"{candidate['role']}: {candidate.get('label') or key or 'default'}"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kerntune.report import charts
 from kerntune.store import Store
-from tests.conftest import EXAMPLES, CliResult
+from tests.conftest import EXAMPLES, CliResult, series_label
 
 
 class _Page(HTMLParser):
@@ -47,7 +47,7 @@ def test_the_report_shows_what_the_store_holds(kerntune: Callable[..., CliResult
     assert not [a for _, a in page.elements for k in ("src", "href") if a.get(k)]
     series = {a["data-label"]: a for t, a in page.elements if t == "g" and a.get("class") == "series"}
     winner = shape["winner"]
-    drawn = series["search: " + ",".join(f"{k}={v}" for k, v in winner["config"].items())]
+    drawn = series[series_label(winner)]
     measured = winner.get("confirmed") or winner["measurement"]  # the best measurement: confirmed when re-timed
     assert float(str(drawn["data-median-ms"])) == float(f"{measured['median_ms']:.6g}")
     assert int(str(drawn["data-n"])) == measured["n"]

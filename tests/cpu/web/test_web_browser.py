@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, EXAMPLES, FAST_ENV, CliResult
+from tests.conftest import DATA, EXAMPLES, FAST_ENV, CliResult, series_label
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -100,7 +100,7 @@ def test_start_a_tune_watch_it_and_read_its_charts(server: tuple[str, Path], tmp
         page.wait_for_selector("g.series")
         stored = json.load(urllib.request.urlopen(f"{base}/api/runs/{run_id}"))["shapes"][0]
         winner = stored["winner"]
-        label = "search: " + ",".join(f"{k}={v}" for k, v in winner["config"].items())
+        label = series_label(winner)
         drawn = page.locator("g.series", has=page.locator(f"text={label}")).first
         measured = winner.get("confirmed") or winner["measurement"]
         assert float(drawn.get_attribute("data-median-ms") or "nan") == float(f"{measured['median_ms']:.6g}")

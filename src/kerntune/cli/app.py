@@ -52,9 +52,12 @@ def tune(
         bool, typer.Option("--retry-failed", help="Run configs the ledger says failed before (same source, device).")
     ] = False,
     shapes_from: Annotated[
-        Path | None, typer.Option("--shapes-from", help="A shape corpus the live runtime recorded "
-                                  "(KERNTUNE_RECORD_UNTUNED=FILE): tune its distinct shapes of this spec.")
+        Path | None, typer.Option("--shapes-from", help="A shape corpus (`kerntune scope --corpus FILE` or "
+                                  "KERNTUNE_RECORD_UNTUNED=FILE): tune its distinct shapes of this spec.")
     ] = None,
+    top: Annotated[
+        int, typer.Option("--top", min=0, help="With --shapes-from: only the N shapes with the most device time.")
+    ] = 0,
     workers: Annotated[
         int | None, typer.Option("--workers", help="Time on N devices at once: one worker per visible GPU (pinned, "
                                  "each under its GPU's lock), or N Ray actors; shapes are shared out, each shape "
@@ -76,13 +79,14 @@ def tune(
 
     if spec is None and resume is None:
         raise UsageError("give a SPEC (a spec file or a folder holding spec.py), or --resume RUN")
-    if resume is not None and (spec is not None or shape or dtype or budget or shapes_from or workers is not None):
+    if resume is not None and (spec is not None or shape or dtype or budget or shapes_from or top or
+                               workers is not None):
         raise UsageError("--resume continues a run exactly as it was started: give only the run id")
     settings = Settings.from_env()
     request = TuneRequest(
         spec=spec or "", shapes=[parse_shape(s) for s in shape or []], dtype=dtype, device=device or settings.device,
         strategy=strategy, budget=Budget.parse(budget or []), seed=seed, resume=resume, retry_failed=retry_failed,
-        target_ms=target_ms, shapes_from=str(shapes_from or ""),
+        target_ms=target_ms, shapes_from=str(shapes_from or ""), shapes_top=top,
         placement=Placement(workers=workers, executor=executor, address=address),
     )
     db = _store(store)

@@ -18,6 +18,7 @@ from kerntune.model.problem import (
     OpenCLKernel,
     Problem,
     Reference,
+    Serve,
     TorchCallable,
     TritonKernel,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "Run",
     "RunStatus",
     "Scalar",
+    "Serve",
     "Shape",
     "Space",
     "Target",

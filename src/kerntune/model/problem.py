@@ -115,6 +115,26 @@ class Baseline:
     kernel: TorchCallable | None = None
 
 
+@dataclass(frozen=True)
+class Serve:
+    """How a spec's tuned kernel takes calls of a library's operators in a program never written for kerntune
+    (``kerntune run --table T.json -- python app.py``; ``kerntune.runtime.serve``).
+
+    - ``ops``: the operator overloads it can take, as the dispatcher names them (``aten::mm``, ``aten::mm.out``,
+      ``aten::addmm``...).
+    - ``shape(op, args, kwargs)``: the call's shape fields (the spec's shape fields, e.g. M, N, K, layout, bias)
+      and dtype, or None when this kernel cannot take the call (a layout, dtype, stride or scalar it does not
+      handle): the library runs it. It must not synchronise the device or allocate (it runs inside CUDA graph
+      capture).
+    - ``run(op, shape, config, args, kwargs)``: launches the kernel at ``config`` and returns what the operator
+      returns (for an ``.out`` overload, the ``out`` tensor it was given).
+    """
+
+    ops: Sequence[str]
+    shape: Callable[[str, tuple[Any, ...], dict[str, Any]], tuple[Mapping[str, Scalar], str] | None]
+    run: Callable[[str, Mapping[str, Scalar], Mapping[str, Any], tuple[Any, ...], dict[str, Any]], Any]
+
+
 InputMaker = Callable[[Mapping[str, Scalar], str, int], dict[str, Any]]
 Reference = Callable[[dict[str, Any], Mapping[str, Scalar]], Any]
 
@@ -143,6 +163,8 @@ class Problem:
     baselines: Sequence[Baseline] = ()
     tolerance: Mapping[str, float] = field(default_factory=dict)
     """Per-dtype relative-error threshold overrides (see ``kerntune.tune.gate``)."""
+    serve: Serve | None = None
+    """The library operators this spec's kernel can take in an unmodified program (``kerntune run``)."""
 
     def __post_init__(self) -> None:
         from kerntune.errors import SpecError

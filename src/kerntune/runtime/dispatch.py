@@ -8,7 +8,8 @@ is not applied: every call is a counted miss, and the reason is warned once. ``p
 admitted entries only (fail closed); ``explore`` applies every entry that was not rejected.
 
 ``KERNTUNE_LOG_DISPATCH=1`` writes the first decision for each key to stderr; ``KERNTUNE_RECORD_UNTUNED=PATH``
-appends each missed key (once per process) as a JSON line: a shape corpus for offline tuning.
+appends each missed key with its calls when the process exits, one corpus line each (``kerntune.runtime.corpus``):
+a shape corpus for ``kerntune tune --shapes-from``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kerntune.runtime.corpus import CorpusLine, append_corpus
 from kerntune.runtime.keys import kernel_hash
 from kerntune.runtime.table import Table, entry_key, load_table, rule_matches
 from kerntune.settings import Settings
@@ -119,7 +121,7 @@ class Dispatcher:
         fields = self._fields(raw)
         key = entry_key(fields)
         config, kind = self._decide(fields, key)
-        decision = self._cache[raw] = _Decision(config, kind, key)
+        decision = self._cache[raw] = _Decision(config, kind, key, fields)
         self._first_decision(fields, key, (config, kind))
         return decision
 
@@ -159,9 +161,14 @@ class Dispatcher:
         if self.settings.log_dispatch:
             why = f" ({self.disabled})" if self.disabled else ""
             sys.stderr.write(f"kerntune dispatch: {key} -> {decided[1]} {json.dumps(decided[0])}{why}\n")
-        if decided[1] != "exact" and self.settings.record_untuned:
-            with open(self.settings.record_untuned, "a") as corpus:
-                corpus.write(json.dumps({"key": dict(fields), "decision": decided[1]}) + "\n")
+        if decided[1] != "exact" and self.settings.record_untuned and self not in _RECORDING:
+            if not _RECORDING:
+                atexit.register(write_untuned)
+            _RECORDING.append(self)
+
+    def untuned(self) -> list[CorpusLine]:
+        """The keys this dispatcher missed (rule or default), with their calls so far, as corpus lines."""
+        return [CorpusLine.from_key(d.fields, d.calls) for d in self._cache.values() if d.kind != "exact" and d.calls]
 
     def stats(self) -> dict[str, Any]:
         """Calls by decision (exact, rule, default), the hit rate by calls, and calls per missed key."""
@@ -182,6 +189,15 @@ class Dispatcher:
 
 
 _REPORTED: list[Dispatcher] = []
+_RECORDING: list[Dispatcher] = []
+
+
+def write_untuned() -> None:
+    """Append every recording dispatcher's missed keys to its ``KERNTUNE_RECORD_UNTUNED`` corpus (at exit, so a
+    line carries the key's calls in this process). Idempotent: a dispatcher written is forgotten."""
+    while _RECORDING:
+        dispatcher = _RECORDING.pop(0)
+        append_corpus(Path(dispatcher.settings.record_untuned), dispatcher.untuned())
 
 
 def _report_at_exit(dispatcher: Dispatcher, folder: Path) -> None:
@@ -197,10 +213,10 @@ def _write_reports(folder: Path) -> None:
 
 
 class _Decision:
-    __slots__ = ("calls", "config", "key", "kind")
+    __slots__ = ("calls", "config", "fields", "key", "kind")
 
-    def __init__(self, config: dict[str, Any], kind: str, key: str) -> None:
-        self.config, self.kind, self.key, self.calls = config, kind, key, 0
+    def __init__(self, config: dict[str, Any], kind: str, key: str, fields: dict[str, Any]) -> None:
+        self.config, self.kind, self.key, self.fields, self.calls = config, kind, key, fields, 0
 
 
 class _DispatchedKernel:

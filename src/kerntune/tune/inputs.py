@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from kerntune.errors import SpecError, UsageError
 from kerntune.measure.calibrate import MAX_AGE_S, device_key
 from kerntune.measure.protocol import MeasureOptions
 from kerntune.model import Config, NativeKernel, OpenCLKernel, Problem, Scalar, Shape, Target
+from kerntune.runtime.corpus import CorpusError, CorpusLine, merge, read_corpus, top
 from kerntune.runtime.keys import kernel_hash
 from kerntune.settings import Settings
 from kerntune.store import Store
@@ -82,40 +83,49 @@ def roofline_inputs(problem: Problem, shapes: Sequence[Shape], dtype: str, store
     return {"costs": costs, **({"ceilings": ceilings} if ceilings else {})}
 
 
-def corpus_shapes(path: Path, problem: Problem, dtype: str) -> list[dict[str, str]]:
-    """The distinct shapes a live program recorded for this problem (``KERNTUNE_RECORD_UNTUNED=PATH``: one JSON
-    line per missed key), as ``--shape`` overrides in first-seen order: lines of another op, of another kernel
-    source (a table keyed by it would never engage) or of another dtype are left out, and a corpus leaving none is
-    an error that counts what was left out and why."""
+def corpus_shapes(path: Path, problem: Problem, dtype: str, top_n: int = 0) -> list[dict[str, str]]:
+    """The distinct shapes of this problem in a shape corpus (``kerntune.runtime.corpus``: what ``scope --corpus``
+    or ``KERNTUNE_RECORD_UNTUNED`` wrote), as ``--shape`` overrides: lines of another op (neither the spec's name
+    nor an operator its ``serve`` takes), of another kernel source (a table keyed by it would never engage), of
+    another dtype or lacking a shape field are left out. Calls of one shape are summed; ``top_n`` keeps the shapes
+    with the most device time, else all in first-seen order. A corpus leaving none is an error that counts what
+    was left out and why."""
     try:
-        lines = path.read_text().splitlines()
+        lines = merge(read_corpus(path))
     except OSError as exc:
         raise UsageError(f"--shapes-from {path}: {exc.strerror or exc}") from None
-    fields, source, seen, shapes = problem.shape_fields(), source_hash(problem), set(), []
+    except CorpusError as exc:
+        raise UsageError(f"--shapes-from {exc}") from None
+    fields, source = problem.shape_fields(), source_hash(problem)
+    ops = {problem.name, *(op.split(".")[0] for op in (problem.serve.ops if problem.serve else ()))}
     skipped: dict[str, int] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            key = json.loads(line)["key"]
-        except (ValueError, KeyError, TypeError):
-            raise UsageError(f"--shapes-from {path} line {number} is not a recorded key (JSON with a 'key' "
-                             "object, as KERNTUNE_RECORD_UNTUNED writes)") from None
-        why = ("another op" if key.get("op") != problem.name else
-               "another kernel source" if source and key.get("source", source) != source else
-               "another dtype" if key.get("dtype", dtype) != dtype else
-               "missing shape fields" if any(f not in key for f in fields) else "")
-        if why:
+    mine: dict[str, tuple[dict[str, str], CorpusLine]] = {}
+    for line in lines:
+        shape = line.shape_for(fields)
+        why = ("another op" if line.op.split(".")[0] not in ops else
+               "another kernel source" if source and line.source not in (None, source) else
+               "another dtype" if (line.dtype or dtype) != dtype else
+               "missing shape fields" if shape is None else "")
+        if why or shape is None:
             skipped[why] = skipped.get(why, 0) + 1
             continue
-        shape = {f: str(key[f]) for f in fields}
-        if tuple(shape.items()) not in seen:
-            seen.add(tuple(shape.items()))
-            shapes.append(shape)
-    if not shapes:
+        text = {f: str(shape[f]) for f in fields}
+        key = json.dumps(text, sort_keys=True)
+        was = mine.get(key)
+        if was is None:
+            mine[key] = (text, line)
+        else:
+            times = [t for t in (was[1].device_us, line.device_us) if t is not None]
+            mine[key] = (text, replace(was[1], calls=was[1].calls + line.calls,
+                                       device_us=sum(times) if times else None))
+    if not mine:
         left = ", ".join(f"{n} of {why}" for why, n in skipped.items()) or "no lines"
         raise UsageError(f"--shapes-from {path} has no shape of {problem.name} ({dtype}) to tune: {left}")
-    return shapes
+    chosen = [line for _, line in mine.values()]
+    if top_n:
+        chosen = top(chosen, top_n)
+    by_identity = {id(line): text for text, line in mine.values()}
+    return [by_identity[id(line)] for line in chosen]
 
 
 def measure_options(settings: Settings) -> dict[str, Any]:

@@ -28,6 +28,8 @@ class TuneRequest:
     target_ms: float | None = None
     """Stop a shape's search once a config's full measurement is at or under this median."""
     shapes_from: str = ""
+    shapes_top: int = 0
+    """With ``shapes_from``: tune only the corpus's N shapes with the most device time (0: all)."""
     """A corpus the live runtime recorded (KERNTUNE_RECORD_UNTUNED): its distinct shapes of this problem."""
     placement: Placement = field(default_factory=Placement)
     """Where candidates are timed: one worker, a local pool (one per GPU), or Ray actors."""

@@ -296,7 +296,8 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         loaded = load_spec(request.spec)
         device = request.device
         dtype = request.dtype or loaded.problem.dtypes[0]
-        overrides = list(request.shapes) + (corpus_shapes(Path(request.shapes_from), loaded.problem, dtype)
+        overrides = list(request.shapes) + (corpus_shapes(Path(request.shapes_from), loaded.problem, dtype,
+                                                          request.shapes_top)
                                             if request.shapes_from else [])
         shapes = resolve_shapes(loaded.problem, overrides)
         if dtype not in loaded.problem.dtypes:

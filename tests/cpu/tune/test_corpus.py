@@ -9,10 +9,12 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from kerntune.runtime.corpus import append_corpus, read_corpus
 from tests.conftest import EXAMPLES, CliResult
 
 pytest.importorskip("pyopencl")
@@ -31,24 +33,33 @@ def test_record_tune_deploy_and_hit(kerntune: Callable[..., CliResult], tmp_path
     corpus, table = tmp_path / "shapes.jsonl", tmp_path / "table.json"
     _live(tmp_path / "none.json", KERNTUNE_RECORD_UNTUNED=str(corpus))
     _live(tmp_path / "none.json", KERNTUNE_RECORD_UNTUNED=str(corpus))  # a second process records them again
-    recorded = [json.loads(line)["key"] for line in corpus.read_text().splitlines()]
-    assert sorted(k["N"] for k in recorded) == [65536, 65536, 262144, 262144]  # once per process and key
-    with corpus.open("a") as handle:  # what a shared corpus also holds: other ops, an older kernel source
-        handle.write(json.dumps({"key": {**recorded[0], "op": "triton_matmul"}}) + "\n")
-        handle.write(json.dumps({"key": {**recorded[0], "N": 4096, "source": "0123456789abcdef"}}) + "\n")
+    recorded = read_corpus(corpus)
+    # Once per process and key, with the calls it made: 65536 twice a pass, 262144 once; a warm-up and two reps.
+    assert sorted((line.shape["N"], line.calls) for line in recorded) == [(65536, 6), (65536, 6), (262144, 3),
+                                                                           (262144, 3)]
+    assert {line.op for line in recorded} == {"opencl_vector_add"} and all(line.source for line in recorded)
+    append_corpus(corpus, [  # what a shared corpus also holds: other ops, an older kernel source, the older form
+        replace(recorded[0], op="triton_matmul"), replace(recorded[0], shape={"N": 4096}, source="0123456789abcdef")])
+    with corpus.open("a") as handle:
+        handle.write(json.dumps({"key": {"op": "opencl_vector_add", "N": 1024}, "decision": "default"}) + "\n")
     tuned = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shapes-from", str(corpus), "--budget", "3",
                      "--json", env=FAST)
     assert tuned.code == 0, tuned.stderr
-    assert [s["shape"] for s in tuned.json()["shapes"]] == [{"N": 65536}, {"N": 262144}]  # distinct, in order
+    # Distinct, in first-seen order.
+    assert [s["shape"] for s in tuned.json()["shapes"]] == [{"N": 65536}, {"N": 262144}, {"N": 1024}]
     assert kerntune("deploy", "last", "--table", str(table)).code == 0
     hits = _live(table, KERNTUNE_LOG_DISPATCH="1").stderr
     assert hits.count("-> exact") == 2 and "-> default" not in hits, hits
+    topped = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shapes-from", str(corpus), "--top", "1",
+                      "--budget", "2", "--json", env=FAST)
+    assert topped.code == 0, topped.stderr
+    assert [s["shape"] for s in topped.json()["shapes"]] == [{"N": 65536}]  # no device times: the most calls
 
     foreign = tmp_path / "foreign.jsonl"
-    foreign.write_text(json.dumps({"key": {**recorded[0], "op": "triton_matmul"}}) + "\n")
+    append_corpus(foreign, [replace(recorded[0], op="triton_matmul")])
     refused = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shapes-from", str(foreign))
     assert refused.code == 2 and "no shape of opencl_vector_add" in refused.stderr and "1 of another op" in \
         refused.stderr
     foreign.write_text("not json\n")
     garbled = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shapes-from", str(foreign))
-    assert garbled.code == 2 and "line 1 is not a recorded key" in garbled.stderr
+    assert garbled.code == 2 and "line 1 is not JSON" in garbled.stderr

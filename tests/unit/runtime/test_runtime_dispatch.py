@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from kerntune.runtime.dispatch import Dispatcher
+from kerntune.runtime.corpus import CorpusLine, read_corpus
+from kerntune.runtime.dispatch import Dispatcher, write_untuned
 from kerntune.runtime.table import SCHEMA, Table, entry_key, load_table, parse_table
 from kerntune.settings import Settings
 
@@ -81,8 +82,11 @@ def test_first_decisions_are_logged_and_missed_keys_recorded_once(tmp_path: Path
         d.select(m)
     logged = capsys.readouterr().err.splitlines()
     assert len(logged) == 2 and "-> exact" in logged[0] and "-> default" in logged[1]
-    recorded = [json.loads(line) for line in corpus.read_text().splitlines()]
-    assert recorded == [{"key": {**DEVICE, "op": "mm", "M": 4}, "decision": "default"}]
+    assert not corpus.exists()  # written at exit, with each missed key's calls
+    write_untuned()
+    assert read_corpus(corpus) == [CorpusLine(op="mm", shape={"M": 4}, calls=3, device=DEVICE)]
+    write_untuned()  # idempotent: an exit hook run twice writes nothing twice
+    assert len(read_corpus(corpus)) == 1
 
 
 def test_keys_are_canonical_and_typed() -> None:

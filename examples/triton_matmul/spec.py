@@ -1,7 +1,12 @@
 """bf16 matmul in Triton with grouped tile order (GROUP_M), split-K and a TMA (tensor-descriptor) variant,
-tuned against torch.matmul (cuBLAS / hipBLASLt), which is timed and gated side by side in the same run.
+tuned against torch (cuBLAS / hipBLASLt: ``torch.mm``, or ``torch.addmm`` with a bias, at the same layout), which
+is timed and gated side by side in the same run.
 
-C[M×N] = A[M×K] · B[K×N], row-major, fp32 accumulation. SPLIT_K > 1 writes fp32 partial tiles to a
+C[M×N] = A[M×K] · B[K×N] (+ bias[N]), fp32 accumulation. The shape's ``layout`` names A then B: ``N`` read as
+given (row-major), ``T`` the transpose of a row-major matrix; ``NT`` is what ``nn.Linear`` hands ``aten::mm``
+(its weight, W.t()). ``bias`` = 1 adds a bias vector in the epilogue (``aten::addmm``). The spec serves those
+operators (``serve``): ``kerntune run --table T.json -- python app.py`` runs a program's own GEMM calls on the
+tuned kernel where the table has the call's key, on the library's elsewhere. SPLIT_K > 1 writes fp32 partial tiles to a
 workspace, summed in a fixed order (deterministic) either by a second kernel or, with FUSED = 1, by the last
 program of each tile to arrive (a per-tile counter: one launch, which decode shapes need). TMA = 1 loads tiles
 through host-made tensor descriptors (Hopper and newer), and PERSISTENT = 1 walks the tiles with one program per
@@ -34,10 +39,10 @@ def grouped_tile(tile_id, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GR
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
+def matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, lock_ptr, M, N, K,
                   stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, FUSED: tl.constexpr):
+                  GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, FUSED: tl.constexpr, HAS_BIAS: tl.constexpr):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     pid_k = tl.program_id(1)
     offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
@@ -57,6 +62,8 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
     if SPLIT_K == 1:
+        if HAS_BIAS:
+            acc += tl.load(bias_ptr + offs_cn, mask=offs_cn < N, other=0.0).to(tl.float32)[None, :]
         c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
         tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
     else:
@@ -73,6 +80,8 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
                 for s in range(SPLIT_K):
                     total += tl.load(ws_ptr + s * M * N + offs_cm[:, None] * N + offs_cn[None, :], mask=mask,
                                      cache_modifier=".cg")
+                if HAS_BIAS:
+                    total += tl.load(bias_ptr + offs_cn, mask=offs_cn < N, other=0.0).to(tl.float32)[None, :]
                 c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
                 tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=mask)
                 tl.atomic_xchg(lock_ptr + tl.program_id(0), 0)  # ready for the next launch
@@ -81,20 +90,23 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, ws_ptr, lock_ptr, M, N, K,
 @triton.jit
 def matmul_tma_kernel(a_desc, b_desc, c_desc, M, N, K,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                      GROUP_M: tl.constexpr):
+                      GROUP_M: tl.constexpr, B_T: tl.constexpr):
+    # B_T: b_desc describes the row-major [N, K] matrix whose transpose is B (an nn.Linear weight).
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
-        b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
-        acc = tl.dot(a, b, acc)
+        if B_T:
+            acc = tl.dot(a, b_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T, acc)
+        else:
+            acc = tl.dot(a, b_desc.load([k * BLOCK_K, pid_n * BLOCK_N]), acc)
     c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
 
 
 @triton.jit
 def matmul_tma_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
                                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                                 GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+                                 GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, B_T: tl.constexpr):
     # One program per multiprocessor walks the output tiles; flatten lets the pipeliner overlap the next
     # tile's loads with this tile's epilogue.
     k_tiles = tl.cdiv(K, BLOCK_K)
@@ -104,85 +116,121 @@ def matmul_tma_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(k_tiles):
             a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
-            b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
-            acc = tl.dot(a, b, acc)
+            if B_T:
+                acc = tl.dot(a, b_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T, acc)
+            else:
+                acc = tl.dot(a, b_desc.load([k * BLOCK_K, pid_n * BLOCK_N]), acc)
         c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
 
 
 @triton.jit
-def splitk_reduce_kernel(ws_ptr, c_ptr, MN, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
+def splitk_reduce_kernel(ws_ptr, c_ptr, bias_ptr, MN, N, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
+                         HAS_BIAS: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < MN
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for s in range(SPLIT_K):
         acc += tl.load(ws_ptr + s * MN + offs, mask=mask, other=0.0)
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + offs % N, mask=mask, other=0.0).to(tl.float32)
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
 _workspaces: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor]] = {}
+_sms: dict[Any, int] = {}
 
 
-def _workspace(split_k: int, m: int, n: int, tiles: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def _workspace(split_k: int, m: int, n: int, tiles: int, device: torch.device,
+               keep: bool) -> tuple[torch.Tensor, torch.Tensor]:
     # Allocated at the first (compile) launch and reused: an allocation inside the timed region would be
     # host work the kernel does not do in a real program that keeps its workspace. The per-tile arrival
-    # counters start at zero and the fused reduction leaves them at zero.
+    # counters start at zero and the fused reduction leaves them at zero. ``keep`` (serving a program): never
+    # free one, since a CUDA graph captured on a served call holds its address.
     key = (split_k, m, n, tiles, str(device))
     if key not in _workspaces:
-        _workspaces.clear()
+        if not keep:
+            _workspaces.clear()
         _workspaces[key] = (torch.empty((split_k, m, n), dtype=torch.float32, device=device),
                             torch.zeros(tiles, dtype=torch.int32, device=device))
     return _workspaces[key]
 
 
+def _multiprocessors(device: torch.device) -> int:
+    if device not in _sms:  # a property query per launch is host time the kernel does not need
+        _sms[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    return _sms[device]
+
+
 def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
-    a, b, c = args["a"], args["b"], args["c"]
+    a, b, c, bias = args["a"], args["b"], args["c"], args.get("bias")
     m, n, k = args["M"], args["N"], args["K"]
+    has_bias = bias is not None
     bm, bn, bk, split_k = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"], meta["SPLIT_K"]
     options = {"num_warps": meta["num_warps"], "num_stages": meta["num_stages"]}
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    if meta["TMA"]:
+    if meta["TMA"]:  # A row-major, no bias (the constraints keep TMA to those)
         from triton.tools.tensor_descriptor import TensorDescriptor
 
+        b_t = b.stride(0) == 1 and b.stride(1) != 1
         a_desc = TensorDescriptor.from_tensor(a, [bm, bk])
-        b_desc = TensorDescriptor.from_tensor(b, [bk, bn])
+        b_desc = TensorDescriptor.from_tensor(b.t(), [bn, bk]) if b_t else TensorDescriptor.from_tensor(b, [bk, bn])
         c_desc = TensorDescriptor.from_tensor(c, [bm, bn])
         if meta["PERSISTENT"]:
-            sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+            sms = _multiprocessors(a.device)
             return matmul_tma_persistent_kernel[(min(sms, tiles),)](
                 a_desc, b_desc, c_desc, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=meta["GROUP_M"],
-                NUM_SMS=sms, **options)
+                NUM_SMS=sms, B_T=b_t, **options)
         return matmul_tma_kernel[(tiles,)](a_desc, b_desc, c_desc, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                                           GROUP_M=meta["GROUP_M"], **options)
-    ws, locks = _workspace(split_k, m, n, tiles, a.device) if split_k > 1 else (c, c)
-    compiled = fn[(tiles, split_k)](a, b, c, ws, locks, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                                    c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                                    GROUP_M=meta["GROUP_M"], SPLIT_K=split_k, FUSED=meta["FUSED"], **options)
+                                           GROUP_M=meta["GROUP_M"], B_T=b_t, **options)
+    ws, locks = _workspace(split_k, m, n, tiles, a.device, bool(args.get("keep"))) if split_k > 1 else (c, c)
+    compiled = fn[(tiles, split_k)](a, b, c, bias if has_bias else c, ws, locks, m, n, k, a.stride(0), a.stride(1),
+                                    b.stride(0), b.stride(1), c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn,
+                                    BLOCK_K=bk, GROUP_M=meta["GROUP_M"], SPLIT_K=split_k, FUSED=meta["FUSED"],
+                                    HAS_BIAS=has_bias, **options)
     if split_k > 1 and not meta["FUSED"]:
-        splitk_reduce_kernel[(triton.cdiv(m * n, 1024),)](ws, c, m * n, SPLIT_K=split_k, BLOCK=1024, num_warps=4)
+        splitk_reduce_kernel[(triton.cdiv(m * n, 1024),)](ws, c, bias if has_bias else c, m * n, n, SPLIT_K=split_k,
+                                                          BLOCK=1024, HAS_BIAS=has_bias, num_warps=4)
     return compiled
 
 
 DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
+LAYOUTS = ("NN", "NT", "TN", "TT")
+
+
+def _operand(rows: int, cols: int, transposed: bool, gen: torch.Generator, t: torch.dtype) -> torch.Tensor:
+    """A rows×cols operand, or the transpose view of a row-major cols×rows matrix (strides (1, rows))."""
+    if transposed:
+        return torch.randn((cols, rows), generator=gen).to(t).t()
+    return torch.randn((rows, cols), generator=gen).to(t)
+
+
 def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(seed)
     m, n, k = int(shape["M"]), int(shape["N"]), int(shape["K"])
-    t = DTYPES[dtype]
+    layout, t = str(shape.get("layout", "NN")), DTYPES[dtype]
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout {layout!r}: one of {', '.join(LAYOUTS)}")
     return {
-        "a": torch.randn((m, k), generator=gen).to(t),
-        "b": torch.randn((k, n), generator=gen).to(t),
+        "a": _operand(m, k, layout[0] == "T", gen, t),
+        "b": _operand(k, n, layout[1] == "T", gen, t),
         "c": torch.empty((m, n), dtype=t),
+        "bias": torch.randn((n,), generator=gen).to(t) if int(shape.get("bias", 0)) else None,
         "M": m, "N": n, "K": k,
     }
 
 
 def reference(args: dict[str, Any], shape: dict[str, Any]) -> torch.Tensor:
-    return args["a"].double() @ args["b"].double()
+    out = args["a"].double() @ args["b"].double()
+    return out + args["bias"].double() if args.get("bias") is not None else out
 
 
 def torch_matmul(args: dict[str, Any], meta: dict[str, Any]) -> Any:
-    return torch.matmul(args["a"], args["b"], out=args["c"])
+    """The library at the same layout: ``torch.mm`` (``aten::mm``), or ``torch.addmm`` with a bias."""
+    if args.get("bias") is not None:
+        return torch.addmm(args["bias"], args["a"], args["b"], out=args["c"])
+    return torch.mm(args["a"], args["b"], out=args["c"])
 
 
 SMEM_BYTES = {"sm_80": 166912, "sm_86": 101376, "sm_89": 101376, "sm_90": 232448, "sm_100": 232448}
@@ -210,10 +258,12 @@ def group_matters(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> 
 
 
 def tma_supported(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool:
-    """Capability: TMA descriptors exist on sm_90 and newer only, and take no split-K here."""
+    """Capability: TMA descriptors exist on sm_90 and newer only, and take here no split-K, no bias and A
+    row-major (B may be either: a transposed B is described as the row-major matrix it transposes)."""
     if not c["TMA"]:
         return True
-    return c["SPLIT_K"] == 1 and t is not None and t.arch.startswith(("sm_9", "sm_10", "sm_12"))
+    plain = str(s.get("layout", "NN"))[0] == "N" and not int(s.get("bias", 0))
+    return plain and c["SPLIT_K"] == 1 and t is not None and t.arch.startswith(("sm_9", "sm_10", "sm_12"))
 
 
 def _tutorial(bm: int, bn: int, bk: int, stages: int, warps: int, **extra: int) -> dict[str, int]:
@@ -232,6 +282,61 @@ SEEDS = [_tutorial(*c) for c in (
                              _tutorial(128, 128, 64, 4, 4, TMA=1), _tutorial(128, 128, 64, 4, 4, TMA=1, PERSISTENT=1)] + [
     _tutorial(*tile, SPLIT_K=split, FUSED=1) for split in (2, 4, 8)
     for tile in ((128, 128, 64, 4, 4), (128, 64, 128, 4, 4), (64, 128, 128, 4, 4), (128, 256, 64, 3, 8))]
+
+
+SERVED_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
+
+
+def _letter(t: torch.Tensor) -> str | None:
+    """``N`` for a row-major 2-D operand, ``T`` for the transpose view of one, None for any other strides."""
+    rows, cols = t.shape
+    row_stride, col_stride = t.stride()
+    if col_stride == 1 and (row_stride >= cols or rows == 1):
+        return "N"
+    if row_stride == 1 and (col_stride >= rows or cols == 1):
+        return "T"
+    return None
+
+
+def served_shape(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+    """The shape of an ``aten::mm`` / ``aten::addmm`` call (``.out`` forms too) this kernel takes, or None: 2-D
+    bf16/fp16 operands of one dtype on one device, each row-major or a transpose view, 16-byte aligned; for addmm
+    a contiguous bias vector and alpha = beta = 1; for ``.out`` a contiguous output of the call's dtype."""
+    if op.startswith("aten::addmm"):
+        if len(args) != 3 or kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1:
+            return None
+        bias, a, b = args
+        if bias.dim() != 1 or bias.stride(0) != 1 or bias.dtype != a.dtype:
+            return None
+    elif len(args) == 2:
+        bias, (a, b) = None, args
+    else:
+        return None
+    dtype = SERVED_DTYPES.get(a.dtype)
+    if dtype is None or a.dim() != 2 or b.dim() != 2 or b.dtype != a.dtype or b.device != a.device:
+        return None
+    (m, k), (k2, n) = a.shape, b.shape
+    la, lb = _letter(a), _letter(b)
+    if k2 != k or la is None or lb is None or (a.data_ptr() | b.data_ptr()) % 16:
+        return None
+    if bias is not None and bias.shape[0] != n:
+        return None
+    out = kwargs.get("out")
+    if out is not None and (out.shape != (m, n) or out.dtype != a.dtype or not out.is_contiguous()):
+        return None
+    return {"M": m, "N": n, "K": k, "layout": la + lb, "bias": int(bias is not None)}, dtype
+
+
+def served_run(op: str, shape: dict[str, Any], config: dict[str, Any], args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> torch.Tensor:
+    """Launch at ``config``; returns the output (the ``out`` given to a ``.out`` call)."""
+    bias, a, b = args if op.startswith("aten::addmm") else (None, *args)
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    c = kwargs.get("out")
+    if c is None:
+        c = torch.empty((m, n), dtype=a.dtype, device=a.device)
+    launch(matmul_kernel, {"a": a, "b": b, "c": c, "bias": bias, "M": m, "N": n, "K": k, "keep": True}, config)
+    return c
 
 
 problem = kt.Problem(
@@ -275,7 +380,7 @@ problem = kt.Problem(
                  "PERSISTENT": 0, "num_warps": 4, "num_stages": 3},
         seeds=SEEDS,
     ),
-    shapes=[{"M": 4096, "N": 4096, "K": 4096}],
+    shapes=[{"M": 4096, "N": 4096, "K": 4096, "layout": "NN", "bias": 0}],
     dtypes=("bfloat16", "float16"),
     make_inputs=make_inputs,
     reference=reference,
@@ -283,4 +388,6 @@ problem = kt.Problem(
     cost=lambda s, d: kt.Cost(flops=2.0 * s["M"] * s["N"] * s["K"], matrix=d,
                               bytes=2.0 * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"])),
     baselines=[kt.Baseline("torch.matmul", kernel=kt.TorchCallable(torch_matmul, "torch.matmul"))],
+    serve=kt.Serve(ops=("aten::mm", "aten::mm.out", "aten::addmm", "aten::addmm.out"), shape=served_shape,
+                   run=served_run, kernel="matmul"),
 )

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from kerntune.cli.common import JsonFlag, RunRef, StoreOpt, _emit_json, _store, app
+from kerntune.errors import UsageError
 
 
 @app.command()
@@ -120,6 +121,30 @@ def scope(
         out.print(f"{s['op']} M={s['M']} N={s['N']} K={s['K']} {s['dtype']}: {s['calls']} calls", highlight=False)
     if found["corpus"]:
         out.print(f"shapes appended to {found['corpus']}", highlight=False)
+
+
+@app.command("run", context_settings={"allow_interspersed_args": False})
+def run_served(
+    command: Program,
+    table: Annotated[Path, typer.Option("--table", help="The deployed table (kerntune deploy RUN --table T.json).")],
+    spec: Annotated[list[Path] | None, typer.Option("--spec", help="A spec serving library operators (default: "
+                                                    "the specs the table's entries name); repeat for several.")] = None,
+    mode: Annotated[str, typer.Option("--mode", help="explore: every entry not rejected; production: admitted "
+                                      "entries only (fail closed).")] = "explore",
+    backend: Annotated[str, typer.Option("--backend", help="The dispatch key served: CUDA, or CPU (the Triton "
+                                         "interpreter).")] = "CUDA",
+) -> None:
+    """Run an unmodified Python program with a table served to it: each library GEMM call (aten::mm, addmm and
+    their .out forms, as nn.Linear and torch.compile reach them) whose key the table holds runs the tuned kernel;
+    every other call runs the library's own. Its exit code is the program's."""
+    from kerntune.runtime.launch import main
+    from kerntune.scope.program import program_args
+
+    if mode not in ("explore", "production") or backend not in ("CUDA", "CPU"):
+        raise UsageError(f"--mode is explore or production and --backend CUDA or CPU (got {mode}, {backend})")
+    options = ["--table", str(table), "--mode", mode, "--backend", backend,
+               *(a for s in spec or [] for a in ("--spec", str(s)))]
+    raise typer.Exit(main([*options, "--", *program_args(command)]))
 
 
 @app.command(context_settings={"allow_interspersed_args": False})

@@ -10,29 +10,16 @@ launch; its exit code is passed on.
 from __future__ import annotations
 
 import json
-import runpy
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from kerntune.runtime.launch import run_program
+
 MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_mm")
 """The operators that compute a matmul (``aten::matmul`` and ``aten::linear`` call one of these: counting them
 too would count each product twice)."""
-
-
-def _run_program(argv: list[str]) -> int:
-    sys.argv = list(argv)
-    try:
-        if argv[0] == "-m":
-            sys.argv = argv[1:]
-            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
-        else:
-            sys.path.insert(0, str(Path(argv[0]).resolve().parent))
-            runpy.run_path(argv[0], run_name="__main__")
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    return 0
 
 
 def _on_device(event: Any) -> bool:
@@ -79,7 +66,7 @@ def main(argv: list[str]) -> int:
     gpu = bool(torch.cuda.is_available())
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
     with profile(activities=activities, record_shapes=True) as prof:
-        code = _run_program(program)
+        code = run_program(program)
         if gpu:
             torch.cuda.synchronize()
     summary = summarize(list(prof.events()), gpu)

@@ -9,15 +9,15 @@ import json
 import sys
 from pathlib import Path
 
-from kerntune.exec.profiled import _run_program
 from kerntune.lab.capture import capture
+from kerntune.runtime.launch import run_program
 
 
 def main() -> None:
     request = json.loads(Path(sys.argv[1]).read_text())
     program = sys.argv[sys.argv.index("--") + 1:]
     with capture(request["kernel"], request["out"], nth=request["nth"], scope=request["scope"]) as state:
-        code = _run_program(program)
+        code = run_program(program)
     Path(request["result"]).write_text(json.dumps({"captured": state.manifest is not None, "seen": state.seen,
                                                    "exit": code}))
     sys.exit(code)

@@ -133,6 +133,9 @@ class Serve:
     ops: Sequence[str]
     shape: Callable[[str, tuple[Any, ...], dict[str, Any]], tuple[Mapping[str, Scalar], str] | None]
     run: Callable[[str, Mapping[str, Scalar], Mapping[str, Any], tuple[Any, ...], dict[str, Any]], Any]
+    kernel: str = ""
+    """The prefix the names of the kernels it launches share (``matmul`` for matmul_kernel, matmul_tma_kernel...):
+    how ``kerntune verify`` finds them in a profile. Default: the spec kernel's name."""
 
 
 InputMaker = Callable[[Mapping[str, Scalar], str, int], dict[str, Any]]

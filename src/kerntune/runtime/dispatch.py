@@ -117,6 +117,16 @@ class Dispatcher:
         decision.calls += 1
         return decision.config
 
+    def lookup(self, raw: tuple[Any, ...]) -> dict[str, Any] | None:
+        """The exact entry's config for a call whose ``key_fields`` values are ``raw``, or None (a rule, the
+        default, a table not applied): what serving a library operator reads, where a miss runs the library's
+        own kernel rather than a default config. Counted as a call."""
+        decision = self._cache.get(raw)
+        if decision is None:
+            decision = self._first_call(raw)
+        decision.calls += 1
+        return decision.config if decision.kind == "exact" else None
+
     def _first_call(self, raw: tuple[Any, ...]) -> _Decision:
         fields = self._fields(raw)
         key = entry_key(fields)

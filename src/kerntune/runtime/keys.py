@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import re
 import sys
 import textwrap
 from typing import Any
+
+from kerntune.model import NativeKernel, OpenCLKernel, Problem
 
 
 def kernel_source(kernel: Any) -> str:
@@ -26,14 +29,40 @@ def kernel_source(kernel: Any) -> str:
     if isinstance(kernel, str):
         return kernel
     try:
-        return textwrap.dedent(inspect.getsource(kernel))
+        text = textwrap.dedent(inspect.getsource(kernel))
     except (OSError, TypeError) as exc:
         raise ValueError(f"cannot read the source of {kernel!r} to key a dispatch table by it") from exc
+    # From ``def`` on, as a JITFunction's ``src`` is: under TRITON_INTERPRET=1 the kernel is an
+    # InterpretedFunction read from its Python function, decorators included, and must hash the same.
+    found = re.search(r"^def\s+\w+\s*\(", text, re.MULTILINE)
+    return text[found.start():] if found else text
 
 
 def kernel_hash(kernel: Any) -> str:
     """16 hex digits of SHA-256 over the kernel's source text (whitespace at the ends ignored)."""
     return hashlib.sha256(kernel_source(kernel).strip().encode()).hexdigest()[:16]
+
+
+def problem_source_hash(problem: Problem) -> str | None:
+    """The source hash a problem's kernel is keyed by (the tuner records it for a run, deploy writes it into every
+    key, a served spec's dispatcher adds it); None for kernels without one (torch callables)."""
+    kernel = problem.kernel
+    source = kernel.source if isinstance(kernel, (OpenCLKernel, NativeKernel)) else getattr(kernel, "fn", None)
+    try:
+        return kernel_hash(source) if source is not None else None
+    except ValueError:
+        return None
+
+
+def problem_kernel_name(problem: Problem) -> str:
+    """The name a problem's kernel launches under (a Triton function's, a native or OpenCL kernel's)."""
+    kernel = problem.kernel
+    if isinstance(kernel, (OpenCLKernel, NativeKernel)):
+        return kernel.name
+    fn = getattr(kernel, "fn", None)
+    while fn is not None and not hasattr(fn, "__name__") and hasattr(fn, "fn"):
+        fn = fn.fn
+    return str(getattr(fn, "__name__", "") or getattr(getattr(fn, "fn", None), "__name__", ""))
 
 
 def arch_name(props: Any, hip: bool) -> str:

@@ -38,17 +38,36 @@ def implementation(kernel: str) -> str:
     return CUSTOM
 
 
-def profiled_command(command: Sequence[str], out: Path) -> list[str]:
-    """``command`` (``python SCRIPT ARGS`` or ``python -m MODULE ARGS``) run under the profiling launcher, in
-    kerntune's interpreter (its torch is the one profiled)."""
+def program_args(command: Sequence[str]) -> list[str]:
+    """``SCRIPT.py ARGS`` or ``-m MODULE ARGS`` from ``python SCRIPT.py ARGS`` / ``python -m MODULE ARGS``: the
+    program runs in kerntune's interpreter (its torch is the one profiled or served)."""
     if not command:
         raise UsageError("give the program after --, e.g. kerntune scope -- python train.py --steps 10")
     if not Path(command[0]).name.startswith("python") or len(command) < 2:
-        raise UsageError(f"scope and verify profile Python programs: give `python SCRIPT.py ...` or `python -m "
-                         f"MODULE ...` after -- (got {' '.join(command)!r})")
+        raise UsageError(f"give `python SCRIPT.py ...` or `python -m MODULE ...` after -- (got {' '.join(command)!r})")
     program = list(command[1:])
     if program[0].startswith("-") and program[0] != "-m":
         raise UsageError(f"interpreter option {program[0]!r} is not supported here: put it in PYTHON* variables")
+    return program
+
+
+def served_args(command: Sequence[str]) -> list[str] | None:
+    """``kerntune run OPTIONS -- python SCRIPT ARGS`` as the arguments of ``-m kerntune.runtime.launch`` (what
+    ``kerntune run`` runs in-process), so a served program is profiled in one process; None for other commands."""
+    if len(command) < 2 or Path(command[0]).name != "kerntune" or command[1] != "run":
+        return None
+    rest = list(command[2:])
+    if "--" not in rest:
+        raise UsageError("kerntune run needs the program after its own --: kerntune run --table T.json -- python "
+                         "app.py")
+    split = rest.index("--")
+    return ["-m", "kerntune.runtime.launch", *rest[:split], "--", *program_args(rest[split + 1:])]
+
+
+def profiled_command(command: Sequence[str], out: Path) -> list[str]:
+    """``command`` (``python SCRIPT ARGS``, ``python -m MODULE ARGS`` or ``kerntune run ... -- python ...``) run
+    under the profiling launcher, in kerntune's interpreter."""
+    program = served_args(command) or program_args(command)
     return [sys.executable, "-m", "kerntune.exec.profiled", str(out), "--", *program]
 
 

@@ -16,9 +16,9 @@ from typing import Any
 from kerntune.errors import SpecError, UsageError
 from kerntune.measure.calibrate import MAX_AGE_S, device_key
 from kerntune.measure.protocol import MeasureOptions
-from kerntune.model import Config, NativeKernel, OpenCLKernel, Problem, Scalar, Shape, Target
+from kerntune.model import Config, Problem, Scalar, Shape, Target
 from kerntune.runtime.corpus import CorpusError, CorpusLine, merge, read_corpus, top
-from kerntune.runtime.keys import kernel_hash
+from kerntune.runtime.keys import problem_source_hash
 from kerntune.settings import Settings
 from kerntune.store import Store
 from kerntune.store.calibrations import latest_calibration
@@ -53,17 +53,6 @@ def resolve_shapes(problem: Problem, overrides: Sequence[Mapping[str, str]]) -> 
     return shapes
 
 
-def source_hash(problem: Problem) -> str | None:
-    """The source hash the live dispatcher keys by (``kerntune.runtime.keys``); None for kernels without one
-    (torch ops)."""
-    kernel = problem.kernel
-    source = kernel.source if isinstance(kernel, (OpenCLKernel, NativeKernel)) else getattr(kernel, "fn", None)
-    try:
-        return kernel_hash(source) if source is not None else None
-    except ValueError:
-        return None
-
-
 def roofline_inputs(problem: Problem, shapes: Sequence[Shape], dtype: str, store: Store,
                     target: Target) -> dict[str, Any]:
     """The spec's cost per shape and this device's latest calibration, kept with the run: the report's speed
@@ -96,7 +85,7 @@ def corpus_shapes(path: Path, problem: Problem, dtype: str, top_n: int = 0) -> l
         raise UsageError(f"--shapes-from {path}: {exc.strerror or exc}") from None
     except CorpusError as exc:
         raise UsageError(f"--shapes-from {exc}") from None
-    fields, source = problem.shape_fields(), source_hash(problem)
+    fields, source = problem.shape_fields(), problem_source_hash(problem)
     ops = {problem.name, *(op.split(".")[0] for op in (problem.serve.ops if problem.serve else ()))}
     skipped: dict[str, int] = {}
     mine: dict[str, tuple[dict[str, str], CorpusLine]] = {}

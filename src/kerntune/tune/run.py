@@ -27,6 +27,7 @@ from kerntune.model import (
     Shape,
     Target,
 )
+from kerntune.runtime.keys import problem_source_hash
 from kerntune.search import make_strategy, resolve_strategy
 from kerntune.search.compile_ahead import CompileAhead, local_compile_workers
 from kerntune.search.shape_search import ShapeSearch
@@ -44,7 +45,6 @@ from kerntune.tune.inputs import (
     require_graphs,
     resolve_shapes,
     roofline_inputs,
-    source_hash,
 )
 from kerntune.tune.outcomes import candidate_result
 from kerntune.tune.pool import (
@@ -325,7 +325,7 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
                 target=target, strategy=request.strategy, budget=request.budget, shapes=tuple(shapes), dtype=dtype,
                 seed=request.seed, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 options={"device": device, "retry_failed": request.retry_failed,
-                         "kernel_hash": source_hash(loaded.problem),
+                         "kernel_hash": problem_source_hash(loaded.problem),
                          "placement": {"workers": placement.workers, "executor": placement.executor,
                                        "address": placement.address},
                          "target_ms": request.target_ms, **roofline_inputs(loaded.problem, shapes, dtype, store,

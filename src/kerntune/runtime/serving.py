@@ -1,0 +1,185 @@
+"""Serve a deployed table to a program never written for kerntune: per call, a library operator (``aten::mm``,
+``aten::addmm``, ``aten::bmm`` and their ``.out`` forms, which ``nn.Linear`` and Inductor's extern GEMMs reach)
+runs the tuned kernel of the spec a table entry names; every other call runs the library's own kernel.
+
+    kerntune run --table T.json -- python app.py     # or, first thing in the program:
+    kerntune.runtime.serve("T.json")
+
+How a call is decided: each spec that serves the operator (its ``Problem.serve``, ``kerntune.model.Serve``) reads
+the call's shape, layout and dtype (None: it cannot take this call); the call's key — the spec's op name, its
+kernel source hash, dtype, shape and device, as ``kerntune deploy`` writes it — is looked up by a ``Dispatcher``
+(validators, production mode and ``KERNTUNE_DISPATCH=off`` apply as for any table). An exact entry launches the
+spec's kernel at the entry's config; anything else (no spec takes the call, a missed key, a rule, a table for
+other versions or another device, an unreadable table) calls the kernel the library had registered for the
+operator before (``torch.library.get_kernel``): counted, never an error. A served kernel that raises is a
+counted failure: that call and every later call of its key run the library's kernel, and it is warned once.
+
+The served path allocates nothing beyond the operator's own output and does not synchronise the device, so it
+can be captured in a CUDA graph (``torch.compile(mode="reduce-overhead")``): keys are decided while the graph
+is warmed up, before capture. torch is imported when ``serve`` is called, never at import.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import warnings
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kerntune.model import Problem, Serve
+from kerntune.runtime.dispatch import Dispatcher
+from kerntune.runtime.keys import problem_kernel_name, problem_source_hash, torch_device_fields
+from kerntune.runtime.table import Table, load_table
+from kerntune.settings import Settings
+
+MODES_HELP = "explore: every entry not rejected; production: admitted entries only (fail closed)"
+
+
+@dataclass
+class ServedSpec:
+    """One spec serving its operators: its problem, how it reads calls, and the dispatcher keyed like deploy."""
+
+    path: str
+    problem: Problem
+    serve: Serve
+    fields: tuple[str, ...]
+    dispatcher: Dispatcher
+    failed: set[tuple[Any, ...]] = field(default_factory=set)
+    """Keys whose served kernel raised: the library runs them from then on."""
+
+
+@dataclass
+class Serving:
+    """What ``serve`` installed, and per operator how its calls went: ``served`` (the tuned kernel ran),
+    ``library`` (the library's kernel ran: no spec took it, or its key missed), ``failed`` (the tuned kernel raised;
+    the library's kernel ran instead)."""
+
+    table: Table
+    problem: str | None
+    specs: list[ServedSpec]
+    ops: list[str]
+    counts: dict[str, Counter[str]] = field(default_factory=dict)
+    library: Any = None
+    """The ``torch.library.Library`` holding the overrides; ``close()`` removes them."""
+
+    def stats(self) -> dict[str, Any]:
+        return {"table": self.table.path, "disabled": self.problem, "ops": {op: dict(self.counts[op])
+                                                                            for op in self.ops},
+                "specs": {s.problem.name: s.dispatcher.stats() for s in self.specs}}
+
+    def close(self) -> None:
+        """Remove the overrides: the library's kernels take every call again."""
+        if self.library is not None:
+            self.library._destroy()
+            self.library = None
+
+
+def load_served_spec(path: str | Path) -> Problem:
+    """The ``problem`` of a spec file (or a folder holding ``spec.py``); it must declare ``serve``."""
+    file = Path(path)
+    file = file / "spec.py" if file.is_dir() else file
+    name = f"kerntune_served_{abs(hash(str(file.resolve())))}"
+    loaded = importlib.util.spec_from_file_location(name, file)
+    if loaded is None or loaded.loader is None:
+        raise ValueError(f"{file} is not a Python spec file")
+    module = importlib.util.module_from_spec(loaded)
+    sys.modules[name] = module
+    loaded.loader.exec_module(module)
+    problem = getattr(module, "problem", None)
+    if not isinstance(problem, Problem):
+        raise ValueError(f"{file} defines no `problem = kt.Problem(...)`")
+    if problem.serve is None:
+        raise ValueError(f"{file}: problem {problem.name!r} declares no `serve=kt.Serve(...)`: it cannot take a "
+                         "library operator's calls")
+    return problem
+
+
+def cpu_device_fields() -> dict[str, Any]:
+    """The device fields of a key served on the CPU (the Triton interpreter; tests)."""
+    return {"arch": "cpu", "compute_units": os.cpu_count() or 1, "device_name": "cpu"}
+
+
+def serve(table: str | Path, *, specs: Sequence[str | Path] = (), mode: str = "explore",
+          backend: str = "CUDA", device: Mapping[str, Any] | None = None,
+          settings: Settings | None = None) -> Serving:
+    """Install the table's tuned kernels behind the library operators their specs serve; returns what was
+    installed and its per-call counts. ``specs``: spec files or folders (default: those the table's entries
+    name). ``backend``: the dispatch key overridden (``CUDA``; ``CPU`` for the interpreter). ``device``: the
+    device fields of every key (default: torch's view of the current GPU, or ``cpu_device_fields``)."""
+    import torch
+
+    settings = settings or Settings.from_env()
+    loaded, problem = load_table(table)
+    paths = list(specs) or sorted({str(e["spec"]) for e in loaded.entries.values() if e.get("spec")})
+    if device is None:
+        device = torch_device_fields() if backend == "CUDA" else cpu_device_fields()
+    served: list[ServedSpec] = []
+    for path in paths:
+        try:
+            spec = load_served_spec(path)
+        except Exception as exc:  # a spec that will not load must not take the program down
+            warnings.warn(f"kerntune serve: spec {path} not served ({type(exc).__name__}: {exc}); the library "
+                          "runs its calls", RuntimeWarning, stacklevel=2)
+            continue
+        assert spec.serve is not None
+        fields = spec.shape_fields()
+        dispatcher = Dispatcher(loaded, key=_no_key, key_fields=("dtype", *fields), default={}, mode=mode,
+                                settings=settings, name=spec.serve.kernel or problem_kernel_name(spec),
+                                device={**device, "op": spec.name, "source": problem_source_hash(spec)})
+        served.append(ServedSpec(str(path), spec, spec.serve, fields, dispatcher))
+    if problem is not None:
+        warnings.warn(f"kerntune serve: {problem}; the library runs every call", RuntimeWarning, stacklevel=2)
+    ops = sorted({op for s in served for op in s.serve.ops})
+    serving = Serving(loaded, problem, served, ops, {op: Counter(served=0, library=0, failed=0) for op in ops})
+    if ops:
+        serving.library = torch.library.Library("aten", "IMPL")  # type: ignore[no-untyped-call]
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
+            for op in ops:
+                namespace, _, name = op.partition("::")
+                if namespace != "aten":
+                    raise ValueError(f"serve overrides aten operators; {op!r} is not one")
+                original = torch.library.get_kernel(op, backend)
+                serving.library.impl(name, _served_kernel(op, original, [s for s in served if op in s.serve.ops],
+                                                          serving.counts[op]), backend, with_keyset=True)
+    return serving
+
+
+def _no_key(*args: Any) -> tuple[Any, ...]:
+    raise TypeError("a served spec's dispatcher is looked up by key tuple (Dispatcher.lookup), never called")
+
+
+def _served_kernel(op: str, original: Any, specs: list[ServedSpec], counts: Counter[str]) -> Any:
+    """The kernel registered for ``op``: the first spec whose exact entry holds the call runs it."""
+
+    def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
+        for s in specs:
+            found = s.serve.shape(op, args, kwargs)
+            if found is None:
+                continue
+            shape, dtype = found
+            raw = (dtype, *(shape[f] for f in s.fields))
+            config = s.dispatcher.lookup(raw)
+            if config is None or raw in s.failed:
+                continue
+            try:
+                result = s.serve.run(op, shape, config, args, kwargs)
+            except Exception as exc:  # a served kernel that fails must never take the program down
+                s.failed.add(raw)
+                counts["failed"] += 1
+                warnings.warn(f"kerntune serve: {s.problem.name} failed at {dict(zip(s.fields, raw[1:], strict=True))} "
+                              f"({type(exc).__name__}: {exc}); the library runs this key from now on",
+                              RuntimeWarning, stacklevel=2)
+                break
+            counts["served"] += 1
+            return result
+        else:
+            counts["library"] += 1
+        return original.call_boxed(keyset, *args, **kwargs)
+
+    return kernel

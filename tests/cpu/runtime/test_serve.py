@@ -1,0 +1,92 @@
+"""``kerntune run``: a table served to a program written for torch, not for kerntune, on the CPU (Triton's
+interpreter runs the tuned kernel; the CPU dispatch key is served). Per call: an exact entry runs the spec's
+kernel, anything else the library's own; every bad input is a counted library call, never a crash."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import DATA, EXAMPLES, CliResult, has_gpu
+
+pytest.importorskip("triton")
+pytestmark = pytest.mark.skipif(has_gpu(), reason="serves the CPU dispatch key under the interpreter")
+
+APP = DATA / "served" / "linear_app.py"
+SPEC = EXAMPLES / "triton_matmul"
+PLAIN = {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "TMA": 0,
+         "PERSISTENT": 0, "num_warps": 4, "num_stages": 2}
+
+
+def _table(path: Path, *, device: dict[str, Any] | None = None, bias_config: dict[str, Any] | None = None) -> Path:
+    """A table as ``kerntune deploy`` writes it for the app's two Linear layers (a run on the interpreter claims
+    no timing, so deploy would refuse it: the entries are written here, keyed the same way)."""
+    from kerntune.runtime.keys import problem_source_hash
+    from kerntune.runtime.serving import cpu_device_fields, load_served_spec
+
+    problem = load_served_spec(SPEC)
+    fixed = {"op": problem.name, "source": problem_source_hash(problem), "dtype": "float16",
+             **(device or cpu_device_fields())}
+    entries = [
+        {"key": {**fixed, "M": 32, "N": 64, "K": 64, "layout": "NT", "bias": 1}, "config": bias_config or PLAIN},
+        {"key": {**fixed, "M": 32, "N": 128, "K": 64, "layout": "NT", "bias": 0},
+         "config": {**PLAIN, "SPLIT_K": 2}},  # split-K with its reduction kernel
+    ]
+    table = {"schema": 1, "provenance": {}, "validators": {}, "device": {},
+             "entries": [{**e, "status": "measured", "spec": str(SPEC)} for e in entries]}
+    path.write_text(json.dumps(table))
+    return path
+
+
+def _served(kerntune: Callable[..., CliResult], table: Path, out: Path,
+            *extra: str) -> tuple[CliResult, dict[str, Any]]:
+    done = kerntune("run", "--table", str(table), "--backend", "CPU", *extra, "--", "python", str(APP),
+                    env={"TRITON_INTERPRET": "1", "KERNTUNE_VERIFY_OUT": str(out)})
+    counts = [json.loads(p.read_text()) for p in out.glob("serve-*.json")]
+    return done, counts[0] if counts else {}
+
+
+def test_each_covered_call_runs_the_tuned_kernel_and_every_other_the_library(
+        kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+    done, counts = _served(kerntune, _table(tmp_path / "t.json"), tmp_path / "out")
+    assert done.code == 0, done.stderr  # the app checked every output against float64
+    ops = counts["ops"]
+    assert ops["aten::addmm"] == {"served": 3, "library": 0, "failed": 0}  # Linear with a bias: layout NT
+    # Linear without a bias served; the library ran torch.mm (no entry: a counted miss) and the app's float64
+    # checks (a dtype the spec does not take), 3 + 9 calls.
+    assert ops["aten::mm"] == {"served": 3, "library": 12, "failed": 0}
+    stats = counts["specs"]["triton_matmul"]
+    assert stats["exact"] == 6 and stats["default"] == 3 and len(stats["missed_keys"]) == 1
+    (missed,) = stats["missed_keys"]
+    assert '"layout":"NN"' in missed.replace(" ", "") or 'layout="NN"' in missed
+    reports = [r for p in (tmp_path / "out").glob("dispatch-*.json") for r in json.loads(p.read_text())]
+    assert [r["name"] for r in reports] == ["matmul"]  # what verify reads, as for any Dispatcher
+
+
+def test_bad_tables_and_failing_kernels_run_the_library(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+    elsewhere = _table(tmp_path / "other.json", device={"arch": "sm_90", "compute_units": 132,
+                                                         "device_name": "NVIDIA H200"})
+    done, counts = _served(kerntune, elsewhere, tmp_path / "a")
+    assert done.code == 0, done.stderr
+    assert counts["ops"]["aten::addmm"] == {"served": 0, "library": 3, "failed": 0}  # counted misses
+
+    broken = _table(tmp_path / "broken.json", bias_config={"BLOCK_M": 32})  # the launch raises (no BLOCK_N)
+    done, counts = _served(kerntune, broken, tmp_path / "b")
+    assert done.code == 0, done.stderr  # the outputs are still right: the library ran the failed calls
+    assert counts["ops"]["aten::addmm"] == {"served": 0, "library": 2, "failed": 1}  # failed once, then library
+    assert counts["ops"]["aten::mm"]["served"] == 3  # the other entry is unaffected
+    assert done.stderr.count("failed at") == 1, done.stderr
+
+    unreadable = tmp_path / "unreadable.json"
+    unreadable.write_text('{"schema": 1, "entries": [')
+    done, counts = _served(kerntune, unreadable, tmp_path / "c", "--spec", str(SPEC))
+    assert done.code == 0, done.stderr
+    assert done.stderr.count("not valid JSON") == 1, done.stderr  # one warning
+    assert counts["disabled"] and counts["ops"]["aten::mm"] == {"served": 0, "library": 15, "failed": 0}
+
+    missing = kerntune("run", "--table", str(tmp_path / "t.json"), "--", "ls")
+    assert missing.code == 2 and "python SCRIPT.py" in missing.stderr

@@ -4,12 +4,12 @@ whose matmuls and RMSNorm run as Triton kernels with configs chosen per call fro
     python examples/transformer_mlp/run.py --table TABLE.json [--tokens 16] [--dim 4096] [--hidden 14336]
 
 The kernels are the ones of examples/triton_matmul and examples/triton_rmsnorm, so the table comes from tuning
-those specs at this block's shapes (M = tokens; N, K from dim and hidden) and ``kerntune deploy``; each call's
-key is built as deploy writes it (op, kernel source hash, dtype, shape, device). Without a table, or under
-``KERNTUNE_DISPATCH=off``, every kernel runs its spec's default config. The output is checked against a torch
-float32 reference (exit 1 if it differs); the last line printed is the milliseconds per forward pass, which
-``kerntune verify`` and ``kerntune ab`` read. ``TRITON_INTERPRET=1 ... --device cpu --dtype float16`` runs it on
-a CPU (the interpreter has no bfloat16 dot).
+those specs at this block's shapes (M = tokens; N, K from dim and hidden) and ``kerntune deploy``; each call's key
+is built as deploy writes it (op, kernel source hash, dtype, shape with its layout and bias, device). Without a
+table, or under ``KERNTUNE_DISPATCH=off``, every kernel runs its spec's default config. The output is checked
+against a torch float32 reference (exit 1 if it differs); the last line printed is the milliseconds per forward
+pass, which ``kerntune verify`` and ``kerntune ab`` read. ``TRITON_INTERPRET=1 ... --device cpu --dtype float16``
+runs it on a CPU (the interpreter has no bfloat16 dot).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class TunedOps:
     def __init__(self, table: str, dtype: str, device: dict[str, Any]) -> None:
         self.mm = Dispatcher(table, key=lambda m, n, k: (m, n, k), key_fields=("M", "N", "K"),
                              default=MM.problem.space.default, name="matmul",
-                             device={**device, "op": MM.problem.name, "dtype": dtype,
+                             device={**device, "op": MM.problem.name, "dtype": dtype, "layout": "NN", "bias": 0,
                                      "source": kernel_hash(MM.matmul_kernel)})
         self.rms = Dispatcher(table, key=lambda m, n: (m, n), key_fields=("M", "N"),
                               default=RMS.problem.space.default, name="rmsnorm",

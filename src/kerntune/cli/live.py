@@ -98,29 +98,52 @@ Program = Annotated[list[str], typer.Argument(help="The program after --: python
 @app.command(context_settings={"allow_interspersed_args": False})
 def scope(
     command: Program,
-    corpus: Annotated[Path | None, typer.Option("--corpus", help="Append the matmul shapes seen (JSON lines).")] = None,
-    top: Annotated[int, typer.Option("--top", help="Kernels and operators to list.")] = 20,
+    corpus: Annotated[Path | None, typer.Option("--corpus", help="Append the GEMM-like operators seen, one corpus "
+                                                "line each (for kerntune tune --shapes-from).")] = None,
+    skip: Annotated[float, typer.Option("--skip", min=0, help="Seconds of the start left out (warm-up, weight "
+                                        "upload), as nsys --delay.")] = 0.0,
+    duration: Annotated[float | None, typer.Option("--duration", min=0, help="Seconds counted after --skip "
+                                                   "(default: to the end).")] = None,
+    region: Annotated[str | None, typer.Option("--region", help="Count only the ranges the program marks with "
+                                               "torch.profiler.record_function(NAME).")] = None,
+    trace: Annotated[Path | None, typer.Option("--trace", help="Keep the profiler's Chrome trace here.")] = None,
+    top: Annotated[int, typer.Option("--top", help="Kernels to list.")] = 20,
     as_json: JsonFlag = False,
 ) -> None:
-    """Run a Python program under torch.profiler: kernels by share of device time, which implementation each is
-    (cuBLAS nvjet, CUTLASS, Triton, ATen...), the shapes of the operators behind them; a shape corpus."""
+    """Run a Python program under torch.profiler: device time in a steady-state window by class of kernel and by
+    kernel, how busy the device was and what faster kernels could do, the GEMM-like operators with shapes,
+    dtypes, layouts and bias; a shape corpus."""
     from kerntune.scope.program import scope as run_scope
+    from kerntune.scope.trace import Window
 
-    found = run_scope(command, corpus, top)
+    if region and (skip or duration is not None):
+        raise UsageError("--region marks the window itself: give it without --skip or --duration")
+    found = run_scope(command, corpus, top, Window(skip, duration, region), trace)
     if as_json:
         _emit_json(found)
         return
     out = Console()
-    where = "device" if found["gpu"] else "CPU only: no device kernels (torch sees no GPU)"
-    out.print(f"{len(found['kernels'])} kernels, {found['device_us'] / 1e3:.3f} ms of {where}", highlight=False)
+    if not found["gpu"]:
+        out.print("CPU only: torch sees no GPU, so there is no device time; the operators below ran on the CPU",
+                  highlight=False)
+    window = found["window"]
+    out.print(f"window: {window['describe']}, {window['wall_us'] / 1e3:.3f} ms; device time "
+              f"{found['device_us'] / 1e3:.3f} ms — {found['verdict']}", highlight=False, soft_wrap=True)
+    for label, us in found["classes"].items():
+        share = us / found["device_us"] if found["device_us"] else 0.0
+        out.print(f"{share:6.1%} {us / 1e3:9.3f} ms  {label}", highlight=False)
     for k in found["kernels"]:
         share = "" if k["share"] is None else f"{k['share']:6.1%}"
-        out.print(f"{share} {k['launches']:6d}x {k['implementation']:<28} {k['name']}", highlight=False,
+        source = f"  ({k['source']})" if k.get("source") else ""
+        out.print(f"{share} {k['launches']:6d}x {k['class']:<28} {k['name']}{source}", highlight=False,
                   soft_wrap=True)
-    for s in found["matmul_shapes"]:
-        out.print(f"{s['op']} M={s['M']} N={s['N']} K={s['K']} {s['dtype']}: {s['calls']} calls", highlight=False)
+    for g in found["gemms"]:
+        shape = ",".join(f"{k}={v}" for k, v in g["shape"].items())
+        took = "" if g["device_us"] is None else f", {g['device_us'] / 1e3:.3f} ms"
+        out.print(f"{g['op']} {shape} {g['dtype']} layout={g['layout']} bias={g['bias']}: {g['calls']} calls{took}",
+                  highlight=False)
     if found["corpus"]:
-        out.print(f"shapes appended to {found['corpus']}", highlight=False)
+        out.print(f"GEMM shapes appended to {found['corpus']}", highlight=False)
 
 
 @app.command("run", context_settings={"allow_interspersed_args": False})

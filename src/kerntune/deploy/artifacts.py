@@ -63,7 +63,7 @@ def table_from_run(report: RunReport) -> dict[str, Any]:
         best = w.best_measurement
         entries.append({"key": key_fields(report, s.shape.as_dict()), "config": w.config.as_dict(),
                         "status": "measured", "median_ms": best.median_ms if best else None,
-                        "confirmed": w.confirmed is not None, "run": run.id})
+                        "confirmed": w.confirmed is not None, "run": run.id, "spec": run.spec_path})
     if not entries:
         raise UsageError(f"run {run.id} has no gated winner to deploy")
     return {**table_header(run), "entries": entries}

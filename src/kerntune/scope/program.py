@@ -1,15 +1,20 @@
-"""``kerntune scope -- python PROGRAM ...``: which kernels a program spends its GPU time in, which implementation
-each is (cuBLAS nvjet, CUTLASS, Triton, ATen native, ...), and the shapes of the operators that launched them;
-the matmul shapes go to a corpus for offline tuning. Profile before tuning: tune what the time is spent in.
+"""``kerntune scope -- python PROGRAM ...``: where a program's device time goes, truthfully. Only device activity
+counts, in a steady-state window (skip the start and bound the length, as ``nsys --delay/--duration`` do, or the
+ranges the program marks), classed by what ran it (vendor BLAS, attention, Triton from Inductor or the user,
+ATen native, NCCL; memcpy and memset apart); how busy the device was, with a verdict on what faster kernels can
+do; the GEMM-like operators with shapes, dtypes, layouts, bias, calls and device time, which ``--corpus`` writes
+in the one corpus format (``kerntune.runtime.corpus``) for ``kerntune tune --shapes-from``; Inductor's kernels
+with the generated file that holds their source. Profile before tuning: tune what the time is spent in.
 
-The program runs once under ``torch.profiler`` (``kerntune.exec.profiled``) in kerntune's interpreter.
+The program runs once under ``torch.profiler`` (``kerntune.exec.profiled``) in kerntune's interpreter; the trace
+is read by ``kerntune.scope.trace``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -18,24 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from kerntune.errors import UsageError
-
-IMPLEMENTATIONS = (
-    ("cuBLAS (nvjet)", re.compile(r"^nvjet")),
-    ("CUTLASS", re.compile(r"cutlass", re.I)),
-    ("cuBLAS", re.compile(r"cublas|^(sm\d+|ampere|hopper|volta|turing)_.*gemm|xmma_gemm", re.I)),
-    ("hipBLASLt / rocBLAS (Tensile)", re.compile(r"^Cijk_")),
-    ("Triton (Inductor)", re.compile(r"^triton_(poi|red|per|tem|mm)")),
-    ("FlashAttention", re.compile(r"flash", re.I)),
-    ("ATen native", re.compile(r"at::native|^void at::|elementwise_kernel|reduce_kernel")),
-)
-CUSTOM = "custom (Triton, CUDA or HIP)"
-
-
-def implementation(kernel: str) -> str:
-    for label, pattern in IMPLEMENTATIONS:
-        if pattern.search(kernel):
-            return label
-    return CUSTOM
+from kerntune.runtime.corpus import append_corpus
+from kerntune.scope.trace import WHOLE_RUN, Window, analyze, inductor_sources, load_trace
 
 
 def program_args(command: Sequence[str]) -> list[str]:
@@ -44,7 +33,8 @@ def program_args(command: Sequence[str]) -> list[str]:
     if not command:
         raise UsageError("give the program after --, e.g. kerntune scope -- python train.py --steps 10")
     if not Path(command[0]).name.startswith("python") or len(command) < 2:
-        raise UsageError(f"give `python SCRIPT.py ...` or `python -m MODULE ...` after -- (got {' '.join(command)!r})")
+        raise UsageError(f"scope, verify and run take Python programs: give `python SCRIPT.py ...` or `python -m "
+                         f"MODULE ...` after -- (got {' '.join(command)!r})")
     program = list(command[1:])
     if program[0].startswith("-") and program[0] != "-m":
         raise UsageError(f"interpreter option {program[0]!r} is not supported here: put it in PYTHON* variables")
@@ -71,9 +61,10 @@ def profiled_command(command: Sequence[str], out: Path) -> list[str]:
     return [sys.executable, "-m", "kerntune.exec.profiled", str(out), "--", *program]
 
 
-def profile_program(command: Sequence[str], env: Mapping[str, str] | None = None, timeout_s: float = 1800.0
-                    ) -> dict[str, Any]:
-    """Run the program once under the profiler; its kernels and operators, plus its output."""
+def profile_program(command: Sequence[str], env: Mapping[str, str] | None = None, timeout_s: float = 1800.0,
+                    window: Window = WHOLE_RUN, keep_trace: Path | None = None) -> dict[str, Any]:
+    """Run the program once under the profiler; what ran in ``window`` (``kerntune.scope.trace.analyze``, every
+    kernel listed), its exit code and output. ``keep_trace``: copy the Chrome trace there."""
     with tempfile.TemporaryDirectory(prefix="kerntune-scope-") as tmp:
         out = Path(tmp) / "profile.json"
         argv = profiled_command(command, out)
@@ -85,53 +76,37 @@ def profile_program(command: Sequence[str], env: Mapping[str, str] | None = None
         if not out.exists():
             tail = " | ".join(done.stderr.strip().splitlines()[-4:])
             raise UsageError(f"{' '.join(command)} did not finish under the profiler (exit {done.returncode}): {tail}")
-        data: dict[str, Any] = json.loads(out.read_text())
-    data["stdout"], data["stderr"] = done.stdout, done.stderr
-    return data
+        meta: dict[str, Any] = json.loads(out.read_text())
+        events = load_trace(Path(meta["trace"]))
+        if keep_trace is not None:
+            keep_trace.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(meta["trace"], keep_trace)
+    found = analyze(events, window, top=10**9)
+    if window.region and not found["window"]["spans"]:
+        raise UsageError(f"the program marked no range named {window.region!r}: wrap its steady state in "
+                         f"torch.profiler.record_function({window.region!r})")
+    return {"gpu": meta["gpu"], "exit_code": meta["exit_code"], **found, "stdout": done.stdout,
+            "stderr": done.stderr}
 
 
-def matmul_shape(op: Mapping[str, Any]) -> dict[str, Any] | None:
-    """M, N, K (and batch) of a matmul-like operator from its input shapes; None when they do not read as one."""
-    shapes, name = [s for s in op["input_shapes"] if s], op["op"]
-    dtype = next((d for d in op.get("input_dtypes") or [] if d), "")
-    try:
-        if name in ("aten::mm", "aten::_scaled_mm", "aten::matmul") and len(shapes[0]) == 2:
-            (m, k), (_, n) = shapes[0], shapes[1]
-        elif name == "aten::addmm":
-            (m, k), (_, n) = shapes[1], shapes[2]
-        elif name in ("aten::bmm", "aten::baddbmm"):
-            a, b = (shapes[1], shapes[2]) if name == "aten::baddbmm" else (shapes[0], shapes[1])
-            return {"op": name, "B": a[0], "M": a[1], "N": b[2], "K": a[2], "dtype": dtype}
-        elif name == "aten::linear":
-            *lead, k = shapes[0]
-            m, n = 1, shapes[1][0]
-            for d in lead:
-                m *= d
-        else:
-            return None
-    except (IndexError, ValueError, TypeError):
-        return None
-    return {"op": name, "M": m, "N": n, "K": k, "dtype": dtype}
+def inductor_folders() -> list[Path]:
+    """Where Inductor writes generated kernels: ``TORCHINDUCTOR_CACHE_DIR``, else its default under the temp dir."""
+    named = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    user = os.environ.get("USER") or os.environ.get("LOGNAME") or "root"
+    return [Path(named)] if named else [Path(tempfile.gettempdir()) / f"torchinductor_{user}"]
 
 
-def scope(command: Sequence[str], corpus: Path | None = None, top: int = 20) -> dict[str, Any]:
-    """Kernels by share of device time with their implementation; operators with shapes; the matmul corpus."""
-    data = profile_program(command)
-    total = sum(k["device_us"] for k in data["kernels"]) or 0.0
-    kernels = [{**k, "share": k["device_us"] / total if total else None, "implementation": implementation(k["name"])}
-               for k in data["kernels"][:top]]
-    shapes: dict[str, dict[str, Any]] = {}
-    for op in data["ops"]:
-        found = matmul_shape(op)
-        if found is not None:
-            row = shapes.setdefault(json.dumps(found, sort_keys=True), {**found, "calls": 0, "device_us": 0.0})
-            row["calls"] += op["calls"]
-            row["device_us"] += op["device_us"]
-    if corpus is not None:
-        corpus.parent.mkdir(parents=True, exist_ok=True)
-        with corpus.open("a") as handle:
-            for row in shapes.values():
-                handle.write(json.dumps(row) + "\n")
-    return {"gpu": data["gpu"], "exit_code": data["exit_code"], "device_us": total, "kernels": kernels,
-            "ops": data["ops"][:top], "matmul_shapes": list(shapes.values()),
-            "corpus": str(corpus) if corpus else None}
+def scope(command: Sequence[str], corpus: Path | None = None, top: int = 20, window: Window = WHOLE_RUN,
+          keep_trace: Path | None = None) -> dict[str, Any]:
+    """Device time in the window by class and kernel, how busy the device was and what that means, the GEMM-like
+    operators (appended to ``corpus`` as corpus lines), Inductor kernels' generated files."""
+    found = profile_program(command, window=window, keep_trace=keep_trace)
+    sources = inductor_sources((k["name"] for k in found["kernels"]), inductor_folders())
+    kernels = [{**k, **({"source": sources[k["name"]]} if k["name"] in sources else {})}
+               for k in found["kernels"][:top]]
+    if corpus is not None and found["gemms"]:
+        append_corpus(corpus, found["gemms"])
+    return {"gpu": found["gpu"], "exit_code": found["exit_code"], "window": found["window"],
+            "device_us": found["device_us"], "classes": found["classes"], "busy": found["busy"],
+            "verdict": found["verdict"], "kernels": kernels,
+            "gemms": [json.loads(g.to_json()) for g in found["gemms"]], "corpus": str(corpus) if corpus else None}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kerntune.runtime.corpus import read_corpus
 from tests.conftest import EXAMPLES, CliResult
 
 pytest.importorskip("pyopencl")
@@ -72,20 +73,35 @@ def test_a_table_keyed_to_another_compute_unit_count_misses_and_exits_1(kerntune
     assert nothing.code == 2
 
 
-def test_scope_lists_operators_and_writes_a_matmul_corpus(kerntune: Callable[..., CliResult],
-                                                           tmp_path: Path) -> None:
+def test_scope_reads_gemm_layouts_in_a_marked_window_and_its_corpus_tunes(kerntune: Callable[..., CliResult],
+                                                                          tmp_path: Path) -> None:
     program = tmp_path / "mm.py"
-    program.write_text("import torch\nx = torch.randn(16, 64)\nw = torch.randn(64, 32)\nfor _ in range(3):\n"
-                       "    y = x @ w\nprint(float(y.sum()))\n")
+    program.write_text(
+        "import torch\nfrom torch.profiler import record_function\n"
+        "x = torch.randn(16, 64).half()\nlin = torch.nn.Linear(64, 32).half()\nw = torch.randn(64, 32).half()\n"
+        "y = x @ w  # before the window: not counted\n"
+        "for _ in range(3):\n    with record_function('step'):\n        y = lin(x) + x @ w\nprint(float(y.sum()))\n")
     corpus = tmp_path / "corpus.jsonl"
-    found = kerntune("scope", "--corpus", str(corpus), "--json", "--", sys.executable, str(program))
+    found = kerntune("scope", "--region", "step", "--corpus", str(corpus), "--json", "--", sys.executable,
+                     str(program))
     assert found.code == 0, found.stderr
     data = found.json()
-    assert {"op": "aten::mm", "M": 16, "N": 32, "K": 64} .items() <= data["matmul_shapes"][0].items()
-    assert data["matmul_shapes"][0]["calls"] == 3
-    assert json.loads(corpus.read_text().splitlines()[0])["K"] == 64
+    assert data["window"]["spans"] == 3 and "ranges named 'step'" in data["window"]["describe"]
+    gemms = {(g["op"], g["layout"], g["bias"]): g for g in data["gemms"]}
+    assert gemms[("aten::addmm", "NT", 1)]["shape"] == {"M": 16, "N": 32, "K": 64}  # nn.Linear: W.t(), a bias
+    assert gemms[("aten::mm", "NN", 0)]["calls"] == 3  # the one before the window is left out
+    assert all(g["dtype"] == "float16" for g in data["gemms"])
+    assert {(line.op, line.layout) for line in read_corpus(corpus)} == {("aten::addmm", "NT"), ("aten::mm", "NN")}
+    pytest.importorskip("triton")
+    tuned = kerntune("tune", str(EXAMPLES / "triton_matmul"), "--shapes-from", str(corpus), "--dtype", "float16",
+                     "--strategy", "random", "--budget", "2", "--json")
+    assert tuned.code == 0, tuned.stderr  # the corpus scope wrote, as written
+    assert sorted((s["shape"]["layout"], s["shape"]["bias"]) for s in tuned.json()["shapes"]) == [("NN", 0),
+                                                                                                  ("NT", 1)]
     wrong = kerntune("scope", "--", "ls", "-l")
-    assert wrong.code == 2 and "profile Python programs" in wrong.stderr
+    assert wrong.code == 2 and "take Python programs" in wrong.stderr
+    unmarked = kerntune("scope", "--region", "nowhere", "--", sys.executable, str(program))
+    assert unmarked.code == 2 and "record_function('nowhere')" in unmarked.stderr
 
 
 def test_the_transformer_demo_reports_its_dispatchers_without_a_table(kerntune: Callable[..., CliResult]) -> None:

@@ -207,8 +207,9 @@ def _print_verify(found: dict[str, Any]) -> None:
         out.print(f"{mark:>13}  {e['kernel']} {e['config'] or ''} [{e['status']}] {e['calls']} calls{seen}  {e['key']}",
                   highlight=False, soft_wrap=True)
     for m in found["misses"]:
-        out.print(f"{'miss':>13}  {m['kernel']} -> {m['decision']} {m['config']}: {m['calls']} calls  {m['key']}",
-                  highlight=False, soft_wrap=True)
+        took = "" if m.get("device_us") is None else f", {m['device_us'] / 1e3:.3f} ms on the device"
+        out.print(f"{'miss':>13}  {m['kernel']} -> {m['decision']} {m['config']}: {m['calls']} calls{took}  "
+                  f"{m['key']}", highlight=False, soft_wrap=True)
     for d in found["disabled"]:
         out.print(f"table not applied ({d['kernel']}): {d['reason']}", highlight=False, soft_wrap=True)
     rate = "n/a" if found["hit_rate"] is None else f"{found['hit_rate']:.1%}"

@@ -28,6 +28,17 @@ from kerntune.settings import Settings
 from kerntune.store import Store
 
 
+def _gemm_time(fields: dict[str, Any], profile: dict[str, Any]) -> float | None:
+    """The device time the profile gave the library GEMM calls of a missed served key (its shape, layout and bias),
+    or None when the key is not a GEMM's or the profile has none of it."""
+    if not {"M", "N", "K"} <= set(fields):
+        return None
+    times = [g.device_us for g in profile.get("gemms") or [] if g.device_us is not None
+             and all(g.shape.get(f) == fields[f] for f in ("M", "N", "K"))
+             and all(fields.get(f) in (None, getattr(g, f)) for f in ("layout", "bias"))]
+    return sum(times) if times else None
+
+
 def engagement(reports: list[dict[str, Any]], profile: dict[str, Any]) -> dict[str, Any]:
     """Entries with the calls they served, misses with their keys, the hit rate by calls, the kernels' share."""
     launches = {k["name"]: k for k in profile.get("kernels", [])}
@@ -50,7 +61,7 @@ def engagement(reports: list[dict[str, Any]], profile: dict[str, Any]) -> dict[s
                 entries[(r["table"], d["key"])].update(kernel=r["name"], config=d["config"])
             elif d["calls"]:
                 misses.append({"kernel": r["name"], "key": d["key"], "decision": d["kind"], "calls": d["calls"],
-                               "config": d["config"]})
+                               "config": d["config"], "device_us": _gemm_time(d.get("fields") or {}, profile)})
     def kernels_of(name: str) -> list[dict[str, Any]]:
         # A dispatcher's name is its kernels' common prefix ("matmul": matmul_kernel, matmul_tma_kernel, ...).
         return [k for n, k in launches.items() if name and n.startswith(name)]

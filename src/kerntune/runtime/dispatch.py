@@ -193,7 +193,7 @@ class Dispatcher:
     def report(self) -> dict[str, Any]:
         """What ``kerntune verify`` reads: every decision with its calls, and the table's entries."""
         return {"name": self.name, "table": self.table.path, "mode": self.mode, "disabled": self.disabled,
-                "decisions": [{"key": d.key, "kind": d.kind, "calls": d.calls, "config": d.config}
+                "decisions": [{"key": d.key, "kind": d.kind, "calls": d.calls, "config": d.config, "fields": d.fields}
                               for d in self._cache.values()],
                 "entries": {k: e["status"] for k, e in self.table.entries.items()}, "stats": self.stats()}
 

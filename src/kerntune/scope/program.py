@@ -42,11 +42,16 @@ def program_args(command: Sequence[str]) -> list[str]:
 
 
 def served_args(command: Sequence[str]) -> list[str] | None:
-    """``kerntune run OPTIONS -- python SCRIPT ARGS`` as the arguments of ``-m kerntune.runtime.launch`` (what
-    ``kerntune run`` runs in-process), so a served program is profiled in one process; None for other commands."""
-    if len(command) < 2 or Path(command[0]).name != "kerntune" or command[1] != "run":
+    """``kerntune run OPTIONS -- python SCRIPT ARGS`` (or ``python -m kerntune run ...``) as the arguments of
+    ``-m kerntune.runtime.launch`` (what ``kerntune run`` runs in-process), so a served program is profiled in one
+    process; None for other commands."""
+    head = list(command[:4])
+    if len(head) >= 2 and Path(head[0]).name == "kerntune" and head[1] == "run":
+        rest = list(command[2:])
+    elif len(head) == 4 and Path(head[0]).name.startswith("python") and head[1:] == ["-m", "kerntune", "run"]:
+        rest = list(command[4:])
+    else:
         return None
-    rest = list(command[2:])
     if "--" not in rest:
         raise UsageError("kerntune run needs the program after its own --: kerntune run --table T.json -- python "
                          "app.py")

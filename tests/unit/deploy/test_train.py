@@ -65,3 +65,4 @@ def test_least_regret_and_cut_short_shapes() -> None:
         dimensions(shapes, ("Q",))
     with pytest.raises(UsageError, match="number of octaves"):
         dimensions(shapes, ("M:wide",))
+

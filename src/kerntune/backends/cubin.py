@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kerntune.errors import BackendUnavailable
 from kerntune.isa import sass
-from kerntune.isa.occupancy import Occupancy, occupancy
+from kerntune.isa.occupancy import AmdOccupancy, Occupancy, occupancy
 from kerntune.isa.targets import NVIDIA_LIMITS
 
 
@@ -29,7 +29,8 @@ class Inspection:
     census: dict[str, int]
     """Instruction counts by category (see ``isa.sass.CATEGORIES`` / ``isa.amdgcn.CATEGORIES``)."""
     opcodes: dict[str, int] = field(default_factory=dict)
-    occupancy: Occupancy | None = None
+    occupancy: Occupancy | AmdOccupancy | None = None
+    """NVIDIA: blocks and warps per SM; AMD: waves per SIMD and blocks per CU (each readout names its unit)."""
     next_boundary: str | None = None
     spills: int = 0
     """Spill instructions (NVIDIA LDL/STL) or scratch bytes (AMD)."""

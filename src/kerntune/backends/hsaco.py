@@ -27,7 +27,8 @@ def inspect_amdgcn(text: str, target: str, *, dynamic_lds: int = 0, total_lds: i
     if arch in AMD_ARCHES:
         occ = amd_occupancy(arch, amd.vgprs, amd.agprs, resources["lds_bytes"], waves * amd.wavefront,
                             amd.wavefront)
-        boundary = amd_next_boundary(arch, amd.vgprs, amd.agprs)
+        boundary = amd_next_boundary(arch, amd.vgprs, amd.agprs, resources["lds_bytes"], waves * amd.wavefront,
+                                     amd.wavefront)
     if amd.compiler_occupancy is not None:
         resources["compiler_occupancy"] = amd.compiler_occupancy
     return Inspection(target, resources, amdgcn.categories(counts), dict(counts), occ, boundary, amd.scratch_bytes)

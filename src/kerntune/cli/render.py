@@ -240,5 +240,7 @@ def _occupancy_text(row: dict[str, Any]) -> str:
     occ = row.get("occupancy")
     if not occ:
         return "—"
-    unit = "waves/SIMD" if str(row["target"]).startswith("gfx") else "blocks/SM"
-    return f"{occ['blocks_per_sm']} {unit} ({occ['fraction']:.0%}, limited by {occ['limiter']})"
+    if "waves_per_simd" in occ:  # AMD counts waves per SIMD
+        return f"{occ['waves_per_simd']} waves/SIMD ({occ['fraction']:.0%}, limited by {occ['limiter']})"
+    return (f"{occ['blocks_per_sm']} blocks/SM, {occ['warps_per_sm']} warps/SM ({occ['fraction']:.0%}, limited by "
+            f"{occ['limiter']})")

@@ -13,9 +13,8 @@ def _metrics(row: dict[str, Any]) -> dict[str, Any]:
                              if isinstance(v, int)}
     found["spills"] = row.get("spills")
     occupancy = row.get("occupancy") or {}
-    for key in ("blocks_per_sm", "warps_per_sm", "fraction", "limiter"):
-        if key in occupancy:
-            found[f"occupancy.{key}"] = occupancy[key]
+    for key, value in occupancy.items():  # NVIDIA: blocks and warps per SM; AMD: waves per SIMD, blocks per CU
+        found[f"occupancy.{key}"] = value
     found.update({f"census.{k}": v for k, v in (row.get("census") or {}).items()})
     if row.get("error"):
         found["error"] = str(row["error"])[:200]

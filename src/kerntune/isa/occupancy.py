@@ -157,8 +157,25 @@ def _amd_registers(vgprs: int, agprs: int, arch: AmdArch) -> int:
     return math.ceil(max(_amd_used(vgprs, agprs, arch), 1) / arch.granule) * arch.granule
 
 
+@dataclass(frozen=True)
+class AmdOccupancy:
+    """Occupancy on a CDNA/GCN compute unit, in the units AMD counts: waves per SIMD (what the register file and
+    the SIMD's wave slots bound) and, when the block size is known, blocks per CU."""
+
+    waves_per_simd: int
+    blocks_per_cu: int | None
+    fraction: float
+    """Resident waves per SIMD over the most a SIMD holds."""
+    limiter: str
+    """What stops one more wave: VGPRs, LDS, or the wave limit."""
+
+
+def _waves_per_block(threads_per_block: int, wavefront: int) -> int:
+    return max(1, math.ceil(threads_per_block / wavefront))
+
+
 def amd_occupancy(arch_name: str, vgprs: int, agprs: int = 0, lds_bytes: int = 0,
-                  threads_per_block: int | None = None, wavefront: int = 64) -> Occupancy:
+                  threads_per_block: int | None = None, wavefront: int = 64) -> AmdOccupancy:
     """Waves per SIMD for a CDNA/GCN kernel: floor(register file / registers per wave, rounded to the
     granule), capped by the SIMD's wave slots and, when the block size is known, by LDS per CU."""
     if arch_name not in AMD_ARCHES:
@@ -166,24 +183,36 @@ def amd_occupancy(arch_name: str, vgprs: int, agprs: int = 0, lds_bytes: int = 0
     arch = AMD_ARCHES[arch_name]
     bounds = {"the wave limit": arch.max_waves,
               "VGPRs": arch.vgprs_per_lane // _amd_registers(vgprs, agprs, arch)}
-    if lds_bytes and threads_per_block:
-        waves_per_block = math.ceil(threads_per_block / wavefront)
-        blocks = arch.lds_per_cu // lds_bytes
-        # Waves of the blocks that fit, spread over the CU's SIMDs: the fullest SIMD holds the ceiling.
-        bounds["LDS"] = math.ceil(blocks * waves_per_block / arch.simds_per_cu)
+    blocks = None
+    if threads_per_block:
+        per_block = _waves_per_block(threads_per_block, wavefront)
+        if lds_bytes:
+            # Waves of the blocks that fit, spread over the CU's SIMDs: the fullest SIMD holds the ceiling.
+            bounds["LDS"] = math.ceil(arch.lds_per_cu // lds_bytes * per_block / arch.simds_per_cu)
     limiter = min(bounds, key=lambda k: bounds[k])
     waves = bounds[limiter]
-    return Occupancy(waves, waves, waves / arch.max_waves, limiter)
+    if threads_per_block:
+        blocks = waves * arch.simds_per_cu // _waves_per_block(threads_per_block, wavefront)
+        if lds_bytes:
+            blocks = min(blocks, arch.lds_per_cu // lds_bytes)
+    return AmdOccupancy(waves, blocks, waves / arch.max_waves, limiter)
 
 
-def amd_next_boundary(arch_name: str, vgprs: int, agprs: int = 0) -> str | None:
-    """What one more wave per SIMD would take ("12 fewer VGPRs per lane would allow 3 waves"), or None at
-    the wave limit."""
+def amd_next_boundary(arch_name: str, vgprs: int, agprs: int = 0, lds_bytes: int = 0,
+                      threads_per_block: int | None = None, wavefront: int = 64) -> str | None:
+    """What one more wave per SIMD would take, named by the resource that binds ("12 fewer VGPRs per lane would
+    allow 3 waves per SIMD", or the LDS bytes per block when LDS is the limiter), or None at the wave limit."""
     arch = AMD_ARCHES[arch_name]
-    waves = arch.vgprs_per_lane // _amd_registers(vgprs, agprs, arch)
-    if waves >= arch.max_waves:
+    occ = amd_occupancy(arch_name, vgprs, agprs, lds_bytes, threads_per_block, wavefront)
+    waves = occ.waves_per_simd
+    if occ.limiter == "the wave limit" or waves >= arch.max_waves:
         return None
+    if occ.limiter == "LDS" and threads_per_block:
+        per_block = _waves_per_block(threads_per_block, wavefront)
+        needed = waves * arch.simds_per_cu // per_block + 1  # blocks per CU whose waves fill one more slot
+        fewer = lds_bytes - arch.lds_per_cu // needed
+        return f"LDS limits it: {fewer} fewer bytes of LDS per block would allow {waves + 1} waves per SIMD"
     allowed = arch.vgprs_per_lane // (waves + 1) // arch.granule * arch.granule
     fewer = _amd_used(vgprs, agprs, arch) - allowed
     kind = "VGPRs + AGPRs" if arch.unified_agprs and agprs else "VGPRs"
-    return f"{fewer} fewer {kind} per lane would allow {waves + 1} waves"
+    return f"{fewer} fewer {kind} per lane would allow {waves + 1} waves per SIMD"

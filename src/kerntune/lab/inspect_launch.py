@@ -10,6 +10,7 @@ here (no ROCm GPU was available).
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from kerntune.isa import amdgcn, sass
@@ -42,7 +43,5 @@ def launch_resources(compiled: Any, arch: str) -> dict[str, Any] | None:
     out["matrix_instructions"] = sum(seen.census.get(name, 0) for name in MATRIX)
     out["spill_instructions"] = seen.spills
     if seen.occupancy is not None:
-        occ = seen.occupancy
-        out["occupancy"] = {"theoretical_pct": round(100 * occ.fraction, 1), "blocks_per_sm": occ.blocks_per_sm,
-                            "warps_per_sm": occ.warps_per_sm, "limiter": occ.limiter}
+        out["occupancy"] = {"theoretical_pct": round(100 * seen.occupancy.fraction, 1), **asdict(seen.occupancy)}
     return out

@@ -60,7 +60,7 @@ def test_inspect_reads_what_the_compiler_reports(kerntune: Callable[..., CliResu
     assert resources["sgprs"] == remarks["SGPRs"]
     assert resources["lds_bytes"] == remarks["LDS Size"] and resources["scratch_bytes"] == remarks["ScratchSize"]
     assert resources["wavefront"] == 64 and resources["num_warps"] == 4  # 256 threads in wavefronts of 64
-    assert rows["gfx90a"]["occupancy"]["blocks_per_sm"] == min(8, remarks["Occupancy"])
+    assert rows["gfx90a"]["occupancy"]["waves_per_simd"] == min(8, remarks["Occupancy"])
 
 
 def test_errors_are_named_and_capabilities_refused_before_compiling(tmp_path: Path,

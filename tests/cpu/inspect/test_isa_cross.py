@@ -13,6 +13,7 @@ pytest.importorskip("triton")
 
 from kerntune.backends.triton_cross import Inspection, cross_compile, inspect_compiled
 from kerntune.errors import CandidateFailed, UsageError
+from kerntune.isa.occupancy import AmdOccupancy
 from tests.conftest import EXAMPLES, SPECS, CliResult
 from tests.helpers.isa_kernels import SIGNATURE, matmul
 
@@ -45,7 +46,7 @@ def test_gfx942_matmul_uses_mfma_and_agrees_with_the_compilers_occupancy() -> No
     res = got.resources
     assert got.census[MATRIX] > 0 and res["vgprs"] > 0 and res["agprs"] >= 0 and res["lds_bytes"] > 0
     assert res["wavefront"] == 64 and got.spills == 0
-    assert got.occupancy is not None and got.occupancy.blocks_per_sm == res["compiler_occupancy"]
+    assert isinstance(got.occupancy, AmdOccupancy) and got.occupancy.waves_per_simd == res["compiler_occupancy"]
     assert got.next_boundary is not None and "would allow" in got.next_boundary
 
 
@@ -69,7 +70,8 @@ def test_inspect_shows_a_spec_config_on_both_vendors(kerntune: Callable[..., Cli
     rows = {r["target"]: r for r in result.json()}
     nvidia, amd = rows["sm_90"], rows["gfx942"]
     assert nvidia["census"][TENSOR_CORE] > 0 and nvidia["resources"]["registers"] > 0 and nvidia["spills"] == 0
-    assert amd["census"][MATRIX] > 0 and amd["resources"]["lds_bytes"] > 0 and amd["occupancy"]["blocks_per_sm"] > 0
+    assert amd["census"][MATRIX] > 0 and amd["resources"]["lds_bytes"] > 0 \
+        and amd["occupancy"]["waves_per_simd"] > 0 and "warps_per_sm" not in amd["occupancy"]
     # The spec's launch gave 16-byte-aligned tensors and unit strides, as the JIT would see them: loads vectorize.
     assert amd["census"]["global 128-bit loads (global_load_dwordx4)"] > 0
     assert nvidia["config"].startswith("BLOCK_M=64,BLOCK_N=64,BLOCK_K=64")

@@ -50,18 +50,23 @@ def test_the_gfx906_occupancy_ladder() -> None:
 
     # The seeds' ladder: 1-64 VGPRs -> 4 waves (more below 64: up to 10), 65-84 -> 3, 85-128 -> 2, 129-256 -> 1.
     ladder = {64: 4, 65: 3, 84: 3, 85: 2, 128: 2, 129: 1, 256: 1, 24: 10}
-    assert {v: amd_occupancy("gfx906", v).blocks_per_sm for v in ladder} == ladder
+    assert {v: amd_occupancy("gfx906", v).waves_per_simd for v in ladder} == ladder
 
 
 def test_cdna_agprs_share_the_register_file_and_lds_can_limit() -> None:
     from kerntune.isa.occupancy import amd_next_boundary, amd_occupancy
 
-    assert amd_occupancy("gfx942", 217).blocks_per_sm == 2  # 220 (rounded to 4) -> 224 of 512 per lane
-    assert amd_occupancy("gfx942", 128, agprs=128).blocks_per_sm == 2  # 256 of 512
-    assert amd_occupancy("gfx942", 64).blocks_per_sm == 8  # the wave limit
+    assert amd_occupancy("gfx942", 217).waves_per_simd == 2  # 220 (rounded to 4) -> 224 of 512 per lane
+    assert amd_occupancy("gfx942", 128, agprs=128).waves_per_simd == 2  # 256 of 512
+    assert amd_occupancy("gfx942", 64).waves_per_simd == 8  # the wave limit
     lds = amd_occupancy("gfx942", 64, lds_bytes=32768, threads_per_block=256)
-    assert (lds.blocks_per_sm, lds.limiter) == (2, "LDS")  # 2 blocks of 4 waves over 4 SIMDs
-    assert amd_next_boundary("gfx906", 65) == "1 fewer VGPRs per lane would allow 4 waves"
+    assert (lds.waves_per_simd, lds.blocks_per_cu, lds.limiter) == (2, 2, "LDS")  # 2 blocks of 4 waves, 4 SIMDs
+    assert amd_next_boundary("gfx906", 65) == "1 fewer VGPRs per lane would allow 4 waves per SIMD"
+    # The readout names the limit that binds: here LDS (registers would allow 8 waves), so the lever is LDS bytes:
+    # 3 waves per SIMD need 3 blocks of 4 waves, 65536 // 3 = 21845 bytes each.
+    assert amd_next_boundary("gfx942", 64, lds_bytes=32768, threads_per_block=256) == \
+        "LDS limits it: 10923 fewer bytes of LDS per block would allow 3 waves per SIMD"
+    assert amd_next_boundary("gfx942", 64) is None  # at the wave limit nothing is next
 
 
 def test_registers_to_the_next_block_when_registers_limit() -> None:

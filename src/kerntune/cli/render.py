@@ -92,6 +92,11 @@ def print_report(console: Console, report: RunReport) -> None:
             console.print(f"  time: compile {t['compile']:.1f} s summed over candidates, gate {t['gate']:.1f} s, "
                           f"measure {t['measure']:.1f} s; {t['screened']:.0f} screening and {t['timed']:.0f} full "
                           "measurements", highlight=False)
+        disturbed = s.disturbed
+        if disturbed["other_tenant"]:
+            console.print(f"  [yellow]another process used the GPU[/] during {disturbed['other_tenant']} of "
+                          f"{disturbed['measurements']} measurements: their figures carry its load; tune again on "
+                          "an idle device", highlight=False)
         if s.finalists:
             console.print(finalists_table(s))
         for f in s.failed:
@@ -131,7 +136,8 @@ def ab_lines(r: ABRecord) -> list[str]:
         clocks = (f"SM {tel['sm_mhz_min']}–{tel['sm_mhz_max']} MHz, " if tel.get("available") else
                   f"telemetry: {tel.get('reason', 'not available')}; ")
         lines.append(f"conditions: {c.get('regime')}, {c.get('mode')}; {clocks}"
-                     f"throttled values: {c.get('throttled_values', 0)}; shape {c.get('shape')} {c.get('dtype')}")
+                     f"throttled values: {c.get('throttled_values', 0)}; with another process on the GPU: "
+                     f"{c.get('other_tenant_values', 0)}; shape {c.get('shape')} {c.get('dtype')}")
     values = " ".join(f"{p.side}:{p.value:.5g}" for p in r.processes)
     lines.append(f"values (ABBA order): {values}")
     for side in ("A", "B"):

@@ -100,6 +100,7 @@ def _conditions(records: list[ProcessRecord]) -> dict[str, Any]:
         return {}
     first = dict(seen[0])
     first["throttled_values"] = sum(1 for c in seen if (c.get("telemetry") or {}).get("throttled"))
+    first["other_tenant_values"] = sum(1 for c in seen if (c.get("telemetry") or {}).get("other_tenant"))
     return first
 
 

@@ -1,4 +1,8 @@
-"""Telemetry read beside every measurement: SM and memory clocks, power, temperature, throttle reasons.
+"""Telemetry read beside every measurement: SM and memory clocks, power, temperature, throttle reasons, and the
+processes holding a compute context on the device: "another tenant's load lands directly in your numbers", so a
+measurement taken while a second process was on the GPU is flagged (``other_tenant``), as throttling is. The
+count, not the process ids, decides: in a container NVML reports host pids, our own among them under another
+number; the measuring process is one of the count.
 
 NVIDIA through NVML (the ``nvidia-ml-py`` package); AMD through amdsmi's GPU metrics table (written from
 the amdsmi Python API, not yet run on an AMD GPU: no AMD device is reachable from this project's machines);
@@ -87,9 +91,20 @@ class Nvml:
                 "power_w": nvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
                 "temp_c": int(nvml.nvmlDeviceGetTemperature(h, nvml.NVML_TEMPERATURE_GPU)),
                 "reasons": decode_reasons(int(self._reasons(h))),
+                **self._tenants(),
             }
         except nvml.NVMLError as exc:
             return {"available": False, "reason": f"NVML read failed: {exc}"}
+
+    def _tenants(self) -> dict[str, Any]:
+        """Compute processes on the device and its utilization; nothing where NVML will not say (a read that
+        fails here costs the tenant check, never the clocks)."""
+        nvml, h, found = self.nvml, self.handle, {}
+        with contextlib.suppress(nvml.NVMLError, AttributeError):
+            found["compute_processes"] = len(nvml.nvmlDeviceGetComputeRunningProcesses(h))
+        with contextlib.suppress(nvml.NVMLError, AttributeError):
+            found["util_pct"] = int(nvml.nvmlDeviceGetUtilizationRates(h).gpu)
+        return found
 
 
 _AMD_NA = (0xFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF)
@@ -123,6 +138,9 @@ class AmdSmi:
             return None
 
         status = int(value("indep_throttle_status", "throttle_status") or 0)
+        processes: dict[str, Any] = {}
+        with contextlib.suppress(Exception):
+            processes["compute_processes"] = len(self.amdsmi.amdsmi_get_gpu_process_list(self.handle))
         reading = {"sm_mhz": value("current_gfxclk", "average_gfxclk_frequency"),
                    "mem_mhz": value("current_uclk", "average_uclk_frequency"),
                    "power_w": value("current_socket_power", "average_socket_power"),
@@ -130,7 +148,7 @@ class AmdSmi:
                    "reasons": [f"amd_throttle_status={status:#x}"] if status else []}
         if reading["sm_mhz"] is None:
             return {"available": False, "reason": "amdsmi's metrics table has no gfx clock on this GPU"}
-        return {k: (0.0 if v is None else v) for k, v in reading.items()}
+        return {**{k: (0.0 if v is None else v) for k, v in reading.items()}, **processes}
 
 
 def open_telemetry(vendor: str, uuid: str | None = None, index: int = 0) -> Telemetry:
@@ -181,5 +199,9 @@ class Recorder:
             "reasons": reasons, "throttled": any(is_throttling(x) for x in reasons), "readings": len(r),
             "available": True,
         }
+        counted = [int(x["compute_processes"]) for x in r if "compute_processes" in x]
+        if counted:  # the measuring process is one of them: a second is another tenant
+            summary["compute_processes_max"] = max(counted)
+            summary["other_tenant"] = max(counted) > 1
         summary.update(extra or {})
         return summary

@@ -34,6 +34,11 @@ class Conditions:
     def throttled(self) -> bool:
         return bool(self.telemetry and self.telemetry.get("throttled"))
 
+    @property
+    def other_tenant(self) -> bool:
+        """Another process held a compute context on the device while this was measured."""
+        return bool(self.telemetry and self.telemetry.get("other_tenant"))
+
     def key(self) -> tuple[str, str, str, bool, bool]:
         """What must be equal for two results to be compared: a delta across different keys is not a delta."""
         return (self.timer, self.regime, self.mode, self.fresh_process, self.throttled)

@@ -32,6 +32,14 @@ class ShapeReport:
     (in the timing worker), and ``screened``/``timed`` counts of measurements by fidelity."""
 
     @property
+    def disturbed(self) -> dict[str, int]:
+        """Of this shape's timed measurements (search and confirmation): how many ran throttled, and how many
+        while another process was on the device."""
+        seen = [m for c in self.all_candidates for m in (c.measurement, c.confirmed) if m is not None]
+        return {"measurements": len(seen), "throttled": sum(m.conditions.throttled for m in seen),
+                "other_tenant": sum(m.conditions.other_tenant for m in seen)}
+
+    @property
     def outcome_counts(self) -> dict[str, int]:
         """Configs (not measurements) by what became of them: timed, failed, pruned, duplicate."""
         searched: dict[str, str] = {}
@@ -164,6 +172,7 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "timing_claimed": s.timing_claimed,
             "counts": s.counts,
             "outcomes": s.outcome_counts,
+            "disturbed": s.disturbed,
             "seconds": s.seconds,
             "winner": _candidate_json(s.winner),
             "speed_of_light": s.speed_of_light(s.winner),

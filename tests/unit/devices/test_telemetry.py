@@ -43,3 +43,20 @@ def test_no_telemetry_says_so() -> None:
     assert Recorder(Unavailable("no telemetry for the host CPU")).summary() == {
         "available": False, "reason": "no telemetry for the host CPU"}
     assert not open_telemetry("cpu").available
+
+
+def test_a_second_compute_process_on_the_device_is_another_tenant() -> None:
+    from kerntune.model import Conditions
+
+    base = {"sm_mhz": 1980, "mem_mhz": 3201, "power_w": 300.0, "temp_c": 40, "reasons": []}
+    alone = Recorder(FixedReadings([{**base, "compute_processes": 1}, {**base, "compute_processes": 1}]))
+    shared = Recorder(FixedReadings([{**base, "compute_processes": 1}, {**base, "compute_processes": 2}]))
+    unknown = Recorder(FixedReadings([base]))  # NVML would not list processes: nothing is claimed either way
+    for recorder, reads in ((alone, 2), (shared, 2), (unknown, 1)):
+        for _ in range(reads):
+            recorder.take()
+    assert alone.summary()["other_tenant"] is False and alone.summary()["compute_processes_max"] == 1
+    assert shared.summary()["other_tenant"] is True  # one reading with a second process flags the measurement
+    assert "other_tenant" not in unknown.summary()
+    assert Conditions("cuda_events", telemetry=shared.summary()).other_tenant
+    assert not Conditions("cuda_events", telemetry=alone.summary()).other_tenant

@@ -98,7 +98,8 @@ def calibrate(
     settings = Settings.from_env()
     found = run_calibrate(settings, _store(store), device=device or settings.device, force=force)
     if as_json:
-        _emit_json({**asdict(found), "ridge_flops_per_byte": found.ridge_flops_per_byte})
+        _emit_json({**asdict(found), "memory_bytes_per_s": found.memory_bytes_per_s,
+                    "ridge_flops_per_byte": found.ridge_flops_per_byte})
         return
     age = f"cached, measured {time.time() - found.created:.0f} s ago" if found.cached else "measured now"
     matrix = "".join(f"  matrix {dtype:14} {rate / 1e12:8.1f} TFLOP/s\n"
@@ -106,6 +107,7 @@ def calibrate(
     Console().print(f"[bold]{found.device}[/] ({age})\n"
                     f"  copy  {found.copy_bytes_per_s / 1e9:8.2f} GB/s\n"
                     f"  triad {found.triad_bytes_per_s / 1e9:8.2f} GB/s\n"
+                    f"  bandwidth ceiling {found.memory_bytes_per_s / 1e9:.2f} GB/s (the best probe)\n"
                     f"  FMA   {found.fma_flops_per_s / 1e9:8.2f} GFLOP/s (fp32)\n{matrix}"
                     f"  launch latency {found.launch_latency_ms * 1e3:.1f} µs\n"
                     f"  ridge point {found.ridge_flops_per_byte:.2f} FLOP/byte", highlight=False)

@@ -44,9 +44,14 @@ class Ceilings:
     cached: bool = False
 
     @property
+    def memory_bytes_per_s(self) -> float:
+        """The bandwidth ceiling: the best of the probes (a percentage of copy alone could exceed 100%)."""
+        return max(self.copy_bytes_per_s, self.triad_bytes_per_s)
+
+    @property
     def ridge_flops_per_byte(self) -> float:
         """Arithmetic intensity where the roofline's memory slope meets the FMA ceiling."""
-        return self.fma_flops_per_s / self.copy_bytes_per_s
+        return self.fma_flops_per_s / self.memory_bytes_per_s
 
 
 DEVICE_VERSIONS = ("driver", "opencl", "cuda", "hip")

@@ -1,17 +1,28 @@
 """Speed of light: a measured time against the device's calibrated ceilings (``kerntune calibrate``).
 
-For a launch that does ``flops`` and must move ``bytes`` (the spec's cost model), the roofline's bound is
-the slower of ``flops / compute rate`` and ``bytes / copy bandwidth``; a kernel at that time runs at 100% of
-the roofline. The compute rate is the FMA rate, or for a cost whose ``matrix`` names a dtype the calibrated
-matrix rate of that dtype (when the calibration has one; else the FMA rate, and ``compute_ceiling`` says so).
-Bound class: ``memory`` or ``compute`` by which side of the ridge point its arithmetic intensity is on,
-``latency`` when even the roofline time is under one launch's latency (no kernel that small can reach either
-ceiling)."""
+For a launch that does ``flops`` and must move ``bytes`` (the spec's cost model), the roofline's bound is the
+slower of ``flops / compute rate`` and ``bytes / memory bandwidth``; a kernel at that time runs at 100% of the
+roofline. The memory bandwidth is the best the device's probes attained (copy, triad: ``memory_ceiling``), so a
+fraction of it can never exceed what the card was measured doing. The compute rate is the FMA rate, or for a cost
+whose ``matrix`` names a dtype the calibrated matrix rate of that dtype (when the calibration has one; else the FMA
+rate, and ``compute_ceiling`` says so). Bound class: ``memory`` or ``compute`` by which side of the ridge point its
+arithmetic intensity is on, ``latency`` when even the roofline time is under one launch's latency (no kernel that
+small can reach either ceiling)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+BANDWIDTH_PROBES = (("copy", "copy_bytes_per_s"), ("triad", "triad_bytes_per_s"), ("read", "read_bytes_per_s"))
+
+
+def memory_ceiling(ceilings: Mapping[str, Any]) -> tuple[float, str]:
+    """The bandwidth ceiling: the fastest of the calibration's probes (bytes/s) and its name."""
+    found = [(float(ceilings[key]), name) for name, key in BANDWIDTH_PROBES if ceilings.get(key)]
+    if not found:
+        raise KeyError("the calibration has no bandwidth probe (copy_bytes_per_s, triad_bytes_per_s)")
+    return max(found)
 
 
 def speed_of_light(cost: Mapping[str, float], median_ms: float, ceilings: Mapping[str, Any]) -> dict[str, Any]:
@@ -21,20 +32,20 @@ def speed_of_light(cost: Mapping[str, float], median_ms: float, ceilings: Mappin
         rate, ceiling = float(matrix), f"{cost['matrix']} matrix"
     else:
         rate, ceiling = float(ceilings["fma_flops_per_s"]), "FMA"
-    copy = float(ceilings["copy_bytes_per_s"])
+    bandwidth, probe = memory_ceiling(ceilings)
     seconds = median_ms * 1e-3
-    compute_s, memory_s = flops / rate, moved / copy
+    compute_s, memory_s = flops / rate, moved / bandwidth
     bound_s = max(compute_s, memory_s)
     if bound_s * 1e3 < float(ceilings.get("launch_latency_ms", 0.0)):
         bound = "latency"
     else:
         bound = "compute" if compute_s >= memory_s else "memory"
     return {"flops_per_s": flops / seconds, "bytes_per_s": moved / seconds, "compute_fraction": compute_s / seconds,
-            "compute_ceiling": ceiling, "copy_fraction": memory_s / seconds, "roofline_fraction": bound_s / seconds,
-            "bound": bound}
+            "compute_ceiling": ceiling, "memory_fraction": memory_s / seconds, "memory_ceiling": probe,
+            "roofline_fraction": bound_s / seconds, "bound": bound}
 
 
 def describe(sol: Mapping[str, Any]) -> str:
     return (f"{sol['roofline_fraction']:.0%} of the roofline ({sol['bound']}-bound): "
-            f"{sol['bytes_per_s'] / 1e9:.3g} GB/s ({sol['copy_fraction']:.0%} of copy), "
+            f"{sol['bytes_per_s'] / 1e9:.3g} GB/s ({sol['memory_fraction']:.0%} of {sol['memory_ceiling']}), "
             f"{sol['flops_per_s'] / 1e9:.3g} GFLOP/s ({sol['compute_fraction']:.0%} of {sol['compute_ceiling']})")

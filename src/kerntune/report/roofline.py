@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kerntune.errors import UsageError
+from kerntune.measure.speed_of_light import memory_ceiling
 from kerntune.report.summary import RunReport
 
 FORMATS = (".png", ".svg")
@@ -46,9 +47,9 @@ def ceilings_of(report: RunReport) -> dict[str, Any]:
 
 
 def roofs_of(report: RunReport, ceilings: dict[str, Any]) -> tuple[float, dict[str, float]]:
-    """The copy bandwidth (bytes/s) and the compute ceilings (FLOP/s) by name: FMA, and the matrix rate of each
-    dtype the run's cost models say their FLOPs are matrix products of."""
-    copy, fma = float(ceilings["copy_bytes_per_s"]), float(ceilings["fma_flops_per_s"])
+    """The memory bandwidth (bytes/s: the best of the probes) and the compute ceilings (FLOP/s) by name: FMA, and
+    the matrix rate of each dtype the run's cost models say their FLOPs are matrix products of."""
+    copy, fma = memory_ceiling(ceilings)[0], float(ceilings["fma_flops_per_s"])
     matrix_dtypes = {str(s.cost["matrix"]) for s in report.shapes if s.cost and s.cost.get("matrix")}
     matrix_rates = ceilings.get("matrix_flops_per_s") or {}
     return copy, {"FMA (fp32)": fma, **{f"{d} matrix": float(r) for d, r in matrix_rates.items()
@@ -110,4 +111,4 @@ def draw_roofline(report: RunReport, path: Path) -> dict[str, Any]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
-    return {"path": str(path), "ceilings": {"copy_bytes_per_s": copy, **roofs}, "points": points}
+    return {"path": str(path), "ceilings": {"memory_bytes_per_s": copy, **roofs}, "points": points}

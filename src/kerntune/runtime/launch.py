@@ -15,6 +15,7 @@ import json
 import os
 import runpy
 import sys
+import warnings
 from pathlib import Path
 
 from kerntune.runtime.serving import MODES_HELP, Serving, serve
@@ -56,10 +57,15 @@ def main(argv: list[str]) -> int:
     if not program:
         parser.error("give the program after --")
     settings = Settings.from_env()
-    serving = serve(options.table, specs=options.spec, mode=options.mode, backend=options.backend,
-                    settings=settings)
-    if settings.verify_out:
-        atexit.register(_write_counts, serving, Path(settings.verify_out))
+    try:
+        serving = serve(options.table, specs=options.spec, mode=options.mode, backend=options.backend,
+                        settings=settings)
+    except Exception as exc:  # serving that cannot start must never keep the program from running
+        warnings.warn(f"kerntune run: the table is not served ({type(exc).__name__}: {exc}); the library runs "
+                      "every call", RuntimeWarning, stacklevel=1)
+    else:
+        if settings.verify_out:
+            atexit.register(_write_counts, serving, Path(settings.verify_out))
     return run_program(program)
 
 

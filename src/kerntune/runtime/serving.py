@@ -77,6 +77,13 @@ class Serving:
         if self.library is not None:
             self.library._destroy()
             self.library = None
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+
+
+_ACTIVE: list[Serving] = []
+"""Every installed serving: torch removes a Library's registrations when the object is collected, so a program
+that calls ``serve(...)`` without keeping the result must still be served."""
 
 
 def load_served_spec(path: str | Path) -> Problem:
@@ -115,6 +122,10 @@ def serve(table: str | Path, *, specs: Sequence[str | Path] = (), mode: str = "e
 
     settings = settings or Settings.from_env()
     loaded, problem = load_table(table)
+    if not hasattr(torch.library, "get_kernel"):  # torch < 2.9: the library's kernel could not be called back
+        warnings.warn(f"kerntune serve: torch {torch.__version__} has no torch.library.get_kernel (2.9 and newer "
+                      "have it); nothing is served, the library runs every call", RuntimeWarning, stacklevel=2)
+        return Serving(loaded, "torch.library.get_kernel is missing", [], [])
     paths = list(specs) or sorted({str(e["spec"]) for e in loaded.entries.values() if e.get("spec")})
     if device is None:
         device = torch_device_fields() if backend == "CUDA" else cpu_device_fields()
@@ -139,7 +150,8 @@ def serve(table: str | Path, *, specs: Sequence[str | Path] = (), mode: str = "e
     if ops:
         serving.library = torch.library.Library("aten", "IMPL")  # type: ignore[no-untyped-call]
         with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
+            # torch warns once that aten kernels are overridden; replacing them is the point (and reversible).
+            warnings.filterwarnings("ignore", message="(?s).*Overriding a previously registered kernel")
             for op in ops:
                 namespace, _, name = op.partition("::")
                 if namespace != "aten":
@@ -147,6 +159,7 @@ def serve(table: str | Path, *, specs: Sequence[str | Path] = (), mode: str = "e
                 original = torch.library.get_kernel(op, backend)
                 serving.library.impl(name, _served_kernel(op, original, [s for s in served if op in s.serve.ops],
                                                           serving.counts[op]), backend, with_keyset=True)
+        _ACTIVE.append(serving)
     return serving
 
 

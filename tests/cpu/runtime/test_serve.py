@@ -90,3 +90,28 @@ def test_bad_tables_and_failing_kernels_run_the_library(kerntune: Callable[..., 
 
     missing = kerntune("run", "--table", str(tmp_path / "t.json"), "--", "ls")
     assert missing.code == 2 and "python SCRIPT.py" in missing.stderr
+
+
+def test_serving_holds_without_its_result_kept_and_close_removes_it(tmp_path: Path) -> None:
+    import gc
+
+    import torch
+
+    from kerntune.runtime import serving
+
+    table = _table(tmp_path / "t.json")
+    serving.serve(table, backend="CPU")  # as a program's first line would: the result not kept
+    gc.collect()  # torch drops a collected Library's registrations; serve keeps it
+    installed = serving._ACTIVE[-1]
+    x = torch.randn(8, 64).half()
+    torch.mm(x, torch.randn(16, 64).half().t())  # no entry for this shape: through the override to the library
+    assert installed.counts["aten::mm"]["library"] == 1
+    installed.close()
+    torch.mm(x, torch.randn(16, 64).half().t())
+    assert installed.counts["aten::mm"]["library"] == 1 and installed not in serving._ACTIVE
+
+
+def test_serving_that_cannot_start_still_runs_the_program(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+    done = kerntune("run", "--table", str(_table(tmp_path / "t.json")), "--", "python", str(APP))  # CUDA, no GPU
+    assert done.code == 0, done.stderr
+    assert "the table is not served" in done.stderr and "max relative error" in done.stdout

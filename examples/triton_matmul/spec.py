@@ -40,11 +40,16 @@ def grouped_tile(tile_id, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GR
 
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, lock_ptr, M, N, K,
-                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_ab, stride_bb, stride_cb,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, FUSED: tl.constexpr, HAS_BIAS: tl.constexpr):
+    # Grid axis 2 walks a batch (examples/triton_bmm: stride_ab/bb/cb between its matrices; 0 for one product).
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     pid_k = tl.program_id(1)
+    pid_b = tl.program_id(2)
+    a_ptr += pid_b * stride_ab
+    b_ptr += pid_b * stride_bb
+    c_ptr += pid_b * stride_cb
     offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
     offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     k_span = K // SPLIT_K
@@ -183,10 +188,15 @@ def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
         return matmul_tma_kernel[(tiles,)](a_desc, b_desc, c_desc, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                                            GROUP_M=meta["GROUP_M"], B_T=b_t, **options)
     ws, locks = _workspace(split_k, m, n, tiles, a.device, bool(args.get("keep"))) if split_k > 1 else (c, c)
-    compiled = fn[(tiles, split_k)](a, b, c, bias if has_bias else c, ws, locks, m, n, k, a.stride(0), a.stride(1),
-                                    b.stride(0), b.stride(1), c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn,
-                                    BLOCK_K=bk, GROUP_M=meta["GROUP_M"], SPLIT_K=split_k, FUSED=meta["FUSED"],
-                                    HAS_BIAS=has_bias, **options)
+    if a.dim() == 3:  # a batch: one product per grid row of axis 2 (split-K is for single products only)
+        batch, strides = a.shape[0], (a.stride(0), b.stride(0), c.stride(0))
+        a_2d, b_2d, c_2d = a[0], b[0], c[0]
+    else:
+        batch, strides, a_2d, b_2d, c_2d = 1, (0, 0, 0), a, b, c
+    compiled = fn[(tiles, split_k, batch)](
+        a, b, c, bias if has_bias else c, ws, locks, m, n, k, a_2d.stride(0), a_2d.stride(1), b_2d.stride(0),
+        b_2d.stride(1), c_2d.stride(0), c_2d.stride(1), *strides, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+        GROUP_M=meta["GROUP_M"], SPLIT_K=split_k, FUSED=meta["FUSED"], HAS_BIAS=has_bias, **options)
     if split_k > 1 and not meta["FUSED"]:
         splitk_reduce_kernel[(triton.cdiv(m * n, 1024),)](ws, c, bias if has_bias else c, m * n, n, SPLIT_K=split_k,
                                                           BLOCK=1024, HAS_BIAS=has_bias, num_warps=4)
@@ -289,9 +299,10 @@ SERVED_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
 def _letter(t: torch.Tensor) -> str | None:
-    """``N`` for a row-major 2-D operand, ``T`` for the transpose view of one, None for any other strides."""
-    rows, cols = t.shape
-    row_stride, col_stride = t.stride()
+    """``N`` for a row-major operand (its last two dims), ``T`` for the transpose view of one, None for any other
+    strides."""
+    rows, cols = t.shape[-2:]
+    row_stride, col_stride = t.stride()[-2:]
     if col_stride == 1 and (row_stride >= cols or rows == 1):
         return "N"
     if row_stride == 1 and (col_stride >= rows or cols == 1):

@@ -192,7 +192,8 @@ def test_a_replayed_binary_is_inspected_like_kerntune_inspect() -> None:
     loaded.loader.exec_module(mm)
     pointers = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "bias_ptr": "*bf16", "ws_ptr": "*fp32",
                 "lock_ptr": "*i32"}
-    scalars = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")
+    scalars = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn",
+               "stride_ab", "stride_bb", "stride_cb")
     constexprs = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "HAS_BIAS": 0}
     signature = {**pointers, **dict.fromkeys(scalars, "i32"), **dict.fromkeys(constexprs, "constexpr")}
     compiled = cross_compile(mm.matmul_kernel, signature, constexprs, "sm_90", {"num_warps": 4, "num_stages": 2})

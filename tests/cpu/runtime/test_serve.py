@@ -115,3 +115,24 @@ def test_serving_that_cannot_start_still_runs_the_program(kerntune: Callable[...
     done = kerntune("run", "--table", str(_table(tmp_path / "t.json")), "--", "python", str(APP))  # CUDA, no GPU
     assert done.code == 0, done.stderr
     assert "the table is not served" in done.stderr and "max relative error" in done.stdout
+
+
+def test_batched_products_are_served_by_the_bmm_spec(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+    from kerntune.runtime.keys import problem_source_hash
+    from kerntune.runtime.serving import cpu_device_fields, load_served_spec
+
+    spec_path = EXAMPLES / "triton_bmm"
+    problem = load_served_spec(spec_path)
+    key = {"op": problem.name, "source": problem_source_hash(problem), "dtype": "float16", **cpu_device_fields(),
+           "B": 4, "M": 16, "N": 32, "K": 64, "layout": "NT"}
+    table = tmp_path / "bmm.json"
+    table.write_text(json.dumps({"schema": 1, "validators": {}, "entries": [
+        {"key": key, "config": PLAIN, "status": "measured", "spec": str(spec_path)}]}))
+    out = tmp_path / "out"
+    done = kerntune("run", "--table", str(table), "--backend", "CPU", "--", "python", str(DATA / "served" /
+                                                                                         "bmm_app.py"),
+                    env={"TRITON_INTERPRET": "1", "KERNTUNE_VERIFY_OUT": str(out)})
+    assert done.code == 0, done.stderr  # the app checked each product in float64
+    (counts,) = [json.loads(p.read_text()) for p in out.glob("serve-*.json")]
+    assert counts["ops"]["aten::bmm"]["served"] == 3  # q @ kᵀ, layout NT; the float64 checks run the library
+    assert counts["ops"]["aten::bmm"]["library"] == 3 and counts["ops"]["aten::bmm"]["failed"] == 0

@@ -74,6 +74,10 @@ def test_bad_tables_and_failing_kernels_run_the_library(kerntune: Callable[..., 
     assert done.code == 0, done.stderr
     assert counts["ops"]["aten::addmm"] == {"served": 0, "library": 3, "failed": 0}  # counted misses
 
+    done, counts = _served(kerntune, _table(tmp_path / "t.json"), tmp_path / "p", "--mode", "production")
+    assert done.code == 0, done.stderr
+    assert counts["ops"]["aten::addmm"]["served"] == 0  # fail closed: the entries are measured, not admitted
+
     broken = _table(tmp_path / "broken.json", bias_config={"BLOCK_M": 32})  # the launch raises (no BLOCK_N)
     done, counts = _served(kerntune, broken, tmp_path / "b")
     assert done.code == 0, done.stderr  # the outputs are still right: the library ran the failed calls

@@ -9,7 +9,7 @@ Three sides, in A B B A order per round (each round: every side once per order p
   goes through the served operator to the kernel the library had registered (the cost every uncovered GEMM pays);
 - ``hit`` (CUDA only): the table holds the key, so the call launches examples/triton_matmul's kernel.
 A side's figure is host microseconds per call: wall time of a block of calls issued back to back, the device
-synchronised before each block and not timed (a full launch queue would make host time read device time; the
+synchronised before each block and not timed (a full launch queue would make host time read GPU time; the
 kernel is a few microseconds, so the queue never fills inside a block). Printed and written: per side the median
 over rounds, and per served side the median of its per-round difference from ``library`` with the lowest and
 highest round.

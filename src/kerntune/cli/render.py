@@ -60,9 +60,21 @@ def shape_table(run: Run, s: ShapeReport) -> Table:
     return table
 
 
+def _ratio_text(s: ShapeReport, f: Candidate) -> str:
+    r = s.interleaved.get(f.id or -1)
+    if r is None:
+        return "—"
+    if f is s.reference:
+        return "1 (reference)"
+    interval = "" if r.n < 2 else f" [{r.low:.3f}, {r.high:.3f}]"
+    return f"{r.ratio:.4f}{interval}"
+
+
 def finalists_table(s: ShapeReport) -> Table:
-    table = Table(title="finalists: search-time vs confirmed (fresh processes, interleaved)", title_justify="left")
-    for col in ("", "candidate", "search median", "confirmed median", "confirmed / search"):
+    ref = f"× {s.reference.name}, interleaved" if s.reference else "interleaved ratio"
+    table = Table(title="finalists: search-time vs confirmed (fresh processes; each timed launch by launch beside "
+                        "the reference)", title_justify="left")
+    for col in ("", "candidate", "search median", "confirmed median", "confirmed / search", ref):
         table.add_column(col, overflow="fold")
     for i, f in enumerate(s.finalists):
         search = f.measurement.median_ms if f.measurement else None
@@ -70,7 +82,8 @@ def finalists_table(s: ShapeReport) -> Table:
         drift = f"{confirmed / search:.3f}" if search and confirmed else "—"
         mark = "[bold green]winner" if f is s.winner else ("baseline" if f.role == "baseline" else "")
         table.add_row(mark if i == 0 or f.role == "baseline" else "", f.name,
-                      f"{search:.4g} ms" if search else "—", f"{confirmed:.4g} ms" if confirmed else "—", drift)
+                      f"{search:.4g} ms" if search else "—", f"{confirmed:.4g} ms" if confirmed else "—", drift,
+                      _ratio_text(s, f))
     return table
 
 

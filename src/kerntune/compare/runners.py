@@ -5,7 +5,6 @@ fresh runs of a shell command.
 
 from __future__ import annotations
 
-import math
 import re
 import secrets
 import statistics
@@ -17,6 +16,7 @@ from typing import Any
 from kerntune.compare.sides import Side
 from kerntune.errors import KerntuneError, SpecError, UsageError
 from kerntune.exec.pool import Outcome, Worker
+from kerntune.measure.stats import paired_log_ratio
 from kerntune.model import Config, Problem, Shape
 from kerntune.settings import Settings
 from kerntune.store import Store
@@ -143,9 +143,7 @@ class SpecRunner:
                  for i, n in enumerate(("a", "b"))]
         self.gated.update((0, 1))
         a, b = (self._value(v, gate) for v in sides)
-        # The round's ratio is the median of the adjacent samples' log ratios: each A/B pair shares its moment,
-        # so a transient (an interrupt, a clock dip) moves one pair, not a side's whole median.
-        b[2]["paired_log_ratio"] = statistics.median(math.log(y / x) for x, y in zip(a[1], b[1], strict=True))
+        b[2]["paired_log_ratio"] = paired_log_ratio(a[1], b[1])
         return [a, b]
 
     def _checked(self, outcome: Outcome, index: int) -> dict[str, Any]:

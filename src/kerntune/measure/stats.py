@@ -71,3 +71,11 @@ def ratio_ci(pairs: Sequence[tuple[float, float]], confidence: float = 0.95) -> 
     sem = float(logs.std(ddof=1)) / math.sqrt(len(logs))
     half = float(stats.t.ppf(0.5 + confidence / 2, len(logs) - 1)) * sem
     return RatioEstimate(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
+
+
+def paired_log_ratio(a_samples: Sequence[float], b_samples: Sequence[float]) -> float:
+    """The median of log(b_i / a_i) over samples taken side by side (interleaved A B B A ...): each pair shares
+    its moment, so a transient (an interrupt, a clock dip) moves one pair, not a side's whole median."""
+    if not a_samples or len(a_samples) != len(b_samples):
+        raise ValueError(f"paired samples need equal, non-zero counts (got {len(a_samples)} and {len(b_samples)})")
+    return float(np.median([math.log(b / a) for a, b in zip(a_samples, b_samples, strict=True)]))

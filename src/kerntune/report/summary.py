@@ -4,11 +4,13 @@ configs, and every failed candidate with its reason. Built from the store, so ``
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from kerntune.measure.speed_of_light import speed_of_light
+from kerntune.measure.stats import RatioEstimate, ratio_ci
 from kerntune.model import Candidate, Run, Shape
 from kerntune.store import Store
 
@@ -24,7 +26,8 @@ class ShapeReport:
     timing_claimed: bool
     pending: int = 0
     finalists: list[Candidate] = field(default_factory=list)
-    """Candidates re-timed in fresh processes (configs and baselines), fastest confirmed median first."""
+    """Candidates re-timed in fresh processes (configs and baselines), fastest first: by interleaved ratio to the
+    reference where confirmation paired them, else by confirmed median."""
     pruned_by_constraint: int = 0
     """Configs the space's constraints excluded before the search (never compiled)."""
     seconds: dict[str, float] = field(default_factory=dict)
@@ -57,6 +60,11 @@ class ShapeReport:
     """The spec's cost model at this shape (flops, bytes), when it has one."""
     ceilings: dict[str, Any] | None = None
     """The device's calibration recorded with the run, when there was one."""
+    interleaved: dict[int, RatioEstimate] = field(default_factory=dict)
+    """By candidate id: its time over the reference's, timed interleaved in each confirmation round (geometric
+    mean over rounds, Student-t interval; the reference itself at 1). Empty when confirmation did not pair."""
+    reference: Candidate | None = None
+    """What the confirmation rounds timed every finalist beside (``kerntune.tune.confirm.reference``)."""
 
     def speed_of_light(self, c: Candidate | None) -> dict[str, Any] | None:
         """The candidate's best time against the calibrated roofline (None without cost or calibration)."""
@@ -66,10 +74,14 @@ class ShapeReport:
         return speed_of_light(self.cost, m.median_ms, self.ceilings)
 
     def speedup_over(self, other: Candidate | None) -> float | None:
-        """other's median ÷ winner's median (above 1: the winner is faster), confirmed medians when both have
-        them — never a confirmed figure against a search-time one."""
+        """other's time ÷ winner's (above 1: the winner is faster): from the interleaved ratios when both were timed
+        beside the reference, else confirmed medians when both have them — never a confirmed figure against a
+        search-time one."""
         if self.winner is None or other is None:
             return None
+        mine_r, theirs_r = self.interleaved.get(self.winner.id or -1), self.interleaved.get(other.id or -1)
+        if mine_r is not None and theirs_r is not None:
+            return theirs_r.ratio / mine_r.ratio
         pairs = [(self.winner.confirmed, other.confirmed), (self.winner.measurement, other.measurement)]
         for mine, theirs in pairs:
             if mine is not None and theirs is not None:
@@ -110,6 +122,33 @@ def _rank_key(c: Candidate) -> tuple[int, float]:
     return (1, c.measurement.median_ms if c.measurement else float("inf"))
 
 
+def interleaved_ratios(store: Store, mine: list[Candidate]) -> tuple[dict[int, RatioEstimate], Candidate | None]:
+    """Each confirmed candidate's ratio to the reference it was timed beside, over its confirmation rounds (a
+    round's ratio is the median of its adjacent samples' log ratios), and the reference."""
+    rounds: dict[int, list[float]] = {}
+    references: Counter[int] = Counter()
+    for c in mine:
+        if c.id is None or c.status != "ok" or c.confirmed is None:
+            continue
+        for conditions in store.confirmation_conditions(c.id):
+            paired = (conditions.telemetry or {}).get("paired")
+            if paired:
+                rounds.setdefault(c.id, []).append(float(paired["log_ratio"]))
+                references[int(paired["reference"])] += 1
+    if not references:
+        return {}, None
+    ref_id = references.most_common(1)[0][0]
+    ref = next((c for c in mine if c.id == ref_id and c.status == "ok"), None)
+    if ref is None:  # the reference failed in a later round: its ratios mean nothing now
+        return {}, None
+    found = {}
+    for cid, logs in rounds.items():
+        pairs = [(1.0, math.exp(x)) for x in logs]
+        found[cid] = ratio_ci(pairs) if len(pairs) >= 2 else RatioEstimate(pairs[0][1], math.nan, math.nan, 1)
+    found[ref_id] = RatioEstimate(1.0, 1.0, 1.0, max((r.n for r in found.values()), default=0))
+    return found, ref
+
+
 def build_report(store: Store, run: Run) -> RunReport:
     candidates = store.candidates(run.id)
     pruned = store.pruned_counts(run.id)
@@ -117,7 +156,10 @@ def build_report(store: Store, run: Run) -> RunReport:
     for shape in run.shapes:
         mine = [c for c in candidates if c.shape == shape]
         timed = [c for c in mine if _timed(c)]
-        ranked = sorted(timed, key=_rank_key)
+        ratios, ref = interleaved_ratios(store, mine)
+        # Ranked by the interleaved ratios where confirmation paired the finalists with the reference: block
+        # medians taken at different moments are not equal conditions under a power cap.
+        ranked = sorted(timed, key=lambda c: (0, ratios[c.id].ratio) if c.id in ratios else (1, *_rank_key(c)))
         counts: Counter[str] = Counter(c.status for c in mine)
         reports.append(ShapeReport(
             shape=shape,
@@ -130,9 +172,11 @@ def build_report(store: Store, run: Run) -> RunReport:
             timing_claimed=run.target.claims_timing,
             pending=counts.get("pending", 0),
             finalists=sorted((c for c in mine if c.status == "ok" and c.confirmed is not None),
-                             key=lambda c: c.confirmed.median_ms if c.confirmed else 0.0),
+                             key=lambda c: (0, ratios[c.id].ratio) if c.id in ratios else
+                             (1, c.confirmed.median_ms if c.confirmed else 0.0)),
             pruned_by_constraint=pruned.get(shape.key, 0), seconds=_seconds(mine), all_candidates=mine,
             cost=(run.options.get("costs") or {}).get(shape.key), ceilings=run.options.get("ceilings"),
+            interleaved=ratios, reference=ref,
         ))
     return RunReport(run, reports)
 
@@ -164,6 +208,12 @@ def run_json(run: Run) -> dict[str, Any]:
     }
 
 
+def _ratio_json(r: RatioEstimate) -> dict[str, Any]:
+    """A ratio to the reference: NaN bounds (one round) are written as null."""
+    return {"ratio": r.ratio, "low": None if math.isnan(r.low) else r.low,
+            "high": None if math.isnan(r.high) else r.high, "rounds": r.n}
+
+
 def report_json(report: RunReport) -> dict[str, Any]:
     shapes = []
     for s in report.shapes:
@@ -183,7 +233,10 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "slowest": {**(_candidate_json(s.slowest) or {}), "winner_speedup": s.speedup_over(s.slowest)}
             if s.slowest else None,
             "failed": [_candidate_json(f) for f in s.failed],
+            "reference": s.reference.name if s.reference else None,
+            "interleaved": {str(cid): _ratio_json(r) for cid, r in s.interleaved.items()},
             "finalists": [{"name": f.name, "role": f.role, "config": f.config.as_dict(),
+                           "interleaved_ratio": _ratio_json(s.interleaved[f.id]) if f.id in s.interleaved else None,
                            "search_median_ms": f.measurement.median_ms if f.measurement else None,
                            "confirmed_median_ms": f.confirmed.median_ms if f.confirmed else None,
                            "confirmed_n": f.confirmed.n if f.confirmed else 0,

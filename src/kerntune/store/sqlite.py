@@ -226,6 +226,13 @@ class Store:
                                (candidate_id,))
         return {int(r[0]) for r in rows.fetchall()}
 
+    def confirmation_conditions(self, candidate_id: int) -> list[Conditions]:
+        """The conditions of each confirmation round of a candidate, in round order (an interleaved round's
+        telemetry carries its ``paired`` ratio against the shape's reference)."""
+        rows = self.db.execute("SELECT conditions FROM measurements WHERE candidate_id=? AND phase='confirm'"
+                               " ORDER BY round, id", (candidate_id,)).fetchall()
+        return [Conditions.from_dict(json.loads(r[0])) for r in rows]
+
     def record_pruned(self, run_id: str, shape: Shape, rejected: dict[str, int]) -> None:
         """How many configs each constraint removed before the search (the ledger's ``pruned`` rows)."""
         with self._transaction() as db:

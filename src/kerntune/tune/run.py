@@ -22,7 +22,6 @@ from kerntune.model import (
     Candidate,
     Config,
     FailureKind,
-    Measurement,
     Run,
     Shape,
     Target,
@@ -35,6 +34,7 @@ from kerntune.settings import Settings
 from kerntune.store import CandidateResult, Store
 from kerntune.store.ledger import LedgerRow, prior_failures
 from kerntune.store.warm_start import nearest_winners
+from kerntune.tune.confirm import confirm as confirm_finalists
 from kerntune.tune.inputs import (
     EVALUATE,
     SETUP,
@@ -154,49 +154,9 @@ class _Tuner:
         return top + [c for c in timed if c.role == "baseline"]
 
     def confirm(self, shapes: Sequence[Shape]) -> None:
-        """Re-time every shape's finalists and baselines in fresh processes, interleaved, before a winner is
-        declared.
-
-        The best of many search-time medians is biased low (it is partly the luckiest sample), and one
-        long-lived process carries state (clocks, allocator placement, warm caches) that a real program does
-        not share; each round starts a new worker (one for all shapes) and alternates the order (ABBA-style),
-        so drift over the round does not favour whoever goes first."""
-        rounds = self.settings.confirm_rounds
-        if rounds == 0 or self.settings.finalists == 0 or not self.target.claims_timing:
-            return
-        plan = [(shape, finalists) for shape in shapes if len(finalists := self.finalists(shape)) >= 2]
-        for round_ in range(rounds):
-            todo = [(shape, c) for shape, finalists in plan for c in finalists
-                    if c.id is not None and round_ not in self.store.confirmed_rounds(c.id)]
-            if not todo:
-                continue
-            log = self.store.home / "logs" / f"confirm-{self.run.id}-{round_}-{secrets.token_hex(2)}.log"
-            worker = self.worker.fresh(log)  # the same device as the search, in a new process
-            worker.start()
-            try:
-                by_shape = [[c for s, c in todo if s == shape] for shape, _ in plan]
-                for (shape, _), cands in zip(plan, by_shape, strict=True):
-                    for cand in cands if round_ % 2 == 0 else cands[::-1]:
-                        self.confirm_one(worker, shape, cand, round_)
-            finally:
-                worker.stop()
-
-    def confirm_one(self, worker: Slot, shape: Shape, cand: Candidate, round_: int) -> None:
-        assert cand.id is not None
-        kernel = None if cand.config.items else cand.label
-        outcome = worker.call(EVALUATE, self.payload(shape, cand.config, kernel), self.settings.candidate_timeout_s)
-        result = candidate_result(outcome)
-        label = f"confirm {round_ + 1}/{self.settings.confirm_rounds} {cand.name}"
-        if result.measurement is None:
-            # A candidate that passed in search and fails now is flaky (a race, a read of unwritten memory):
-            # it is no longer a result anyone should trust.
-            self.store.fail_candidate(cand.id, result.failure or FailureKind.ERROR,
-                                      f"failed in confirmation round {round_ + 1}: {result.reason}")
-            self.progress.finished(label, "failed", result.reason)
-            return
-        fresh = replace(result.measurement.conditions, fresh_process=True)
-        self.store.add_confirmation(cand.id, Measurement(result.measurement.samples_ms, fresh), round_)
-        self.progress.finished(label, "ok", f"{result.measurement.median_ms:.4g} ms")
+        """The shapes' finalists re-timed in fresh processes, interleaved with their reference
+        (``kerntune.tune.confirm``)."""
+        confirm_finalists(self, shapes, self.target.claims_timing)
 
     def stored_medians(self, shape: Shape) -> dict[tuple[str, str, str], float | None]:
         medians: dict[tuple[str, str, str], float | None] = {}

@@ -1,0 +1,160 @@
+"""Confirmation: every shape's finalists and baselines re-timed in fresh processes before a winner is declared,
+each interleaved launch by launch with the shape's reference, so they are ranked by ratios measured side by side.
+
+The best of many search-time medians is biased low (it is partly the luckiest sample), and one long-lived
+process carries state (clocks, allocator placement, warm caches) that a real program does not share: each round
+starts a new worker (one for all shapes) and alternates the candidates' order. Within a round, each candidate
+is timed interleaved with the reference (the library baseline where the spec declares one, else the default
+config: A B B A ..., the same flush before each launch), so the power state, the clocks and the neighbours of the
+moment land on both: a block of one implementation, then a block of another, are not equal conditions under a
+power cap. The round's ratio is the median of the adjacent samples' log ratios; it is stored with the
+candidate's confirmation (``paired`` in its telemetry) and the report ranks by the ratios over rounds
+(``report.summary``). Graph-mode measurements (interleaving is eager only) and a shape without a reference are
+confirmed one candidate at a time, as before.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Protocol
+
+from kerntune.exec.slots import Slot
+from kerntune.measure.stats import paired_log_ratio
+from kerntune.model import Candidate, Config, FailureKind, Measurement, Run, Shape
+from kerntune.settings import Settings
+from kerntune.store import Store
+from kerntune.tune.inputs import EVALUATE, EVALUATE_PAIR
+from kerntune.tune.outcomes import candidate_result
+from kerntune.tune.request import Progress
+
+
+class ConfirmHost(Protocol):
+    """What confirmation needs of the run hosting it (``tune.run._Tuner``)."""
+
+    run: Run
+    store: Store
+    settings: Settings
+    progress: Progress
+    worker: Slot
+    measure: dict[str, Any]
+
+    def finalists(self, shape: Shape) -> list[Candidate]: ...
+
+    def payload(self, shape: Shape, config: Config, baseline_kernel: str | None,
+                measure: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
+
+def reference(finalists: Sequence[Candidate]) -> Candidate | None:
+    """What every finalist is timed beside: the library baseline (a callable, no config) if any, else the first
+    baseline (the spec's default config)."""
+    baselines = [c for c in finalists if c.role == "baseline" and c.id is not None]
+    library = [c for c in baselines if not c.config.items]
+    chosen = library or baselines
+    return chosen[0] if chosen else None
+
+
+def confirm(host: ConfirmHost, shapes: Sequence[Shape], claims_timing: bool) -> None:
+    rounds = host.settings.confirm_rounds
+    if rounds == 0 or host.settings.finalists == 0 or not claims_timing:
+        return
+    plan = [(shape, finalists) for shape in shapes if len(finalists := host.finalists(shape)) >= 2]
+    interleave = host.measure.get("mode", "eager") == "eager"
+    for round_ in range(rounds):
+        todo = {shape.key: [c for c in finalists
+                            if c.id is not None and round_ not in host.store.confirmed_rounds(c.id)]
+                for shape, finalists in plan}
+        if not any(todo.values()):
+            continue
+        log = host.store.home / "logs" / f"confirm-{host.run.id}-{round_}-{secrets.token_hex(2)}.log"
+        worker = host.worker.fresh(log)  # the same device as the search, in a new process
+        worker.start()
+        try:
+            for shape, finalists in plan:
+                cands = todo[shape.key] if round_ % 2 == 0 else todo[shape.key][::-1]
+                ref = reference(finalists) if interleave else None
+                _confirm_shape(host, worker, shape, cands, ref, round_)
+        finally:
+            worker.stop()
+
+
+def _confirm_shape(host: ConfirmHost, worker: Slot, shape: Shape, cands: list[Candidate], ref: Candidate | None,
+                   round_: int) -> None:
+    assert all(c.id is not None for c in cands)
+    ref_stored = ref is None or round_ in host.store.confirmed_rounds(ref.id or -1)
+    for cand in cands:
+        if ref is not None and cand.id == ref.id:
+            continue
+        if ref is None:
+            confirm_one(host, worker, shape, cand, round_)
+            continue
+        if not confirm_pair(host, worker, shape, ref, cand, round_, store_reference=not ref_stored):
+            ref = None  # the reference failed: it is flaky; the rest are confirmed one at a time
+            continue
+        ref_stored = True
+    if ref is not None and not ref_stored:  # nothing left to pair it with this round
+        confirm_one(host, worker, shape, ref, round_)
+
+
+def _label(host: ConfirmHost, round_: int, cand: Candidate) -> str:
+    return f"confirm {round_ + 1}/{host.settings.confirm_rounds} {cand.name}"
+
+
+def _flaky(host: ConfirmHost, cand: Candidate, round_: int, failure: FailureKind | None, reason: str) -> None:
+    # A candidate that passed in search and fails now is flaky (a race, a read of unwritten memory): it is no
+    # longer a result anyone should trust.
+    assert cand.id is not None
+    host.store.fail_candidate(cand.id, failure or FailureKind.ERROR, f"failed in confirmation round {round_ + 1}: "
+                              f"{reason}")
+    host.progress.finished(_label(host, round_, cand), "failed", reason)
+
+
+def _kernel(cand: Candidate) -> str | None:
+    return None if cand.config.items else cand.label
+
+
+def confirm_one(host: ConfirmHost, worker: Slot, shape: Shape, cand: Candidate, round_: int) -> None:
+    assert cand.id is not None
+    outcome = worker.call(EVALUATE, host.payload(shape, cand.config, _kernel(cand)), host.settings.candidate_timeout_s)
+    result = candidate_result(outcome)
+    if result.measurement is None:
+        _flaky(host, cand, round_, result.failure, result.reason)
+        return
+    fresh = replace(result.measurement.conditions, fresh_process=True)
+    host.store.add_confirmation(cand.id, Measurement(result.measurement.samples_ms, fresh), round_)
+    host.progress.finished(_label(host, round_, cand), "ok", f"{result.measurement.median_ms:.4g} ms")
+
+
+def confirm_pair(host: ConfirmHost, worker: Slot, shape: Shape, ref: Candidate, cand: Candidate, round_: int,
+                 store_reference: bool) -> bool:
+    """``cand`` timed interleaved with ``ref``; False when the reference failed (it is marked failed)."""
+    assert ref.id is not None and cand.id is not None
+    payload = {"a": host.payload(shape, ref.config, _kernel(ref)), "b": host.payload(shape, cand.config, _kernel(cand)),
+               "measure": host.measure}
+    outcome = worker.call(EVALUATE_PAIR, payload, 2 * host.settings.candidate_timeout_s)
+    if outcome.status != "ok":  # a crash or a hang of the pair: who caused it is found by timing each alone
+        confirm_one(host, worker, shape, cand, round_)
+        return True
+    if "failed" in outcome.value:
+        result = candidate_result(replace(outcome, value=outcome.value["result"]))
+        failed = ref if outcome.value["failed"] == "A" else cand
+        _flaky(host, failed, round_, result.failure, result.reason)
+        return failed is cand
+    a, b = (candidate_result(replace(outcome, value=outcome.value[side])) for side in ("a", "b"))
+    if a.measurement is None or b.measurement is None:
+        failed, result = (ref, a) if a.measurement is None else (cand, b)
+        _flaky(host, failed, round_, result.failure, result.reason)
+        return failed is cand
+    log_ratio = paired_log_ratio(a.measurement.samples_ms, b.measurement.samples_ms)
+    paired = {"reference": ref.id, "log_ratio": log_ratio, "pairs": b.measurement.n}
+    conditions = b.measurement.conditions
+    fresh = replace(conditions, fresh_process=True, telemetry={**(conditions.telemetry or {}), "paired": paired})
+    host.store.add_confirmation(cand.id, Measurement(b.measurement.samples_ms, fresh), round_)
+    if store_reference:
+        ref_fresh = replace(a.measurement.conditions, fresh_process=True)
+        host.store.add_confirmation(ref.id, Measurement(a.measurement.samples_ms, ref_fresh), round_)
+    host.progress.finished(_label(host, round_, cand), "ok", f"{b.measurement.median_ms:.4g} ms, "
+                           f"{math.exp(log_ratio):.4f}× {ref.name} interleaved")
+    return True

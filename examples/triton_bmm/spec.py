@@ -59,7 +59,7 @@ def torch_bmm(args: dict[str, Any], meta: dict[str, Any]) -> Any:
     return torch.bmm(args["a"], args["b"], out=args["c"])
 
 
-def served_shape(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+def served_shape(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
     """The shape of an ``aten::bmm`` call (``.out`` too) this kernel takes, or None: 3-D bf16/fp16 operands of one
     dtype and device, each batch item row-major or a transpose view, 16-byte aligned; a contiguous ``out``."""
     if len(args) != 2:
@@ -69,13 +69,13 @@ def served_shape(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
     if dtype is None or a.dim() != 3 or b.dim() != 3 or b.dtype != a.dtype or b.device != a.device:
         return None
     (batch, m, k), (batch_b, k2, n) = a.shape, b.shape
-    la, lb = MM._letter(a), MM._letter(b)
+    la, lb = MM._letter(a.shape, a.stride()), MM._letter(b.shape, b.stride())
     if batch_b != batch or k2 != k or la is None or lb is None or (a.data_ptr() | b.data_ptr()) % 16:
         return None
     out = kwargs.get("out")
     if out is not None and (out.shape != (batch, m, n) or out.dtype != a.dtype or not out.is_contiguous()):
         return None
-    return {"B": batch, "M": m, "N": n, "K": k, "layout": la + lb}, dtype
+    return dtype, batch, m, n, k, la + lb  # the key: dtype, then the shape fields in order
 
 
 def served_run(op: str, shape: dict[str, Any], config: dict[str, Any], args: tuple[Any, ...],

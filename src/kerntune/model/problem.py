@@ -122,16 +122,17 @@ class Serve:
 
     - ``ops``: the operator overloads it can take, as the dispatcher names them (``aten::mm``, ``aten::mm.out``,
       ``aten::addmm``...).
-    - ``shape(op, args, kwargs)``: the call's shape fields (the spec's shape fields, e.g. M, N, K, layout, bias)
-      and dtype, or None when this kernel cannot take the call (a layout, dtype, stride or scalar it does not
-      handle): the library runs it. It must not synchronise the device or allocate (it runs inside CUDA graph
-      capture).
+    - ``shape(op, args, kwargs)``: the call's key, ``(dtype, value of each shape field in the spec's order)``
+      (e.g. ``("bfloat16", M, N, K, layout, bias)``), or None when this kernel cannot take the call (a layout,
+      dtype, stride or scalar it does not handle): the library runs it. It runs on every call of the operators,
+      covered or not, so it is host time on each; it must not synchronise the device or allocate (it runs inside
+      CUDA graph capture).
     - ``run(op, shape, config, args, kwargs)``: launches the kernel at ``config`` and returns what the operator
       returns (for an ``.out`` overload, the ``out`` tensor it was given).
     """
 
     ops: Sequence[str]
-    shape: Callable[[str, tuple[Any, ...], dict[str, Any]], tuple[Mapping[str, Scalar], str] | None]
+    shape: Callable[[str, tuple[Any, ...], dict[str, Any]], tuple[Any, ...] | None]
     run: Callable[[str, Mapping[str, Scalar], Mapping[str, Any], tuple[Any, ...], dict[str, Any]], Any]
     kernel: str = ""
     """The prefix the names of the kernels it launches share (``matmul`` for matmul_kernel, matmul_tma_kernel...):

@@ -51,6 +51,8 @@ class ServedSpec:
     dispatcher: Dispatcher
     failed: set[tuple[Any, ...]] = field(default_factory=set)
     """Keys whose served kernel raised: the library runs them from then on."""
+    broken: str = ""
+    """Why this spec serves nothing any more (its ``shape`` raised), or empty."""
 
 
 @dataclass
@@ -172,16 +174,21 @@ def _served_kernel(op: str, original: Any, specs: list[ServedSpec], counts: Coun
 
     def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
         for s in specs:
-            found = s.serve.shape(op, args, kwargs)
-            if found is None:
-                continue
-            shape, dtype = found
-            raw = (dtype, *(shape[f] for f in s.fields))
-            config = s.dispatcher.lookup(raw)
-            if config is None or raw in s.failed:
+            if s.broken:
                 continue
             try:
-                result = s.serve.run(op, shape, config, args, kwargs)
+                raw = s.serve.shape(op, args, kwargs)
+                config = None if raw is None else s.dispatcher.lookup(raw)
+            except Exception as exc:  # a spec's reader that raises (or a key of the wrong length) serves nothing
+                s.broken = f"{type(exc).__name__}: {exc}"
+                counts["failed"] += 1
+                warnings.warn(f"kerntune serve: {s.problem.name} could not read an {op} call ({s.broken}); the "
+                              "library runs its calls from now on", RuntimeWarning, stacklevel=2)
+                continue
+            if raw is None or config is None or raw in s.failed:
+                continue
+            try:
+                result = s.serve.run(op, dict(zip(s.fields, raw[1:], strict=True)), config, args, kwargs)
             except Exception as exc:  # a served kernel that fails must never take the program down
                 s.failed.add(raw)
                 counts["failed"] += 1

@@ -21,6 +21,7 @@ is warmed up, before capture. torch is imported when ``serve`` is called, never 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -169,10 +170,18 @@ def _no_key(*args: Any) -> tuple[Any, ...]:
     raise TypeError("a served spec's dispatcher is looked up by key tuple (Dispatcher.lookup), never called")
 
 
+def _warn(message: str) -> None:
+    """Warn, even where the program turns warnings into errors: a served call must never raise for kerntune."""
+    with contextlib.suppress(Exception):
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
 def _served_kernel(op: str, original: Any, specs: list[ServedSpec], counts: Counter[str]) -> Any:
-    """The kernel registered for ``op``: the first spec whose exact entry holds the call runs it."""
+    """The kernel registered for ``op``: the first spec whose exact entry holds the call runs it. Every call is
+    counted once: ``served``, ``failed`` (a spec raised; the library ran it) or ``library``."""
 
     def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
+        outcome = "library"
         for s in specs:
             if s.broken:
                 continue
@@ -180,26 +189,24 @@ def _served_kernel(op: str, original: Any, specs: list[ServedSpec], counts: Coun
                 raw = s.serve.shape(op, args, kwargs)
                 config = None if raw is None else s.dispatcher.lookup(raw)
             except Exception as exc:  # a spec's reader that raises (or a key of the wrong length) serves nothing
-                s.broken = f"{type(exc).__name__}: {exc}"
-                counts["failed"] += 1
-                warnings.warn(f"kerntune serve: {s.problem.name} could not read an {op} call ({s.broken}); the "
-                              "library runs its calls from now on", RuntimeWarning, stacklevel=2)
+                s.broken, outcome = f"{type(exc).__name__}: {exc}", "failed"
+                _warn(f"kerntune serve: {s.problem.name} could not read an {op} call ({s.broken}); the library "
+                      "runs its calls from now on")
                 continue
             if raw is None or config is None or raw in s.failed:
                 continue
+            shape = dict(zip(s.fields, raw[1:], strict=True))
             try:
-                result = s.serve.run(op, dict(zip(s.fields, raw[1:], strict=True)), config, args, kwargs)
+                result = s.serve.run(op, shape, config, args, kwargs)
             except Exception as exc:  # a served kernel that fails must never take the program down
                 s.failed.add(raw)
-                counts["failed"] += 1
-                warnings.warn(f"kerntune serve: {s.problem.name} failed at {dict(zip(s.fields, raw[1:], strict=True))} "
-                              f"({type(exc).__name__}: {exc}); the library runs this key from now on",
-                              RuntimeWarning, stacklevel=2)
+                outcome = "failed"
+                _warn(f"kerntune serve: {s.problem.name} failed at {shape} ({type(exc).__name__}: {exc}); the "
+                      "library runs this key from now on")
                 break
             counts["served"] += 1
             return result
-        else:
-            counts["library"] += 1
+        counts[outcome] += 1
         return original.call_boxed(keyset, *args, **kwargs)
 
     return kernel

@@ -15,7 +15,9 @@ ENV = {"KERNTUNE_CANDIDATE_TIMEOUT_S": "8", "KERNTUNE_CONFIRM_ROUNDS": "0"}
 
 
 def test_second_run_skips_deterministic_failures_and_retry_runs_them(kerntune: Callable[..., CliResult]) -> None:
+    started = time.monotonic()
     first = kerntune("tune", str(SPECS / "faults_opencl"), "--json", env=ENV)
+    first_s = time.monotonic() - started
     assert first.code == 0, first.stderr
     first_failed = failures_by_config(first.json())
     assert len(first_failed) == 4
@@ -26,7 +28,9 @@ def test_second_run_skips_deterministic_failures_and_retry_runs_them(kerntune: C
     assert failures_by_config(second.json()) == first_failed  # same kinds, recorded again
     reasons = [f["reason"] for f in second.json()["shapes"][0]["failed"]]
     assert all(r.startswith(f"skipped: failed in run {first.json()['run']['id']}") for r in reasons)
-    assert time.monotonic() - started < 8  # the hang was not waited for again
+    # The hang was not waited for again: the first run waited its 8 s timeout, the second (same work, less the
+    # skipped failures) is faster by most of it. Relative to the first run, since this CPU's speed varies.
+    assert time.monotonic() - started < first_s - 0.5 * float(ENV["KERNTUNE_CANDIDATE_TIMEOUT_S"])
 
     ledger = kerntune("ledger", "--json", "--kind", "hang")
     assert ledger.code == 0

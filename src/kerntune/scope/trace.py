@@ -199,17 +199,19 @@ def analyze(events: Sequence[dict[str, Any]], window: Window = WHOLE_RUN, top: i
 
 
 def _wall_us(spans: Sequence[tuple[float, float]], device: Sequence[dict[str, Any]]) -> float:
-    """The window's length: each host span stretched to the end of the last device event it launched (device
-    work runs behind the host that launched it); an unbounded span ends there."""
+    """The window's length: the union of the host spans, each stretched to the end of the last device event it
+    launched (device work runs behind the host that launched it; an unbounded span ends there). A union, not a
+    sum: a host that queues steps faster than the device runs them leaves stretched spans overlapping, and
+    summing them would count the same device time once per queued step."""
     last: dict[int, float] = {}
     for e in device:
         last[e["span"]] = max(last.get(e["span"], float("-inf")), float(e["ts"]) + float(e.get("dur", 0)))
-    total = 0.0
+    stretched = []
     for i, (low, high) in enumerate(spans):
         reach = last.get(i)
         end = (reach if reach is not None else low) if high == float("inf") else max(high, reach or high)
-        total += max(0.0, end - low)
-    return total
+        stretched.append((low, max(low, end)))
+    return _union_us(stretched)
 
 
 def verdict(busy: float | None, device_us: float) -> str:
@@ -218,7 +220,9 @@ def verdict(busy: float | None, device_us: float) -> str:
         return "no device work in the window: nothing a kernel could speed up"
     if busy < HOST_BOUND_BELOW:
         return (f"host-bound: the device is busy {busy:.0%} of the window, so faster kernels cannot shorten it by "
-                f"more than {busy:.0%}; the host sets the pace (CUDA graphs or torch.compile cut host time)")
+                f"more than {busy:.0%}; the host sets the pace (CUDA graphs or torch.compile cut host time). "
+                "Measured under the profiler, whose own host cost lengthens a host-bound window: unprofiled, the "
+                "device is busier")
     return (f"device-bound: the device is busy {busy:.0%} of the window; kernel time is what a faster kernel "
             "takes off it")
 

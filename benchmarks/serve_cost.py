@@ -78,9 +78,7 @@ def main() -> None:
     tables = {"miss": _table(folder, fields, str(dtype).removeprefix("torch."), hit=False)}
     if cuda:
         tables["hit"] = _table(folder, fields, str(dtype).removeprefix("torch."), hit=True)
-    served = {name: serve(path, backend=args.backend) for name, path in tables.items()}
-    for s in served.values():
-        s.close()  # installed only while its side is timed
+    # One serving at a time (a process serves one table): each is installed only while its side is timed.
 
     def side(name: str) -> float:
         if name == "library":

@@ -8,13 +8,18 @@
 #         default 12, PER_SHAPE each, default 20s/shape), then `kerntune deploy`.
 # engage: per mode, the app without the table saves its logits; `kerntune verify --processes PROCESSES` of
 #         `kerntune run --table` on it checks them (--check) and gives engagement and the end-to-end A/B.
+# MODE_LIST: the modes run, as mode:compile words (all four).
+# APP_STEPS: the app's timed steps per run (30).
 # cost:   benchmarks/serve_cost.py: a served call's host cost (miss and hit) over the library's, interleaved.
 APP=examples/hf_llama/app.py
-MODES=("decode none" "decode reduce-overhead" "prefill none" "prefill default")
+CORPUS=${CORPUS:-$W/llama.jsonl}  # scope writes it, tune reads it (a corpus from an earlier run: CORPUS=FILE STEPS=tune)
+TABLE=${TABLE:-$W/llama-table.json}  # tune deploys it, engage serves it
+read -r -a _modes <<< "${MODE_LIST:-decode:none decode:reduce-overhead prefill:none prefill:default}"
+MODES=("${_modes[@]//:/ }")  # MODE_LIST="decode:reduce-overhead" runs only those modes (mode:compile)
 
 _mode_args() {  # _mode_args "decode none" -> the app's arguments
   set -- $1
-  echo "--mode $1 --compile $2 --steps ${STEPS:-30}"
+  echo "--mode $1 --compile $2 --steps ${APP_STEPS:-30}"
 }
 
 _tag() { echo "$1" | tr ' ' '-'; }
@@ -23,21 +28,21 @@ step_scope() {
   local out; out=$(step_dir scope)
   for mode in "${MODES[@]}"; do
     local tag; tag=$(_tag "$mode")
-    bounded "${SCOPE_LIMIT:-240}" python3 -m kerntune scope --region step --corpus "$W/llama.jsonl" \
+    bounded "${SCOPE_LIMIT:-240}" python3 -m kerntune scope --region step --corpus "$CORPUS" \
       --trace "$out/$tag.trace.json" --json -- python3 $APP $(_mode_args "$mode") > "$out/$tag.json" 2>> "$LOG"
     gzip -f "$out/$tag.trace.json" 2>/dev/null
   done
-  cp "$W/llama.jsonl" "$out/llama.jsonl" 2>/dev/null
+  cp "$CORPUS" "$out/llama.jsonl" 2>/dev/null
 }
 
 step_tune() {
   local out; out=$(step_dir tune)
   KERNTUNE_HOME="$W/store" bounded "${TUNE_LIMIT:-420}" python3 -m kerntune tune examples/triton_matmul \
-    --shapes-from "$W/llama.jsonl" --top "${TOP:-12}" --budget "${PER_SHAPE:-20s/shape}" --json \
+    --shapes-from "$CORPUS" --top "${TOP:-12}" --budget "${PER_SHAPE:-20s/shape}" --json \
     > "$out/tune.json" 2>> "$LOG"
-  KERNTUNE_HOME="$W/store" bounded 60 python3 -m kerntune deploy last --table "$W/llama-table.json" \
+  KERNTUNE_HOME="$W/store" bounded 60 python3 -m kerntune deploy last --table "$TABLE" \
     >> "$LOG" 2>&1
-  cp "$W/llama-table.json" "$out/table.json" 2>/dev/null
+  cp "$TABLE" "$out/table.json" 2>/dev/null
 }
 
 step_engage() {
@@ -47,7 +52,7 @@ step_engage() {
     bounded 180 python3 $APP $(_mode_args "$mode") --save-logits "$W/$tag.pt" > "$out/$tag-plain.log" 2>&1
     KERNTUNE_HOME="$W/store" bounded "${ENGAGE_LIMIT:-300}" python3 -m kerntune verify --json \
       --processes "${PROCESSES:-5}" --report "$out/$tag-verify.json" -- \
-      python3 -m kerntune run --table "$W/llama-table.json" -- python3 $APP $(_mode_args "$mode") --check "$W/$tag.pt" \
+      python3 -m kerntune run --table "$TABLE" -- python3 $APP $(_mode_args "$mode") --check "$W/$tag.pt" \
       > "$out/$tag-verify.log" 2>&1
   done
 }

@@ -8,7 +8,7 @@ token per sequence against a static KV cache) or prefills, eager or under ``torc
         [--save-logits FILE] [--check FILE]
 
 Every timed step runs inside ``torch.profiler.record_function("step")``: ``kerntune scope --region step`` counts
-the steady state only (the weight upload, the prompt's prefill and the warm-up steps lie outside). A decode step
+the steady state only (building the model, the prompt's prefill and the warm-up steps lie outside). A decode step
 feeds the same token to the next cache slot (the cache holds the prompt and every step), so two runs of one command
 compute the same sequence of logits. ``--save-logits`` keeps the last step's logits; ``--check FILE`` compares them
 with saved ones and exits 1 beyond a relative error of 2e-2 (bf16 GEMMs of two libraries differ in rounding, not
@@ -68,8 +68,8 @@ def main() -> None:
                          num_hidden_layers=args.layers, num_attention_heads=args.heads,
                          num_key_value_heads=args.kv_heads, vocab_size=args.vocab,
                          max_position_embeddings=max(2048, args.tokens + PROMPT + 1))
-    model = LlamaForCausalLM(config).to(dtype).eval()
-    model.to(device)  # the weight upload: outside every step
+    with device:  # random weights drawn on the device (on the host, 1.1 G parameters take seconds to draw)
+        model = LlamaForCausalLM(config).to(dtype).eval()
     forward = model.forward if args.compile == "none" else torch.compile(model.forward, mode=None if
                                                                          args.compile == "default" else args.compile)
     ids = torch.randint(0, args.vocab, (args.batch, PROMPT if args.mode == "decode" else args.tokens),

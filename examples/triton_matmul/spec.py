@@ -146,15 +146,19 @@ _sms: dict[Any, int] = {}
 
 
 def _workspace(split_k: int, m: int, n: int, tiles: int, device: torch.device,
-               keep: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    # Allocated at the first (compile) launch and reused: an allocation inside the timed region would be
-    # host work the kernel does not do in a real program that keeps its workspace. The per-tile arrival
-    # counters start at zero and the fused reduction leaves them at zero. ``keep`` (serving a program): never
-    # free one, since a CUDA graph captured on a served call holds its address.
+               per_call: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    # Tuning: allocated at the first (compile) launch and reused, since an allocation inside the timed region
+    # would be host work the kernel does not do in a program that keeps its workspace. The per-tile arrival
+    # counters start at zero and the fused reduction leaves them at zero. ``per_call`` (serving a program): from
+    # the caching allocator on every call and freed after it, as any operator's scratch is. A workspace kept
+    # across calls would outlive the call inside torch.compile's CUDA-graph memory pool, which then refuses to
+    # record ("live storage ... not accounted for"); a freed one is the graph pool's to keep for the graph.
+    if per_call:
+        return (torch.empty((split_k, m, n), dtype=torch.float32, device=device),
+                torch.zeros(tiles, dtype=torch.int32, device=device))
     key = (split_k, m, n, tiles, str(device))
     if key not in _workspaces:
-        if not keep:
-            _workspaces.clear()
+        _workspaces.clear()
         _workspaces[key] = (torch.empty((split_k, m, n), dtype=torch.float32, device=device),
                             torch.zeros(tiles, dtype=torch.int32, device=device))
     return _workspaces[key]
@@ -187,7 +191,7 @@ def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
                 NUM_SMS=sms, B_T=b_t, **options)
         return matmul_tma_kernel[(tiles,)](a_desc, b_desc, c_desc, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                                            GROUP_M=meta["GROUP_M"], B_T=b_t, **options)
-    ws, locks = _workspace(split_k, m, n, tiles, a.device, bool(args.get("keep"))) if split_k > 1 else (c, c)
+    ws, locks = _workspace(split_k, m, n, tiles, a.device, bool(args.get("per_call"))) if split_k > 1 else (c, c)
     if a.dim() == 3:  # a batch: one product per grid row of axis 2 (split-K is for single products only)
         batch, strides = a.shape[0], (a.stride(0), b.stride(0), c.stride(0))
         a_2d, b_2d, c_2d = a[0], b[0], c[0]
@@ -349,7 +353,7 @@ def served_run(op: str, shape: dict[str, Any], config: dict[str, Any], args: tup
     c = kwargs.get("out")
     if c is None:
         c = torch.empty((m, n), dtype=a.dtype, device=a.device)
-    launch(matmul_kernel, {"a": a, "b": b, "c": c, "bias": bias, "M": m, "N": n, "K": k, "keep": True}, config)
+    launch(matmul_kernel, {"a": a, "b": b, "c": c, "bias": bias, "M": m, "N": n, "K": k, "per_call": True}, config)
     return c
 
 

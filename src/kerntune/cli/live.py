@@ -212,6 +212,9 @@ def _print_verify(found: dict[str, Any]) -> None:
                   f"{m['key']}", highlight=False, soft_wrap=True)
     for d in found["disabled"]:
         out.print(f"table not applied ({d['kernel']}): {d['reason']}", highlight=False, soft_wrap=True)
+    for op, c in found.get("served_ops", {}).items():
+        out.print(f"{'served op':>13}  {op}: {c['served']} calls served, {c['library']} to the library, {c['failed']} "
+                  "failed (the library ran them)", highlight=False, soft_wrap=True)
     rate = "n/a" if found["hit_rate"] is None else f"{found['hit_rate']:.1%}"
     share = "n/a" if found["device_share"] is None else f"{found['device_share']:.1%}"
     bound = "n/a" if found["amdahl_bound"] is None else f"{found['amdahl_bound']:.2f}x"

@@ -82,19 +82,33 @@ def engagement(reports: list[dict[str, Any]], profile: dict[str, Any]) -> dict[s
             "never_engaged": [r["key"] for r in rows if not r["engaged"]]}
 
 
+def served_op_counts(stats: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per library operator a served program overrode (``kerntune run``): its calls served by a tuned kernel,
+    left to the library, and failed (a tuned kernel raised; the library ran it), summed over its processes."""
+    ops: dict[str, dict[str, int]] = {}
+    for one in stats:
+        for op, counts in (one.get("ops") or {}).items():
+            row = ops.setdefault(op, {"served": 0, "library": 0, "failed": 0})
+            for outcome, n in counts.items():
+                row[outcome] = row.get(outcome, 0) + int(n)
+    return ops
+
+
 def verify(command: Sequence[str], store: Store, settings: Settings, *, processes: int | None = None,
            metric: str | None = None, end_to_end: bool = True) -> dict[str, Any]:
     """Engagement from one profiled run, then (``end_to_end``) the table-off vs table-on A/B."""
     with tempfile.TemporaryDirectory(prefix="kerntune-verify-") as folder:
         profile = profile_program(command, {"KERNTUNE_VERIFY_OUT": folder, "KERNTUNE_DISPATCH": "on"})
         reports = [r for f in sorted(Path(folder).glob("dispatch-*.json")) for r in json.loads(f.read_text())]
+        served = [json.loads(f.read_text()) for f in sorted(Path(folder).glob("serve-*.json"))]
     if profile["exit_code"] != 0:
         raise UsageError(f"{shlex.join(command)} exited with {profile['exit_code']} under the profiler: "
                          + " | ".join(profile["stderr"].strip().splitlines()[-3:]))
     if not reports:
         raise UsageError(f"{shlex.join(command)} created no kerntune Dispatcher: nothing reads a table (build one "
                          "with kerntune.runtime.Dispatcher or @kerntune.autotune(table=..., op=...))")
-    found = {"command": shlex.join(command), "gpu": profile["gpu"], **engagement(reports, profile)}
+    found = {"command": shlex.join(command), "gpu": profile["gpu"], **engagement(reports, profile),
+             "served_ops": served_op_counts(served)}
     if end_to_end:
         line = shlex.join(command)
         record = run_ab(ABRequest(a=f"cmd:KERNTUNE_DISPATCH=off {line}", b=f"cmd:{line}", processes=processes,

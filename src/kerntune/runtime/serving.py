@@ -123,6 +123,9 @@ def serve(table: str | Path, *, specs: Sequence[str | Path] = (), mode: str = "e
     device fields of every key (default: torch's view of the current GPU, or ``cpu_device_fields``)."""
     import torch
 
+    if _ACTIVE:  # torch (2.11) refuses a second Python override of one operator; one serving decides each call
+        raise ValueError(f"kerntune serve: {_ACTIVE[0].table.path} is already served in this process; close() its "
+                         "Serving before serving another table")
     settings = settings or Settings.from_env()
     loaded, problem = load_table(table)
     if not hasattr(torch.library, "get_kernel"):  # torch < 2.9: the library's kernel could not be called back

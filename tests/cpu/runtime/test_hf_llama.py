@@ -70,3 +70,5 @@ def test_scope_corpus_serve_and_verify_on_an_unmodified_llama(kerntune: Callable
     found = verified.json()
     assert len(found["entries"]) == 4 and not found["never_engaged"]
     assert all(e["engaged"] and e["kernel"] == "matmul" for e in found["entries"])
+    assert found["served_ops"]["aten::mm"] == {"served": sum(e["calls"] for e in found["entries"]),
+                                               "library": found["calls"] - found["exact_calls"], "failed": 0}

@@ -107,12 +107,15 @@ def test_serving_holds_without_its_result_kept_and_close_removes_it(tmp_path: Pa
     serving.serve(table, backend="CPU")  # as a program's first line would: the result not kept
     gc.collect()  # torch drops a collected Library's registrations; serve keeps it
     installed = serving._ACTIVE[-1]
+    with pytest.raises(ValueError, match="already served in this process; close"):
+        serving.serve(table, backend="CPU")  # one serving decides each call (torch 2.11 refuses a second override)
     x = torch.randn(8, 64).half()
     torch.mm(x, torch.randn(16, 64).half().t())  # no entry for this shape: through the override to the library
     assert installed.counts["aten::mm"]["library"] == 1
     installed.close()
     torch.mm(x, torch.randn(16, 64).half().t())
     assert installed.counts["aten::mm"]["library"] == 1 and installed not in serving._ACTIVE
+    serving.serve(table, backend="CPU").close()  # closed, another may be served
 
 
 def test_serving_that_cannot_start_still_runs_the_program(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:

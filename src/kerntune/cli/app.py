@@ -71,7 +71,7 @@ def tune(
     as_json: JsonFlag = False,
 ) -> None:
     """Tune a kernel: evaluate configs (compile, gate, measure) and report the gated winner."""
-    from kerntune.cli.render import BarProgress, print_report
+    from kerntune.cli.render import BarProgress, JsonLinesProgress, print_report
     from kerntune.report.summary import build_report, report_json
     from kerntune.tune.pool import Placement
     from kerntune.tune.request import TuneRequest
@@ -94,7 +94,7 @@ def tune(
     try:
         if as_json:
             with contextlib.redirect_stdout(sys.stderr):  # stdout holds the JSON only, whatever a library prints
-                run = run_tune(request, settings, db)
+                run = run_tune(request, settings, db, JsonLinesProgress(sys.stderr))
         else:
             with BarProgress(console) as progress:
                 run = run_tune(request, settings, db, progress)

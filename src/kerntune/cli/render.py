@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import time
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -10,6 +12,7 @@ from rich.table import Table
 
 from kerntune.measure.speed_of_light import describe
 from kerntune.model import Candidate, Run
+from kerntune.model.time_plan import TimePlan
 from kerntune.report.summary import RunReport, ShapeReport
 from kerntune.store.claims import ABRecord
 from kerntune.store.ledger import LedgerRow
@@ -93,6 +96,13 @@ def print_report(console: Console, report: RunReport) -> None:
         f"run [bold]{run.id}[/] · {run.status} · {run.stop_reason or ''} · strategy {run.strategy} · "
         f"{run.elapsed_s:.1f} s"
     )
+    phases: dict[str, float] = {}
+    for name, seconds in (run.options.get("phases") or {}).items():  # per slot: the slowest slot's figure
+        phase = name.split(":")[-1].removesuffix("_s").replace("_", "-")
+        phases[phase] = max(phases.get(phase, 0.0), float(seconds))
+    if phases:
+        console.print("  wall time by phase: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()),
+                      highlight=False)
     for s in report.shapes:
         console.print(shape_table(run, s))
         console.print("  configs: " + ", ".join(f"{n} {k}" for k, n in s.outcome_counts.items()), highlight=False)
@@ -173,6 +183,27 @@ class LineProgress:
         self.console.print(f"  {label}: {status} {detail}", highlight=False)
 
 
+class JsonLinesProgress:
+    """Tune progress as one JSON object per line (``--json`` runs, on stderr): a ``planned`` event with the run,
+    its evaluations and its time plan, then a ``finished`` event per evaluation with the seconds since the start,
+    so a caller that stops the run knows what finished (``kerntune show RUN`` reads every finished shape)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream, self.started, self.done = stream, time.monotonic(), 0
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        self.stream.write(json.dumps({**event, "elapsed_s": round(time.monotonic() - self.started, 3)}) + "\n")
+        self.stream.flush()
+
+    def planned(self, run: Run, total: int, plan: TimePlan) -> None:
+        self._emit({"event": "planned", "run": run.id, "problem": run.problem, "shapes": len(run.shapes),
+                    "evaluations": total, "estimate": plan.estimate(), "plan": plan.describe()})
+
+    def finished(self, label: str, status: str, detail: str) -> None:
+        self.done += 1
+        self._emit({"event": "finished", "label": label, "status": status, "detail": detail, "done": self.done})
+
+
 class BarProgress:
     """The tune progress bar (rich), fed by ``kerntune.tune.run``'s Progress protocol."""
 
@@ -190,7 +221,9 @@ class BarProgress:
     def __exit__(self, *exc: object) -> None:
         self.bar.stop()
 
-    def planned(self, run: Run, total: int) -> None:
+    def planned(self, run: Run, total: int, plan: TimePlan) -> None:
+        self.bar.console.print(f"tuning {run.problem} ({run.id}): {len(run.shapes)} shapes, {total} evaluations "
+                               f"planned; {plan.describe()}", highlight=False)
         self.task = self.bar.add_task(f"tuning {run.problem} ({run.id})", total=total, last="")
 
     def finished(self, label: str, status: str, detail: str) -> None:

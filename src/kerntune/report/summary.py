@@ -205,6 +205,7 @@ def run_json(run: Run) -> dict[str, Any]:
         "dtype": run.dtype, "seed": run.seed, "status": run.status, "stop_reason": run.stop_reason,
         "created": run.created, "elapsed_s": run.elapsed_s, "shapes": [s.as_dict() for s in run.shapes],
         "placement": run.options.get("placement"), "shape_slots": run.options.get("shape_slots"),
+        "phases": run.options.get("phases"),
     }
 
 

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from kerntune.isa.occupancy import occupancy, prune_reason, registers_to_next_block
 from kerntune.measure.speed_of_light import describe, speed_of_light
 from kerntune.model import Config, FailureKind, Run, Shape
+from kerntune.model.time_plan import TimePlan
 from kerntune.search.base import Strategy
 from kerntune.search.compile_ahead import CompileAhead
 from kerntune.search.race import rung_fraction
@@ -63,7 +64,17 @@ class SearchHost(Protocol):
     def measure(self) -> dict[str, Any]:
         """The full measurement protocol's options; a race rung shortens them (``rung_options``)."""
 
-    def out_of_time(self) -> bool: ...
+    def out_of_time(self) -> bool:
+        """The run's time for searching would be spent by one more evaluation (the rest of a time budget is
+        confirmation's)."""
+
+    @property
+    def evaluation_s(self) -> float:
+        """The mean wall time of an evaluation so far (0 before the first): what the next one will likely take."""
+
+    @property
+    def plan(self) -> TimePlan:
+        """The run's time bounds: one shape's search, all searches, the whole run (``model.time_plan``)."""
 
     def payload(self, shape: Shape, config: Config, baseline_kernel: str | None,
                 measure: dict[str, Any] | None = None) -> dict[str, Any]: ...
@@ -178,9 +189,10 @@ class ShapeSearch:
         if budget.evaluations is not None and len(self.evaluated) >= budget.evaluations:
             return f"evaluation budget reached ({budget.evaluations} per shape)"
         if self.tuner.out_of_time():
-            return f"time budget reached ({budget.seconds:g} s)"
-        if budget.shape_seconds is not None and time.monotonic() - self.started >= budget.shape_seconds:
-            return f"time budget reached ({budget.shape_seconds:g} s per shape)"
+            return f"time budget reached ({self.tuner.plan.search_limit(per_shape=False)})"
+        limit = self.tuner.plan.search_shape_s
+        if limit is not None and time.monotonic() - self.started + self.tuner.evaluation_s >= limit:
+            return f"time budget reached ({self.tuner.plan.search_limit(per_shape=True)})"
         return ""
 
     def _submit(self, config: Config) -> None:

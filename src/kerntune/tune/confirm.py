@@ -11,12 +11,17 @@ power cap. The round's ratio is the median of the adjacent samples' log ratios; 
 candidate's confirmation (``paired`` in its telemetry) and the report ranks by the ratios over rounds
 (``report.summary``). Graph-mode measurements (interleaving is eager only) and a shape without a reference are
 confirmed one candidate at a time, as before.
+
+Under a time budget (``model.time_plan``) confirmation runs round by round over every shape, so a cut keeps every
+shape's earlier rounds: before each comparison it checks that the time left holds the slowest comparison so far
+(and, before a round, the slowest worker start), and stops with a sentence saying what was cut.
 """
 
 from __future__ import annotations
 
 import math
 import secrets
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Protocol
@@ -43,6 +48,13 @@ class ConfirmHost(Protocol):
 
     def finalists(self, shape: Shape) -> list[Candidate]: ...
 
+    def time_left(self) -> float | None:
+        """Seconds left in the run's time bound; None: unbounded."""
+
+    @property
+    def evaluation_s(self) -> float:
+        """The search's mean evaluation wall time: a comparison (two candidates) is first estimated at twice it."""
+
     def payload(self, shape: Shape, config: Config, baseline_kernel: str | None,
                 measure: dict[str, Any] | None = None) -> dict[str, Any]: ...
 
@@ -56,46 +68,97 @@ def reference(finalists: Sequence[Candidate]) -> Candidate | None:
     return chosen[0] if chosen else None
 
 
-def confirm(host: ConfirmHost, shapes: Sequence[Shape], claims_timing: bool) -> None:
+class _Clock:
+    """What confirmation has spent, to tell whether the next step fits in the time left."""
+
+    def __init__(self, host: ConfirmHost) -> None:
+        self.host, self.start_s, self.done, self.cut = host, 0.0, 0, ""
+        self.compare_s = 2 * host.evaluation_s  # until a comparison is timed: two candidates' evaluations
+
+    def fits(self, starting_round: bool = False) -> bool:
+        left = self.host.time_left()
+        need = self.compare_s + (self.start_s if starting_round else 0.0)
+        return left is None or left > need
+
+    def spent(self, began: float, starting: bool = False) -> None:
+        took = time.monotonic() - began
+        if starting:
+            self.start_s = max(self.start_s, took)
+        else:  # the slowest measured comparison (the first estimate is replaced by what was seen)
+            self.compare_s = took if self.done == 0 else max(self.compare_s, took)
+            self.done += 1
+
+
+def confirm(host: ConfirmHost, shapes: Sequence[Shape], claims_timing: bool) -> str:
+    """Confirm the shapes' finalists; returns what a time budget cut (empty when nothing was)."""
     rounds = host.settings.confirm_rounds
     if rounds == 0 or host.settings.finalists == 0 or not claims_timing:
-        return
+        return ""
     plan = [(shape, finalists) for shape in shapes if len(finalists := host.finalists(shape)) >= 2]
     interleave = host.measure.get("mode", "eager") == "eager"
+    clock = _Clock(host)
+    planned = sum(len(f) - (1 if interleave and reference(f) is not None else 0) for _, f in plan) * rounds
     for round_ in range(rounds):
         todo = {shape.key: [c for c in finalists
                             if c.id is not None and round_ not in host.store.confirmed_rounds(c.id)]
                 for shape, finalists in plan}
         if not any(todo.values()):
             continue
+        if not clock.fits(starting_round=True):
+            clock.cut = f"round {round_ + 1} of {rounds}"
+            break
         log = host.store.home / "logs" / f"confirm-{host.run.id}-{round_}-{secrets.token_hex(2)}.log"
         worker = host.worker.fresh(log)  # the same device as the search, in a new process
+        began = time.monotonic()
         worker.start()
+        clock.spent(began, starting=True)
         try:
-            for shape, finalists in plan:
-                cands = todo[shape.key] if round_ % 2 == 0 else todo[shape.key][::-1]
-                ref = reference(finalists) if interleave else None
-                _confirm_shape(host, worker, shape, cands, ref, round_)
+            # The first round in two passes, each shape's best finalist by search time and then the rest, so a
+            # cut still confirms every shape's likely winner beside its reference; later rounds alternate order.
+            for part in ("lead", "rest") if round_ == 0 else ("all",):
+                for shape, finalists in plan:
+                    ref = reference(finalists) if interleave else None
+                    mine = todo[shape.key] if round_ % 2 == 0 else todo[shape.key][::-1]
+                    lead = next((c for c in mine if ref is None or c.id != ref.id), None)
+                    cands = mine if part == "all" else [c for c in mine if (c is lead) == (part == "lead")]
+                    if not _confirm_shape(host, worker, shape, cands, ref, round_, clock):
+                        clock.cut = f"round {round_ + 1} of {rounds} at {shape.key}"
+                        break
+                if clock.cut:
+                    break
         finally:
             worker.stop()
+        if clock.cut:
+            break
+    if not clock.cut:
+        return ""
+    why = (f"confirmation cut to fit the time budget at {clock.cut}: {clock.done} of {planned} comparisons made "
+           "(each round confirms every shape's best finalist first)")
+    host.progress.finished("confirmation", "cut", why)
+    return why
 
 
 def _confirm_shape(host: ConfirmHost, worker: Slot, shape: Shape, cands: list[Candidate], ref: Candidate | None,
-                   round_: int) -> None:
+                   round_: int, clock: _Clock) -> bool:
+    """One shape's round; False when the time left could not hold the next comparison (the round stops)."""
     assert all(c.id is not None for c in cands)
     ref_stored = ref is None or round_ in host.store.confirmed_rounds(ref.id or -1)
     for cand in cands:
         if ref is not None and cand.id == ref.id:
             continue
+        if not clock.fits():
+            return False
+        began = time.monotonic()
         if ref is None:
             confirm_one(host, worker, shape, cand, round_)
-            continue
-        if not confirm_pair(host, worker, shape, ref, cand, round_, store_reference=not ref_stored):
+        elif not confirm_pair(host, worker, shape, ref, cand, round_, store_reference=not ref_stored):
             ref = None  # the reference failed: it is flaky; the rest are confirmed one at a time
-            continue
-        ref_stored = True
+        else:
+            ref_stored = True
+        clock.spent(began)
     if ref is not None and not ref_stored:  # nothing left to pair it with this round
         confirm_one(host, worker, shape, ref, round_)
+    return True
 
 
 def _label(host: ConfirmHost, round_: int, cand: Candidate) -> str:

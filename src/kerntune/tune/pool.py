@@ -20,6 +20,7 @@ from kerntune.exec.ray_slots import RaySlot
 from kerntune.exec.ray_slots import compile_counts as ray_compile_counts
 from kerntune.exec.slots import Slot, local_slots
 from kerntune.model import Run, Shape, Target
+from kerntune.model.time_plan import TimePlan
 from kerntune.search.compile_ahead import auto_workers
 from kerntune.settings import Settings
 from kerntune.store import Store
@@ -94,9 +95,9 @@ class LockedProgress:
     def __init__(self, inner: Any) -> None:
         self.inner, self.lock = inner, threading.Lock()
 
-    def planned(self, run: Run, total: int) -> None:
+    def planned(self, run: Run, total: int, plan: TimePlan) -> None:
         with self.lock:
-            self.inner.planned(run, total)
+            self.inner.planned(run, total, plan)
 
     def finished(self, label: str, status: str, detail: str) -> None:
         with self.lock:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kerntune.model import Budget, Run
+from kerntune.model.time_plan import TimePlan
 from kerntune.tune.pool import Placement
 
 
@@ -36,7 +37,8 @@ class TuneRequest:
 
 
 class Progress(Protocol):
-    def planned(self, run: Run, total: int) -> None: ...
+    def planned(self, run: Run, total: int, plan: TimePlan) -> None:
+        """Before the first evaluation: the evaluations planned and the time plan (the estimate)."""
 
     def finished(self, label: str, status: str, detail: str) -> None: ...
 
@@ -44,7 +46,7 @@ class Progress(Protocol):
 class Silent:
     """A Progress that says nothing (library callers that pass none)."""
 
-    def planned(self, run: Run, total: int) -> None:
+    def planned(self, run: Run, total: int, plan: TimePlan) -> None:
         pass
 
     def finished(self, label: str, status: str, detail: str) -> None:

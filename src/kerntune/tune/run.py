@@ -26,6 +26,7 @@ from kerntune.model import (
     Shape,
     Target,
 )
+from kerntune.model.time_plan import TimePlan
 from kerntune.runtime.keys import problem_source_hash
 from kerntune.search import make_strategy, resolve_strategy
 from kerntune.search.compile_ahead import CompileAhead, local_compile_workers
@@ -73,15 +74,19 @@ class _Tuner:
     ``SearchHost`` of ``kerntune.search.shape_search``) and confirms the finalists of the shapes it took."""
 
     def __init__(self, run: Run, loaded: LoadedSpec, store: Store, settings: Settings, progress: Progress,
-                 worker: Slot, target: Target, compile_workers: int = 0) -> None:
+                 worker: Slot, target: Target, compile_workers: int = 0, started: float | None = None) -> None:
         self.run, self.loaded, self.store, self.settings = run, loaded, store, settings
         self.problem = loaded.problem
         self.progress, self.worker, self.target = progress, worker, target
         self.finished = store.finished_keys(run.id)
         self.measure = measure_options(settings)
         self.seeds = [run.seed * 1000 + i + 1 for i in range(settings.gate_seeds)]
-        self.started = time.monotonic()
+        self.started = time.monotonic() if started is None else started  # the command's start
+        self.phases = {"start_up_s": 0.0, "search_s": 0.0, "confirm_s": 0.0}  # this slot's wall time by phase
+        self.plan = TimePlan.of(run.budget, len(run.shapes), confirms=target.claims_timing and
+                                settings.confirm_rounds > 0 and settings.finalists > 0)
         self.stop_reason = ""
+        self.evaluations, self.evaluation_total_s = 0, 0.0  # this slot's evaluations and their wall time
         self.valid_sets: ValidSets = {}
         self.setup = (SETUP, {"spec_path": str(loaded.path), "device": str(run.options.get("device", ""))})
         self.compile_workers = compile_workers  # this slot's compile-ahead workers (pool.compile_counts)
@@ -93,11 +98,23 @@ class _Tuner:
         return self.valid_sets[shape.key]
 
     def elapsed(self) -> float:
-        return self.run.elapsed_s + (time.monotonic() - self.started)
+        """The run's clock (``model.time_plan``): from the command's start under a budget for the run, else from
+        this slot's first shape; a resumed run adds what its earlier sessions spent."""
+        start = self.started + (0.0 if self.plan.counts_start_up else self.phases["start_up_s"])
+        return self.run.elapsed_s + (time.monotonic() - start)
 
     def out_of_time(self) -> bool:
-        seconds = self.run.budget.seconds
-        return seconds is not None and self.elapsed() >= seconds
+        """The searches' share of the run's time would be spent by one more evaluation (``model.time_plan``)."""
+        seconds = self.plan.search_run_s
+        return seconds is not None and self.elapsed() + self.evaluation_s >= seconds
+
+    @property
+    def evaluation_s(self) -> float:
+        return self.evaluation_total_s / self.evaluations if self.evaluations else 0.0
+
+    def time_left(self) -> float | None:
+        """Seconds until the run's time bound (None: unbounded); confirmation fits itself into them."""
+        return None if self.plan.run_s is None else self.plan.run_s - self.elapsed()
 
     def evaluate(self, shape: Shape, config: Config, role: str, label: str, baseline_kernel: str | None = None, *,
                  measure: dict[str, Any] | None = None,
@@ -113,8 +130,11 @@ class _Tuner:
             result = CandidateResult("failed", failure=FailureKind.ERROR,
                                      reason=f"violates constraint {reason!r} at this shape")
         else:
+            began = time.monotonic()
             outcome = self.worker.call(EVALUATE, self.payload(shape, config, baseline_kernel, measure),
                                        self.settings.candidate_timeout_s)
+            self.evaluations, self.evaluation_total_s = self.evaluations + 1, \
+                self.evaluation_total_s + time.monotonic() - began
             if outcome.status == "error" and outcome.kind in ("SpecError", "BackendUnavailable"):
                 raise SpecError(outcome.reason)  # the spec's own code failed: every candidate would
             result = candidate_result(outcome)
@@ -155,8 +175,12 @@ class _Tuner:
 
     def confirm(self, shapes: Sequence[Shape]) -> None:
         """The shapes' finalists re-timed in fresh processes, interleaved with their reference
-        (``kerntune.tune.confirm``)."""
-        confirm_finalists(self, shapes, self.target.claims_timing)
+        (``kerntune.tune.confirm``), inside the time the budget leaves."""
+        began = time.monotonic()
+        cut = confirm_finalists(self, shapes, self.target.claims_timing)
+        self.phases["confirm_s"] += time.monotonic() - began
+        if cut:
+            self.stop_reason = f"{self.stop_reason}; {cut}" if self.stop_reason else cut
 
     def stored_medians(self, shape: Shape) -> dict[tuple[str, str, str], float | None]:
         medians: dict[tuple[str, str, str], float | None] = {}
@@ -211,6 +235,7 @@ class _Tuner:
         """This slot's share of the run: the shapes it takes in turn, searched, then their finalists confirmed
         on the same device."""
         done: list[Shape] = []
+        self.phases["start_up_s"] = time.monotonic() - self.started  # imports, device context, this slot's worker
         with contextlib.ExitStack() as stack:
             ahead = None
             if self.compile_workers:
@@ -218,11 +243,15 @@ class _Tuner:
                 workers = slot.compile_workers(count) if isinstance(slot, RaySlot) else local_compile_workers(
                     count, self.setup, log_dir=self.store.home / "logs", setup_timeout_s=timeout_s)
                 ahead = stack.enter_context(CompileAhead(workers, timeout_s=self.settings.candidate_timeout_s))
+            began = time.monotonic()
             while (shape := next_shape()) is not None:
                 self.store.set_run_option(self.run.id, "shape_slots", shape.key, self.worker.name)
                 self.tune_shape(shape, ahead)
                 done.append(shape)
+            self.phases["search_s"] += time.monotonic() - began
         self.confirm(done)
+        for name, seconds in self.phases.items():
+            self.store.set_run_option(self.run.id, "phases", f"{self.worker.name}:{name}", round(seconds, 3))
 
     def planned_total(self, shapes: Sequence[Shape]) -> int:
         total = 0
@@ -241,6 +270,7 @@ class _Tuner:
 
 def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progress | None = None) -> Run:
     """Run (or resume) a tuning session and return the finished Run record."""
+    started = time.monotonic()
     progress = progress or Silent()
     if request.resume:
         previous = store.get_run(request.resume)
@@ -294,9 +324,9 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
             store.create_run(run)
         store.update_run(run.id, status="running")
         compilers = compile_counts(slots, settings.compile_workers, target)
-        tuner = _Tuner(run, loaded, store, settings, progress, slots[0], target, compilers[0])
+        tuner = _Tuner(run, loaded, store, settings, progress, slots[0], target, compilers[0], started)
         tuner.valid_sets.update(valid_sets)
-        progress.planned(run, tuner.planned_total(shapes))
+        progress.planned(run, tuner.planned_total(shapes), tuner.plan)
         tuners = [tuner]
         shared = LockedProgress(progress)
 
@@ -305,7 +335,7 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
                 tuner.take_shapes(next_shape)
                 return
             mine = _Tuner(run, loaded, Store(store.home), settings, shared, slot, target,
-                          compilers[slots.index(slot)])
+                          compilers[slots.index(slot)], started)
             mine.valid_sets.update(tuner.valid_sets)  # (a SQLite connection stays in the thread that opened it)
             tuners.append(mine)
             try:

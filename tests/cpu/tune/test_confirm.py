@@ -12,6 +12,8 @@ from tests.conftest import EXAMPLES, CliResult
 
 pytest.importorskip("pyopencl")
 
+FAST = {"KERNTUNE_WARMUP_MS": "20", "KERNTUNE_SAMPLE_BUDGET_MS": "80", "KERNTUNE_MIN_SAMPLES": "5"}
+
 
 def test_finalists_are_confirmed_in_fresh_processes_in_alternating_order(
     tmp_path: Path, kerntune: Callable[..., CliResult]
@@ -58,3 +60,33 @@ def test_finalists_are_ranked_by_ratios_timed_beside_the_reference(
         rows = db.execute("SELECT candidate_id, conditions FROM measurements WHERE phase='confirm'").fetchall()
     paired = [json.loads(c)["telemetry"].get("paired") for cid, c in rows if cid != default["id"]]
     assert paired and all(p and p["reference"] == default["id"] and p["pairs"] > 0 for p in paired)
+
+
+def test_a_time_budget_bounds_the_whole_run_confirmation_included(tmp_path: Path,
+                                                                  kerntune: Callable[..., CliResult]) -> None:
+    import json
+    import time
+
+    began = time.monotonic()
+    result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--shape", "N=262144",
+                      "--budget", "6s/shape", "--json", env={"KERNTUNE_CONFIRM_ROUNDS": "3", **FAST})
+    wall = time.monotonic() - began
+    assert result.code == 0, result.stderr
+    events = [json.loads(line) for line in result.stderr.splitlines() if line.startswith('{"event"')]
+    planned, *finished = events
+    assert planned["event"] == "planned" and planned["shapes"] == 2
+    assert planned["estimate"] == {"run_s": 12.0, "search_s": 9.0, "confirm_s": 3.0}  # a quarter to confirm
+    assert finished and all(e["event"] == "finished" for e in finished)
+    assert [e["done"] for e in finished] == list(range(1, len(finished) + 1))
+    run = result.json()["run"]
+    phases = {name.split(":")[1]: seconds for name, seconds in run["phases"].items()}
+    assert set(phases) == {"start_up_s", "search_s", "confirm_s"} and phases["confirm_s"] > 0
+    # Per shape: the run's 12 s count from the first shape (start-up apart); each step began only where its
+    # likely cost fitted, so the bound holds within one step's misjudgement.
+    assert phases["search_s"] + phases["confirm_s"] <= 12.0 + 1.0
+    assert finished[-1]["elapsed_s"] <= phases["start_up_s"] + 12.0 + 1.5
+    assert wall <= phases["start_up_s"] + 12.0 + 8.0  # the interpreter's own start and the report besides
+    shapes = result.json()["shapes"]
+    assert all(s["winner"]["confirmed"] for s in shapes)  # every shape confirmed at least once
+    if any(e["label"] == "confirmation" and e["status"] == "cut" for e in finished):
+        assert "confirmation cut to fit the time budget" in run["stop_reason"]

@@ -32,6 +32,10 @@ class TimePlan:
     """Every search of the run together, on ``run_s``'s clock: the rest is confirmation's."""
     counts_start_up: bool = True
     """The run's clock starts with the command (a budget for the run), else with the first shape."""
+    evaluations: int = 0
+    """Evaluations planned (search, baselines, confirmation), for the estimate of a run without a time bound."""
+    earlier_evaluation_s: float | None = None
+    """The mean seconds of an evaluation in earlier runs of this spec on this device (None: no earlier run)."""
 
     @classmethod
     def of(cls, budget: Budget, shapes: int, confirms: bool) -> TimePlan:
@@ -52,14 +56,21 @@ class TimePlan:
         return f"{limit:.3g} s of {whole:.3g} s {unit} to search, the rest to confirm"
 
     def estimate(self) -> dict[str, Any] | None:
-        """Seconds the run will take at most, by phase (None: a budget of evaluations only, no time bound)."""
-        if self.run_s is None or self.search_run_s is None:
+        """Seconds the run will take: at most, by phase, under a time bound (``basis`` budget); else about, from
+        earlier runs' evaluation times (``basis`` earlier runs); None when neither is known."""
+        if self.run_s is not None and self.search_run_s is not None:
+            return {"run_s": self.run_s, "search_s": self.search_run_s, "confirm_s": self.run_s - self.search_run_s,
+                    "basis": "budget"}
+        if self.earlier_evaluation_s is None or not self.evaluations:
             return None
-        return {"run_s": self.run_s, "search_s": self.search_run_s, "confirm_s": self.run_s - self.search_run_s}
+        return {"run_s": round(self.evaluations * self.earlier_evaluation_s, 1), "search_s": None, "confirm_s": None,
+                "basis": f"earlier runs: {self.evaluations} evaluations × {self.earlier_evaluation_s:.2g} s"}
 
     def describe(self) -> str:
         found = self.estimate()
         if found is None:
-            return "no time bound (a budget of evaluations): the run takes what its evaluations take"
+            return "no time bound (a budget of evaluations) and no earlier run to estimate from"
+        if found["basis"] != "budget":
+            return f"about {found['run_s']:.0f} s ({found['basis']}), start-up apart; no time bound"
         confirm = f", confirmation {found['confirm_s']:.0f} s" if found["confirm_s"] else ""
         return f"ends within {found['run_s']:.0f} s: search {found['search_s']:.0f} s{confirm}"

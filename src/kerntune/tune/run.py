@@ -268,6 +268,20 @@ class _Tuner:
         return total
 
 
+def _earlier_evaluation_s(store: Store, run: Run, target: Target, enough: int = 50) -> float | None:
+    """The mean seconds one evaluation (compile, gate, measure) took in the latest earlier runs of this problem on
+    this device, from their stored candidates; None without one."""
+    seconds: list[float] = []
+    for earlier in store.runs(limit=20):
+        if earlier.id == run.id or earlier.problem != run.problem or earlier.target.label != target.label:
+            continue
+        seconds += [(c.compile_s or 0.0) + (c.gate_s or 0.0) + (c.measure_s or 0.0)
+                    for c in store.candidates(earlier.id) if c.status == "ok" and c.measure_s]
+        if len(seconds) >= enough:
+            break
+    return sum(seconds) / len(seconds) if seconds else None
+
+
 def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progress | None = None) -> Run:
     """Run (or resume) a tuning session and return the finished Run record."""
     started = time.monotonic()
@@ -326,7 +340,9 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         compilers = compile_counts(slots, settings.compile_workers, target)
         tuner = _Tuner(run, loaded, store, settings, progress, slots[0], target, compilers[0], started)
         tuner.valid_sets.update(valid_sets)
-        progress.planned(run, tuner.planned_total(shapes), tuner.plan)
+        total = tuner.planned_total(shapes)
+        progress.planned(run, total, replace(tuner.plan, evaluations=total, earlier_evaluation_s=_earlier_evaluation_s(
+            store, run, target)))
         tuners = [tuner]
         shared = LockedProgress(progress)
 

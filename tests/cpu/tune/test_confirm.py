@@ -75,7 +75,8 @@ def test_a_time_budget_bounds_the_whole_run_confirmation_included(tmp_path: Path
     events = [json.loads(line) for line in result.stderr.splitlines() if line.startswith('{"event"')]
     planned, *finished = events
     assert planned["event"] == "planned" and planned["shapes"] == 2
-    assert planned["estimate"] == {"run_s": 12.0, "search_s": 9.0, "confirm_s": 3.0}  # a quarter to confirm
+    assert planned["estimate"] == {"run_s": 12.0, "search_s": 9.0, "confirm_s": 3.0,  # a quarter to confirm
+                                   "basis": "budget"}
     assert finished and all(e["event"] == "finished" for e in finished)
     assert [e["done"] for e in finished] == list(range(1, len(finished) + 1))
     run = result.json()["run"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -58,6 +59,18 @@ def test_random_search_respects_the_evaluation_budget(kerntune: Callable[..., Cl
     assert report["run"]["stop_reason"].startswith("evaluation budget reached")
     assert report["shapes"][0]["counts"]["ok"] == 3 + 1  # three searched, one default baseline
     assert report["shapes"][0]["winner"]["gate"]["outcome"] == "pass"
+    planned = json.loads(next(line for line in result.stderr.splitlines() if '"event": "planned"' in line))
+    assert planned["estimate"] is None  # no time bound and no earlier run of this spec on this device
+
+    again = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--strategy", "random",
+                     "--budget", "3", "--seed", "8", "--json")
+    assert again.code == 0, again.stderr
+    planned = json.loads(next(line for line in again.stderr.splitlines() if '"event": "planned"' in line))
+    basis = planned["estimate"]["basis"]  # the first run's mean evaluation (compile, gate, measure) × planned
+    assert basis.startswith(f"earlier runs: {planned['evaluations']} evaluations × ") and basis.endswith(" s")
+    seconds = float(basis.split("× ")[1].removesuffix(" s"))
+    assert 0.001 < seconds < 30 and planned["estimate"]["run_s"] == pytest.approx(planned["evaluations"] * seconds,
+                                                                                   rel=0.06, abs=0.1)
 
 
 @pytest.mark.parametrize("strategy", ["tpe", "coordinate", "lever"])

@@ -202,10 +202,17 @@ def verify(
 def _print_verify(found: dict[str, Any]) -> None:
     out = Console()
     for e in found["entries"]:
-        seen = "" if e["profiled_launches"] is None else f", profiler saw {e['profiled_launches']} launches"
+        seen = "" if e["profiled_launches"] is None else (
+            f", profiler saw {e['profiled_launches']} launches of {', '.join(e['profiled_kernels']) or 'its kernels'}"
+            + (" by its calls" if e.get("profiled_by") == "operator" else " (by kernel name, all entries)")
+            + (f", {e['other_launches']} of other kernels ({', '.join(e['other_kernels'])})"
+               if e.get("other_launches") else ""))
         mark = "engaged" if e["engaged"] else "NEVER ENGAGED"
         out.print(f"{mark:>13}  {e['kernel']} {e['config'] or ''} [{e['status']}] {e['calls']} calls{seen}  {e['key']}",
                   highlight=False, soft_wrap=True)
+    if found.get("untied_launches"):
+        out.print(f"{found['untied_launches']:>13}  launches of the tuned kernels enclosed by no operator call "
+                  "(CUDA-graph replays): counted by kernel name, not per entry", highlight=False, soft_wrap=True)
     for m in found["misses"]:
         took = "" if m.get("device_us") is None else f", {m['device_us'] / 1e3:.3f} ms on the device"
         out.print(f"{'miss':>13}  {m['kernel']} -> {m['decision']} {m['config']}: {m['calls']} calls{took}  "

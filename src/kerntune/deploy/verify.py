@@ -2,9 +2,10 @@
 
 1. Engagement: the program runs once under the profiler with every Dispatcher reporting its decisions at exit
    (``KERNTUNE_VERIFY_OUT``). Each deployed entry is listed with the kernel that ran it (the dispatcher's
-   kernel name plus the entry's config: its specialization), the calls it served and the launches of that
-   kernel the profiler saw; every call that missed is listed with its key. An entry that served no call never
-   engaged: a table nothing reads is the failure this command exists to catch (exit 1).
+   kernel name plus the entry's config: its specialization), the calls it served and, by kernel identity, the
+   kernels those calls launched in the profile (per call where the profiler recorded the call as an operator;
+   by name where a CUDA graph replays it); every call that missed is listed with its key. An entry that served
+   no call never engaged: a table nothing reads is the failure this command exists to catch (exit 1).
 2. End to end: a fresh-process A/B (``kerntune ab`` protocol, ABBA order, A/A noise band) of the program with
    the table off (``KERNTUNE_DISPATCH=off``: every dispatcher runs its default) against on, on the metric the
    program prints; beside it the dispatched kernels' share of device time and the Amdahl bound 1 / (1 − share),
@@ -28,22 +29,58 @@ from kerntune.settings import Settings
 from kerntune.store import Store
 
 
-def _gemm_time(fields: dict[str, Any], profile: dict[str, Any]) -> float | None:
-    """The device time the profile gave the library GEMM calls of a missed served key (its shape, layout and bias),
-    or None when the key is not a GEMM's or the profile has none of it."""
+def _gemm_lines(fields: dict[str, Any], profile: dict[str, Any]) -> list[Any]:
+    """The profile's GEMM-like operator lines of a key's call (its shape, batch, layout, bias and dtype), or none
+    when the key is not a GEMM's."""
     if not {"M", "N", "K"} <= set(fields):
-        return None
-    times = [g.device_us for g in profile.get("gemms") or [] if g.device_us is not None
-             and all(g.shape.get(f) == fields[f] for f in ("M", "N", "K"))
-             and all(fields.get(f) in (None, getattr(g, f)) for f in ("layout", "bias"))]
+        return []
+    return [g for g in profile.get("gemms") or []
+            if all(g.shape.get(f) == fields.get(f) for f in ("M", "N", "K", "B"))
+            and all(fields.get(f) in (None, getattr(g, f)) for f in ("layout", "bias"))
+            and (not g.dtype or fields.get("dtype") in (None, g.dtype))]
+
+
+def _gemm_time(fields: dict[str, Any], profile: dict[str, Any]) -> float | None:
+    """The device time the profile gave the library GEMM calls of a missed served key, or None when the key is
+    not a GEMM's or the profile has none of it."""
+    times = [g.device_us for g in _gemm_lines(fields, profile) if g.device_us is not None]
     return sum(times) if times else None
 
 
+def _identity(kernel: str, fields: dict[str, Any] | None, profile: dict[str, Any],
+              launches: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Which kernels ran an entry's calls, by kernel identity in the profile. Where the profiler recorded the calls
+    as operators (eager, and the library calls torch.compile leaves), the kernels each call launched (by its
+    External id): the dispatcher's own (its name is their common prefix: matmul_kernel, matmul_tma_kernel, ...)
+    and any other (the library's, had a call of the key fallen back, or a helper of the spec's own such as a
+    split-K reduction). A CUDA-graph replay launches kernels no
+    operator encloses: there only the dispatcher's kernels by name, summed over all its entries."""
+    lines = _gemm_lines(fields or {}, profile)
+    by_line = profile.get("gemm_kernels") or {}
+    ran: dict[str, int] = defaultdict(int)
+    for line in lines:
+        for name, n in (by_line.get(line.identity) or {}).items():
+            ran[name] += n
+    if ran:
+        own = {n: c for n, c in ran.items() if kernel and n.startswith(kernel)}
+        return {"profiled_by": "operator", "profiled_kernels": sorted(own),
+                "profiled_launches": sum(own.values()),
+                "other_launches": sum(c for n, c in ran.items() if n not in own),
+                "other_kernels": sorted(n for n in ran if n not in own)}
+    seen = [k for n, k in launches.items() if kernel and n.startswith(kernel)]
+    return {"profiled_by": "kernel name", "profiled_kernels": sorted(k["name"] for k in seen),
+            "profiled_launches": sum(k["launches"] for k in seen) if seen else None,
+            "other_launches": None, "other_kernels": []}
+
+
 def engagement(reports: list[dict[str, Any]], profile: dict[str, Any]) -> dict[str, Any]:
-    """Entries with the calls they served, misses with their keys, the hit rate by calls, the kernels' share."""
+    """Entries with the calls they served and the kernels that ran them, misses with their keys, the hit rate by
+    calls, the kernels' share. An entry engaged when it served calls and, where the profile ties kernels to
+    calls, its calls launched the dispatcher's kernels."""
     launches = {k["name"]: k for k in profile.get("kernels", [])}
     served: dict[tuple[str, str], int] = defaultdict(int)
     entries: dict[tuple[str, str], dict[str, Any]] = {}
+    fields: dict[tuple[str, str], dict[str, Any]] = {}
     misses, disabled, names = [], [], set()
     calls = exact = 0
     for r in reports:
@@ -58,27 +95,30 @@ def engagement(reports: list[dict[str, Any]], profile: dict[str, Any]) -> dict[s
             if d["kind"] == "exact":
                 exact += d["calls"]
                 served[(r["table"], d["key"])] += d["calls"]
+                fields[(r["table"], d["key"])] = d.get("fields") or {}
                 entries[(r["table"], d["key"])].update(kernel=r["name"], config=d["config"])
             elif d["calls"]:
                 misses.append({"kernel": r["name"], "key": d["key"], "decision": d["kind"], "calls": d["calls"],
                                "config": d["config"], "device_us": _gemm_time(d.get("fields") or {}, profile)})
-    def kernels_of(name: str) -> list[dict[str, Any]]:
-        # A dispatcher's name is its kernels' common prefix ("matmul": matmul_kernel, matmul_tma_kernel, ...).
-        return [k for n, k in launches.items() if name and n.startswith(name)]
-
     rows = []
     for ident, entry in sorted(entries.items()):
-        seen = kernels_of(entry["kernel"])
-        rows.append({**entry, "calls": served[ident], "engaged": served[ident] > 0,
-                     "profiled_kernels": sorted(k["name"] for k in seen),
-                     "profiled_launches": sum(k["launches"] for k in seen) if seen else None,
-                     "profiled_device_us": sum(k["device_us"] for k in seen) if seen else None})
+        ran = _identity(entry["kernel"], fields.get(ident), profile, launches) if served[ident] else {
+            "profiled_by": None, "profiled_kernels": [], "profiled_launches": 0, "other_launches": None,
+            "other_kernels": []}
+        engaged = served[ident] > 0 and (ran["profiled_by"] != "operator" or ran["profiled_launches"] > 0)
+        rows.append({**entry, "calls": served[ident], "engaged": engaged, **ran})
     total = sum(k["device_us"] for k in profile.get("kernels", []))
-    mine = sum(k["device_us"] for k in {k["name"]: k for n in names for k in kernels_of(n)}.values())
+    own = [k for k in launches.values() if any(n and k["name"].startswith(n) for n in names)]
+    mine = sum(k["device_us"] for k in own)
+    tied = sum(c for line in (profile.get("gemm_kernels") or {}).values() for name, c in line.items()
+               if any(n and name.startswith(n) for n in names))
     share = mine / total if total else None
     return {"entries": rows, "misses": misses, "disabled": disabled, "calls": calls, "exact_calls": exact,
             "hit_rate": exact / calls if calls else None, "kernels": sorted(n for n in names if n),
             "device_share": share, "amdahl_bound": 1 / (1 - share) if share is not None and share < 1 else None,
+            # the dispatchers' kernels launched where no operator call encloses them: CUDA-graph replays of served
+            # calls (or kernels a program launches itself); tied to no entry
+            "untied_launches": sum(k["launches"] for k in own) - tied if "gemm_kernels" in profile else None,
             "never_engaged": [r["key"] for r in rows if not r["engaged"]]}
 
 

@@ -147,7 +147,9 @@ def gemm_line(op: Mapping[str, Any]) -> CorpusLine | None:
 
 def analyze(events: Sequence[dict[str, Any]], window: Window = WHOLE_RUN, top: int = 20) -> dict[str, Any]:
     """Device time by class and by kernel in the window, the device-busy fraction and its verdict, the GEMM-like
-    operators (corpus lines with calls and device time), and the window itself."""
+    operators (corpus lines with calls and device time), the kernels each GEMM line's calls launched
+    (``gemm_kernels``: line identity → kernel name → launches, by the operator's External id: which kernel ran
+    which shape), and the window itself."""
     spans = _intervals(window, events)
     launches = {e["args"]["correlation"]: e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
                 and isinstance(e.get("args"), dict) and "correlation" in e["args"]}
@@ -176,8 +178,12 @@ def analyze(events: Sequence[dict[str, Any]], window: Window = WHOLE_RUN, top: i
     for k in ranked:
         k["share"] = k["device_us"] / total if total else None
     by_ext: dict[Any, float] = defaultdict(float)
+    names_by_ext: dict[Any, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for e in device:
         by_ext[e["ext"]] += float(e.get("dur", 0))
+        if e["kind"] == "kernel":
+            names_by_ext[e["ext"]][str(e["name"])] += 1
+    gemm_kernels: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     gemms: dict[str, CorpusLine] = {}
     for op in events:
         if op.get("cat") != "cpu_op" or op.get("name") not in MATMUL_OPS or not _inside(float(op["ts"]), spans):
@@ -185,7 +191,10 @@ def analyze(events: Sequence[dict[str, Any]], window: Window = WHOLE_RUN, top: i
         line = gemm_line(op)
         if line is None:
             continue
-        used = by_ext.get((op.get("args") or {}).get("External id"), 0.0)
+        ext = (op.get("args") or {}).get("External id")
+        used = by_ext.get(ext, 0.0)
+        for kernel, launched in names_by_ext.get(ext, {}).items():
+            gemm_kernels[line.identity][kernel] += launched
         was = gemms.get(line.identity)
         calls = (was.calls if was else 0) + 1
         time_us = (was.device_us or 0.0 if was else 0.0) + used
@@ -195,7 +204,8 @@ def analyze(events: Sequence[dict[str, Any]], window: Window = WHOLE_RUN, top: i
     return {"window": {"describe": window.describe(), "spans": len(spans), "wall_us": wall},
             "device_us": total, "classes": dict(sorted(by_class.items(), key=lambda kv: -kv[1])),
             "busy": busy, "verdict": verdict(busy, total), "kernels": ranked[:top],
-            "gemms": sorted(gemms.values(), key=lambda g: -(g.device_us or 0.0))}
+            "gemms": sorted(gemms.values(), key=lambda g: -(g.device_us or 0.0)),
+            "gemm_kernels": {identity: dict(names) for identity, names in gemm_kernels.items()}}
 
 
 def _wall_us(spans: Sequence[tuple[float, float]], device: Sequence[dict[str, Any]]) -> float:

@@ -64,3 +64,12 @@ def test_the_gemm_lines_carry_shape_dtype_layout_and_calls() -> None:
     assert gemm_time == pytest.approx(decode["classes"]["vendor BLAS"], rel=0.01)  # each mm's kernels, found
     big = {(g.shape["M"], g.shape["N"], g.shape["K"]) for g in prefill["gemms"] if g.op == "aten::mm"}
     assert {(16 * 512, n, k) for (_, n, k) in DECODE_GEMMS} <= big
+
+
+def test_each_gemm_line_names_the_kernels_its_calls_launched() -> None:
+    found = _analyzed("decode-none")
+    lines = {(g.shape["M"], g.shape["N"], g.shape["K"]): g for g in found["gemms"] if g.dtype == "bfloat16"}
+    for shape, calls in DECODE_GEMMS.items():
+        ran = found["gemm_kernels"][lines[shape].identity]
+        assert sum(ran.values()) >= calls  # every call launched at least one kernel, tied to it by External id
+        assert all("nvjet" in name or "gemm" in name.lower() or "splitK" in name for name in ran), ran

@@ -14,3 +14,42 @@ def test_verify_gives_a_missed_gemm_key_the_device_time_of_its_library_calls() -
     assert _gemm_time(key, {"gemms": gemms}) == 30.0  # its layout only
     assert _gemm_time({**key, "M": 32}, {"gemms": gemms}) is None  # the profile has none of it
     assert _gemm_time({"op": "rmsnorm", "M": 16}, {"gemms": gemms}) is None  # not a GEMM's key
+
+
+def _report(calls: int) -> list[dict[str, object]]:
+    key = 'K=64;M=16;N=64;bias=0;layout="NT";op="triton_matmul"'
+    return [{"name": "matmul", "table": "t.json", "disabled": None, "entries": {key: "measured"},
+             "decisions": [{"kind": "exact", "key": key, "calls": calls, "config": {"BLOCK_M": 16},
+                            "fields": {"op": "triton_matmul", "M": 16, "N": 64, "K": 64, "layout": "NT",
+                                       "bias": 0}}]}]
+
+
+def test_verify_ties_an_entry_to_the_kernels_its_own_calls_launched() -> None:
+    from kerntune.deploy.verify import engagement
+    from kerntune.runtime.corpus import CorpusLine
+
+    line = CorpusLine(op="aten::mm", shape={"M": 16, "N": 64, "K": 64}, dtype="bfloat16", layout="NT", bias=0,
+                      calls=3, device_us=30.0)
+    other = CorpusLine(op="aten::mm", shape={"M": 32, "N": 64, "K": 64}, dtype="bfloat16", layout="NT", bias=0,
+                       calls=5, device_us=50.0)
+    kernels = [{"name": "matmul_kernel", "launches": 8, "device_us": 60.0},
+               {"name": "nvjet_tst_64x8", "launches": 1, "device_us": 20.0}]
+    served = {"gemms": [line, other], "kernels": kernels,
+              "gemm_kernels": {line.identity: {"matmul_kernel": 3}, other.identity: {"matmul_kernel": 5}}}
+    found = engagement(_report(3), served)
+    (row,) = found["entries"]
+    assert row["engaged"] and row["profiled_by"] == "operator"  # its 3 calls, not all 8 launches of the kernel
+    assert row["profiled_launches"] == 3 and row["other_launches"] == 0
+    assert found["untied_launches"] == 0  # every launch of the kernel is some operator call's
+
+    fell_back = {**served, "gemm_kernels": {line.identity: {"nvjet_tst_64x8": 3}}}
+    found = engagement(_report(3), fell_back)
+    assert not found["entries"][0]["engaged"] and found["never_engaged"]  # served, but cuBLAS ran its calls
+    assert found["entries"][0]["other_kernels"] == ["nvjet_tst_64x8"]
+
+    replayed = {"gemms": [], "kernels": kernels, "gemm_kernels": {}}  # CUDA-graph replays: no operator encloses
+    found = engagement(_report(3), replayed)
+    (row,) = found["entries"]
+    assert found["untied_launches"] == 8
+    assert row["engaged"] and row["profiled_by"] == "kernel name" and row["profiled_launches"] == 8
+    assert engagement(_report(0), served)["never_engaged"]  # served no call

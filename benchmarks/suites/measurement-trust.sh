@@ -1,5 +1,5 @@
 # about: whether kerntune's timings hold: repeatability beside do_bench, A/A false calls and a planted slowdown through `kerntune ab`, fresh-process A/B, confirmation
-# steps: repeatability ab-power ab-sources ab-fresh confirmation
+# steps: repeatability ab-power ab-sources ab-fresh confirmation repeat-tunes
 # needs: any
 # repeatability: (GPU) 20 measurements of one bf16 4096³ torch.matmul in one process, triton.testing.do_bench
 #                timing the same launch beside each; spread = (max − min) / median; VARIANTS of warm-up : min
@@ -17,6 +17,11 @@
 # ab-fresh:      the same planted slowdown in fresh processes (--scheme fresh, PROCESSES per side, default 6).
 # confirmation:  (GPU) `kerntune tune examples/triton_matmul --strategy random --budget 24`: each finalist's
 #                search-time median beside its median confirmed in fresh processes.
+# repeat-tunes:  the same three shapes tuned REPEATS (5) times at TUNE_BUDGET, a fresh store each; every run's
+#                winner scored against an interleaved oracle of all runs' finalists (benchmarks/tune_reproducibility.py):
+#                the winner-flip rate and each run's regret. On a GPU examples/triton_matmul (bf16 M=16,N=K=4096,
+#                4096³ and M=4096,N=14336,K=4096; 12s/shape), on a CPU examples/opencl_matmul (128³, 256³, 512³;
+#                8s/shape).
 planted() {
   if [ -n "$GPU" ]; then PLANTED=(benchmarks/specs/planted_matmul @EXTRA=0 @EXTRA=2)
   else PLANTED=(examples/opencl_planted_slowdown @ITERS=200 @ITERS=206); fi
@@ -70,5 +75,21 @@ step_confirmation() {
   local code=$?
   KERNTUNE_HOME="$W/confirm-store" python3 -m kerntune show last > "$out/matmul.txt" 2>&1
   head -45 "$out/matmul.txt" >> "$LOG"
+  return $code
+}
+step_repeat_tunes() {
+  local out; out=$(step_dir repeat-tunes)
+  if [ -n "$GPU" ]; then
+    set -- --spec examples/triton_matmul --dtype bfloat16 --shape M=16,N=4096,K=4096 --shape M=4096,N=4096,K=4096 \
+      --shape M=4096,N=14336,K=4096 --budget "${TUNE_BUDGET:-12s/shape}"
+  else
+    set -- --spec examples/opencl_matmul --shape M=128,N=128,K=128 --shape M=256,N=256,K=256 \
+      --shape M=512,N=512,K=512 --budget "${TUNE_BUDGET:-8s/shape}"
+  fi
+  bounded "${REPEAT_TUNES_LIMIT:-1500}" python3 benchmarks/tune_reproducibility.py "$@" --repeats "${REPEATS:-5}" \
+    --out "$out" > "$out/repeat-tunes.log" 2>&1
+  local code=$?
+  rm -rf "$out"/store-*
+  tail -5 "$out/repeat-tunes.log" >> "$LOG"
   return $code
 }

@@ -53,6 +53,9 @@ class Settings:
     """KERNTUNE_FINALISTS: how many of the fastest searched configs are confirmed (0: no confirmation)."""
     confirm_rounds: int = 3
     """KERNTUNE_CONFIRM_ROUNDS: fresh processes in which finalists and baselines are re-timed, interleaved."""
+    confirm_band: float = 0.03
+    """KERNTUNE_CONFIRM_BAND: after a confirmation round, a finalist whose interleaved ratio so far is more than
+    this fraction behind the best finalist's is not re-timed in later rounds (a clear loser; 0: re-time all)."""
     compile_workers: int = -1
     """KERNTUNE_COMPILE_WORKERS: processes compiling candidates ahead of the timing worker (-1: all cores but
     three on a GPU host, none on a CPU device, whose cores the compilers would take from the kernel timed)."""

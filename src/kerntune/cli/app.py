@@ -276,7 +276,9 @@ def floor_check(
         for c in checks:
             floor = f"{c.floor_ms:.4g}" if c.floor_ms is not None else "—"
             now = f"{c.measured_ms:.4g}" if c.measured_ms is not None else "—"
-            console.print(f"{c.verdict:12s} {c.key}: floor {floor} ms, now {now} ms", highlight=False)
+            unit = " ms" if c.unit == "ms" else ""
+            what = "" if c.unit == "ms" else f" (time {c.unit}, timed interleaved)"
+            console.print(f"{c.verdict:12s} {c.key}: floor {floor}{unit}, now {now}{unit}{what}", highlight=False)
     raise typer.Exit(1 if any(c.verdict == "FAIL" for c in checks) else 0)
 
 

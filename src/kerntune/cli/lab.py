@@ -106,9 +106,10 @@ def compare(
                                            "Compute: compute / memory SOL %, DRAM, occupancy.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Replay the captured kernel and a variant under the same conditions; time, resources (registers, spills,
-    shared memory, occupancy, matrix instructions), and validation of the variant's outputs against the
-    original's. Exit 1 when validation fails."""
+    """Replay the captured kernel and a variant under the same conditions; the variant/original time ratio from
+    the two timed launch by launch side by side (A B B A, cold) with its 95% interval, each one's own replay (time,
+    resources: registers, spills, shared memory, occupancy, matrix instructions), and validation of the variant's
+    outputs against the original's. Exit 1 when validation fails."""
     if variant is None and not overrides:
         raise UsageError("give the variant: --variant FILE, --set NAME=VALUE, or both")
     changes = dict(_assignment(text) for text in overrides or [])
@@ -131,7 +132,10 @@ def compare(
         where = "" if check["passed"] else (f": {check['argument']} differs at {check['first_index']} "
                                             f"({check['got']} vs {check['expected']}), {check['mismatches']} of "
                                             f"{check['numel']} elements")
-        ratio = f"variant/original time {result['ratio']:.3f}" if result["ratio"] else "no timing claimed"
+        side = result.get("interleaved")
+        ratio = (f"variant/original time {result['ratio']:.3f} (95% CI {side['ci'][0]:.3f}–{side['ci'][1]:.3f}, "
+                 f"{side['pairs']} pairs interleaved {side['order']}; medians {side['original_ms'] * 1e3:.2f} → "
+                 f"{side['variant_ms'] * 1e3:.2f} µs)" if result["ratio"] and side else "no timing claimed")
         console = Console()
         console.print(f"{ratio}; validation ({check['rule']}) {'passed' if check['passed'] else 'FAILED'}{where}",
                       highlight=False)

@@ -3,7 +3,12 @@ header, and checked against later runs (the speed-gate of the hipfire seed).
 
 A check fails when a winner is slower than its floor beyond the band (default 5%: speed below
 floor × 0.95), and labels FAST when it is faster beyond the fast band (default 2%: speed above floor × 1.02).
-Times compared are confirmed medians where the run has them (search-time otherwise), in milliseconds.
+
+What is compared, best first: the winner's time over its reference's (the library baseline, or the default
+config) where confirmation timed the two interleaved launch by launch — a ``KEY@ratio:REFERENCE`` line, which
+carries no clock or power state from the day it was recorded, since both sides of it ran under the same one;
+else the winner's confirmed median (search-time otherwise), in milliseconds, which does. A floor file holds both
+where the run had both, and a check uses the ratio when the floor and the run both have it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from kerntune.report.summary import RunReport
 Floors = dict[str, float]
 
 
+RATIO = "@ratio:"
+
+
 @dataclass(frozen=True)
 class FloorCheck:
     key: str
@@ -28,6 +36,9 @@ class FloorCheck:
     measured_ms: float | None
     verdict: str
     """PASS, FAST, FAIL, NO-FLOOR (the run has a result the file lacks) or NOT-MEASURED (the reverse)."""
+    unit: str = "ms"
+    """What floor and measured are: ``ms`` (medians), or ``ratio to REFERENCE`` (interleaved, lower is faster);
+    ``floor_ms``/``measured_ms`` then hold the ratios."""
 
 
 def floor_key(problem: str, dtype: str, shape_key: str) -> str:
@@ -45,12 +56,19 @@ def run_conditions(report: RunReport) -> str:
 
 
 def run_floors(report: RunReport) -> Floors:
-    """key → the winner's (confirmed) median in ms, for every shape of the run that has a timed winner."""
+    """key → the winner's (confirmed) median in ms, for every shape of the run that has a timed winner; and
+    ``key@ratio:REFERENCE`` → its interleaved ratio to the reference, where confirmation timed the two beside each
+    other (the reference being another candidate than the winner)."""
     floors: Floors = {}
     for shape in report.shapes:
         best = shape.winner.best_measurement if shape.winner else None
-        if best is not None:
-            floors[floor_key(report.run.problem, report.run.dtype, shape.shape.key)] = best.median_ms
+        if best is None or shape.winner is None:
+            continue
+        key = floor_key(report.run.problem, report.run.dtype, shape.shape.key)
+        floors[key] = best.median_ms
+        ratio, ref = shape.interleaved.get(shape.winner.id or -1), shape.reference
+        if ratio is not None and ref is not None and ref.id != shape.winner.id:
+            floors[f"{key}{RATIO}{ref.label or ref.role}"] = ratio.ratio
     return floors
 
 
@@ -69,7 +87,8 @@ def write_floors(path: Path, report: RunReport, merge: bool = True) -> Floors:
     if not floors:
         raise UsageError(f"run {report.run.id} has no timed winner to record as a floor")
     header = [
-        "# kerntune speed floors: median milliseconds per launch of each shape's winner (lower is faster)",
+        "# kerntune speed floors: median milliseconds per launch of each shape's winner, and (KEY@ratio:REF) its",
+        "# time over the reference's, timed interleaved (lower is faster in both)",
         f"# arch: {report.run.target.arch}",
         f"# device: {report.run.target.label}",
         f"# recorded: {datetime.now(timezone.utc).isoformat(timespec='seconds')} from run {report.run.id}",
@@ -108,9 +127,11 @@ def read_floors(path: Path, arch: str, conditions: str | None = None) -> Floors:
         try:
             floors[key.strip()] = float(value)
         except ValueError:
-            raise UsageError(f"{path}:{number}: expected `key = milliseconds`, got {line!r}") from None
+            raise UsageError(f"{path}:{number}: expected `key = milliseconds` (or `key@ratio:REF = ratio`), "
+                             f"got {line!r}") from None
         if not sep:
-            raise UsageError(f"{path}:{number}: expected `key = milliseconds`, got {line!r}")
+            raise UsageError(f"{path}:{number}: expected `key = milliseconds` (or `key@ratio:REF = ratio`), "
+                             f"got {line!r}")
     if file_arch is None:
         raise UsageError(f"{path} has no `# arch:` header line: re-record it with `kerntune floor record`")
     if file_arch != arch:
@@ -119,10 +140,15 @@ def read_floors(path: Path, arch: str, conditions: str | None = None) -> Floors:
 
 
 def check_floors(floors: Floors, report: RunReport, band: float = 0.05, fast_band: float = 0.02) -> list[FloorCheck]:
+    """One check per shape key: by the interleaved ratio where the floor and the run both have it for the same
+    reference, else by the median in ms."""
     measured = run_floors(report)
     checks = []
-    for key in sorted(set(floors) | set(measured)):
-        floor, now = floors.get(key), measured.get(key)
+    for key in sorted(k for k in set(floors) | set(measured) if RATIO not in k):
+        unit, floor, now = "ms", floors.get(key), measured.get(key)
+        for ratio_key in sorted(k for k in floors if k.startswith(key + RATIO)):
+            if ratio_key in measured:
+                unit, floor, now = f"ratio to {ratio_key.split(RATIO, 1)[1]}", floors[ratio_key], measured[ratio_key]
         if floor is None:
             verdict = "NO-FLOOR"
         elif now is None:
@@ -133,5 +159,5 @@ def check_floors(floors: Floors, report: RunReport, band: float = 0.05, fast_ban
             verdict = "FAST"
         else:
             verdict = "PASS"
-        checks.append(FloorCheck(key, floor, now, verdict))
+        checks.append(FloorCheck(key, floor, now, verdict, unit))
     return checks

@@ -46,7 +46,16 @@ def run(folder: Path, request: dict[str, Any]) -> None:
     if manifest.get("interpreted"):
         os.environ["TRITON_INTERPRET"] = "1"  # before Triton is imported by the kernel's module
     from kerntune.errors import UsageError
-    from kerntune.lab.replay import check_device, check_mode, load_capture, load_kernel, replay, validate
+    from kerntune.lab.replay import (
+        check_device,
+        check_mode,
+        interleaved_ratio,
+        load_capture,
+        load_kernel,
+        make_launch,
+        replay,
+        validate,
+    )
     from kerntune.lab.session import record, variant_sha
 
     manifest = load_capture(folder)
@@ -70,15 +79,22 @@ def run(folder: Path, request: dict[str, Any]) -> None:
     if request["job"] == "compare":
         variant_path = Path(request["variant"]) if request.get("variant") else None
         changed = with_overrides(manifest, request.get("overrides") or {})
-        variant = replay(changed, folder, load_kernel(manifest, variant_path), **conditions)
+        variant_fn = load_kernel(manifest, variant_path)
+        variant = replay(changed, folder, variant_fn, **conditions)
         check_mode(variant, conditions["mode"])
         validation = validate(original["outputs"], variant["outputs"], request.get("rtol"))
+        side_by_side = None
+        if original["timing_claimed"]:  # the ratio, from the two timed launch by launch beside each other
+            side_by_side = interleaved_ratio(make_launch(manifest, folder, load_kernel(manifest), device),
+                                             make_launch(changed, folder, variant_fn, device),
+                                             conditions["iterations"])
         row = {"job": "compare", "variant": str(variant_path or ""), "overrides": request.get("overrides") or {},
                "variant_sha256": variant_sha(variant_path) if variant_path else None,
                "mode": conditions["mode"], "iterations": conditions["iterations"], "device": device,
                "timing_claimed": original["timing_claimed"], "original": _summary(original),
                "median_ms": variant["median_ms"], "variant_result": _summary(variant), "validation": validation,
-               "ratio": variant["median_ms"] / original["median_ms"] if original["timing_claimed"] else None}
+               "ratio": side_by_side["ratio"] if side_by_side else None, "interleaved": side_by_side,
+               "block_ratio": variant["median_ms"] / original["median_ms"] if original["timing_claimed"] else None}
     print(json.dumps(record(folder, row)))
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import math
 import statistics
 import time
 from pathlib import Path
@@ -33,6 +34,7 @@ from kerntune.lab.capture import FORMAT, MANIFEST, device_of
 from kerntune.lab.inspect_launch import launch_resources
 from kerntune.lab.snapshot import restore
 from kerntune.lab.variant import require_signature
+from kerntune.measure.stats import median_ci
 
 MODES = ("isolated", "sustained", "replays")
 
@@ -274,6 +276,28 @@ def replay(manifest: dict[str, Any], folder: Path, fn: Any, *, mode: str = "isol
     result.update(argument_bytes=moved, argument_gb_per_s=moved / result["median_ms"] / 1e6
                   if claim and result["median_ms"] > 0 else None)
     return result
+
+
+def interleaved_ratio(original: Launch, variant: Launch, iterations: int) -> dict[str, Any]:
+    """The variant/original time ratio with both timed side by side: ``iterations`` pairs in A B B A order, each
+    launch from pristine inputs with the L2 flushed before it (the isolated mode's conditions). Hazard guarded: two
+    replays one after the other (the block medians) run under different clocks and power states — the power cap
+    moves them within seconds — so the ratio of their medians carries that drift; a pair shares its moment. The
+    ratio is exp of the median log ratio over pairs, its 95% interval a bootstrap of that median."""
+    pairs: list[tuple[float, float]] = []
+    for i in range(iterations):
+        order = (original, variant) if i % 2 == 0 else (variant, original)
+        first, second = (launch.times(1, True)[0] for launch in order)
+        a, b = (first, second) if i % 2 == 0 else (second, first)
+        if a > 0 and b > 0:  # a zero-length event (a clock too coarse) has no ratio
+            pairs.append((a, b))
+    if not pairs:
+        raise UsageError("no launch pair had a measurable time: raise --iterations or use a finer timer")
+    logs = [math.log(b / a) for a, b in pairs]
+    low, high = median_ci(logs)
+    return {"ratio": math.exp(statistics.median(logs)), "ci": [math.exp(low), math.exp(high)], "pairs": len(pairs),
+            "order": "A B B A, cold (inputs restored, L2 flushed before each launch)",
+            "original_ms": statistics.median(a for a, _ in pairs), "variant_ms": statistics.median(b for _, b in pairs)}
 
 
 def reproduces(launch: Launch, folder: Path) -> bool | None:

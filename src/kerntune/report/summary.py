@@ -236,7 +236,7 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "failed": [_candidate_json(f) for f in s.failed],
             "reference": s.reference.name if s.reference else None,
             "interleaved": {str(cid): _ratio_json(r) for cid, r in s.interleaved.items()},
-            "finalists": [{"name": f.name, "role": f.role, "config": f.config.as_dict(),
+            "finalists": [{"id": f.id, "name": f.name, "role": f.role, "config": f.config.as_dict(),
                            "interleaved_ratio": _ratio_json(s.interleaved[f.id]) if f.id in s.interleaved else None,
                            "search_median_ms": f.measurement.median_ms if f.measurement else None,
                            "confirmed_median_ms": f.confirmed.median_ms if f.confirmed else None,

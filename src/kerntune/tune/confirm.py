@@ -12,6 +12,10 @@ candidate's confirmation (``paired`` in its telemetry) and the report ranks by t
 (``report.summary``). Graph-mode measurements (interleaving is eager only) and a shape without a reference are
 confirmed one candidate at a time, as before.
 
+After the first round only the finalists within ``confirm_band`` (3%) of the best finalist's ratio are re-timed:
+a clear loser keeps its first round's ratio, and the rounds that decide between close finalists cost less
+(baselines are always re-timed: the report's speedups over them need every round).
+
 Under a time budget (``model.time_plan``) confirmation runs round by round over every shape, so a cut keeps every
 shape's earlier rounds: before each comparison it checks that the time left holds the slowest comparison so far
 (and, before a round, the slowest worker start), and stops with a sentence saying what was cut.
@@ -102,6 +106,17 @@ def confirm(host: ConfirmHost, shapes: Sequence[Shape], claims_timing: bool) -> 
         todo = {shape.key: [c for c in finalists
                             if c.id is not None and round_ not in host.store.confirmed_rounds(c.id)]
                 for shape, finalists in plan}
+        if round_ > 0 and interleave and host.settings.confirm_band > 0:
+            for shape, finalists in plan:
+                behind = _behind(host.store, finalists, host.settings.confirm_band)
+                for c in todo[shape.key]:
+                    if c.id in behind:
+                        host.progress.finished(_label(host, round_, c), "skipped",
+                                               f"{behind[c.id]:.1%} behind the best finalist after {round_} "
+                                               f"round(s), beyond the {host.settings.confirm_band:.0%} band: "
+                                               "not re-timed")
+                        planned -= 1
+                todo[shape.key] = [c for c in todo[shape.key] if c.id not in behind]
         if not any(todo.values()):
             continue
         if not clock.fits(starting_round=True):
@@ -136,6 +151,23 @@ def confirm(host: ConfirmHost, shapes: Sequence[Shape], claims_timing: bool) -> 
            "(each round confirms every shape's best finalist first)")
     host.progress.finished("confirmation", "cut", why)
     return why
+
+
+def _behind(store: Store, finalists: Sequence[Candidate], band: float) -> dict[int, float]:
+    """The searched finalists whose interleaved ratio to the reference so far (the mean log ratio of their
+    rounds) is more than ``band`` behind the best one's: candidate id → how far behind, as a fraction."""
+    logs: dict[int, float] = {}
+    for c in finalists:
+        if c.id is None or c.role == "baseline":
+            continue
+        rounds = [float(p["log_ratio"]) for cond in store.confirmation_conditions(c.id)
+                  if (p := (cond.telemetry or {}).get("paired"))]
+        if rounds:
+            logs[c.id] = sum(rounds) / len(rounds)
+    if len(logs) < 2:
+        return {}
+    best = min(logs.values())
+    return {cid: math.exp(v - best) - 1 for cid, v in logs.items() if math.exp(v - best) - 1 > band}
 
 
 def _confirm_shape(host: ConfirmHost, worker: Slot, shape: Shape, cands: list[Candidate], ref: Candidate | None,

@@ -8,6 +8,7 @@ another device, a source changed since the capture, and a closed session."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -129,6 +130,13 @@ def test_the_same_loop_for_an_opencl_kernel_on_pocl(kerntune: Callable[..., CliR
         assert result.json()["median_ms"] > 0
     ok = kerntune("lab", "compare", str(cap), "--variant", str(lab / "axpy_ok.cl"), "--iterations", "5", "--json")
     assert ok.code == 0 and ok.json()["validation"]["passed"] and ok.json()["ratio"] > 0
+    side = ok.json()["interleaved"]  # the ratio is the two timed launch by launch beside each other
+    assert side["pairs"] == 5 and side["ci"][0] <= ok.json()["ratio"] <= side["ci"][1] and "A B B A" in side["order"]
+    slow = kerntune("lab", "compare", str(cap), "--variant", str(lab / "axpy_slow.cl"), "--iterations", "6")
+    assert slow.code == 0, slow.stderr  # the same output, 4,000 more steps of arithmetic per element
+    line = " ".join(slow.stdout.split())
+    ratio, low = (float(v) for v in re.search(r"time ([\d.]+) \(95% CI ([\d.]+)", line).groups())  # type: ignore[union-attr]
+    assert ratio > 2 and low > 1, line
     wrong = kerntune("lab", "compare", str(cap), "--variant", str(lab / "axpy_wrong.cl"), "--iterations", "5")
     assert wrong.code == 1 and "FAILED: out differs at [0]" in " ".join(wrong.stdout.split())
     bytes_only = kerntune("lab", "compare", str(cap), "--variant", str(lab / "axpy_ok.cl"), "--rtol", "1e-3")

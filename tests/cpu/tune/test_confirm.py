@@ -19,7 +19,7 @@ def test_finalists_are_confirmed_in_fresh_processes_in_alternating_order(
     tmp_path: Path, kerntune: Callable[..., CliResult]
 ) -> None:
     result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--json",
-                      env={"KERNTUNE_FINALISTS": "2", "KERNTUNE_CONFIRM_ROUNDS": "2"})
+                      env={"KERNTUNE_FINALISTS": "2", "KERNTUNE_CONFIRM_ROUNDS": "2", "KERNTUNE_CONFIRM_BAND": "0"})
     assert result.code == 0, result.stderr
     shape = result.json()["shapes"][0]
     winner = shape["winner"]
@@ -45,7 +45,7 @@ def test_finalists_are_ranked_by_ratios_timed_beside_the_reference(
     import json
 
     result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--json",
-                      env={"KERNTUNE_FINALISTS": "3", "KERNTUNE_CONFIRM_ROUNDS": "2"})
+                      env={"KERNTUNE_FINALISTS": "3", "KERNTUNE_CONFIRM_ROUNDS": "2", "KERNTUNE_CONFIRM_BAND": "0"})
     assert result.code == 0, result.stderr
     shape = result.json()["shapes"][0]
     assert "default" in shape["reference"]  # no library baseline in this spec: its default config
@@ -60,6 +60,34 @@ def test_finalists_are_ranked_by_ratios_timed_beside_the_reference(
         rows = db.execute("SELECT candidate_id, conditions FROM measurements WHERE phase='confirm'").fetchall()
     paired = [json.loads(c)["telemetry"].get("paired") for cid, c in rows if cid != default["id"]]
     assert paired and all(p and p["reference"] == default["id"] and p["pairs"] > 0 for p in paired)
+
+
+def test_after_the_first_round_only_finalists_close_to_the_best_are_re_timed(
+    tmp_path: Path, kerntune: Callable[..., CliResult]
+) -> None:
+    import json
+    import math
+
+    result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--json",
+                      env={"KERNTUNE_FINALISTS": "8", "KERNTUNE_CONFIRM_ROUNDS": "3", **FAST})
+    assert result.code == 0, result.stderr
+    shape = result.json()["shapes"][0]
+    searched = {f["id"]: f for f in shape["finalists"] if f["role"] == "search"}
+    with sqlite3.connect(tmp_path / "store" / "kerntune.sqlite") as db:
+        rows = db.execute("SELECT candidate_id, round, conditions FROM measurements WHERE phase='confirm'").fetchall()
+    first = {cid: json.loads(c)["telemetry"]["paired"]["log_ratio"] for cid, r, c in rows
+             if r == 0 and cid in searched}
+    rounds = {cid: sum(1 for c, _, _ in rows if c == cid) for cid in searched}
+    best = min(first.values())
+    behind = {cid for cid, v in first.items() if math.exp(v - best) - 1 > 0.03}
+    assert behind, first  # the space's slow configs are among eight finalists
+    # A clear loser after round 1 keeps that round only; the others are re-timed (round 3 may drop one that fell
+    # behind over two rounds).
+    assert all(rounds[cid] == 1 if cid in behind else rounds[cid] >= 2 for cid in searched), (rounds, first)
+    skipped = [json.loads(line) for line in result.stderr.splitlines() if '"skipped"' in line]
+    assert len(skipped) >= 2 * len(behind) and all("not re-timed" in e["detail"] for e in skipped)
+    default = next(b for b in shape["baselines"] if b["label"] == "default")
+    assert sum(1 for c, _, _ in rows if c == default["id"]) == 3  # the reference: every round
 
 
 def test_a_time_budget_bounds_the_whole_run_confirmation_included(tmp_path: Path,

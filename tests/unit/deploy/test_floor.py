@@ -65,3 +65,31 @@ def test_floors_refuse_a_run_measured_under_other_conditions(tmp_path: Path) -> 
     assert read_floors(path, "null-arch", run_conditions(report))  # equal conditions: compared
     with pytest.raises(UsageError, match="equal conditions"):
         read_floors(path, "null-arch", "timer=t regime=warm mode=eager fresh_process=False")
+
+
+def _paired(report: RunReport, ratio: float) -> RunReport:
+    """The report as if confirmation had timed the winner interleaved beside a library baseline."""
+    from dataclasses import replace
+
+    from kerntune.measure.stats import RatioEstimate
+
+    shape = report.shapes[0]
+    assert shape.winner is not None and shape.winner.id is not None
+    reference = replace(shape.winner, id=shape.winner.id + 100, role="baseline", label="torch.matmul")
+    paired = replace(shape, interleaved={shape.winner.id: RatioEstimate(ratio, ratio * 0.99, ratio * 1.01, 3)},
+                     reference=reference)
+    return replace(report, shapes=[paired])
+
+
+def test_a_floor_timed_interleaved_is_checked_as_a_ratio_not_a_median(tmp_path: Path) -> None:
+    path = tmp_path / "null-arch.txt"
+    floors = write_floors(path, _paired(_report(tmp_path, 2.0), 0.90))
+    key = floor_key("p", "float32", SHAPE.key)
+    assert floors == {key: 2.0, f"{key}@ratio:torch.matmul": 0.90} and read_floors(path, "null-arch") == floors
+    # A slower clock day: every median 10% up, the winner still 0.90 of the library beside it — PASS, not FAIL.
+    (check,) = check_floors(floors, _paired(_report(tmp_path, 2.2), 0.90))
+    assert check.verdict == "PASS" and check.unit == "ratio to torch.matmul" and check.measured_ms == 0.90
+    (check,) = check_floors(floors, _paired(_report(tmp_path, 2.0), 0.99))  # same median, lost ground: FAIL
+    assert check.verdict == "FAIL"
+    (check,) = check_floors(floors, _report(tmp_path, 2.2))  # the run has no interleaved ratio: by median
+    assert check.verdict == "FAIL" and check.unit == "ms"

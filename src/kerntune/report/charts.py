@@ -8,13 +8,18 @@ string is data, never markup).
 - ``trace``: best median so far against evaluations or seconds (a step line), every evaluation as a faint dot.
 - ``pairs``: finalists' search-time median beside their confirmed (fresh-process) median.
 - ``roofline``: candidates at their arithmetic intensity against the calibrated ceilings, log-log.
+- ``parameters``: every timed config's median against each parameter's values, most important parameter first.
+
+Time axes go logarithmic where the times span a decade or more; tick labels never print over each other (one
+without room is left out) and the unit is written once per axis; a single evaluation is drawn as a point.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
+from typing import Any
 
 WIDTH, ROW, LEFT, PAD = 720, 26, 230, 18
 MAX_DOTS = 400
@@ -31,16 +36,34 @@ def _svg(height: float, body: list[str], title: str) -> str:
             + "".join(body) + "</svg>")
 
 
+LABEL_GAP = 56.0
+"""The least horizontal room between two tick labels (px): a tick whose label would overlap another's is dropped."""
+
+
+def wants_log(values: Sequence[float]) -> bool:
+    """A log axis where positive values span a decade or more (1.7 to 30 ms on a linear axis squeezes every good
+    config against the left edge)."""
+    return bool(values) and min(values) > 0 and max(values) / min(values) >= 10
+
+
 def _axis(low: float, high: float, y: float, unit: str, data: tuple[float, float], log: bool = False) -> list[str]:
-    """A horizontal axis from LEFT to WIDTH - PAD over the scale [low, high], ticked at the data's lowest,
-    middle and highest values."""
+    """A horizontal axis from LEFT to WIDTH - PAD over the scale [low, high], ticked at the data's lowest, middle
+    and highest values (each value once; a label with no room beside the previous one is left out), the unit
+    written once under its right end."""
     out = [f'<line x1="{LEFT}" y1="{y}" x2="{WIDTH - PAD}" y2="{y}" stroke="#888"/>']
     first, last = data
     middle = math.sqrt(first * last) if log and first > 0 else (first + last) / 2
+    kept: list[float] = []
     for value, anchor in ((first, "start"), (middle, "middle"), (last, "end")):
         x = _x(value, low, high, log)
-        out.append(f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="#888"/><text x="{x:.1f}" '
-                   f'y="{y + 15}" font-size="11" text-anchor="{anchor}">{value:.4g} {escape(unit)}</text>')
+        if any(abs(x - other) < LABEL_GAP for other in kept):
+            continue
+        kept.append(x)
+        out.append(f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="#888"/><text class="tick" '
+                   f'x="{x:.1f}" y="{y + 15}" font-size="11" text-anchor="{anchor}">{value:.4g}</text>')
+    scale = ", log scale" if log else ""
+    out.append(f'<text class="unit" x="{WIDTH - PAD}" y="{y + 28}" font-size="11" text-anchor="end" fill="#555">'
+               f"{escape(unit)}{scale}</text>")
     return out
 
 
@@ -63,33 +86,41 @@ def distributions(rows: Sequence[tuple[str, Sequence[float], float]], title: str
     values = [v for _, samples, _ in rows for v in samples]
     if not values:
         return ""
-    low, high = _scale(min(values), max(values))
+    log = wants_log(values)
+    low, high = _scale(min(values), max(values), log)
     body = []
     for i, (label, samples, median) in enumerate(rows):
         y = PAD + i * ROW + ROW / 2
         step = max(1, math.ceil(len(samples) / MAX_DOTS))
-        dots = "".join(f'<circle cx="{_x(v, low, high):.1f}" cy="{y:.1f}" r="2" fill="#4477aa" fill-opacity="0.45" '
-                       f'data-ms="{_num(v)}"/>' for v in list(samples)[::step])
-        mx = _x(median, low, high)
+        dots = "".join(f'<circle cx="{_x(v, low, high, log):.1f}" cy="{y:.1f}" r="2" fill="#4477aa" '
+                       f'fill-opacity="0.45" data-ms="{_num(v)}"/>' for v in list(samples)[::step])
+        mx = _x(median, low, high, log)
         body.append(f'<g class="series" data-label="{escape(label)}" data-median-ms="{_num(median)}" '
                     f'data-n="{len(samples)}"><text x="{LEFT - 6}" y="{y + 4:.1f}" font-size="11" '
                     f'text-anchor="end">{escape(label[:34])}</text>{dots}<line class="median" x1="{mx:.1f}" '
                     f'y1="{y - 9:.1f}" x2="{mx:.1f}" y2="{y + 9:.1f}" stroke="#cc3311" stroke-width="2"/></g>')
-    height = PAD + len(rows) * ROW + 30
-    return _svg(height, [*body, *_axis(low, high, height - 28, "ms", (min(values), max(values)))], title)
+    height = PAD + len(rows) * ROW + 44
+    return _svg(height, [*body, *_axis(low, high, height - 40, "ms", (min(values), max(values)), log)], title)
 
 
 def trace(points: Sequence[tuple[float, float]], x_unit: str, title: str = "search trace") -> str:
     """(x, median ms) per evaluation in order: a step line of the best so far, every evaluation a faint dot."""
     if not points:
         return ""
+    if len(points) == 1:  # one evaluation: the point and its value, not an empty frame around one dot
+        x, v = points[0]
+        return _svg(34.0, [f'<circle class="evaluation best" cx="{LEFT}" cy="17" r="3.5" fill="#cc3311" '
+                           f'data-x="{_num(x)}" data-ms="{_num(v)}"/><text x="{LEFT + 10}" y="21" font-size="12">'
+                           f"one evaluation: {_num(v)} ms (at {_num(x)} {escape(x_unit)})</text>"], title)
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     xlow, xhigh = _scale(min(xs), max(xs))
-    ylow, yhigh = _scale(min(ys), max(ys))
-    height, top = 240.0, 12.0
+    log = wants_log(ys)
+    ylow, yhigh = _scale(min(ys), max(ys), log)
+    height, top = 252.0, 12.0
 
     def y_of(v: float) -> float:
-        return top + (1 - (v - ylow) / (yhigh - ylow)) * (height - 50 - top)
+        frac = math.log(v / ylow) / math.log(yhigh / ylow) if log else (v - ylow) / (yhigh - ylow)
+        return top + (1 - frac) * (height - 62 - top)
 
     best, path, marks = math.inf, "", []
     for x, v in points:
@@ -102,10 +133,16 @@ def trace(points: Sequence[tuple[float, float]], x_unit: str, title: str = "sear
             marks.append(f'<circle class="best" cx="{px:.1f}" cy="{py:.1f}" r="3" fill="#cc3311" '
                          f'data-x="{_num(x)}" data-ms="{_num(v)}"/>')
     path += f"H{_x(xs[-1], xlow, xhigh):.1f}"
-    labels = [f'<text x="{LEFT - 6}" y="{y_of(v) + 4:.1f}" font-size="11" text-anchor="end">{_num(v)} ms</text>'
-              for v in (min(ys), max(ys))]
+    ends = sorted({min(ys), max(ys)})
+    if len(ends) == 2 and abs(y_of(ends[0]) - y_of(ends[1])) < 14:  # two labels that would print over each other
+        ends = ends[:1]
+    labels = [f'<text class="tick" x="{LEFT - 6}" y="{y_of(v) + 4:.1f}" font-size="11" text-anchor="end">'
+              f"{_num(v)} ms</text>" for v in ends]
+    if log:
+        labels.append(f'<text class="unit" x="{LEFT - 6}" y="{top + 4:.1f}" font-size="11" text-anchor="end" '
+                      'fill="#555">log scale</text>')
     line = f'<path class="best-so-far" d="{path}" fill="none" stroke="#cc3311" stroke-width="1.5"/>'
-    return _svg(height, [*marks, line, *labels, *_axis(xlow, xhigh, height - 32, x_unit, (min(xs), max(xs)))],
+    return _svg(height, [*marks, line, *labels, *_axis(xlow, xhigh, height - 44, x_unit, (min(xs), max(xs)))],
                 title)
 
 
@@ -124,11 +161,11 @@ def pairs(rows: Sequence[tuple[str, float, float | None]], title: str = "search 
                         if v is not None)
         body.append(f'<g class="pair" data-label="{escape(label)}"><text x="{LEFT - 6}" y="{y + 13:.1f}" '
                     f'font-size="11" text-anchor="end">{escape(label[:34])}</text>{marks}</g>')
-    height = PAD + len(rows) * ROW + 30
+    height = PAD + len(rows) * ROW + 44
     legend = ('<rect x="8" y="4" width="10" height="8" fill="#4477aa"/><text x="22" y="12" font-size="11">search'
               '</text><rect x="80" y="4" width="10" height="8" fill="#228833"/><text x="94" y="12" font-size="11">'
               "confirmed (fresh processes)</text>")
-    return _svg(height, [legend, *body, *_axis(0.0, high, height - 28, "ms", (0.0, max(values)))], title)
+    return _svg(height, [legend, *body, *_axis(0.0, high, height - 40, "ms", (0.0, max(values)))], title)
 
 
 def roofline(points: Sequence[dict[str, float | str | bool]], roofs: dict[str, float], copy_bytes_per_s: float,
@@ -141,10 +178,10 @@ def roofline(points: Sequence[dict[str, float | str | bool]], roofs: dict[str, f
     xlow, xhigh = _scale(min(min(xs) / 4, min(roofs.values()) / copy_bytes_per_s / 8),
                          max(max(xs) * 4, top / copy_bytes_per_s * 4), log=True)
     ylow, yhigh = _scale(min(float(p["flops_per_s"]) for p in points) / 4, top * 1.5, log=True)
-    height, y0 = 300.0, 12.0
+    height, y0 = 312.0, 12.0
 
     def y_of(v: float) -> float:
-        return y0 + (1 - math.log(v / ylow) / math.log(yhigh / ylow)) * (height - 50 - y0)
+        return y0 + (1 - math.log(v / ylow) / math.log(yhigh / ylow)) * (height - 62 - y0)
 
     body = []
     for name, rate in roofs.items():
@@ -161,4 +198,39 @@ def roofline(points: Sequence[dict[str, float | str | bool]], roofs: dict[str, f
                     f'cy="{y_of(float(p["flops_per_s"])):.1f}" r="3.5" fill="{color}" '
                     f'data-label="{escape(str(p["label"]))}" data-median-ms="{_num(float(p["median_ms"]))}" '
                     f'data-flops-per-s="{_num(float(p["flops_per_s"]))}"/>')
-    return _svg(height, [*body, *_axis(xlow, xhigh, height - 32, "FLOP/B", (min(xs), max(xs)), log=True)], title)
+    return _svg(height, [*body, *_axis(xlow, xhigh, height - 44, "FLOP/B", (min(xs), max(xs)), log=True)], title)
+
+
+def parameters(rows: Sequence[tuple[Mapping[str, Any], float]], params: Mapping[str, Sequence[Any]],
+               importance: Mapping[str, float] | None, title: str = "time by parameter") -> str:
+    """Time against each parameter's values: per parameter that varies (most important first when ``importance``
+    says), one row per value with every timed config's median at that value as a dot and the value's best as a
+    bar — the view that shows which parameter moved the time. ``rows``: (config, median ms)."""
+    times = [ms for _, ms in rows]
+    if not times or not params:
+        return ""
+    log = wants_log(times)
+    low, high = _scale(min(times), max(times), log)
+    order = sorted(params, key=lambda n: -(importance or {}).get(n, 0.0)) if importance else list(params)
+    body: list[str] = []
+    y = float(PAD)
+    for name in order:
+        score = f" — importance {importance[name]:.2f}" if importance and name in importance else ""
+        body.append(f'<text class="parameter" x="8" y="{y + 4:.1f}" font-size="12" font-weight="bold" '
+                    f'data-parameter="{escape(name)}">{escape(name)}{escape(score)}</text>')
+        y += ROW * 0.8
+        for value in params[name]:
+            mine = [ms for config, ms in rows if config.get(name) == value]
+            if not mine:
+                continue
+            dots = "".join(f'<circle cx="{_x(ms, low, high, log):.1f}" cy="{y:.1f}" r="2.5" fill="#4477aa" '
+                           f'fill-opacity="0.55" data-ms="{_num(ms)}"/>' for ms in mine)
+            bx = _x(min(mine), low, high, log)
+            body.append(f'<g class="value" data-parameter="{escape(name)}" data-value="{escape(str(value))}" '
+                        f'data-best-ms="{_num(min(mine))}" data-n="{len(mine)}"><text x="{LEFT - 6}" y="{y + 4:.1f}" '
+                        f'font-size="11" text-anchor="end">{escape(f"{name} = {value}"[:34])}</text>{dots}'
+                        f'<line class="best" x1="{bx:.1f}" y1="{y - 8:.1f}" x2="{bx:.1f}" y2="{y + 8:.1f}" '
+                        f'stroke="#cc3311" stroke-width="2"/></g>')
+            y += ROW
+    height = y + 44
+    return _svg(height, [*body, *_axis(low, high, height - 40, "ms", (min(times), max(times)), log)], title)

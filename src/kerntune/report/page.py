@@ -16,6 +16,7 @@ from typing import Any
 
 from kerntune.model import Candidate
 from kerntune.report import charts
+from kerntune.report.importance import MIN_CONFIGS, parameter_importance, varying
 from kerntune.report.roofline import roofline_points, roofs_of
 from kerntune.report.summary import RunReport, ShapeReport, report_json
 
@@ -32,6 +33,12 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]], cls: str, *, mar
     cell = str if markup else (lambda v: escape(str(v)))
     body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>" for row in rows)
     return f'<table class="{cls}"><tr>{head}</tr>{body}</table>'
+
+
+def fields(rows: Sequence[tuple[str, Any]], cls: str) -> str:
+    """A table of named values: each name a row header, no empty header row above them."""
+    body = "".join(f'<tr><th scope="row">{escape(str(k))}</th><td>{escape(str(v))}</td></tr>' for k, v in rows)
+    return f'<table class="{cls}">{body}</table>'
 
 
 def _ms(value: float | None) -> str:
@@ -65,7 +72,7 @@ def _shape_section(report: RunReport, s: ShapeReport, trace: list[tuple[int, str
     mine = [t for t in trace if t[1] == s.shape.key]
     start = mine[0][3] if mine else 0.0
     parts = [f'<section class="shape" data-shape="{escape(s.shape.key)}"><h2>{escape(s.shape.key)}</h2>',
-             table(("", ""), summary, "summary"),
+             fields(summary, "summary"),
              table(("baseline", "median ms", "winner speedup"), baselines, "baselines") if baselines else "",
              "<h3>Samples</h3>" if shown else "",
              charts.distributions([(_label(c), c.best_measurement.samples_ms, c.best_measurement.median_ms)
@@ -75,6 +82,7 @@ def _shape_section(report: RunReport, s: ShapeReport, trace: list[tuple[int, str
     rows = [(label, a, b) for label, a, b in finalists if a is not None]
     if rows:
         parts += ["<h3>Search-time vs confirmed medians</h3>", charts.pairs(rows, f"finalists at {s.shape.key}")]
+    parts.append(_parameters(s))
     if mine:
         parts += ["<h3>Search trace</h3>",
                   charts.trace([(float(i + 1), m) for i, (_, _, m, _) in enumerate(mine)], "evaluations",
@@ -86,6 +94,22 @@ def _shape_section(report: RunReport, s: ShapeReport, trace: list[tuple[int, str
                                             [(c.config.key, c.failure.value if c.failure else "", c.reason[:300])
                                              for c in s.failed], "failed")]
     return "".join(parts) + "</section>"
+
+
+def _parameters(s: ShapeReport) -> str:
+    """Time by each tunable parameter's values over the shape's timed configs, and which parameters mattered."""
+    rows = [(c.config.as_dict(), c.measurement.median_ms) for c in s.all_candidates
+            if c.role != "baseline" and c.status == "ok" and c.measurement is not None]
+    params = varying(rows)
+    if len(rows) < 2 or not params:
+        return ""
+    importance = parameter_importance(rows)
+    said = (", ".join(f"{name} {score:.2f}" for name, score in importance.items()) if importance else
+            f"not scored: {len(rows)} timed configs (PED-ANOVA needs {MIN_CONFIGS} and two varying parameters)")
+    return ("<h3>Time by parameter</h3>"
+            f'<p class="importance">Which parameters moved the time (Optuna PED-ANOVA, search-time medians): '
+            f"{escape(said)}</p>"
+            + charts.parameters(rows, params, importance, f"time by parameter at {s.shape.key}"))
 
 
 def _roofline(report: RunReport) -> str:
@@ -106,7 +130,7 @@ def render(report: RunReport, trace: list[tuple[int, str, float, float]]) -> str
             ("elapsed s", f"{run.elapsed_s:.1f}"),
             ("timing claimed", run.target.claims_timing)]
     data = json.dumps(report_json(report)).replace("</", "<\\/")  # never closes the script element early
-    body = [f"<h1>kerntune run {escape(run.id)}</h1>", table(("", ""), head, "run"),
+    body = [f"<h1>kerntune run {escape(run.id)}</h1>", fields(head, "run"),
             *(_shape_section(report, s, trace) for s in report.shapes), _roofline(report),
             f'<script type="application/json" id="kerntune-report">{data}</script>']
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>kerntune {escape(run.id)}</title>'

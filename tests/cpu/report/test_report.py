@@ -77,3 +77,39 @@ def test_the_roofline_chart_draws_each_ceiling_and_point() -> None:
     assert svg.count('class="ceiling"') == 2 and 'data-flops-per-s="9e+14"' in svg
     assert 'data-label="B=64" data-median-ms="0.5"' in svg and 'data-label="torch" data-median-ms="1"' in svg
     assert charts.roofline([], {"FMA": 1.0}, 1.0) == ""
+
+
+def test_charts_fit_their_data() -> None:
+    import re
+
+    one = charts.trace([(1.0, 2.5)], "evaluations")  # a single evaluation is a point, not an empty frame
+    assert one.count("<circle") == 1 and "one evaluation: 2.5 ms" in one and "<line" not in one
+    flat = charts.trace([(1.0, 2.0), (1.0, 2.0)], "evaluations")  # every tick at one value: labelled once
+    ticks = re.findall(r'class="tick" x="([\d.]+)"[^>]*>([^<]*)<', flat)
+    assert [label for _, label in ticks].count("1") == 1 and flat.count(">2 ms<") == 1
+    assert flat.count(">evaluations<") == 1  # the unit once per axis, not on every tick
+    spread = charts.distributions([("a", [1.7, 1.8], 1.75), ("b", [29.0, 30.0], 29.5)])
+    assert "log scale" in spread  # 1.7 to 30 ms: a decade and more, so a log axis
+    xs = [float(x) for x in re.findall(r'cx="([\d.]+)"', spread)]
+    assert xs[1] - xs[0] > 5  # 1.7 and 1.8 ms stay apart instead of squeezed into one pixel at the left
+    assert "log scale" not in charts.distributions([("a", [1.0, 1.2], 1.1)])
+    for svg in (flat, spread, charts.pairs([("x", 1.0, 1.0)])):
+        positions = sorted(float(x) for x, _ in re.findall(r'class="tick" x="([\d.]+)"[^>]*>([^<]*)<', svg))
+        assert all(b - a >= charts.LABEL_GAP for a, b in zip(positions, positions[1:], strict=False)), svg
+
+
+def test_the_run_page_shows_which_parameter_moved_the_time() -> None:
+    from kerntune.report.importance import parameter_importance, varying
+    from kerntune.report.page import fields
+
+    rows = [({"BLOCK": b, "WARPS": w, "STAGES": st}, 8.0 / b + (0.001 * st)) for b in (16, 32, 64, 128)
+            for w in (2, 4) for st in (2, 3)]
+    importance = parameter_importance(rows)
+    assert importance is not None and max(importance, key=importance.__getitem__) == "BLOCK"
+    assert abs(sum(importance.values()) - 1) < 1e-6
+    assert parameter_importance(rows[:4]) is None  # four configs rank nothing
+    svg = charts.parameters(rows, varying(rows), importance)
+    assert svg.index('data-parameter="BLOCK"') < svg.index('data-parameter="STAGES"')  # most important first
+    assert 'data-parameter="BLOCK" data-value="128" data-best-ms="0.0645"' in svg
+    assert "<th></th>" not in fields([("run", "r1")], "run") and '<th scope="row">run</th>' in fields(
+        [("run", "r1")], "run")

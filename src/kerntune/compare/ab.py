@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from kerntune.compare.runners import ABRequest, CommandRunner, SideFailed, SpecRunner
 from kerntune.compare.sides import Side, parse_side
 from kerntune.errors import UsageError
-from kerntune.measure.stats import RatioEstimate, ratio_ci
+from kerntune.measure.stats import DISTURBED_Z, RatioEstimate, ratio_ci, robust_ratio_ci
 from kerntune.settings import Settings
 from kerntune.store import Store
 from kerntune.store.claims import ABRecord, ProcessRecord, noise_band, now, save_ab, set_noise_band
@@ -124,7 +124,8 @@ def _runner(sides: tuple[Side, Side], request: ABRequest, settings: Settings,
     if in_process and settings.mode == "graph":
         raise UsageError("the in-process A/B interleaves single launches (eager): with KERNTUNE_MODE=graph "
                          "use --scheme fresh")
-    return SpecRunner(sides, request, settings, store, in_process), "in-process" if in_process else "fresh"
+    runner = SpecRunner(sides, request, settings, store, in_process)
+    return runner, "in-process" if in_process else ("fresh, beside a reference" if runner.referenced else "fresh")
 
 
 def _scope(runner: SpecRunner | CommandRunner, scheme: str, conditions: dict[str, Any]) -> str:
@@ -177,12 +178,12 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
         calibration = _calibrate(sides[0], request, settings, store, count, progress, scope)
         known = (calibration.band or settings.ab_min_band, calibration.id)
     band = max(settings.ab_min_band, known[0])
-    estimate = ratio_ci(_pairs(records))
+    estimate, set_aside = _estimate(records, scheme)
     verdict = verdict_for(estimate, band)
     is_aa = runner.work(0) == runner.work(1)  # same code by content and same resolved config
     expect = request.expect if request.expect is not None else (None if is_aa else "win")
     claim_failed = expect is not None and not claim_holds(verdict, expect)
-    reason = _reason(verdict, estimate, band, known[1])
+    reason = _reason(verdict, estimate, band, known[1]) + _set_aside(set_aside)
     record = ABRecord(
         id=_new_id(), created=now(), kind="aa" if is_aa else "ab", a=sides[0].as_dict(), b=sides[1].as_dict(),
         target=runner.target, conditions=conditions, scheme=scheme, ratio=estimate.ratio, ci_low=estimate.low,
@@ -198,17 +199,34 @@ def _calibrate(side: Side, request: ABRequest, settings: Settings, store: Store,
     """An A/A run of ``side`` in this scope: the farthest its ratio interval reaches from 1 is the band."""
     started = time.perf_counter()
     records, runner, scheme = _measure_pair((side, side), request, settings, store, count, progress, "A/A")
-    estimate = ratio_ci(_pairs(records))
+    estimate, set_aside = _estimate(records, scheme)
     band = max(settings.ab_min_band, estimate.extent)
     record = ABRecord(
         id=_new_id(), created=now(), kind="aa", a=side.as_dict(), b=side.as_dict(), target=runner.target,
         conditions=_conditions(records), scheme=scheme, ratio=estimate.ratio, ci_low=estimate.low,
         ci_high=estimate.high, band=band, verdict="calibration", expect=None, claim_failed=False,
-        reason=f"noise band calibration: A/A interval reaches {estimate.extent:.2%} from 1; band {band:.2%}",
+        reason=f"noise band calibration: A/A interval reaches {estimate.extent:.2%} from 1; band {band:.2%}"
+        + _set_aside(set_aside),
         hashes=_hashes((side, side), records), wall_s=time.perf_counter() - started, processes=tuple(records))
     save_ab(store, record)
     set_noise_band(store, scope, band, record.id)
     return record
+
+
+def _estimate(records: list[ProcessRecord], scheme: str) -> tuple[RatioEstimate, tuple[float, float] | None]:
+    """The B/A ratio and its interval over the pairs. Fresh processes: robust to one disturbed process (a pair far
+    from the rest is set aside, and said). In one worker every pair is kept: its rounds share the process."""
+    if scheme.startswith("fresh"):
+        return robust_ratio_ci(_pairs(records))
+    return ratio_ci(_pairs(records)), None
+
+
+def _set_aside(pair: tuple[float, float] | None) -> str:
+    if pair is None:
+        return ""
+    a, b = pair
+    return (f"; one pair set aside as disturbed (B/A {b / a:.4f}, more than {DISTURBED_Z:g} robust standard "
+            "deviations from the others' median)")
 
 
 def _reason(verdict: str, est: RatioEstimate, band: float, calibration: str) -> str:

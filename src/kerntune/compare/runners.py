@@ -5,6 +5,7 @@ fresh runs of a shell command.
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
 import statistics
@@ -69,13 +70,22 @@ class SpecRunner:
                  in_process: bool) -> None:
         self.sides, self.request, self.settings, self.store = sides, request, settings, store
         self.in_process = in_process
+        # Fresh processes of one spec file (two configs or sources, --scheme fresh): every process also times the
+        # spec's default config, from the spec's own source, interleaved with its side — a fixed reference, so
+        # what differs from process to process (clocks, placement, a CPU device's threads) divides out.
+        self.referenced = not in_process and sides[0].spec_path == sides[1].spec_path
         self.gated: set[int] = set()
         self.shared: Worker | None = None
         self.target: dict[str, Any] = {}
         self.payloads = [self._payload(side) for side in sides]
-        if in_process:  # one worker holds both sides' kernels: each payload names its source ("" = the spec's)
+        if in_process or self.referenced:  # a worker holds the spec's kernel and the sides' sources ("" = the spec's)
             for side, payload in zip(sides, self.payloads, strict=True):
                 payload["kernel_source"] = side.kernel_source
+        self.reference: dict[str, Any] | None = None
+        if self.referenced:
+            problem = load_spec(sides[0].spec_path).problem
+            self.reference = {**self.payloads[0], "config": problem.space.default_config().as_dict(),
+                              "baseline_kernel": None, "kernel_source": ""}
 
     def _payload(self, side: Side) -> dict[str, Any]:
         loaded = load_spec(side.spec_path)
@@ -99,7 +109,7 @@ class SpecRunner:
 
     def _worker(self, index: int) -> Worker:
         side = self.sides[index]
-        if self.in_process:  # the spec as written, with every side's kernel source loaded beside it
+        if self.in_process or self.referenced:  # the spec as written, every side's kernel source beside it
             setup = (SETUP, {"spec_path": side.spec_path, "device": self.request.device,
                              "variants": sorted({s.kernel_source for s in self.sides if s.kernel_source})})
         else:
@@ -117,7 +127,10 @@ class SpecRunner:
         return worker
 
     def value(self, index: int) -> Value:
-        """One fresh process measuring side ``index``; its median is the value."""
+        """One fresh process measuring side ``index``: its median is the value, or, with a reference, its time
+        over the reference's, timed interleaved in that process (the median of adjacent log ratios)."""
+        if self.reference is not None:
+            return self._referenced_value(index)
         worker = self._worker(index)
         try:
             payload = {**self.payloads[index], "gate": index not in self.gated}
@@ -127,6 +140,30 @@ class SpecRunner:
         value = self._checked(outcome, index)
         self.gated.add(index)
         return self._value(value, payload["gate"])
+
+    def _referenced_value(self, index: int) -> Value:
+        assert self.reference is not None
+        worker = self._worker(index)
+        gate = index not in self.gated
+        try:
+            payload = {"a": {**self.reference, "gate": gate}, "b": {**self.payloads[index], "gate": gate},
+                       "measure": self.payloads[index]["measure"]}
+            outcome = worker.call(EVALUATE_PAIR, payload, 2 * self.settings.candidate_timeout_s)
+        finally:
+            worker.stop()
+        if outcome.status == "ok" and "failed" in outcome.value:
+            if outcome.value["failed"] == "A":
+                raise SideFailed(f"the reference (the spec's default config) failed in side {'AB'[index]}'s process: "
+                                 f"{outcome.value['result'].get('failure', {}).get('reason', '')}")
+            self._checked(replace(outcome, value=outcome.value["result"]), index)
+        ref = self._checked(replace(outcome, value=outcome.value["a"]) if outcome.status == "ok" else outcome, index)
+        mine = self._checked(replace(outcome, value=outcome.value["b"]) if outcome.status == "ok" else outcome, index)
+        self.gated.add(index)
+        _, ref_samples, _ = self._value(ref, gate)
+        median, samples, info = self._value(mine, gate)
+        ratio = math.exp(paired_log_ratio(ref_samples, samples))
+        info.update(median_ms=median, reference_ms=statistics.median(ref_samples), over_reference=ratio)
+        return ratio, samples, info
 
     def pair(self) -> list[Value]:
         """One interleaved round in the shared worker: A's and B's medians over adjacent samples."""

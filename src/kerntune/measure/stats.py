@@ -73,6 +73,29 @@ def ratio_ci(pairs: Sequence[tuple[float, float]], confidence: float = 0.95) -> 
     return RatioEstimate(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
 
 
+DISTURBED_Z = 3.5
+"""How far (in robust standard deviations: 1.4826 × the median absolute deviation) a pair's log ratio must sit
+from the median of all pairs to be set aside as disturbed."""
+
+
+def robust_ratio_ci(pairs: Sequence[tuple[float, float]],
+                    confidence: float = 0.95) -> tuple[RatioEstimate, tuple[float, float] | None]:
+    """``ratio_ci`` robust to one disturbed pair: with four pairs or more, the one pair whose log ratio lies
+    farthest from the median is set aside when it is more than ``DISTURBED_Z`` robust standard deviations away (a
+    process that shared the device with another, or started under other clocks), and the interval is taken over
+    the rest. Returns the estimate and the pair set aside (None when none was). At most one: two far pairs are
+    not a disturbance but the spread, which the interval must show."""
+    if len(pairs) >= 4:
+        logs = np.array([math.log(b / a) for a, b in pairs])
+        centre = float(np.median(logs))
+        spread = 1.4826 * float(np.median(np.abs(logs - centre)))
+        far = int(np.argmax(np.abs(logs - centre)))
+        if spread > 0 and abs(logs[far] - centre) > DISTURBED_Z * spread:
+            kept = [p for i, p in enumerate(pairs) if i != far]
+            return ratio_ci(kept, confidence), pairs[far]
+    return ratio_ci(pairs, confidence), None
+
+
 def paired_log_ratio(a_samples: Sequence[float], b_samples: Sequence[float]) -> float:
     """The median of log(b_i / a_i) over samples taken side by side (interleaved A B B A ...): each pair shares
     its moment, so a transient (an interrupt, a clock dip) moves one pair, not a side's whole median."""

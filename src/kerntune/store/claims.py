@@ -21,7 +21,9 @@ class ProcessRecord:
     side: str
     """``A`` or ``B``."""
     value: float
-    """Milliseconds (the process's median), or the command's metric as a time-like value (lower is better)."""
+    """Milliseconds (the process's median); the side's time over the reference's where each process timed one
+    beside it (scheme ``fresh, beside a reference``); or the command's metric as a time-like value (lower is
+    better)."""
     samples: tuple[float, ...]
     info: dict[str, Any]
 

@@ -67,7 +67,11 @@ def test_fresh_processes_for_two_kernel_sources(kerntune: Callable[..., CliResul
                       "--scheme", "fresh", "--processes", "2", "--expect", "win", "--json", env=AB_ENV)
     assert result.code == 1, result.stderr  # B runs 3% more work: never a win
     data = result.json()
-    assert data["scheme"] == "fresh" and [p["side"] for p in data["processes"]] == ["A", "B", "B", "A"]
+    assert data["scheme"] == "fresh, beside a reference" and [p["side"] for p in data["processes"]] == [
+        "A", "B", "B", "A"]
+    for p in data["processes"]:  # each process timed its side beside the spec's default config, interleaved
+        info = p["info"]
+        assert info["reference_ms"] > 0 and p["value"] == info["over_reference"] > 0
     assert data["hashes"]["A"]["busy.cl"] != data["hashes"]["B"]["busy_slower.cl"]
     assert data["hashes"]["A"]["binaries"] and data["hashes"]["B"]["binaries"]
     assert data["claim_failed"] is True

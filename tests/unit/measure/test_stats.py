@@ -50,3 +50,21 @@ def test_abba_order_is_counterbalanced() -> None:
     order = abba(4)
     assert order == [0, 1, 1, 0, 0, 1, 1, 0]
     assert order.count(0) == order.count(1) == 4
+
+
+def test_one_disturbed_process_does_not_widen_the_interval_past_use() -> None:
+    import math
+
+    from kerntune.measure.stats import ratio_ci, robust_ratio_ci
+
+    steady = [(1.0, 1.030), (1.0, 1.028), (1.0, 1.032), (1.0, 1.029), (1.0, 1.031)]
+    disturbed = [*steady, (1.0, 1.60)]  # one process shared the device: its pair reads 1.6
+    plain = ratio_ci(disturbed)
+    robust, aside = robust_ratio_ci(disturbed)
+    assert plain.low < 1.0  # the t interval over all six reaches below 1: "noise" for a real 3% loss
+    assert aside == (1.0, 1.60) and robust.low > 1.02 and robust.n == 5  # set aside, said, and the loss stands
+    even, none = robust_ratio_ci(steady)
+    assert none is None and math.isclose(even.ratio, ratio_ci(steady).ratio)
+    spread = [(1.0, 1.0), (1.0, 1.2), (1.0, 0.85), (1.0, 1.1), (1.0, 0.9)]  # a wide spread is not one disturbance
+    assert robust_ratio_ci(spread)[1] is None
+    assert robust_ratio_ci(disturbed[:3])[1] is None  # too few pairs to call one of them an outlier

@@ -1,5 +1,5 @@
 # about: whether kerntune's timings hold: repeatability beside do_bench, A/A false calls and a planted slowdown through `kerntune ab`, fresh-process A/B, confirmation
-# steps: repeatability ab-power ab-sources ab-fresh confirmation repeat-tunes
+# steps: repeatability ab-power ab-sources ab-fresh ab-power-fresh confirmation repeat-tunes
 # needs: any
 # repeatability: (GPU) 20 measurements of one bf16 4096³ torch.matmul in one process, triton.testing.do_bench
 #                timing the same launch beside each; spread = (max − min) / median; VARIANTS of warm-up : min
@@ -14,7 +14,9 @@
 #                slowdown and identical output — on a GPU the planted matmul's kernel with 2 more K iterations
 #                (a copy of benchmarks/specs/planted_matmul/spec.py, edited), on a CPU busy.cl against
 #                busy_slower.cl (3% more iterations) of examples/opencl_planted_slowdown.
-# ab-fresh:      the same planted slowdown in fresh processes (--scheme fresh, PROCESSES per side, default 6).
+# ab-fresh:      the same planted slowdown in fresh processes (--scheme fresh, PROCESSES per side, default 6): each
+#                process times its side beside the spec's default config (the reference), interleaved.
+# ab-power-fresh: AA (20) and SLOW (10) verdicts of ab-power in fresh processes beside the reference.
 # confirmation:  (GPU) `kerntune tune examples/triton_matmul --strategy random --budget 24`: each finalist's
 #                search-time median beside its median confirmed in fresh processes.
 # repeat-tunes:  the same three shapes tuned REPEATS (5) times at TUNE_BUDGET, a fresh store each; every run's
@@ -67,6 +69,7 @@ step_ab_fresh() {
     "$out/ab_fresh.json" >> "$LOG" 2>&1
   return $(( code > 1 ? code : 0 ))  # exit 1 is a verdict (the slowdown not called a loss), logged above
 }
+step_ab_power_fresh() { planted; ab_power ab-power-fresh "${PLANTED[@]}" --scheme fresh; }
 step_confirmation() {
   [ -n "$GPU" ] || { note "  confirmation tunes triton_matmul: needs a GPU, skipped"; return 0; }
   local out; out=$(step_dir confirmation)

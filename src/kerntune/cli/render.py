@@ -162,7 +162,9 @@ def ab_lines(r: ABRecord) -> list[str]:
                      f"throttled values: {c.get('throttled_values', 0)}; with another process on the GPU: "
                      f"{c.get('other_tenant_values', 0)}; shape {c.get('shape')} {c.get('dtype')}")
     values = " ".join(f"{p.side}:{p.value:.5g}" for p in r.processes)
-    lines.append(f"values (ABBA order): {values}")
+    unit = ("each the side's time over the reference's in its process" if "reference" in r.scheme else
+            "ms" if r.processes and "binary_hash" in r.processes[0].info else "the metric")
+    lines.append(f"values (ABBA order; {unit}): {values}")
     for side in ("A", "B"):
         hashes = ", ".join(f"{k} {v if isinstance(v, str) else ' '.join(v)}" for k, v in r.hashes.get(side, {}).items())
         lines.append(f"md5 {side}: {hashes}")

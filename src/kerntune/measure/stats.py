@@ -73,7 +73,7 @@ def ratio_ci(pairs: Sequence[tuple[float, float]], confidence: float = 0.95) -> 
     return RatioEstimate(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
 
 
-DISTURBED_Z = 3.5
+DISTURBED_Z = 5.0
 """How far (in robust standard deviations: 1.4826 × the median absolute deviation) a pair's log ratio must sit
 from the median of all pairs to be set aside as disturbed."""
 

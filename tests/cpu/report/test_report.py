@@ -3,6 +3,7 @@ charts that treat labels as data."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from html.parser import HTMLParser
@@ -95,7 +96,7 @@ def test_charts_fit_their_data() -> None:
     assert "log scale" not in charts.distributions([("a", [1.0, 1.2], 1.1)])
     for svg in (flat, spread, charts.pairs([("x", 1.0, 1.0)])):
         positions = sorted(float(x) for x, _ in re.findall(r'class="tick" x="([\d.]+)"[^>]*>([^<]*)<', svg))
-        assert all(b - a >= charts.LABEL_GAP for a, b in zip(positions, positions[1:], strict=False)), svg
+        assert all(b - a >= charts.LABEL_GAP for a, b in itertools.pairwise(positions)), svg
 
 
 def test_the_run_page_shows_which_parameter_moved_the_time() -> None:

@@ -70,6 +70,17 @@ def label(c: dict[str, int]) -> str:
     return f"N{c['BLOCK_N']}K{c['BLOCK_K']}s{c['SPLIT_K']}w{c['num_warps']}p{c['num_stages']}"
 
 
+def _launch(spec: Any, x: torch.Tensor, b: torch.Tensor, c: torch.Tensor, ws: torch.Tensor, locks: torch.Tensor,
+            config: dict[str, int]) -> Any:
+    """examples/triton_matmul's kernel at ``config`` on x @ b into c (BLOCK_M 16, no bias, one product)."""
+    (m, k), n = x.shape, b.shape[1]
+    return spec.matmul_kernel[(triton.cdiv(m, 16) * triton.cdiv(n, config["BLOCK_N"]), config["SPLIT_K"], 1)](
+        x, b, c, c, ws, locks, m, n, k, x.stride(0), x.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        0, 0, 0, BLOCK_M=16, BLOCK_N=config["BLOCK_N"], BLOCK_K=config["BLOCK_K"], GROUP_M=8,
+        SPLIT_K=config["SPLIT_K"], FUSED=config["FUSED"], HAS_BIAS=False, num_warps=config["num_warps"],
+        num_stages=config["num_stages"])
+
+
 def _compile(configs: list[dict[str, int]]) -> int:
     """A compile worker: launches each config once at a small shape of the same specialization (every int a
     multiple of 16, unit inner strides), so the parent finds the binaries in Triton's cache."""
@@ -83,11 +94,7 @@ def _compile(configs: list[dict[str, int]]) -> int:
         ws = torch.empty((config["SPLIT_K"], m, n), dtype=torch.float32, device=dev)
         locks = torch.zeros(n // config["BLOCK_N"], dtype=torch.int32, device=dev)
         try:
-            spec.matmul_kernel[(n // config["BLOCK_N"], config["SPLIT_K"], 1)](
-                x, b, c, c, ws, locks, m, n, k, x.stride(0), x.stride(1), b.stride(0), b.stride(1),
-                c.stride(0), c.stride(1), 0, 0, 0, BLOCK_M=16, BLOCK_N=config["BLOCK_N"], BLOCK_K=config["BLOCK_K"],
-                GROUP_M=8, SPLIT_K=config["SPLIT_K"], FUSED=config["FUSED"], HAS_BIAS=False,
-                num_warps=config["num_warps"], num_stages=config["num_stages"])
+            _launch(spec, x, b, c, ws, locks, config)
             done += 1
         except Exception:  # the parent reports it
             pass
@@ -155,12 +162,8 @@ def _sides(spec: Any, m: int, n: int, k: int, configs: list[dict[str, int]]) -> 
         locks = torch.zeros(tiles, dtype=torch.int32, device=dev)
 
         def run(config: dict[str, int] = config, c: torch.Tensor = c, ws: torch.Tensor = ws,
-                locks: torch.Tensor = locks, tiles: int = tiles) -> Any:
-            return spec.matmul_kernel[(tiles, config["SPLIT_K"], 1)](
-                x, b, c, c, ws, locks, m, n, k, x.stride(0), x.stride(1), b.stride(0), b.stride(1),
-                c.stride(0), c.stride(1), 0, 0, 0, BLOCK_M=16, BLOCK_N=config["BLOCK_N"],
-                BLOCK_K=config["BLOCK_K"], GROUP_M=8, SPLIT_K=config["SPLIT_K"], FUSED=config["FUSED"],
-                HAS_BIAS=False, num_warps=config["num_warps"], num_stages=config["num_stages"])
+                locks: torch.Tensor = locks) -> Any:
+            return _launch(spec, x, b, c, ws, locks, config)
         try:
             run()
             torch.cuda.synchronize()

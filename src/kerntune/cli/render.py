@@ -14,7 +14,7 @@ from kerntune.measure.speed_of_light import describe
 from kerntune.model import Candidate, Run
 from kerntune.model.time_plan import TimePlan
 from kerntune.report.summary import RunReport, ShapeReport
-from kerntune.store.claims import ABRecord
+from kerntune.store.claims import REFERENCED, ABRecord
 from kerntune.store.ledger import LedgerRow
 
 
@@ -162,8 +162,8 @@ def ab_lines(r: ABRecord) -> list[str]:
                      f"throttled values: {c.get('throttled_values', 0)}; with another process on the GPU: "
                      f"{c.get('other_tenant_values', 0)}; shape {c.get('shape')} {c.get('dtype')}")
     values = " ".join(f"{p.side}:{p.value:.5g}" for p in r.processes)
-    unit = ("each the side's time over the reference's in its process" if "reference" in r.scheme else
-            "ms" if r.processes and "binary_hash" in r.processes[0].info else "the metric")
+    unit = ("each the side's time over the reference's in its process" if r.scheme == REFERENCED else
+            "the metric" if r.a.get("kind") == "command" else "ms")
     lines.append(f"values (ABBA order; {unit}): {values}")
     for side in ("A", "B"):
         hashes = ", ".join(f"{k} {v if isinstance(v, str) else ' '.join(v)}" for k, v in r.hashes.get(side, {}).items())

@@ -32,7 +32,7 @@ from kerntune.errors import UsageError
 from kerntune.measure.stats import DISTURBED_Z, RatioEstimate, ratio_ci, robust_ratio_ci
 from kerntune.settings import Settings
 from kerntune.store import Store
-from kerntune.store.claims import ABRecord, ProcessRecord, noise_band, now, save_ab, set_noise_band
+from kerntune.store.claims import REFERENCED, ABRecord, ProcessRecord, noise_band, now, save_ab, set_noise_band
 
 __all__ = ["ABRequest", "SideFailed", "abba", "claim_holds", "run_ab", "verdict_for"]
 EXPECTATIONS = ("win", "loss", "same")
@@ -125,7 +125,7 @@ def _runner(sides: tuple[Side, Side], request: ABRequest, settings: Settings,
         raise UsageError("the in-process A/B interleaves single launches (eager): with KERNTUNE_MODE=graph "
                          "use --scheme fresh")
     runner = SpecRunner(sides, request, settings, store, in_process)
-    return runner, "in-process" if in_process else ("fresh, beside a reference" if runner.referenced else "fresh")
+    return runner, "in-process" if in_process else (REFERENCED if runner.referenced else "fresh")
 
 
 def _scope(runner: SpecRunner | CommandRunner, scheme: str, conditions: dict[str, Any]) -> str:
@@ -216,7 +216,7 @@ def _calibrate(side: Side, request: ABRequest, settings: Settings, store: Store,
 def _estimate(records: list[ProcessRecord], scheme: str) -> tuple[RatioEstimate, tuple[float, float] | None]:
     """The B/A ratio and its interval over the pairs. Fresh processes: robust to one disturbed process (a pair far
     from the rest is set aside, and said). In one worker every pair is kept: its rounds share the process."""
-    if scheme.startswith("fresh"):
+    if scheme in ("fresh", REFERENCED):
         return robust_ratio_ci(_pairs(records))
     return ratio_ci(_pairs(records)), None
 

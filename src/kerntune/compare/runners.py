@@ -73,7 +73,8 @@ class SpecRunner:
         # Fresh processes of one spec file (two configs or sources, --scheme fresh): every process also times the
         # spec's default config, from the spec's own source, interleaved with its side — a fixed reference, so
         # what differs from process to process (clocks, placement, a CPU device's threads) divides out.
-        self.referenced = not in_process and sides[0].spec_path == sides[1].spec_path
+        # Interleaving is eager only: under KERNTUNE_MODE=graph each process times its side alone, as before.
+        self.referenced = not in_process and sides[0].spec_path == sides[1].spec_path and settings.mode == "eager"
         self.gated: set[int] = set()
         self.shared: Worker | None = None
         self.target: dict[str, Any] = {}
@@ -151,13 +152,7 @@ class SpecRunner:
             outcome = worker.call(EVALUATE_PAIR, payload, 2 * self.settings.candidate_timeout_s)
         finally:
             worker.stop()
-        if outcome.status == "ok" and "failed" in outcome.value:
-            if outcome.value["failed"] == "A":
-                raise SideFailed(f"the reference (the spec's default config) failed in side {'AB'[index]}'s process: "
-                                 f"{outcome.value['result'].get('failure', {}).get('reason', '')}")
-            self._checked(replace(outcome, value=outcome.value["result"]), index)
-        ref = self._checked(replace(outcome, value=outcome.value["a"]) if outcome.status == "ok" else outcome, index)
-        mine = self._checked(replace(outcome, value=outcome.value["b"]) if outcome.status == "ok" else outcome, index)
+        ref, mine = self._split(outcome, (None, index))
         self.gated.add(index)
         _, ref_samples, _ = self._value(ref, gate)
         median, samples, info = self._value(mine, gate)
@@ -173,28 +168,35 @@ class SpecRunner:
         payload = {"a": {**self.payloads[0], "gate": gate}, "b": {**self.payloads[1], "gate": gate},
                    "measure": self.payloads[0]["measure"]}
         outcome = self.shared.call(EVALUATE_PAIR, payload, 2 * self.settings.candidate_timeout_s)
-        if outcome.status == "ok" and "failed" in outcome.value:
-            index = "AB".index(outcome.value["failed"])
-            self._checked(replace(outcome, value=outcome.value["result"]), index)
-        sides = [self._checked(replace(outcome, value=outcome.value[n]) if outcome.status == "ok" else outcome, i)
-                 for i, n in enumerate(("a", "b"))]
+        sides = self._split(outcome, (0, 1))
         self.gated.update((0, 1))
         a, b = (self._value(v, gate) for v in sides)
         b[2]["paired_log_ratio"] = paired_log_ratio(a[1], b[1])
         return [a, b]
 
-    def _checked(self, outcome: Outcome, index: int) -> dict[str, Any]:
-        side = self.sides[index]
+    def _split(self, outcome: Outcome, owners: tuple[int | None, int]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """An EVALUATE_PAIR outcome as its two checked results; ``owners``: the side index timed as ``a`` and as
+        ``b`` (None: the reference), so a failure names who failed."""
+        if outcome.status == "ok" and "failed" in outcome.value:
+            self._checked(replace(outcome, value=outcome.value["result"]), owners["AB".index(outcome.value["failed"])])
+        a, b = (self._checked(replace(outcome, value=outcome.value[n]) if outcome.status == "ok" else outcome, i)
+                for n, i in zip(("a", "b"), owners, strict=True))
+        return a, b
+
+    def _checked(self, outcome: Outcome, index: int | None) -> dict[str, Any]:
+        """The result of side ``index`` (None: the reference, the spec's default config), or the failure raised."""
+        who, text = (("the reference", "the spec's default config") if index is None else
+                     (f"side {'AB'[index]}", self.sides[index].text))
         if outcome.status == "error" and outcome.kind in ("SpecError", "BackendUnavailable"):
             raise SpecError(outcome.reason)
         if outcome.status != "ok" or outcome.value.get("failure"):
             failure = outcome.value.get("failure", {}) if outcome.status == "ok" else {}
             kind = failure.get("kind", outcome.kind)
             reason = failure.get("reason", outcome.reason)
-            raise SideFailed(f"side {'AB'[index]} ({side.text}) failed: {kind}: {reason}")
+            raise SideFailed(f"{who} ({text}) failed: {kind}: {reason}")
         value: dict[str, Any] = outcome.value
         if not value.get("samples_ms"):
-            raise UsageError(f"{side.text}: this device claims no timing ({value.get('timing', '')}); "
+            raise UsageError(f"{text}: this device claims no timing ({value.get('timing', '')}); "
                              "an A/B needs a timed device")
         return value
 

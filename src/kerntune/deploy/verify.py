@@ -53,8 +53,8 @@ def _identity(kernel: str, fields: dict[str, Any] | None, profile: dict[str, Any
     as operators (eager, and the library calls torch.compile leaves), the kernels each call launched (by its
     External id): the dispatcher's own (its name is their common prefix: matmul_kernel, matmul_tma_kernel, ...)
     and any other (the library's, had a call of the key fallen back, or a helper of the spec's own such as a
-    split-K reduction). A CUDA-graph replay launches kernels no
-    operator encloses: there only the dispatcher's kernels by name, summed over all its entries."""
+    split-K reduction). A CUDA-graph replay launches kernels no operator encloses: there only the dispatcher's
+    kernels by name, summed over all its entries."""
     lines = _gemm_lines(fields or {}, profile)
     by_line = profile.get("gemm_kernels") or {}
     ran: dict[str, int] = defaultdict(int)

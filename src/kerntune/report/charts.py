@@ -81,6 +81,20 @@ def _x(value: float, low: float, high: float, log: bool = False) -> float:
     return LEFT + frac * (WIDTH - PAD - LEFT)
 
 
+def _strip(attrs: str, label: str, values: Sequence[float], mark: float, mark_class: str, y: float,
+           scale: tuple[float, float, bool]) -> str:
+    """One labelled row of a strip chart: each value a dot (evenly thinned beyond MAX_DOTS), ``mark`` (a median or
+    a best) a bar; ``attrs`` the group's class and data- attributes (already escaped)."""
+    low, high, log = scale
+    step = max(1, math.ceil(len(values) / MAX_DOTS))
+    dots = "".join(f'<circle cx="{_x(v, low, high, log):.1f}" cy="{y:.1f}" r="2" fill="#4477aa" fill-opacity="0.45" '
+                   f'data-ms="{_num(v)}"/>' for v in list(values)[::step])
+    mx = _x(mark, low, high, log)
+    return (f'<g {attrs}><text x="{LEFT - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{escape(label[:34])}'
+            f'</text>{dots}<line class="{mark_class}" x1="{mx:.1f}" y1="{y - 9:.1f}" x2="{mx:.1f}" y2="{y + 9:.1f}" '
+            'stroke="#cc3311" stroke-width="2"/></g>')
+
+
 def distributions(rows: Sequence[tuple[str, Sequence[float], float]], title: str = "samples") -> str:
     """One row per (label, samples in ms, median in ms)."""
     values = [v for _, samples, _ in rows for v in samples]
@@ -90,15 +104,9 @@ def distributions(rows: Sequence[tuple[str, Sequence[float], float]], title: str
     low, high = _scale(min(values), max(values), log)
     body = []
     for i, (label, samples, median) in enumerate(rows):
-        y = PAD + i * ROW + ROW / 2
-        step = max(1, math.ceil(len(samples) / MAX_DOTS))
-        dots = "".join(f'<circle cx="{_x(v, low, high, log):.1f}" cy="{y:.1f}" r="2" fill="#4477aa" '
-                       f'fill-opacity="0.45" data-ms="{_num(v)}"/>' for v in list(samples)[::step])
-        mx = _x(median, low, high, log)
-        body.append(f'<g class="series" data-label="{escape(label)}" data-median-ms="{_num(median)}" '
-                    f'data-n="{len(samples)}"><text x="{LEFT - 6}" y="{y + 4:.1f}" font-size="11" '
-                    f'text-anchor="end">{escape(label[:34])}</text>{dots}<line class="median" x1="{mx:.1f}" '
-                    f'y1="{y - 9:.1f}" x2="{mx:.1f}" y2="{y + 9:.1f}" stroke="#cc3311" stroke-width="2"/></g>')
+        body.append(_strip(f'class="series" data-label="{escape(label)}" data-median-ms="{_num(median)}" '
+                           f'data-n="{len(samples)}"', label, samples, median, "median",
+                           PAD + i * ROW + ROW / 2, (low, high, log)))
     height = PAD + len(rows) * ROW + 44
     return _svg(height, [*body, *_axis(low, high, height - 40, "ms", (min(values), max(values)), log)], title)
 
@@ -223,14 +231,9 @@ def parameters(rows: Sequence[tuple[Mapping[str, Any], float]], params: Mapping[
             mine = [ms for config, ms in rows if config.get(name) == value]
             if not mine:
                 continue
-            dots = "".join(f'<circle cx="{_x(ms, low, high, log):.1f}" cy="{y:.1f}" r="2.5" fill="#4477aa" '
-                           f'fill-opacity="0.55" data-ms="{_num(ms)}"/>' for ms in mine)
-            bx = _x(min(mine), low, high, log)
-            body.append(f'<g class="value" data-parameter="{escape(name)}" data-value="{escape(str(value))}" '
-                        f'data-best-ms="{_num(min(mine))}" data-n="{len(mine)}"><text x="{LEFT - 6}" y="{y + 4:.1f}" '
-                        f'font-size="11" text-anchor="end">{escape(f"{name} = {value}"[:34])}</text>{dots}'
-                        f'<line class="best" x1="{bx:.1f}" y1="{y - 8:.1f}" x2="{bx:.1f}" y2="{y + 8:.1f}" '
-                        f'stroke="#cc3311" stroke-width="2"/></g>')
+            body.append(_strip(f'class="value" data-parameter="{escape(name)}" data-value="{escape(str(value))}" '
+                               f'data-best-ms="{_num(min(mine))}" data-n="{len(mine)}"', f"{name} = {value}", mine,
+                               min(mine), "best", y, (low, high, log)))
             y += ROW
     height = y + 44
     return _svg(height, [*body, *_axis(low, high, height - 40, "ms", (min(times), max(times)), log)], title)

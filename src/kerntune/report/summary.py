@@ -130,11 +130,9 @@ def interleaved_ratios(store: Store, mine: list[Candidate]) -> tuple[dict[int, R
     for c in mine:
         if c.id is None or c.status != "ok" or c.confirmed is None:
             continue
-        for conditions in store.confirmation_conditions(c.id):
-            paired = (conditions.telemetry or {}).get("paired")
-            if paired:
-                rounds.setdefault(c.id, []).append(float(paired["log_ratio"]))
-                references[int(paired["reference"])] += 1
+        for reference, log_ratio in store.paired_ratios(c.id):
+            rounds.setdefault(c.id, []).append(log_ratio)
+            references[reference] += 1
     if not references:
         return {}, None
     ref_id = references.most_common(1)[0][0]

@@ -14,6 +14,9 @@ from typing import Any
 
 from kerntune.store.sqlite import Store
 
+REFERENCED = "fresh, beside a reference"
+"""The scheme of a fresh-process A/B whose every process also timed a fixed reference beside its side."""
+
 
 @dataclass(frozen=True)
 class ProcessRecord:

@@ -233,6 +233,16 @@ class Store:
                                " ORDER BY round, id", (candidate_id,)).fetchall()
         return [Conditions.from_dict(json.loads(r[0])) for r in rows]
 
+    def paired_ratios(self, candidate_id: int) -> list[tuple[int, float]]:
+        """Per interleaved confirmation round of a candidate, in round order: (the reference it was timed beside,
+        the round's log ratio of its time over the reference's)."""
+        found = []
+        for conditions in self.confirmation_conditions(candidate_id):
+            paired = (conditions.telemetry or {}).get("paired")
+            if paired:
+                found.append((int(paired["reference"]), float(paired["log_ratio"])))
+        return found
+
     def record_pruned(self, run_id: str, shape: Shape, rejected: dict[str, int]) -> None:
         """How many configs each constraint removed before the search (the ledger's ``pruned`` rows)."""
         with self._transaction() as db:

@@ -160,8 +160,7 @@ def _behind(store: Store, finalists: Sequence[Candidate], band: float) -> dict[i
     for c in finalists:
         if c.id is None or c.role == "baseline":
             continue
-        rounds = [float(p["log_ratio"]) for cond in store.confirmation_conditions(c.id)
-                  if (p := (cond.telemetry or {}).get("paired"))]
+        rounds = [log_ratio for _, log_ratio in store.paired_ratios(c.id)]
         if rounds:
             logs[c.id] = sum(rounds) / len(rounds)
     if len(logs) < 2:

@@ -94,3 +94,19 @@ def test_commands_metric_direction_and_errors(kerntune: Callable[..., CliResult]
     assert regex.code == 2 and "not a regular expression" in regex.stderr
     bad = kerntune("ab", "--spec", str(PLANTED), "@NOPE=1", "@ITERS=200")
     assert bad.code == 2 and "'NOPE' is not a parameter" in bad.stderr
+
+
+def test_a_fresh_process_is_timed_beside_the_reference_only_where_interleaving_exists(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from kerntune.compare.runners import ABRequest, SpecRunner
+    from kerntune.compare.sides import parse_side
+    from kerntune.settings import Settings
+    from kerntune.store import Store
+
+    request = ABRequest(a="@ITERS=200", b="@ITERS=206", spec=str(PLANTED), scheme="fresh")
+    sides = (parse_side(request.a, request.spec, tmp_path), parse_side(request.b, request.spec, tmp_path))
+    eager, store = Settings.from_env({}), Store(tmp_path / "store")
+    assert SpecRunner(sides, request, eager, store, in_process=False).referenced
+    graph = replace(eager, mode="graph", regime="warm")  # interleaving is eager only: each side timed alone
+    assert not SpecRunner(sides, request, graph, store, in_process=False).referenced

@@ -29,13 +29,15 @@ def test_aa_is_noise_and_calibrates_the_band_once(kerntune: Callable[..., CliRes
 
 
 def test_planted_slowdown_is_a_loss_and_the_reverse_a_win(kerntune: Callable[..., CliResult]) -> None:
-    slow = kerntune("ab", "--spec", str(PLANTED), "@ITERS=200", "@ITERS=250", "--expect", "loss", "--json", env=AB_ENV)
+    # Twice the loop: an effect far outside a shared CI box's in-process band (seen up to 18% there); smaller
+    # effects' power is measured in the measurement-trust benchmark, not asserted here.
+    slow = kerntune("ab", "--spec", str(PLANTED), "@ITERS=200", "@ITERS=400", "--expect", "loss", "--json", env=AB_ENV)
     assert slow.code == 0, slow.stdout[-1500:] + slow.stderr[-1500:]
     assert slow.json()["verdict"] == "loss" and slow.json()["ratio"] > 1.1
-    fast = kerntune("ab", "--spec", str(PLANTED), "@ITERS=250", "@ITERS=200", "--expect", "win", env=AB_ENV)
+    fast = kerntune("ab", "--spec", str(PLANTED), "@ITERS=400", "@ITERS=200", "--expect", "win", env=AB_ENV)
     assert fast.code == 0, fast.stdout[-1500:] + fast.stderr[-1500:]
     assert fast.stdout.startswith("WIN")
-    wrong = kerntune("ab", "--spec", str(PLANTED), "@ITERS=250", "@ITERS=200", "--expect", "loss", env=AB_ENV)
+    wrong = kerntune("ab", "--spec", str(PLANTED), "@ITERS=400", "@ITERS=200", "--expect", "loss", env=AB_ENV)
     assert wrong.code == 1 and "did not hold" in wrong.stdout
     ledger = kerntune("ledger", "--kind", "claim", "--json")
     rows = ledger.json()
@@ -44,13 +46,13 @@ def test_planted_slowdown_is_a_loss_and_the_reverse_a_win(kerntune: Callable[...
 
 def test_two_kernel_sources_of_one_spec_in_one_process(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
     source = PLANTED / "busy.cl"
-    slower = tmp_path / "busy_quarter_longer.cl"  # 25% more loop: clear of this shared 2-core box's noise band
-    slower.write_text(source.read_text().replace("k < ITERS;", "k < ITERS + ITERS / 4;"))
+    slower = tmp_path / "busy_twice_longer.cl"  # twice the loop: clear of a shared CI box's noise band
+    slower.write_text(source.read_text().replace("k < ITERS;", "k < 2 * ITERS;"))
     slow = kerntune("ab", "--spec", str(PLANTED), str(source), str(slower), "--expect", "loss", "--json", env=AB_ENV)
     assert slow.code == 0, slow.stdout[-1500:] + slow.stderr[-1500:]
     data = slow.json()  # a loss, measured interleaved in one worker
     assert data["scheme"] == "in-process" and data["verdict"] == "loss" and data["ratio"] > 1.1
-    assert data["hashes"]["A"]["busy.cl"] != data["hashes"]["B"]["busy_quarter_longer.cl"]
+    assert data["hashes"]["A"]["busy.cl"] != data["hashes"]["B"]["busy_twice_longer.cl"]
     twin = tmp_path / "busy_copy.cl"
     twin.write_text(source.read_text())  # the same code in another file: an A/A by content
     same = kerntune("ab", "--spec", str(PLANTED), str(source), str(twin), "--expect", "same", "--json", env=AB_ENV)

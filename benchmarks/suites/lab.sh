@@ -1,5 +1,5 @@
 # about: the kernel laboratory on a real program's launch: capture, replay modes, variants compared and validated, the winner saved into the table the program reads, counters
-# steps: acceptance counters
+# steps: acceptance counters model
 # needs: gpu
 # acceptance: capture launch 5 of matmul_kernel from examples/transformer_mlp/run.py (no table: the spec's default
 #             config); replay isolated / sustained / replays; compare BLOCK_K=32/64/128/256 (--set) and a
@@ -7,6 +7,11 @@
 #             correct BLOCK_K into a table; run the program default and table alternated ×3; capture again from the
 #             table run to show the saved config ran. The tree's examples are copied first (save rewrites a copy).
 # counters:   the same capture compared at BLOCK_K=128 with --counters (Nsight Compute, --clock-control none).
+# model:      examples/hf_llama under torch.compile (prefill, MODEL_MODE): scope it; capture its hottest Inductor
+#             kernel (by the profiler's name) and its hottest aten::mm (by the corpus's shape, --match); replay each
+#             in the three modes; compare the mm call with examples/triton_matmul at the config TABLE holds for its
+#             key (default: the served-model suite's deployed table) and save it into a served table when not
+#             slower; kerntune verify of kerntune run on that table shows whether it engaged.
 lab_capture() {  # lab_capture FOLDER [PROGRAM ARGS...]
   local cap=$1; shift
   [ -d "$W/examples" ] || cp -r examples "$W/examples"
@@ -85,4 +90,41 @@ step_counters() {
   bounded 200 python3 -m kerntune lab compare "$W/cap" --set BLOCK_K=128 --iterations 100 --counters >> "$LOG" 2>&1
   bounded 200 python3 -m kerntune lab compare "$W/cap" --set BLOCK_K=128 --iterations 100 --counters --json \
     > "$r/compare_counters.json" 2>> "$LOG"
+}
+
+step_model() {
+  local r; r=$(step_dir model)
+  local app=examples/hf_llama/app.py kt=(bounded 240 python3 -m kerntune) mode
+  local args="--mode ${MODEL_MODE:-prefill} --compile default --steps 5"
+  local table=${TABLE:-benchmarks/data/served-model/2026-12-01/tune/table.json}
+  "${kt[@]}" scope --region step --corpus "$W/model.jsonl" --json -- python3 $app $args > "$r/scope.json" 2>> "$LOG"
+  cp "$W/model.jsonl" "$r/" 2>/dev/null
+  local kernel match
+  read -r kernel match < <(python3 benchmarks/lab_model_picks.py hottest "$r/scope.json" "$W/model.jsonl")
+  note "  hottest Inductor kernel: $kernel; hottest aten::mm: $match"
+  rm -rf "$W/gen" "$W/mm"
+  "${kt[@]}" capture --kernel "$kernel" --nth 2 -o "$W/gen" --json -- python3 $app $args > "$r/capture_gen.json" 2>> "$LOG"
+  "${kt[@]}" capture --kernel aten::mm --match "$match" -o "$W/mm" --json -- python3 $app $args \
+    > "$r/capture_mm.json" 2>> "$LOG"
+  for cap in gen mm; do
+    for mode in isolated sustained replays; do
+      "${kt[@]}" replay "$W/$cap" --mode $mode --iterations 100 --json > "$r/replay_${cap}_$mode.json" 2>> "$LOG"
+    done
+  done
+  local -a config
+  read -r -a config < <(python3 benchmarks/lab_model_picks.py config "$r/capture_mm.json" "$table")
+  note "  the table's config for the mm call: ${config[*]:-none, the spec default}"
+  "${kt[@]}" lab compare "$W/mm" --spec examples/triton_matmul "${config[@]}" --iterations 100 --json \
+    > "$r/compare_mm.json" 2>> "$LOG"
+  "${kt[@]}" lab save "$W/mm" --spec examples/triton_matmul "${config[@]}" --table "$W/served.json" --json \
+    > "$r/save_mm.json" 2>> "$LOG" || note "  (not saved: see the log)"
+  cp "$W/served.json" "$r/" 2>/dev/null
+  if [ -f "$W/served.json" ]; then
+    KERNTUNE_HOME="$W/store" bounded 300 python3 -m kerntune verify --json --processes 2 --report "$r/verify.json" -- \
+      python3 -m kerntune run --table "$W/served.json" -- python3 $app $args > "$r/verify.log" 2>&1
+  fi
+  for cap in gen mm; do
+    mkdir -p "$r/$cap"; cp "$W/$cap/manifest.json" "$W/$cap/history.jsonl" "$r/$cap/" 2>/dev/null
+  done
+  return 0
 }

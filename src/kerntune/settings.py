@@ -56,6 +56,9 @@ class Settings:
     confirm_band: float = 0.03
     """KERNTUNE_CONFIRM_BAND: after a confirmation round, a finalist whose interleaved ratio so far is more than
     this fraction behind the best finalist's is not re-timed in later rounds (a clear loser; 0: re-time all)."""
+    capture_max_mb: float = 4096.0
+    """KERNTUNE_CAPTURE_MAX_MB: the most tensor data one lab capture saves (inputs, and as much again for outputs);
+    a launch or call holding more is refused before anything is written."""
     compile_workers: int = -1
     """KERNTUNE_COMPILE_WORKERS: processes compiling candidates ahead of the timing worker (-1: all cores but
     three on a GPU host, none on a CPU device, whose cores the compilers would take from the kernel timed)."""

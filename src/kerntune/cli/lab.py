@@ -24,26 +24,36 @@ Iterations = Annotated[int, typer.Option("--iterations", help="Timed launches, 1
 @app.command(context_settings={"allow_interspersed_args": False})
 def capture(
     command: Annotated[list[str], typer.Argument(help="The program after --: python SCRIPT.py ARGS or python -m MOD.")],
-    kernel: Annotated[str, typer.Option("--kernel", help="The kernel's name: a Triton function or an OpenCL kernel.")],
+    kernel: Annotated[str, typer.Option("--kernel", help="The kernel's name: a Triton function or an OpenCL "
+                                        "kernel; or a library operator as the profiler names it (aten::mm, "
+                                        "aten::addmm, aten::mm.out).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="The capture folder to write (must not exist).")],
-    nth: Annotated[int, typer.Option("--nth", help="Capture the nth launch of that kernel.")] = 1,
+    nth: Annotated[int, typer.Option("--nth", help="Capture the nth launch of that kernel (the nth matching call "
+                                     "of an operator).")] = 1,
+    match: Annotated[str, typer.Option("--match", help="An operator's calls: count only those whose description "
+                                       "matches this regular expression, e.g. '16x4096:bfloat16, 4096x14336' "
+                                       "(described as aten::mm(16x4096:bfloat16, 4096x14336:bfloat16:T)).")] = "",
     scope: Annotated[str, typer.Option("--scope", help="reachable (the launch's arguments) or all (every live "
                                                        "tensor on its device too).")] = "reachable",
     as_json: JsonFlag = False,
 ) -> None:
-    """Run a Python program and capture one launch of a Triton kernel or pyopencl call: inputs and outputs as
-    safetensors, a manifest with source, grid, constexprs, dtypes, strides, aliasing, device and versions."""
-    from kerntune.lab.capture import SCOPES
+    """Run a Python program and capture one launch of a Triton kernel or pyopencl call, or one call of a library
+    operator: inputs and outputs as safetensors, a manifest with source (or operator schema), grid, constexprs,
+    dtypes, strides, aliasing, device and versions."""
+    from kerntune.lab.capture import SCOPES, check_selection
     from kerntune.scope.program import profiled_command
+    from kerntune.settings import Settings
 
     if output.exists():
         raise UsageError(f"{output} exists: give a new folder (a capture is never overwritten)")
     if scope not in SCOPES or nth < 1:
         raise UsageError(f"--scope is {' or '.join(SCOPES)} and --nth counts launches from 1 (got {scope}, {nth})")
+    check_selection(kernel, match, scope)
     argv = profiled_command(command, output)  # validates the program form; replaced by the capture launcher below
     with tempfile.TemporaryDirectory(prefix="kerntune-capture-") as tmp:
         request, result = Path(tmp) / "request.json", Path(tmp) / "result.json"
         request.write_text(json.dumps({"kernel": kernel, "out": str(output), "nth": nth, "scope": scope,
+                                       "match": match, "limit_mb": Settings.from_env().capture_max_mb,
                                        "result": str(result)}))
         done = subprocess.run([argv[0], "-m", "kerntune.lab.bootstrap", str(request), *argv[4:]], text=True,
                               capture_output=True)
@@ -52,14 +62,32 @@ def capture(
         tail = " | ".join(done.stderr.strip().splitlines()[-3:])
         raise UsageError(f"the program did not finish (exit {done.returncode}): {tail}")
     if not outcome["captured"]:
-        raise UsageError(f"no capture: {kernel} launched {outcome['seen']} times, --nth was {nth} (program exit "
-                         f"{outcome['exit']})")
+        raise UsageError(_missed(kernel, nth, match, outcome))
     manifest = json.loads((output / "manifest.json").read_text())
     if as_json:
         _emit_json({"capture": str(output), "program_exit": outcome["exit"], **manifest})
         return
-    Console().print(f"captured launch {nth} of {kernel} into {output}: grid {manifest['grid']}, "
-                    f"{len(manifest['arguments'])} arguments, scope {scope}", highlight=False)
+    what = (manifest["kernel"]["call"] if manifest["kernel"]["language"] == "aten"
+            else f"grid {manifest['grid']}")
+    Console().print(f"captured launch {nth} of {kernel} into {output}: {what}, {len(manifest['arguments'])} "
+                    f"arguments, scope {scope}", highlight=False)
+
+
+def _missed(kernel: str, nth: int, match: str, outcome: dict[str, Any]) -> str:
+    """Why nothing was captured, naming what the program did launch."""
+    if outcome.get("refused"):
+        return f"no capture: {outcome['refused']}"
+    matching = f" matching {match!r}" if match else ""
+    text = (f"no capture: {kernel} launched {outcome['seen']} times{matching}, --nth was {nth} (program exit "
+            f"{outcome['exit']})")
+    if outcome.get("in_graph_capture"):
+        text += f"; {outcome['in_graph_capture']} more calls were inside CUDA graph capture, which is never saved"
+    calls = outcome.get("calls") or {}
+    if calls:
+        text += "; launched: " + ", ".join(f"{name} ×{count}" for name, count in list(calls.items())[:8])
+    if outcome.get("errors"):
+        text += f"; capture errors: {'; '.join(outcome['errors'])}"
+    return text
 
 
 def _job(folder: Path, request: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +127,11 @@ def compare(
     variant: Annotated[Path | None, typer.Option("--variant", help="A Python file defining the kernel under its "
                                                  "name.")] = None,
     overrides: Annotated[list[str] | None, typer.Option("--set", help="NAME=VALUE: another constexpr or launch "
-                                                        "option (num_warps...) for the variant. Repeat it.")] = None,
+                                                        "option (num_warps...) for the variant; with --spec, a "
+                                                        "parameter of the spec's config. Repeat it.")] = None,
+    spec: Annotated[Path | None, typer.Option("--spec", help="A captured operator call (aten::mm...): the spec "
+                                              "whose kernel takes it, at its default config with --set over "
+                                              "it.")] = None,
     iterations: Iterations = 20,
     rtol: Annotated[float | None, typer.Option("--rtol", help="Validate by relative error (default bitwise).")] = None,
     counters: Annotated[bool, typer.Option("--counters", help="Also profile one launch of each with Nsight "
@@ -110,11 +142,12 @@ def compare(
     the two timed launch by launch side by side (A B B A, cold) with its 95% interval, each one's own replay (time,
     resources: registers, spills, shared memory, occupancy, matrix instructions), and validation of the variant's
     outputs against the original's. Exit 1 when validation fails."""
-    if variant is None and not overrides:
-        raise UsageError("give the variant: --variant FILE, --set NAME=VALUE, or both")
+    if variant is None and not overrides and spec is None:
+        raise UsageError("give the variant: --variant FILE, --set NAME=VALUE, or both (for an operator call, "
+                         "--spec SPEC)")
     changes = dict(_assignment(text) for text in overrides or [])
     request = {"job": "compare", "variant": str(variant.resolve()) if variant else None, "overrides": changes,
-               "iterations": iterations, "rtol": rtol}
+               "spec": str(spec.resolve()) if spec else None, "iterations": iterations, "rtol": rtol}
     if counters:  # refused before the comparison runs, so a refusal leaves no row in the history
         from kerntune.lab.counters import check_counters
         from kerntune.lab.replay import load_capture
@@ -131,14 +164,16 @@ def compare(
         check = result["validation"]
         where = "" if check["passed"] else (f": {check['argument']} differs at {check['first_index']} "
                                             f"({check['got']} vs {check['expected']}), {check['mismatches']} of "
-                                            f"{check['numel']} elements")
+                                            f"{check['numel']} elements" if "first_index" in check else
+                                            f": {check['argument']} relative error {check['error']}")
         side = result.get("interleaved")
         ratio = (f"variant/original time {result['ratio']:.3f} (95% CI {side['ci'][0]:.3f}–{side['ci'][1]:.3f}, "
                  f"{side['pairs']} pairs interleaved {side['order']}; medians {side['original_ms'] * 1e3:.2f} → "
                  f"{side['variant_ms'] * 1e3:.2f} µs)" if result["ratio"] and side else "no timing claimed")
         console = Console()
-        console.print(f"{ratio}; validation ({check['rule']}) {'passed' if check['passed'] else 'FAILED'}{where}",
-                      highlight=False)
+        error = f", worst {check['error']:.3g}" if check["passed"] and "error" in check else ""
+        console.print(f"{ratio}; validation ({check['rule']}{error}) {'passed' if check['passed'] else 'FAILED'}"
+                      f"{where}", highlight=False)
         for role, measured in (("original", result["original"]), ("variant", result["variant_result"])):
             console.print(f"  {role}: {_describe(measured, (result.get('counters') or {}).get(role))}",
                           highlight=False)
@@ -177,18 +212,33 @@ def save(folder: Capture,
          variant: Annotated[Path | None, typer.Option("--variant", help="A source variant to write.")] = None,
          overrides: Annotated[list[str] | None, typer.Option("--set", help="NAME=VALUE: a config variant to write "
                                                              "into the program's dispatch table. Repeat it.")] = None,
+         spec: Annotated[Path | None, typer.Option("--spec", help="A captured operator call: the spec whose kernel "
+                                                   "(at --set over its default config) took it, to serve from "
+                                                   "--table.")] = None,
          table: Annotated[Path | None, typer.Option("--table", help="With --set: the table to write (default: the "
-                                                    "one the program's dispatcher read).")] = None,
+                                                    "one the program's dispatcher read); with --spec, the served "
+                                                    "table (kerntune run --table).")] = None,
          as_json: JsonFlag = False) -> None:
     """Save a variant that passed its comparison: a source variant over the kernel's definition in its file
-    (atomically, with a backup in the capture; refused when the file changed since the capture), or a config
-    variant (--set) as the dispatch table entry of the captured launch's key, which the live program reads."""
-    if (variant is None) == (not overrides):
+    (atomically, with a backup in the capture; refused when the file changed since the capture), a config
+    variant (--set) as the dispatch table entry of the captured launch's key, which the live program reads, or a
+    spec's kernel (--spec) that took a captured operator call faster than the library, as the served table's
+    entry of that call's key."""
+    if spec is not None:
+        if variant is not None or table is None:
+            raise UsageError("--spec saves into a served table: give --table PATH (and --set for the config), "
+                             "not --variant")
+        from kerntune.lab.save_config import save_served
+
+        done = save_served(folder, spec, dict(_assignment(t) for t in overrides or []), table)
+        text = (f"wrote {json.dumps(done['config'])} for {done['key']} into {done['table']} (time ratio to the "
+                f"library {done['ratio']:.3f}); serve it with kerntune run --table {done['table']} -- ...")
+    elif (variant is None) == (not overrides):
         raise UsageError("give one variant to save: --variant FILE (source) or --set NAME=VALUE (config); save a "
                          "source variant, capture again, then compare and save configs")
-    if table is not None and variant is not None:
+    elif table is not None and variant is not None:
         raise UsageError("--table goes with --set (a config variant); a source variant is written into its file")
-    if variant is not None:
+    elif variant is not None:
         from kerntune.lab.session import save as save_source
 
         done = save_source(folder, variant)

@@ -20,7 +20,8 @@ import inspect
 import json
 import os
 import platform
-from collections import deque
+import re
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -30,6 +31,10 @@ from typing import Any
 import torch
 
 from kerntune.errors import UsageError
+from kerntune.lab.inductor import arguments as inductor_arguments
+from kerntune.lab.inductor import autotuner_class, chosen, keep_source
+from kerntune.lab.inductor import kernel_name as inductor_kernel_name
+from kerntune.lab.operator import OperatorState, arm, is_operator, overloads, too_large
 from kerntune.lab.snapshot import snapshot
 from kerntune.runtime.keys import arch_name, kernel_hash
 
@@ -50,6 +55,17 @@ class CaptureState:
     selections: deque[tuple[Any, tuple[Any, ...], dict[str, Any], dict[str, Any]]] = field(
         default_factory=lambda: deque(maxlen=64))
     """The latest kerntune Dispatcher selections (dispatcher, args, kwargs, config): which one fed the launch."""
+    limit_bytes: int = 4096 << 20
+    calls: Counter[str] = field(default_factory=Counter)
+    """Launches per kernel name, every kernel the hooks saw: what a capture that missed names."""
+    refused: str = ""
+    """Why the launch asked for was not saved (over the size limit), or empty."""
+    inside_inductor: int = 0
+    """Inside an Inductor launch: the Triton hook below it does not count the launch again."""
+
+    def summary(self) -> dict[str, Any]:
+        return {"captured": self.manifest is not None, "seen": self.seen, "calls": dict(self.calls.most_common(20)),
+                "refused": self.refused, "errors": self.errors[:5]}
 
 
 def _versions() -> dict[str, str]:
@@ -99,8 +115,8 @@ def _other_tensors(device: torch.device, skip: set[int]) -> dict[str, torch.Tens
     return found
 
 
-def _header(state: CaptureState) -> dict[str, Any]:
-    return {"format": FORMAT, "version": 1, "launch_of": state.nth, "scope": state.scope, "versions": _versions(),
+def _header(nth: int, scope: str) -> dict[str, Any]:
+    return {"format": FORMAT, "version": 1, "launch_of": nth, "scope": scope, "versions": _versions(),
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
 
 
@@ -112,11 +128,14 @@ def _write(state: CaptureState, fn: Any, args: tuple[Any, ...], kwargs: dict[str
     bad = [k for k, v in options.items() if v is not None and not isinstance(v, (bool, int, float, str))]
     if bad:
         raise UsageError(f"launch option {bad[0]!r} is not a scalar: the lab records scalar options only")
+    state.refused = too_large(values, state.limit_bytes, f"launch {state.nth} of {identity['name']}")
+    if state.refused:
+        return
     state.out.mkdir(parents=True, exist_ok=True)
     table, inputs_sha = snapshot(values, state.out / "inputs.safetensors")
     manifest: dict[str, Any] = {
-        **_header(state), "kernel": identity, "grid": resolve_grid(grid, {**values, **options}), "options": options,
-        "positional": names[: len(args)], **table, "inputs_sha256": inputs_sha,
+        **_header(state.nth, state.scope), "kernel": identity, "grid": resolve_grid(grid, {**values, **options}),
+        "options": options, "positional": names[: len(args)], **table, "inputs_sha256": inputs_sha,
         "interpreted": os.environ.get("TRITON_INTERPRET") == "1", "device": device_of(values),
     }
     dispatch = _dispatch_of(state, fn, {**values, **options})
@@ -150,15 +169,46 @@ def _dispatch_of(state: CaptureState, fn: Any, launch: dict[str, Any]) -> dict[s
     return None
 
 
+def check_selection(kernel: str, match: str, scope: str) -> None:
+    """Refuse a selection the capture cannot make: an operator torch does not have, a ``match`` that is no regular
+    expression or is given for a kernel (selected by name and ``nth``), another scope than ``reachable`` for an
+    operator call."""
+    if not is_operator(kernel):
+        if match:
+            raise UsageError("--match selects among an operator's calls (--kernel aten::mm); a kernel is selected "
+                             "by its name and --nth")
+        return
+    overloads(kernel)
+    if scope != "reachable":
+        raise UsageError("an operator call is captured with its arguments only (--scope reachable)")
+    try:
+        re.compile(match)
+    except re.error as exc:
+        raise UsageError(f"--match {match!r} is not a regular expression: {exc}") from None
+
+
 @contextlib.contextmanager
-def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachable") -> Iterator[CaptureState]:
-    """Capture the ``nth`` launch of the Triton kernel named ``kernel`` into the folder ``out``. The state's
-    ``manifest`` is set once it happened; nothing is written when it did not."""
+def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachable", match: str = "",
+            limit_mb: float = 4096.0) -> Iterator[CaptureState | OperatorState]:
+    """Capture the ``nth`` launch of the Triton or OpenCL kernel named ``kernel`` — or, for a name with ``::``
+    (``aten::mm``), the nth call of that operator whose description matches ``match`` (``lab.operator``) — into
+    the folder ``out``. The state's ``manifest`` is set once it happened; nothing is written when it did not, nor
+    when the launch's tensors exceed ``limit_mb`` (``refused`` says so)."""
     if scope not in SCOPES:
         raise UsageError(f"capture scope {scope!r}: choose {' or '.join(SCOPES)}")
     if nth < 1:
         raise UsageError("--nth counts launches from 1")
-    state = CaptureState(kernel, nth, Path(out), scope)
+    check_selection(kernel, match, scope)
+    if is_operator(kernel):
+        operator = OperatorState(kernel, nth, Path(out), match, _header(nth, scope), device_of,
+                                 int(limit_mb * 2**20))
+        disarm = arm(operator)
+        try:
+            yield operator
+        finally:
+            disarm()
+        return
+    state = CaptureState(kernel, nth, Path(out), scope, limit_bytes=int(limit_mb * 2**20))
     originals: list[tuple[Any, str, Callable[..., Any]]] = []
     with contextlib.suppress(ImportError):  # a program may use Triton, pyopencl, or both
         import triton.runtime.interpreter as interpreter
@@ -172,13 +222,19 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
 
     def hooked(original: Callable[..., Any]) -> Callable[..., Any]:
         def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            if state.inside_inductor:  # Inductor's interpreter path launching the kernel its hook already counted
+                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             name = getattr(getattr(self, "fn", None), "__name__", "")
-            if warmup or name != state.kernel or state.manifest is not None:
+            if not warmup and len(state.calls) < 256:
+                state.calls[name] += 1
+            if warmup or name != state.kernel or state.manifest is not None or state.refused:
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             state.seen += 1
             if state.seen != state.nth:
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             _write(state, self, args, kwargs, grid)
+            if state.refused:
+                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
             names: list[str] = state.manifest["kernel"]["arg_names"] if state.manifest else []
             after = {**dict(zip(names, args, strict=False)), **{k: v for k, v in kwargs.items() if k in names}}
@@ -189,6 +245,8 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
 
     def hooked_opencl(original: Callable[..., Any]) -> Callable[..., Any]:
         def call(self: Any, queue: Any, global_size: Any, local_size: Any, *args: Any, **kwargs: Any) -> Any:
+            if len(state.calls) < 256:
+                state.calls[self.function_name] += 1
             if self.function_name != state.kernel or state.manifest is not None:
                 return original(self, queue, global_size, local_size, *args, **kwargs)
             state.seen += 1
@@ -199,13 +257,34 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
             state.out.mkdir(parents=True, exist_ok=True)
             inputs = state.out / "inputs.safetensors"
             described = describe_call(self, queue, global_size, local_size, args, inputs)
-            state.manifest = {**_header(state), **described, "scope": "reachable",
+            state.manifest = {**_header(state.nth, state.scope), **described, "scope": "reachable",
                               "inputs_sha256": hashlib.sha256(inputs.read_bytes()).hexdigest(), "interpreted": False}
             result = original(self, queue, global_size, local_size, *args, **kwargs)
             save_buffers(self, queue, args, state.out / "outputs.safetensors")
             (state.out / MANIFEST).write_text(json.dumps(state.manifest, indent=1))
             return result
         return call
+
+    def hooked_inductor(original: Callable[..., Any]) -> Callable[..., Any]:
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            name = inductor_kernel_name(self)
+            benchmark = bool(kwargs.get("benchmark_run"))  # Inductor timing its own configs: not the program's
+            if not benchmark and len(state.calls) < 256:
+                state.calls[name] += 1
+            save = not benchmark and name == state.kernel and state.manifest is None and not state.refused
+            if save:
+                state.seen += 1
+                save = state.seen == state.nth
+            values = _inductor_before(state, self, args) if save else None
+            state.inside_inductor += 1
+            try:
+                result = original(self, *args, **kwargs)
+            finally:
+                state.inside_inductor -= 1
+            if values is not None:
+                _inductor_after(state, self, args, values)
+            return result
+        return run
 
     def hooked_select(original: Callable[..., Any]) -> Callable[..., Any]:
         def select(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -219,10 +298,47 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
 
     originals.append((Dispatcher, "select", Dispatcher.select))
     hooks = {"run": hooked, "__call__": hooked_opencl, "select": hooked_select}
-    for cls, attribute, original in originals:
-        setattr(cls, attribute, hooks[attribute](original))
+    installed = [(cls, attribute, original, hooks[attribute]) for cls, attribute, original in originals]
+    autotuner = autotuner_class()
+    if autotuner is not None:  # torch.compile's Triton kernels launch through it, not through JITFunction.run
+        installed.append((autotuner, "run", autotuner.run, hooked_inductor))
+    for cls, attribute, original, hook in installed:
+        setattr(cls, attribute, hook(original))
     try:
         yield state
     finally:
-        for cls, attribute, original in originals:
+        for cls, attribute, original, _ in installed:
             setattr(cls, attribute, original)
+
+
+def _inductor_before(state: CaptureState, autotuner: Any, args: tuple[Any, ...]) -> dict[str, Any] | None:
+    """Save the arguments of the Inductor launch about to run; None (and the reason kept) when it cannot be."""
+    try:
+        values = inductor_arguments(autotuner, args)
+        state.refused = too_large(values, state.limit_bytes, f"launch {state.nth} of {state.kernel}")
+        if state.refused:
+            return None
+        state.out.mkdir(parents=True, exist_ok=True)
+        table, sha = snapshot(values, state.out / "inputs.safetensors")
+        return {"values": values, "table": table, "sha": sha}
+    except Exception as exc:  # the capture's failure is said; the program's launch still runs
+        state.errors.append(f"{type(exc).__name__}: {exc}")
+        return None
+
+
+def _inductor_after(state: CaptureState, autotuner: Any, args: tuple[Any, ...], saved: dict[str, Any]) -> None:
+    """Complete an Inductor capture once its launch ran: the config Inductor chose, its grid, the outputs."""
+    try:
+        constexprs, options, grid, about = chosen(autotuner, args)
+        table = saved["table"]
+        table["arguments"].update({k: {"kind": "scalar", "value": v} for k, v in constexprs.items()})
+        identity = keep_source(kernel_identity(autotuner.fn), state.out)
+        manifest = {**_header(state.nth, state.scope), "kernel": identity, "grid": grid, "options": options,
+                    "positional": [], **table, "inputs_sha256": saved["sha"], "interpreted":
+                    os.environ.get("TRITON_INTERPRET") == "1", "device": device_of(saved["values"]),
+                    "inductor": about}
+        snapshot(saved["values"], state.out / "outputs.safetensors")  # what the real launch computed
+        (state.out / MANIFEST).write_text(json.dumps(manifest, indent=1))
+        state.manifest = manifest
+    except Exception as exc:
+        state.errors.append(f"{type(exc).__name__}: {exc}")

@@ -43,8 +43,11 @@ def main() -> None:
 
 def run(folder: Path, request: dict[str, Any]) -> None:
     manifest = json.loads((folder / "manifest.json").read_text())
-    if manifest.get("interpreted"):
-        os.environ["TRITON_INTERPRET"] = "1"  # before Triton is imported by the kernel's module
+    on_cpu = manifest.get("device", {}).get("type") == "cpu"
+    if manifest.get("interpreted") or (request.get("spec") and on_cpu):
+        # Before Triton is imported by the kernel's (or spec's) module: a capture made in the interpreter, or a
+        # spec's Triton kernel taking a CPU operator call, which only the interpreter can run.
+        os.environ["TRITON_INTERPRET"] = "1"
     from kerntune.errors import UsageError
     from kerntune.lab.replay import (
         check_device,
@@ -78,17 +81,33 @@ def run(folder: Path, request: dict[str, Any]) -> None:
     row: dict[str, Any] = {"job": request["job"], **_summary(original), "device": device}
     if request["job"] == "compare":
         variant_path = Path(request["variant"]) if request.get("variant") else None
-        changed = with_overrides(manifest, request.get("overrides") or {})
-        variant_fn = load_kernel(manifest, variant_path)
+        spec = Path(request["spec"]) if request.get("spec") else None
+        if spec is not None:  # a spec's kernel at a config taking the captured operator call
+            from kerntune.lab.operator_launch import ServedVariant, validate_close, variant_config
+
+            if manifest["kernel"]["language"] != "aten":
+                raise UsageError("--spec compares a spec's kernel with a captured library operator call (kerntune "
+                                 "capture --kernel aten::mm); for a kernel launch give --variant or --set")
+            changed, variant_fn = manifest, ServedVariant(spec, request.get("overrides") or {})
+        else:
+            changed = with_overrides(manifest, request.get("overrides") or {})
+            variant_fn = load_kernel(manifest, variant_path)
         variant = replay(changed, folder, variant_fn, **conditions)
         check_mode(variant, conditions["mode"])
-        validation = validate(original["outputs"], variant["outputs"], request.get("rtol"))
+        if spec is not None:
+            validation = validate_close(original["outputs"], variant["outputs"], str(variant_fn.last_key[0]),
+                                        dict(variant_fn.problem.tolerance), request.get("rtol"))
+        else:
+            validation = validate(original["outputs"], variant["outputs"], request.get("rtol"))
         side_by_side = None
         if original["timing_claimed"]:  # the ratio, from the two timed launch by launch beside each other
             side_by_side = interleaved_ratio(make_launch(manifest, folder, load_kernel(manifest), device),
                                              make_launch(changed, folder, variant_fn, device),
                                              conditions["iterations"])
         row = {"job": "compare", "variant": str(variant_path or ""), "overrides": request.get("overrides") or {},
+               "spec": str(spec.resolve()) if spec else None,
+               **({"served_key": list(variant_fn.last_key), "served_config": variant_config(variant_fn)}
+                  if spec is not None else {}),
                "variant_sha256": variant_sha(variant_path) if variant_path else None,
                "mode": conditions["mode"], "iterations": conditions["iterations"], "device": device,
                "timing_claimed": original["timing_claimed"], "original": _summary(original),

@@ -23,7 +23,6 @@ import importlib.util
 import json
 import math
 import statistics
-import time
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,8 +30,8 @@ import torch
 
 from kerntune.errors import UsageError
 from kerntune.lab.capture import FORMAT, MANIFEST, device_of
+from kerntune.lab.captured import TritonLaunch
 from kerntune.lab.inspect_launch import launch_resources
-from kerntune.lab.snapshot import restore
 from kerntune.lab.variant import require_signature
 from kerntune.measure.stats import median_ci
 
@@ -88,6 +87,11 @@ def load_kernel(manifest: dict[str, Any], variant: Path | None = None) -> Any:
         from kerntune.lab.opencl import load_source
 
         return load_source(manifest, variant)
+    if identity["language"] == "aten":  # the library's kernel, chosen again by the library
+        if variant is not None:
+            raise UsageError(f"{identity['name']} is a library operator: compare a spec's kernel with it "
+                             "(--spec SPEC --set NAME=VALUE), not a variant source")
+        return None
     path = Path(variant) if variant else Path(identity["file"])
     name = f"kerntune_lab_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
     found = importlib.util.spec_from_file_location(name, path)
@@ -101,6 +105,10 @@ def load_kernel(manifest: dict[str, Any], variant: Path | None = None) -> Any:
     fn = getattr(module, identity["name"], None)
     if fn is None:
         raise UsageError(f"{path} defines no kernel named {identity['name']!r}")
+    if manifest.get("inductor"):  # a generated module binds the name to Inductor's autotuner around the kernel
+        from kerntune.lab.inductor import jit_function
+
+        fn = jit_function(fn)
     require_signature(identity, list(getattr(fn, "arg_names", [])), path)
     return fn
 
@@ -121,94 +129,18 @@ class Launch(Protocol):
     def aliased(self) -> list[str]: ...
 
 
-class TritonLaunch:
-    """A Triton launch rebuilt: fresh allocations on ``device`` and ``fn[grid](...)`` on them; timed by CUDA events
-    on a GPU, untimed in the interpreter."""
-
-    def __init__(self, manifest: dict[str, Any], folder: Path, fn: Any, device: str) -> None:
-        self.manifest, self.fn = manifest, fn
-        self.claims_timing = device == "cuda" and not manifest.get("interpreted")
-        self.values = restore(manifest, folder / "inputs.safetensors", device)
-        self.tensors = {n: v for n, v in self.values.items() if isinstance(v, torch.Tensor)}
-        bases: dict[int, torch.Tensor] = {}
-        for t in self.tensors.values():
-            bases.setdefault(t.untyped_storage().data_ptr(), t)
-        self.groups = [torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
-                       for t in bases.values()]
-        self.pristine = [g.clone() for g in self.groups]
-        self._flush: torch.Tensor | None = None
-        positional = manifest["positional"]
-        self.args = [self.values[n] for n in positional]
-        self.kwargs = {**{n: v for n, v in self.values.items() if n not in positional}, **manifest["options"]}
-
-    def reset(self) -> None:
-        for group, clean in zip(self.groups, self.pristine, strict=True):
-            group.copy_(clean)
-
-    def run(self) -> Any:
-        return self.fn[tuple(self.manifest["grid"])](*self.args, **self.kwargs)
-
-    def state(self) -> list[torch.Tensor]:
-        return [g.clone() for g in self.groups]
-
-    def times(self, iterations: int, restore_each: bool) -> list[float]:
-        """Device milliseconds of ``iterations`` launches (CUDA events), or host milliseconds when no timing is
-        claimed. ``restore_each``: the inputs are restored, then L2 flushed, before each launch, on the stream
-        ahead of its start event — never inside a sample. Hazards guarded: a restore leaves the inputs in L2 (a
-        warm time under an "isolated" name; hence the flush, as the tuner's cold regime), and Triton's Python
-        launch path (tens of µs) leaves the device idle between the start event and the kernel (hence the
-        stream hold: the whole batch is enqueued behind a spinning kernel, then runs back to back)."""
-        if not self.claims_timing:
-            out = []
-            for _ in range(iterations):
-                if restore_each:
-                    self.reset()
-                began = time.perf_counter()
-                self.run()
-                out.append((time.perf_counter() - began) * 1e3)
-            return out
-        from kerntune.backends.stream_hold import StreamHold
-
-        if self._flush is None:
-            l2 = int(getattr(torch.cuda.get_device_properties(self.groups[0].device), "L2_cache_size", 0) or 0)
-            self._flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device=self.groups[0].device)
-        flush = self._flush
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]  # type: ignore[no-untyped-call]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]  # type: ignore[no-untyped-call]
-
-        def enqueue(i: int) -> None:
-            if restore_each:
-                self.reset()
-                flush.zero_()
-            starts[i].record()
-            self.run()
-            ends[i].record()
-
-        StreamHold(self.groups[0].device).timed(iterations, enqueue)
-        return [float(a.elapsed_time(b)) for a, b in zip(starts, ends, strict=True)]
-
-    def cache(self, restore_each: bool) -> str:
-        if not self.claims_timing:
-            return "not controlled (no timing claimed)"
-        return "cold: L2 flushed after each restore" if restore_each else "warm: launches back to back"
-
-    def outputs(self) -> dict[str, torch.Tensor]:
-        return {n: t.detach().cpu() for n, t in self.tensors.items()}
-
-    def expected(self, folder: Path) -> dict[str, torch.Tensor]:
-        return {n: t for n, t in restore(self.manifest, folder / "outputs.safetensors", "cpu").items()
-                if isinstance(t, torch.Tensor)}
-
-    def aliased(self) -> list[str]:
-        owners = [t.untyped_storage().data_ptr() for t in self.tensors.values()]
-        return [n for n, t in self.tensors.items() if owners.count(t.untyped_storage().data_ptr()) > 1]
-
-
 def make_launch(manifest: dict[str, Any], folder: Path, kernel: Any, device: str) -> Launch:
-    if manifest["kernel"]["language"] == "opencl":
+    """The captured call rebuilt for ``kernel``: a Triton function, an OpenCL source, or for an operator call
+    None (the library's kernel) or a ``ServedVariant`` (a spec's kernel at a config)."""
+    language = manifest["kernel"]["language"]
+    if language == "opencl":
         from kerntune.lab.opencl import OpenCLLaunch
 
         return OpenCLLaunch(manifest, folder, kernel)
+    if language == "aten":
+        from kerntune.lab.operator_launch import OperatorLaunch
+
+        return OperatorLaunch(manifest, folder, device, kernel)
     return TritonLaunch(manifest, folder, kernel, device)
 
 

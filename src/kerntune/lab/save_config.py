@@ -26,13 +26,17 @@ from kerntune.lab.session import history
 from kerntune.runtime.table import SCHEMA, TableError, entry_key, parse_table, write_atomically
 
 
-def _passing_comparison(folder: Path, overrides: dict[str, Any]) -> dict[str, Any]:
+def _passing_comparison(folder: Path, overrides: dict[str, Any], spec: Path | None = None) -> dict[str, Any]:
+    """The latest comparison in this session that passed validation with exactly ``overrides`` (a config variant
+    of the captured launch, or with ``spec`` a spec's kernel taking a captured operator call)."""
     passed = [r for r in history(folder) if r.get("job") == "compare" and not r.get("variant")
-              and r.get("overrides") == overrides and (r.get("validation") or {}).get("passed")]
+              and r.get("spec") == (str(spec) if spec else None) and r.get("overrides") == overrides
+              and (r.get("validation") or {}).get("passed")]
     if not passed:
         shown = " ".join(f"--set {k}={json.dumps(v)}" for k, v in overrides.items())
-        raise UsageError(f"{shown} has no passing comparison in this session: run kerntune lab compare "
-                         f"{folder} {shown} first")
+        with_spec = f" --spec {spec}" if spec else ""
+        raise UsageError(f"{with_spec.strip()} {shown} has no passing comparison in this session: run kerntune lab "
+                         f"compare {folder}{with_spec} {shown} first".replace("  ", " ").lstrip())
     return passed[-1]
 
 
@@ -45,10 +49,10 @@ def _check_source_unchanged(manifest: dict[str, Any]) -> None:
                          "source's hash, so capture again and compare there")
 
 
-def _table_to_update(path: Path, dispatch: dict[str, Any]) -> dict[str, Any]:
-    validators = {k: v for k, v in dispatch["versions"].items() if k in (*VALIDATORS, "kerntune")}
+def _table_to_update(path: Path, versions: dict[str, Any], device: dict[str, Any] | None = None) -> dict[str, Any]:
+    validators = {k: v for k, v in versions.items() if k in (*VALIDATORS, "kerntune")}
     if not path.exists():
-        return {"schema": SCHEMA, "provenance": {}, "validators": validators, "device": {}, "entries": []}
+        return {"schema": SCHEMA, "provenance": {}, "validators": validators, "device": device or {}, "entries": []}
     try:
         table: dict[str, Any] = json.loads(path.read_text())
         parse_table(table, str(path))
@@ -62,6 +66,24 @@ def _table_to_update(path: Path, dispatch: dict[str, Any]) -> dict[str, Any]:
                                                                 for k, (a, b) in sorted(stale.items()))
                          + ": the program would not apply it; give another --table")
     return table
+
+
+def _write_entry(folder: Path, path: Path, table: dict[str, Any],
+                 entry: dict[str, Any]) -> tuple[str, list[dict[str, Any]], Path | None]:
+    """``entry`` into ``table`` (replacing the one of its key), written atomically to ``path``; the table it
+    replaces backed up in the capture folder. Returns the key, the entries replaced and the backup."""
+    key = entry_key(entry["key"])
+    replaced = [e for e in table.get("entries", []) if entry_key(e["key"]) == key]
+    table["entries"] = [*(e for e in table.get("entries", []) if entry_key(e["key"]) != key), entry]
+    table.setdefault("provenance", {})["lab_save"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    backup = None
+    if path.exists():
+        backups = folder / "backups"
+        backups.mkdir(exist_ok=True)
+        backup = backups / f"{path.name}.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%f')}"
+        shutil.copy2(path, backup)
+    write_atomically(path, json.dumps(table, indent=1) + "\n")
+    return key, replaced, backup
 
 
 def save_config(folder: Path, overrides: dict[str, Any], table_path: Path | None = None) -> dict[str, Any]:
@@ -86,21 +108,54 @@ def save_config(folder: Path, overrides: dict[str, Any], table_path: Path | None
     now = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
     if str(path) == dispatch["table"] and now != dispatch.get("table_sha256"):
         raise UsageError(f"{path} changed since the capture: nothing written (capture again, or give --table)")
-    table = _table_to_update(path, dispatch)
+    table = _table_to_update(path, dispatch["versions"])
     config = {**dispatch["config"], **overrides}
     entry = {"key": dispatch["fields"], "config": config, "status": "measured", "median_ms": compared["median_ms"],
              "source": f"kerntune lab save ({folder.name}, compare of {compared['created']})"}
-    key = entry_key(dispatch["fields"])
-    replaced = [e for e in table.get("entries", []) if entry_key(e["key"]) == key]
-    table["entries"] = [*(e for e in table.get("entries", []) if entry_key(e["key"]) != key), entry]
-    table.setdefault("provenance", {})["lab_save"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    backup = None
-    if path.exists():
-        backups = folder / "backups"
-        backups.mkdir(exist_ok=True)
-        backup = backups / f"{path.name}.{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%f')}"
-        shutil.copy2(path, backup)
-    write_atomically(path, json.dumps(table, indent=1) + "\n")
+    key, replaced, backup = _write_entry(folder, path, table, entry)
     return {"table": str(path), "key": key, "config": config, "replaced": replaced[0]["config"] if replaced else None,
             "backup": str(backup) if backup else None, "compare": compared["created"],
             "ratio": compared.get("ratio")}
+
+
+def save_served(folder: Path, spec: Path, overrides: dict[str, Any], table_path: Path) -> dict[str, Any]:
+    """A spec's kernel at ``overrides`` that took a captured operator call, passed its comparison with the library
+    and was timed beside it, written as the served table entry of that call's key — what ``kerntune run`` serves
+    the unmodified program. Refused when no such comparison passed here, when it was never timed (a CPU capture:
+    an untimed kernel is never served), or when it was slower than the library beyond its interval."""
+    from kerntune.lab.replay import load_capture
+    from kerntune.runtime.keys import problem_source_hash
+    from kerntune.runtime.serving import load_served_spec
+
+    manifest = load_capture(folder)
+    if manifest["kernel"]["language"] != "aten":
+        raise UsageError("--spec saves a spec's kernel for a captured operator call; this capture is a kernel "
+                         "launch: save --set NAME=VALUE or --variant FILE")
+    spec = spec.resolve()
+    compared = _passing_comparison(folder, overrides, spec)
+    side = compared.get("interleaved")
+    if not compared.get("timing_claimed") or not side:
+        raise UsageError("that comparison ran where no timing is claimed (the CPU: the spec's kernel ran in "
+                         "Triton's interpreter): a kernel the table serves must have been timed against the "
+                         "library's; compare on the GPU the program runs on")
+    if side["ci"][0] > 1.0:
+        raise UsageError(f"the spec's kernel was slower than the library's on this call (time ratio "
+                         f"{side['ratio']:.3f}, 95% CI {side['ci'][0]:.3f}-{side['ci'][1]:.3f}): nothing written")
+    problem = load_served_spec(spec)
+    fields = problem.shape_fields()
+    raw = compared["served_key"]
+    device = manifest["device"]
+    key = {"op": problem.name, "source": problem_source_hash(problem), "dtype": raw[0],
+           **dict(zip(fields, raw[1:], strict=True)), "arch": device["arch"],
+           "compute_units": device["compute_units"], "device_name": device["name"]}
+    table = _table_to_update(table_path.resolve(), manifest["versions"],
+                             {"arch": device["arch"], "device_name": device["name"],
+                              "compute_units": device["compute_units"]})
+    entry = {"key": key, "config": compared["served_config"], "status": "measured",
+             "median_ms": compared["median_ms"], "spec": str(spec), "vs_library": {
+                 "ratio": side["ratio"], "ci": side["ci"], "pairs": side["pairs"], "order": side["order"]},
+             "source": f"kerntune lab save ({folder.name}, compare of {compared['created']})"}
+    written, replaced, backup = _write_entry(folder, table_path.resolve(), table, entry)
+    return {"table": str(table_path.resolve()), "key": written, "config": entry["config"],
+            "replaced": replaced[0]["config"] if replaced else None, "backup": str(backup) if backup else None,
+            "compare": compared["created"], "ratio": side["ratio"]}

@@ -162,6 +162,7 @@ def test_refusals(kerntune: Callable[..., CliResult], lab: Path) -> None:
     missing = kerntune("capture", "--kernel", "nope", "-o", str(lab / "none"), "--", "python",
                        str(lab / "program.py"), env=INTERPRET)
     assert missing.code == 2 and "nope launched 0 times" in missing.stderr
+    assert "launched: " in missing.stderr and "scale_add ×" in missing.stderr  # what the program did launch
     assert not (lab / "none" / "manifest.json").exists()
     exists = kerntune("capture", "--kernel", "accumulate", "-o", str(acc), "--", "python", str(lab / "program.py"))
     assert exists.code == 2 and "exists" in exists.stderr

@@ -1,11 +1,12 @@
 """The kernel laboratory on a real GPU: a compiled Triton launch captured from a running program, replayed in the
 three modes with CUDA-event timing, a config variant compared and saved into the program's dispatch table, and
-the program run again reading it (the H200 acceptance with the demo's matmul is benchmarks/h200_issue8.sh)."""
+the program run again reading it; then a torch.compile'd program's generated kernel and its GEMM call."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,3 +57,64 @@ def test_capture_replay_compare_save_on_the_gpu(kerntune: Callable[..., CliResul
                            env={**os.environ, **ON_GPU, "KERNTUNE_LOG_DISPATCH": "1"})
     assert after.stdout == before.stdout and '-> exact {"BLOCK": 64}' in after.stderr, after.stderr
     assert json.loads(table.read_text())["entries"][0]["median_ms"] == compared.json()["median_ms"]
+
+
+COMPILED = DATA / "lab" / "compiled_program.py"
+SPEC = Path(__file__).resolve().parents[3] / "examples" / "triton_matmul"
+
+
+def test_a_torch_compiled_program_s_generated_kernel_and_its_gemm(kerntune: Callable[..., CliResult],
+                                                                  tmp_path: Path) -> None:
+    """Inductor's launches (not through JITFunction.run) and the aten::mm its extern GEMM calls: a miss names the
+    kernels that launched; the generated kernel is captured with its module kept, replayed and compared at another
+    block size; the GEMM call is compared with the tuned Triton GEMM and saved into a served table when it is not
+    slower, which kerntune run then serves."""
+    program = ["--", "python", str(COMPILED)]
+    missed = kerntune("capture", "--kernel", "no_such_kernel", "-o", str(tmp_path / "none"), *program)
+    assert missed.code == 2 and "launched: " in missed.stderr, missed.stderr
+    names = re.findall(r"(triton_\w+) ×(\d+)", missed.stderr)
+    assert names, missed.stderr  # Inductor's kernels, seen by their profiler names
+    name = names[0][0]
+    cap = tmp_path / "generated"
+    done = kerntune("capture", "--kernel", name, "--nth", "2", "-o", str(cap), "--json", *program)
+    assert done.code == 0, done.stderr
+    manifest = done.json()
+    assert manifest["inductor"]["kernel_name"] == name and (cap / "inductor_kernel.py").is_file()
+    assert manifest["kernel"]["file"] == str((cap / "inductor_kernel.py").resolve()) and manifest["grid"][0] >= 1
+    for mode in ("isolated", "replays"):
+        result = kerntune("replay", str(cap), "--mode", mode, "--iterations", "30", "--repeats", "2", "--json")
+        assert result.code == 0, result.stderr
+        assert result.json()["reproduces_capture"] is True and result.json()["timing_claimed"] is True
+    block = next((k for k in manifest["inductor"]["config"] if k.endswith("BLOCK")), None)
+    if block is not None:
+        half = max(1, int(manifest["inductor"]["config"][block]) // 2)
+        compared = kerntune("lab", "compare", str(cap), "--set", f"{block}={half}", "--iterations", "30", "--json")
+        assert compared.code == 0, compared.stderr
+        assert compared.json()["validation"]["passed"] and compared.json()["interleaved"]["pairs"] == 30
+
+    gemm = tmp_path / "gemm"
+    done = kerntune("capture", "--kernel", "aten::mm", "--match", "bfloat16", "-o", str(gemm), "--json", *program)
+    assert done.code == 0, done.stderr
+    assert done.json()["kernel"]["overload"] in ("aten::mm", "aten::mm.out") and done.json()["device"]["type"] == "cuda"
+    for mode in ("isolated", "sustained", "replays"):
+        result = kerntune("replay", str(gemm), "--mode", mode, "--iterations", "30", "--repeats", "2", "--json")
+        assert result.code == 0, result.stderr
+        assert result.json()["timing_claimed"] is True and result.json()["median_ms"] > 0
+    config = ["--set", "BLOCK_M=64", "--set", "BLOCK_N=64", "--set", "BLOCK_K=64"]
+    compared = kerntune("lab", "compare", str(gemm), "--spec", str(SPEC), *config, "--iterations", "40", "--json")
+    assert compared.code == 0, compared.stderr
+    row = compared.json()
+    assert row["validation"]["passed"] and row["served_key"][:4] == ["bfloat16", 64, 512, 256]
+    low, high = row["interleaved"]["ci"]
+    assert 0 < low <= row["ratio"] <= high, row["interleaved"]
+    table = tmp_path / "served.json"
+    saved = kerntune("lab", "save", str(gemm), "--spec", str(SPEC), *config, "--table", str(table), "--json")
+    if low > 1.0:  # cuBLAS faster beyond the interval: refused, nothing written
+        assert saved.code == 2 and "slower than the library" in saved.stderr and not table.exists()
+        return
+    assert saved.code == 0, saved.stderr
+    out = tmp_path / "counts"
+    served = kerntune("run", "--table", str(table), *program, env={"KERNTUNE_VERIFY_OUT": str(out)})
+    assert served.code == 0, served.stderr
+    counts = json.loads(next(out.glob("serve-*.json")).read_text())["ops"]
+    assert sum(c["served"] for c in counts.values()) >= 4 and sum(c["failed"] for c in counts.values()) == 0

@@ -1,0 +1,42 @@
+"""What the lab suite's ``model`` step captures from a scoped program, printed for the shell:
+
+    python3 benchmarks/lab_model_picks.py hottest SCOPE.json CORPUS.jsonl   # KERNEL MATCH
+    python3 benchmarks/lab_model_picks.py config CAPTURE.json TABLE.json     # --set NAME=VALUE ...
+
+``hottest``: the Inductor kernel (``triton_*``) with the most device time in ``kerntune scope --json``, and a
+``--match`` pattern for the ``aten::mm`` call whose shape has the most GPU time in the scope's corpus (``none`` for
+either when the program has none). ``config``: the config a deployed table holds for the captured mm call's shape
+(M, N, K), as ``--set`` options (nothing: the spec's default)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def hottest(scope_path: str, corpus_path: str) -> str:
+    scope = json.loads(Path(scope_path).read_text())
+    kernels = [k for k in scope.get("kernels", []) if str(k.get("name", "")).startswith("triton_")]
+    kernel = max(kernels, key=lambda k: k.get("device_us", 0))["name"] if kernels else "none"
+    lines = [json.loads(text) for text in Path(corpus_path).read_text().splitlines() if text.strip()]
+    mms = [line for line in lines if str(line.get("op", "")).startswith("aten::mm")]
+    if not mms:
+        return f"{kernel} none"
+    mm = max(mms, key=lambda line: line.get("device_us") or 0)
+    s, dtype = mm["shape"], mm["dtype"]
+    return f"{kernel} ^aten::mm(\\.out)?\\({s['M']}x{s['K']}:{dtype}, {s['K']}x{s['N']}:{dtype}"
+
+
+def config(capture_path: str, table_path: str) -> str:
+    capture, table = json.loads(Path(capture_path).read_text()), json.loads(Path(table_path).read_text())
+    a, b = capture["arguments"]["self"], capture["arguments"]["mat2"]
+    m, k, n = a["shape"][0], a["shape"][1], b["shape"][1]
+    found = [e["config"] for e in table["entries"] if (e["key"]["M"], e["key"]["N"], e["key"]["K"]) == (m, n, k)]
+    return " ".join(f"--set {name}={value}" for name, value in (found[0] if found else {}).items())
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[1] not in ("hottest", "config"):
+        sys.exit(__doc__)
+    print(hottest(sys.argv[2], sys.argv[3]) if sys.argv[1] == "hottest" else config(sys.argv[2], sys.argv[3]))

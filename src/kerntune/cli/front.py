@@ -45,10 +45,14 @@ def serve(
                                               "bind beyond loopback).", envvar="KERNTUNE_WEB_TOKEN")] = None,
     specs: Annotated[Path, typer.Option("--specs", help="The folder whose specs the page may start tuning.")]
     = Path("."),
+    programs: Annotated[Path | None, typer.Option("--programs", help="The folder whose Python programs the page "
+                                                  "may run for a dispatch list and captures, and whose files it "
+                                                  "may read as variants (default: --specs).")] = None,
     store: StoreOpt = None,
 ) -> None:
-    """A local web page over the store: runs, their charts, the ISA / occupancy diff of two candidates, lab
-    captures; start and stop a tune or a replay and follow it live."""
+    """A local web page over the store: runs, their charts, the ISA / occupancy diff of two candidates, a program's
+    dispatch list whose rows start a capture, lab captures with replay, compare and save; start and stop a tune
+    or a lab job and follow it live."""
     if not _loopback(host) and not token:
         raise UsageError(f"--host {host} is reachable from other machines: give --token TOKEN (every request "
                          "must then carry it), or bind 127.0.0.1")
@@ -57,6 +61,8 @@ def serve(
                          "print(secrets.token_urlsafe())')")
     if not specs.is_dir():
         raise UsageError(f"--specs {specs}: not a folder")
+    if programs is not None and not programs.is_dir():
+        raise UsageError(f"--programs {programs}: not a folder")
     try:
         import uvicorn
 
@@ -65,4 +71,4 @@ def serve(
         raise UsageError(f"the web page needs FastAPI and uvicorn: pip install 'kerntune[web]' ({exc})") from None
     home = store if store is not None else Settings.from_env().home
     home.mkdir(parents=True, exist_ok=True)
-    uvicorn.run(create_app(home, specs, token), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(home, specs, token, programs), host=host, port=port, log_level="warning")

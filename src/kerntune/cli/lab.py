@@ -41,7 +41,6 @@ def capture(
     operator: inputs and outputs as safetensors, a manifest with source (or operator schema), grid, constexprs,
     dtypes, strides, aliasing, device and versions."""
     from kerntune.lab.capture import SCOPES, check_selection
-    from kerntune.scope.program import profiled_command
     from kerntune.settings import Settings
 
     if output.exists():
@@ -49,18 +48,8 @@ def capture(
     if scope not in SCOPES or nth < 1:
         raise UsageError(f"--scope is {' or '.join(SCOPES)} and --nth counts launches from 1 (got {scope}, {nth})")
     check_selection(kernel, match, scope)
-    argv = profiled_command(command, output)  # validates the program form; replaced by the capture launcher below
-    with tempfile.TemporaryDirectory(prefix="kerntune-capture-") as tmp:
-        request, result = Path(tmp) / "request.json", Path(tmp) / "result.json"
-        request.write_text(json.dumps({"kernel": kernel, "out": str(output), "nth": nth, "scope": scope,
-                                       "match": match, "limit_mb": Settings.from_env().capture_max_mb,
-                                       "result": str(result)}))
-        done = subprocess.run([argv[0], "-m", "kerntune.lab.bootstrap", str(request), *argv[4:]], text=True,
-                              capture_output=True)
-        outcome = json.loads(result.read_text()) if result.exists() else None
-    if outcome is None:
-        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
-        raise UsageError(f"the program did not finish (exit {done.returncode}): {tail}")
+    outcome = _run_armed(command, {"kernel": kernel, "out": str(output), "nth": nth, "scope": scope,
+                                    "match": match, "limit_mb": Settings.from_env().capture_max_mb})
     if not outcome["captured"]:
         raise UsageError(_missed(kernel, nth, match, outcome))
     manifest = json.loads((output / "manifest.json").read_text())
@@ -71,6 +60,47 @@ def capture(
             else f"grid {manifest['grid']}")
     Console().print(f"captured launch {nth} of {kernel} into {output}: {what}, {len(manifest['arguments'])} "
                     f"arguments, scope {scope}", highlight=False)
+
+
+def _run_armed(command: list[str], request: dict[str, Any]) -> dict[str, Any]:
+    """Run the program under ``kerntune.lab.bootstrap`` with a capture armed by ``request``; what it saw."""
+    from kerntune.scope.program import profiled_command
+
+    argv = profiled_command(command, Path(request["out"]))  # validates the program form; the launcher replaces it
+    with tempfile.TemporaryDirectory(prefix="kerntune-capture-") as tmp:
+        path, result = Path(tmp) / "request.json", Path(tmp) / "result.json"
+        path.write_text(json.dumps({**request, "result": str(result)}))
+        done = subprocess.run([argv[0], "-m", "kerntune.lab.bootstrap", str(path), *argv[4:]], text=True,
+                              capture_output=True)
+        outcome: dict[str, Any] | None = json.loads(result.read_text()) if result.exists() else None
+    if outcome is None:
+        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
+        raise UsageError(f"the program did not finish (exit {done.returncode}): {tail}")
+    return outcome
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def launches(
+    command: Annotated[list[str], typer.Argument(help="The program after --: python SCRIPT.py ARGS or python -m MOD.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Run a Python program and list the kernels it launched through the hooks the lab captures by — Triton
+    (kernel[grid] calls, triton.autotune, kerntune's dispatcher), torch.compile's generated kernels, pyopencl — by
+    launch count: the dispatch list to pick a capture from where no profiler sees device time (a CPU device).
+    On a GPU, kerntune scope gives the list by device-time share."""
+    with tempfile.TemporaryDirectory(prefix="kerntune-launches-") as tmp:
+        outcome = _run_armed(command, {"kernel": "", "out": str(Path(tmp) / "unused"), "nth": 1,
+                                       "scope": "reachable", "match": "", "limit_mb": 0.0})
+    total = sum(outcome["calls"].values())
+    rows = [{"name": name, "kind": outcome.get("kinds", {}).get(name, ""), "launches": count,
+             "share": count / total if total else 0.0} for name, count in outcome["calls"].items()]
+    if as_json:
+        _emit_json({"program": command, "program_exit": outcome["exit"], "launches": rows})
+        return
+    console = Console()
+    for row in rows:
+        console.print(f"{row['launches']:>8}  {row['share']:6.1%}  {row['kind']:<9} {row['name']}", highlight=False)
+    console.print(f"{total} launches of {len(rows)} kernels; program exit {outcome['exit']}", highlight=False)
 
 
 def _missed(kernel: str, nth: int, match: str, outcome: dict[str, Any]) -> str:

@@ -54,10 +54,12 @@ class Job:
 
 
 def start_job(args: list[str], folder: Path, name: str, home: Path) -> Job:
-    """``python -m kerntune ARGS --json`` with the store at ``home``; output in ``folder/name.out|.err``."""
+    """``python -m kerntune ARGS --json`` (``--json`` before a ``--`` that starts a program's arguments) with the
+    store at ``home``; output in ``folder/name.out|.err``."""
     folder.mkdir(parents=True, exist_ok=True)
     out, err = folder / f"{name}.out", folder / f"{name}.err"
-    argv = [sys.executable, "-m", "kerntune", *args, "--json"]
+    split = args.index("--") if "--" in args else len(args)  # a program's own arguments follow its --
+    argv = [sys.executable, "-m", "kerntune", *args[:split], "--json", *args[split:]]
     with out.open("wb") as o, err.open("wb") as e:
         process = subprocess.Popen(argv, stdout=o, stderr=e, stdin=subprocess.DEVNULL,
                                    env={**os.environ, "KERNTUNE_HOME": str(home)})

@@ -58,14 +58,21 @@ class CaptureState:
     limit_bytes: int = 4096 << 20
     calls: Counter[str] = field(default_factory=Counter)
     """Launches per kernel name, every kernel the hooks saw: what a capture that missed names."""
+    kinds: dict[str, str] = field(default_factory=dict)
+    """Per kernel name, which hook saw it: triton, inductor or opencl."""
     refused: str = ""
     """Why the launch asked for was not saved (over the size limit), or empty."""
     inside_inductor: int = 0
     """Inside an Inductor launch: the Triton hook below it does not count the launch again."""
 
     def summary(self) -> dict[str, Any]:
-        return {"captured": self.manifest is not None, "seen": self.seen, "calls": dict(self.calls.most_common(20)),
-                "refused": self.refused, "errors": self.errors[:5]}
+        return {"captured": self.manifest is not None, "seen": self.seen, "calls": dict(self.calls.most_common()),
+                "kinds": self.kinds, "refused": self.refused, "errors": self.errors[:5]}
+
+    def count(self, name: str, kind: str) -> None:
+        if len(self.calls) < 256 or name in self.calls:
+            self.calls[name] += 1
+            self.kinds.setdefault(name, kind)
 
 
 def _versions() -> dict[str, str]:
@@ -225,8 +232,8 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
             if state.inside_inductor:  # Inductor's interpreter path launching the kernel its hook already counted
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             name = getattr(getattr(self, "fn", None), "__name__", "")
-            if not warmup and len(state.calls) < 256:
-                state.calls[name] += 1
+            if not warmup:
+                state.count(name, "triton")
             if warmup or name != state.kernel or state.manifest is not None or state.refused:
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             state.seen += 1
@@ -245,8 +252,7 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
 
     def hooked_opencl(original: Callable[..., Any]) -> Callable[..., Any]:
         def call(self: Any, queue: Any, global_size: Any, local_size: Any, *args: Any, **kwargs: Any) -> Any:
-            if len(state.calls) < 256:
-                state.calls[self.function_name] += 1
+            state.count(self.function_name, "opencl")
             if self.function_name != state.kernel or state.manifest is not None:
                 return original(self, queue, global_size, local_size, *args, **kwargs)
             state.seen += 1
@@ -269,8 +275,8 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             name = inductor_kernel_name(self)
             benchmark = bool(kwargs.get("benchmark_run"))  # Inductor timing its own configs: not the program's
-            if not benchmark and len(state.calls) < 256:
-                state.calls[name] += 1
+            if not benchmark:
+                state.count(name, "inductor")
             save = not benchmark and name == state.kernel and state.manifest is None and not state.refused
             if save:
                 state.seen += 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 import json
 import re
+import time
 from itertools import count
 from pathlib import Path
 from typing import Any, Literal
@@ -44,10 +45,34 @@ class ReplayRequest(BaseModel):
     iterations: int = Field(default=20, ge=1, le=10_000)
 
 
-def create_app(home: Path, specs_root: Path, token: str | None = None) -> FastAPI:
-    """The app over the store at ``home``; tunes may start specs inside ``specs_root``."""
+class ProgramRequest(BaseModel):
+    program: str = Field(min_length=1, max_length=1000)
+    """A Python file inside the programs folder this server was given."""
+    args: list[str] = Field(default_factory=list, max_length=64)
+    profile: bool = False
+    """List by device-time share (``kerntune scope``: a GPU) instead of by launches (``kerntune launches``)."""
+
+
+class CaptureRequest(ProgramRequest):
+    kernel: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_:.]{0,200}$")
+    nth: int = Field(default=1, ge=1, le=1_000_000)
+
+
+class VariantRequest(BaseModel):
+    variant: str | None = Field(default=None, max_length=1000)
+    """A variant source inside the programs folder."""
+    sets: list[str] = Field(default_factory=list, max_length=32)
+    """NAME=VALUE config changes."""
+    iterations: int = Field(default=20, ge=1, le=10_000)
+
+
+def create_app(home: Path, specs_root: Path, token: str | None = None,
+               programs_root: Path | None = None) -> FastAPI:
+    """The app over the store at ``home``; tunes may start specs inside ``specs_root``, dispatch lists and captures
+    run programs (and read variants) inside ``programs_root`` (default: ``specs_root``)."""
     app = FastAPI(title="kerntune", docs_url=None, redoc_url=None, openapi_url=None)
     home, specs_root = home.resolve(), specs_root.resolve()
+    programs = (programs_root or specs_root).resolve()
     jobs: dict[int, Job] = {}
     ids = count(1)
 
@@ -93,6 +118,28 @@ def create_app(home: Path, specs_root: Path, token: str | None = None) -> FastAP
             raise HTTPException(404, f"no capture named {name!r} in {root}")
         return root / name
 
+    def inside_programs(name: str, what: str, suffixes: tuple[str, ...]) -> Path:
+        path = (programs / name).resolve()
+        if not path.is_relative_to(programs) or not path.is_file() or path.suffix not in suffixes:
+            raise HTTPException(400, f"{what} {name!r}: not a {'/'.join(suffixes)} file inside the programs folder "
+                                     f"this server serves ({programs})")
+        return path
+
+    def program_command(request: ProgramRequest) -> list[str]:
+        return ["--", "python", str(inside_programs(request.program, "program", (".py",))), *request.args]
+
+    def variant_args(request: VariantRequest) -> list[str]:
+        args = []
+        if request.variant:
+            args += ["--variant", str(inside_programs(request.variant, "variant", (".py", ".cl")))]
+        for text in request.sets:
+            if "=" not in text or not text.partition("=")[0].isidentifier():
+                raise HTTPException(400, f"set {text!r}: write NAME=VALUE, e.g. BLOCK_K=64")
+            args += ["--set", text]
+        if not args:
+            raise HTTPException(400, "give a variant source or at least one NAME=VALUE")
+        return args
+
     def launch(args: list[str]) -> dict[str, Any]:
         if any(j.running for j in jobs.values()):
             raise HTTPException(409, "a job is running: wait for it or stop it first (one device, one job)")
@@ -137,6 +184,33 @@ def create_app(home: Path, specs_root: Path, token: str | None = None) -> FastAP
     def lab() -> str:
         return pages.lab_page(captures())
 
+    @app.get("/dispatches", response_class=HTMLResponse)
+    def dispatches() -> str:
+        found = sorted(str(p.relative_to(programs)) for p in programs.rglob("*.py")
+                       if not any(part.startswith(".") or part == "site-packages"
+                                  for part in p.relative_to(programs).parts))
+        return pages.dispatches_page(found[:500])
+
+    @app.post("/api/dispatches")
+    def list_dispatches(request: ProgramRequest) -> dict[str, Any]:
+        return launch(["scope" if request.profile else "launches", *program_command(request)])
+
+    @app.post("/api/lab/captures")
+    def start_capture(request: CaptureRequest) -> dict[str, Any]:
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", request.kernel)[:60]
+        name = f"{stem}-{request.nth}-{time.strftime('%Y%m%dT%H%M%S')}"
+        return {**launch(["capture", "--kernel", request.kernel, "--nth", str(request.nth), "-o",
+                          str(home / "captures" / name), *program_command(request)]), "capture": name}
+
+    @app.post("/api/lab/{name}/compare")
+    def start_compare(name: str, request: VariantRequest) -> dict[str, Any]:
+        return launch(["lab", "compare", str(capture_path(name)), *variant_args(request), "--iterations",
+                       str(request.iterations)])
+
+    @app.post("/api/lab/{name}/save")
+    def start_save(name: str, request: VariantRequest) -> dict[str, Any]:
+        return launch(["lab", "save", str(capture_path(name)), *variant_args(request)])
+
     @app.get("/api/runs")
     def api_runs() -> list[dict[str, Any]]:
         return [{"id": r.id, "problem": r.problem, "device": r.target.device_name, "strategy": r.strategy,
@@ -159,6 +233,7 @@ def create_app(home: Path, specs_root: Path, token: str | None = None) -> FastAP
             if CAPTURE_NAME.match(folder.name) and manifest.is_file():
                 data = json.loads(manifest.read_text())
                 found.append({"name": folder.name, "kernel": data.get("kernel", {}).get("name"),
+                              "language": data.get("kernel", {}).get("language"),
                               "closed": data.get("closed"), "history": history(folder)[-50:]})
         return found
 

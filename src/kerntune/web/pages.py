@@ -14,7 +14,7 @@ from kerntune.report.page import STYLE, table
 
 STRATEGIES = ("auto", "race", "exhaustive", "random", "tpe", "cmaes", "coordinate", "lever")
 
-FOLLOW = """
+FOLLOW = r"""
 async function post(url, body) {
   const r = await fetch(url, {method: 'POST', headers: {'Content-Type': 'application/json'},
                               body: JSON.stringify(body)});
@@ -30,9 +30,16 @@ async function follow(job) {
     box.textContent = s.state + ' (' + s.elapsed_s + ' s) ' + (s.progress || s.error || '');
     if (s.state !== 'running') {
       const run = s.result && s.result.run ? s.result.run.id : null;
-      if (s.result && s.result.median_ms !== undefined) {
+      if (s.result && s.result.validation) {
+        const v = s.result.validation;
+        box.textContent += ' validation (' + v.rule + ') ' + (v.passed ? 'passed' : 'FAILED') +
+          (s.result.ratio ? ', variant/original time ' + s.result.ratio.toFixed(3) + ' (95% CI ' +
+           s.result.interleaved.ci[0].toFixed(3) + '–' + s.result.interleaved.ci[1].toFixed(3) + ')' : '');
+      } else if (s.result && s.result.median_ms !== undefined) {
         box.textContent += ' median ' + (s.result.median_ms * 1000).toFixed(2) + ' µs (' + s.result.mode +
           '), reproduces the capture: ' + s.result.reproduces_capture;
+      } else if (s.result && (s.result.file || s.result.table)) {
+        box.textContent += ' saved into ' + (s.result.file || s.result.table);
       }
       if (run) {
         const a = document.createElement('a');
@@ -40,7 +47,7 @@ async function follow(job) {
         box.appendChild(a);
         await refreshRuns();
       }
-      return;
+      return s;
     }
     await new Promise(ok => setTimeout(ok, 1000));
   }
@@ -77,11 +84,68 @@ async function replay(name) {
   const started = await post('/api/lab/' + encodeURIComponent(name) + '/replay', {mode: 'isolated', iterations: 20});
   follow(started.job);
 }
+function variantOf(button) {
+  const row = button.closest('tr');
+  const variant = row.querySelector('input.variant').value.trim();
+  const sets = row.querySelector('input.sets').value.trim().split(/\s+/).filter(x => x);
+  return variant ? {variant: variant, sets: sets} : {sets: sets};
+}
+async function labJob(button, action) {
+  const box = document.getElementById('job');
+  const name = button.closest('tr').dataset.capture;
+  try {
+    const started = await post('/api/lab/' + encodeURIComponent(name) + '/' + action, variantOf(button));
+    await follow(started.job);
+  } catch (e) { box.dataset.state = 'refused'; box.textContent = 'refused: ' + e.message; }
+}
+function programOf() {
+  const form = document.getElementById('program');
+  return {program: form.program.value, args: form.args.value.trim().split(/\s+/).filter(x => x),
+          profile: form.profile.checked};
+}
+async function listDispatches() {
+  const box = document.getElementById('job');
+  try {
+    const s = await follow((await post('/api/dispatches', programOf())).job);
+    if (s.state !== 'done') return false;
+    const rows = s.result.launches || s.result.kernels || [];
+    const table = document.querySelector('table.dispatches');
+    while (table.rows.length > 1) table.deleteRow(1);
+    table.rows[0].cells[3].textContent = s.result.kernels ? 'device time share' : 'launch share';
+    for (const k of rows) {
+      const row = table.insertRow();
+      row.dataset.kernel = k.name;
+      row.insertCell().textContent = k.name;
+      row.insertCell().textContent = k.kind || k['class'] || '';
+      row.insertCell().textContent = k.launches;
+      row.insertCell().textContent = k.share === null || k.share === undefined ? '' : (k.share * 100).toFixed(1) + '%';
+      const button = document.createElement('button');
+      button.textContent = 'Tune this kernel';
+      button.onclick = () => tuneKernel(k.name);
+      row.insertCell().appendChild(button);
+    }
+    table.dataset.state = 'listed';
+  } catch (e) { box.dataset.state = 'refused'; box.textContent = 'refused: ' + e.message; }
+  return false;
+}
+async function tuneKernel(kernel) {
+  const box = document.getElementById('job');
+  try {
+    const started = await post('/api/lab/captures', {...programOf(), kernel: kernel, nth: 1});
+    const s = await follow(started.job);
+    if (s.state === 'done') {
+      const a = document.createElement('a');
+      a.href = '/lab#' + encodeURIComponent(started.capture); a.id = 'open-capture';
+      a.textContent = ' open capture ' + started.capture + ' in the lab';
+      box.appendChild(a);
+    }
+  } catch (e) { box.dataset.state = 'refused'; box.textContent = 'refused: ' + e.message; }
+}
 """
 
 
 def page(title: str, body: str) -> str:
-    nav = '<nav><a href="/">runs</a> · <a href="/lab">lab</a></nav>'
+    nav = '<nav><a href="/">runs</a> · <a href="/dispatches">dispatches</a> · <a href="/lab">lab</a></nav>'
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
             f"<style>{STYLE} nav{{margin-bottom:12px}} #job{{font-family:monospace;margin:8px 0}}</style>"
             f"<script>{FOLLOW}</script></head><body>{nav}{body}</body></html>")
@@ -159,13 +223,39 @@ def diff_page(run_id: str, a: Candidate, b: Candidate) -> str:
 
 
 def lab_page(captures: list[dict[str, Any]]) -> str:
+    """Each capture with its latest result, and its actions: replay, compare a variant (a source file in the
+    programs folder, or NAME=VALUE config changes), save one that passed."""
     rows = []
     for c in captures:
         last = c["history"][-1] if c["history"] else {}
-        rows.append((escape(c["name"]), escape(str(c.get("kernel", ""))), escape(str(len(c["history"]))),
-                     escape(f"{last.get('job', '')} median {last['median_ms'] * 1e3:.2f} µs ({last.get('mode')})"
-                            if last.get("median_ms") else str(last.get("job", ""))),
-                     f'<button onclick="replay({escape(json.dumps(c["name"]))})">Replay</button>'
-                     if not c.get("closed") else "closed"))
-    return page("kerntune lab", '<h1>Lab captures</h1><div id="job" data-state="idle"></div>'
-                + table(("capture", "kernel", "runs", "latest", ""), rows, "captures", markup=True))
+        check = last.get("validation") or {}
+        latest = (f"{last.get('job', '')} median {last['median_ms'] * 1e3:.2f} µs ({last.get('mode')})"
+                  if last.get("median_ms") else str(last.get("job", "")))
+        if check:
+            latest += f", validation {'passed' if check.get('passed') else 'FAILED'}"
+        if last.get("ratio"):
+            latest += f", variant/original time {last['ratio']:.3f}"
+        actions = ('<button onclick="replay(this.closest(\'tr\').dataset.capture)">Replay</button> '
+                   '<input class="variant" size="14" placeholder="variant file"> '
+                   '<input class="sets" size="14" placeholder="NAME=VALUE ..."> '
+                   '<button onclick="labJob(this, \'compare\')">Compare</button> '
+                   '<button onclick="labJob(this, \'save\')">Save</button>') if not c.get("closed") else "closed"
+        name = escape(c["name"], quote=True)  # the row carries its capture's name, never the script
+        cells = (escape(c["name"]), escape(str(c.get("kernel", ""))), escape(str(len(c["history"]))),
+                 escape(latest), actions)
+        rows.append(f'<tr id="{name}" data-capture="{name}">' + "".join(f"<td>{v}</td>" for v in cells) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("capture", "kernel", "runs", "latest", ""))
+    body = f'<table class="captures"><tr>{head}</tr>{"".join(rows)}</table>'
+    return page("kerntune lab", '<h1>Lab captures</h1><div id="job" data-state="idle"></div>' + body)
+
+
+def dispatches_page(programs: Sequence[str]) -> str:
+    """A program's dispatch list: by launches through the lab's hooks (any device), or by device-time share under
+    the profiler (a GPU); each row's "Tune this kernel" captures that kernel's first launch for the lab."""
+    options = "".join(f'<option value="{escape(p, quote=True)}">{escape(p)}</option>' for p in programs)
+    form = (f'<form id="program" onsubmit="listDispatches(); return false;"><label>program <select name="program">'
+            f'{options}</select></label> <label>arguments <input name="args" size="30"></label> '
+            '<label><input type="checkbox" name="profile"> by device time (kerntune scope: a GPU)</label> '
+            '<button type="submit">List dispatches</button></form><div id="job" data-state="idle"></div>')
+    return page("kerntune dispatches", "<h1>Dispatch list</h1>" + form
+                + table(("kernel", "class", "launches", "share", ""), [], "dispatches"))

@@ -131,3 +131,21 @@ def test_the_runs_page_lists_ab_verdicts_escaped(home: Path) -> None:
     page = TestClient(create_app(home, EXAMPLES)).get("/").text
     assert "A/B verdicts" in page and "<b>loss</b>" in page and "1.0310" in page and "1.0200–1.0400" in page
     assert "&lt;b&gt;A&lt;/b&gt;" in page and "<b>A</b>" not in page
+
+
+def test_programs_and_variants_stay_inside_the_programs_folder(home: Path, tmp_path: Path) -> None:
+    programs = tmp_path / "programs"
+    programs.mkdir()
+    (programs / "app.py").write_text("print('ok')\n")
+    (programs / "notes.txt").write_text("not a program\n")
+    (tmp_path / "evil.py").write_text("raise SystemExit('must never run')\n")
+    client = TestClient(create_app(home, EXAMPLES, programs_root=programs))
+    assert "app.py" in client.get("/dispatches").text and "notes.txt" not in client.get("/dispatches").text
+    for program in ("../evil.py", str(tmp_path / "evil.py"), "notes.txt", "missing.py", "/etc/passwd"):
+        refused = client.post("/api/dispatches", json={"program": program})
+        assert refused.status_code == 400 and "inside the programs folder" in refused.json()["detail"], program
+        refused = client.post("/api/lab/captures", json={"program": program, "kernel": "axpy"})
+        assert refused.status_code == 400, program
+    for kernel in ("", "a b", "x;rm -rf /", "-o/tmp/x"):  # a kernel name is a name, never an option or a shell word
+        assert client.post("/api/lab/captures", json={"program": "app.py", "kernel": kernel}).status_code == 422
+    assert client.post("/api/lab/nope/compare", json={"sets": ["BLOCK=64"]}).status_code == 404

@@ -1,7 +1,8 @@
 """The web page in headless Chromium (Playwright driving Debian's ``chromium``): start a PoCL tune from the page,
 watch it finish, open the run and check its charts show the stored numbers, diff two candidates, replay a lab
-capture. ``KERNTUNE_SCREENSHOTS=DIR`` keeps the main views' screenshots there (docs/screenshots holds the
-committed ones). In CI (``CI=true``) a missing browser is a failure, not a skip."""
+capture; list an OpenCL program's dispatches, "tune this kernel" on one, and in the lab compare a variant source
+with the capture and save it. ``KERNTUNE_SCREENSHOTS=DIR`` keeps the main views' screenshots there
+(docs/screenshots holds the committed ones). In CI (``CI=true``) a missing browser is a failure, not a skip."""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def server(tmp_path: Path, kerntune: Callable[..., CliResult]) -> Iterator[tuple
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     process = subprocess.Popen([sys.executable, "-m", "kerntune", "serve", "--port", str(port), "--specs",
-                                str(EXAMPLES)], env={**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(home)},
+                                str(EXAMPLES), "--programs", str(lab)],
+                               env={**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(home)},
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -119,4 +121,43 @@ def test_start_a_tune_watch_it_and_read_its_charts(server: tuple[str, Path], tmp
         page.reload()
         assert page.inner_text("table.captures").count("replay") == 1  # the replay is in the capture's history
         _shot(page, "lab", tmp_path)
+        browser.close()
+
+
+def test_from_a_program_s_dispatch_list_to_a_saved_variant(server: tuple[str, Path], tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    base, home = server
+    lab = tmp_path / "lab"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        page.goto(base + "/dispatches")
+        page.select_option("select[name=program]", "opencl_program.py")
+        page.click("text=List dispatches")
+        page.wait_for_selector("table.dispatches[data-state=listed]", timeout=120_000)
+        row = page.locator("table.dispatches tr", has_text="axpy")
+        assert row.inner_text().split("\t")[:4] == ["axpy", "opencl", "3", "100.0%"], row.inner_text()
+        _shot(page, "dispatches", tmp_path)
+        row.locator("text=Tune this kernel").click()
+        page.wait_for_selector("#open-capture", timeout=120_000)
+        name = page.get_attribute("#open-capture", "href").split("#", 1)[1]  # type: ignore[union-attr]
+        assert (home / "captures" / name / "manifest.json").is_file()  # the capture the row asked for
+        page.click("#open-capture")
+        capture = page.locator(f"tr[data-capture='{name}']")
+        capture.locator("input.variant").fill("axpy_slow.cl")
+        capture.locator("text=Compare").click()
+        page.wait_for_selector("#job[data-state=done]", timeout=120_000)
+        text = page.inner_text("#job")
+        assert "validation (bitwise) passed" in text and "variant/original time" in text, text
+        capture.locator("text=Save").click()
+        page.wait_for_selector("#job:has-text('saved into')", timeout=120_000)
+        assert "4000" in (lab / "opencl_kernels.py").read_text()  # the variant's loop, now in the program's source
+        page.reload()
+        assert "compare" in page.inner_text(f"tr[data-capture='{name}']")
+        _shot(page, "lab-compare", tmp_path)
+        outside = page.evaluate("""async () => (await fetch('/api/lab/captures', {method: 'POST',
+            headers: {'Content-Type': 'application/json'},
+            body: JSON.stringify({program: '../../etc/passwd.py', kernel: 'axpy'})})).status""")
+        assert outside == 400  # programs outside the served folder are refused
         browser.close()

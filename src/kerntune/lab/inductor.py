@@ -6,7 +6,8 @@ name (the kernel's non-constexpr parameters, as Inductor passes them), the const
 (``XBLOCK``, ``R0_BLOCK``... and the ones it specialised), ``num_warps`` and ``num_stages`` as launch options, and
 the grid Inductor computes for that config (``CachingAutotuner._interpret_args_grid``, the grid its interpreter path
 launches). The generated module is copied into the capture (``inductor_kernel.py``), so a replay does not depend on
-Inductor's cache and a variant can start from the generated source.
+Inductor's cache and a variant can start from the generated source. A ``--set`` variant (``XBLOCK=1024``) runs on the
+captured grid: a smaller block than Inductor's leaves elements unwritten, which validation reports.
 
 Inductor's internals are not a public interface: read here as torch 2.7 to 2.13 name them (torch 2.11 on the H200,
 2.13 in CI); a torch without them gets a clear refusal, never a broken program.

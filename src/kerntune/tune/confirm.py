@@ -56,6 +56,10 @@ class ConfirmHost(Protocol):
         """Seconds left in the run's time bound; None: unbounded."""
 
     @property
+    def start_up_s(self) -> float:
+        """The run's own measured worker start: what a fresh worker is first expected to cost."""
+
+    @property
     def evaluation_s(self) -> float:
         """The search's mean evaluation wall time: a comparison (two candidates) is first estimated at twice it."""
 
@@ -76,8 +80,10 @@ class _Clock:
     """What confirmation has spent, to tell whether the next step fits in the time left."""
 
     def __init__(self, host: ConfirmHost) -> None:
-        self.host, self.start_s, self.done, self.cut = host, 0.0, 0, ""
+        # Until a round's worker start is seen, it costs what the run's own start did.
+        self.host, self.start_s, self.done, self.cut = host, host.start_up_s, 0, ""
         self.compare_s = 2 * host.evaluation_s  # until a comparison is timed: two candidates' evaluations
+        self.started = False
 
     def fits(self, starting_round: bool = False) -> bool:
         left = self.host.time_left()
@@ -87,7 +93,8 @@ class _Clock:
     def spent(self, began: float, starting: bool = False) -> None:
         took = time.monotonic() - began
         if starting:
-            self.start_s = max(self.start_s, took)
+            self.start_s = took if self.done == 0 and not self.started else max(self.start_s, took)
+            self.started = True
         else:  # the slowest measured comparison (the first estimate is replaced by what was seen)
             self.compare_s = took if self.done == 0 else max(self.compare_s, took)
             self.done += 1
@@ -147,8 +154,11 @@ def confirm(host: ConfirmHost, shapes: Sequence[Shape], claims_timing: bool) -> 
             break
     if not clock.cut:
         return ""
+    unconfirmed = [shape.key for shape, finalists in plan
+                   if not any(c.id is not None and host.store.confirmed_rounds(c.id) for c in finalists)]
     why = (f"confirmation cut to fit the time budget at {clock.cut}: {clock.done} of {planned} comparisons made "
-           "(each round confirms every shape's best finalist first)")
+           "(each round confirms every shape's best finalist first)"
+           + (f"; left unconfirmed: {', '.join(unconfirmed)}" if unconfirmed else ""))
     host.progress.finished("confirmation", "cut", why)
     return why
 

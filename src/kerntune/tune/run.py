@@ -104,9 +104,27 @@ class _Tuner:
         return self.run.elapsed_s + (time.monotonic() - start)
 
     def out_of_time(self) -> bool:
-        """The searches' share of the run's time would be spent by one more evaluation (``model.time_plan``)."""
+        """The searches' share of the run's time would be spent by one more evaluation (``model.time_plan``), or
+        one more would leave too little for confirmation's first pass."""
         seconds = self.plan.search_run_s
-        return seconds is not None and self.elapsed() + self.evaluation_s >= seconds
+        if seconds is None:
+            return False
+        after = self.elapsed() + self.evaluation_s
+        if after >= seconds:
+            return True
+        if self.plan.run_s is None or seconds >= self.plan.run_s:
+            return False  # no confirmation planned
+        # Hazard guarded: a fixed share for confirmation assumes this device's costs; where a fresh worker's start
+        # and a comparison take longer (a slow or loaded host), the first pass — every shape's likely winner timed
+        # beside its reference — would be cut and a winner left unconfirmed. So the search also stops where what is
+        # left could not hold that pass at the costs measured here: a start as long as this slot's own, and two
+        # evaluations per shape.
+        return after + self.start_up_s + len(self.run.shapes) * 2 * self.evaluation_s >= self.plan.run_s
+
+    @property
+    def start_up_s(self) -> float:
+        """This slot's measured start (a worker's imports, device context, setup): what a fresh one costs."""
+        return self.phases["start_up_s"]
 
     @property
     def evaluation_s(self) -> float:

@@ -1,13 +1,13 @@
-"""A torch.compile'd program on the GPU, written for torch, not for kerntune: a bf16 nn.Linear (Inductor calls an
-extern GEMM for it) followed by a GELU and an affine step (a Triton kernel Inductor generates and names). It prints
-its output's checksum; the lab's GPU test captures both kinds of launch from it."""
+"""A torch.compile'd program on the GPU, written for torch, not for kerntune: a bf16 nn.Linear without a bias (Inductor
+calls an extern GEMM for it, aten::mm.out) followed by a GELU and an affine step (a pointwise Triton kernel Inductor
+generates and names). It prints its output's checksum; the lab's GPU test captures both kinds of launch from it."""
 
 from __future__ import annotations
 
 import torch
 
 torch.manual_seed(0)
-linear = torch.nn.Linear(256, 512, device="cuda", dtype=torch.bfloat16)
+linear = torch.nn.Linear(256, 512, bias=False, device="cuda", dtype=torch.bfloat16)
 
 
 def step(x: torch.Tensor) -> torch.Tensor:

@@ -3,7 +3,7 @@
     python3 benchmarks/lab_model_picks.py hottest SCOPE.json CORPUS.jsonl   # KERNEL MATCH
     python3 benchmarks/lab_model_picks.py config CAPTURE.json TABLE.json     # --set NAME=VALUE ...
 
-``hottest``: the Inductor kernel (``triton_*``) with the most device time in ``kerntune scope --json``, and a
+``hottest``: the Inductor kernel (``triton_*``) with the most GPU time in ``kerntune scope --json``, and a
 ``--match`` pattern for the ``aten::mm`` call whose shape has the most GPU time in the scope's corpus (``none`` for
 either when the program has none). ``config``: the config a deployed table holds for the captured mm call's shape
 (M, N, K), as ``--set`` options (nothing: the spec's default)."""

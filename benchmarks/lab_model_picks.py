@@ -16,6 +16,8 @@ from pathlib import Path
 
 
 def hottest(scope_path: str, corpus_path: str) -> str:
+    from kerntune.lab.operator import match_for
+
     scope = json.loads(Path(scope_path).read_text())
     kernels = [k for k in scope.get("kernels", []) if str(k.get("name", "")).startswith("triton_")]
     kernel = max(kernels, key=lambda k: k.get("device_us", 0))["name"] if kernels else "none"
@@ -23,17 +25,21 @@ def hottest(scope_path: str, corpus_path: str) -> str:
     mms = [line for line in lines if str(line.get("op", "")).startswith("aten::mm")]
     if not mms:
         return f"{kernel} none"
-    mm = max(mms, key=lambda line: line.get("device_us") or 0)
-    s, dtype = mm["shape"], mm["dtype"]
-    return f"{kernel} ^aten::mm(\\.out)?\\({s['M']}x{s['K']}:{dtype}, {s['K']}x{s['N']}:{dtype}"
+    return f"{kernel} {match_for(max(mms, key=lambda line: line.get('device_us') or 0))}"
+
+
+def table_config(table_path: str, m: int, n: int, k: int) -> dict[str, object]:
+    """The config a deployed table of examples/triton_matmul holds for M, N, K (empty: none, the spec's default)."""
+    table = json.loads(Path(table_path).read_text())
+    found = [e["config"] for e in table["entries"] if (e["key"]["M"], e["key"]["N"], e["key"]["K"]) == (m, n, k)]
+    return dict(found[0]) if found else {}
 
 
 def config(capture_path: str, table_path: str) -> str:
-    capture, table = json.loads(Path(capture_path).read_text()), json.loads(Path(table_path).read_text())
+    capture = json.loads(Path(capture_path).read_text())
     a, b = capture["arguments"]["self"], capture["arguments"]["mat2"]
-    m, k, n = a["shape"][0], a["shape"][1], b["shape"][1]
-    found = [e["config"] for e in table["entries"] if (e["key"]["M"], e["key"]["N"], e["key"]["K"]) == (m, n, k)]
-    return " ".join(f"--set {name}={value}" for name, value in (found[0] if found else {}).items())
+    found = table_config(table_path, a["shape"][0], b["shape"][1], a["shape"][1])
+    return " ".join(f"--set {name}={value}" for name, value in found.items())
 
 
 if __name__ == "__main__":

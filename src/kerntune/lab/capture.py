@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import re
+import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ import torch
 
 from kerntune.errors import UsageError
 from kerntune.lab.inductor import arguments as inductor_arguments
-from kerntune.lab.inductor import autotuner_class, chosen, keep_source
+from kerntune.lab.inductor import autotuner_class, chosen, keep_source, live_function
 from kerntune.lab.inductor import kernel_name as inductor_kernel_name
 from kerntune.lab.operator import OperatorState, arm, is_operator, overloads, too_large
 from kerntune.lab.snapshot import snapshot
@@ -59,7 +60,7 @@ class CaptureState:
     calls: Counter[str] = field(default_factory=Counter)
     """Launches per kernel name, every kernel the hooks saw: what a capture that missed names."""
     kinds: dict[str, str] = field(default_factory=dict)
-    """Per kernel name, which hook saw it: triton, inductor or opencl."""
+    """Per kernel name, which hook saw it: triton, inductor, opencl, cuda or hip."""
     refused: str = ""
     """Why the launch asked for was not saved (over the size limit), or empty."""
     inside_inductor: int = 0
@@ -304,10 +305,16 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
 
     originals.append((Dispatcher, "select", Dispatcher.select))
     hooks = {"run": hooked, "__call__": hooked_opencl, "select": hooked_select}
-    installed = [(cls, attribute, original, hooks[attribute]) for cls, attribute, original in originals]
+    installed: list[tuple[Any, str, Callable[..., Any], Callable[[Callable[..., Any]], Callable[..., Any]]]] = [
+        (cls, attribute, original, hooks[attribute]) for cls, attribute, original in originals]
     autotuner = autotuner_class()
     if autotuner is not None:  # torch.compile's Triton kernels launch through it, not through JITFunction.run
         installed.append((autotuner, "run", autotuner.run, hooked_inductor))
+    from kerntune.lab.native import backend_classes, hook_compile
+
+    for backend in backend_classes():  # kerntune's CUDA C++ / HIP launches: the compiled launch is wrapped
+        compile_fn: Callable[..., Any] = backend.compile
+        installed.append((backend, "compile", compile_fn, hook_compile(state, _header, device_of)))
     for cls, attribute, original, hook in installed:
         setattr(cls, attribute, hook(original))
     try:
@@ -315,6 +322,13 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
     finally:
         for cls, attribute, original, _ in installed:
             setattr(cls, attribute, original)
+
+
+def failure(exc: BaseException) -> str:
+    """A capture's own failure in one line, with where it was raised: the program's launch still runs."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
 
 
 def _inductor_before(state: CaptureState, autotuner: Any, args: tuple[Any, ...]) -> dict[str, Any] | None:
@@ -328,7 +342,7 @@ def _inductor_before(state: CaptureState, autotuner: Any, args: tuple[Any, ...])
         table, sha = snapshot(values, state.out / "inputs.safetensors")
         return {"values": values, "table": table, "sha": sha}
     except Exception as exc:  # the capture's failure is said; the program's launch still runs
-        state.errors.append(f"{type(exc).__name__}: {exc}")
+        state.errors.append(failure(exc))
         return None
 
 
@@ -338,7 +352,7 @@ def _inductor_after(state: CaptureState, autotuner: Any, args: tuple[Any, ...], 
         constexprs, options, grid, about = chosen(autotuner, args)
         table = saved["table"]
         table["arguments"].update({k: {"kind": "scalar", "value": v} for k, v in constexprs.items()})
-        identity = keep_source(kernel_identity(autotuner.fn), state.out)
+        identity = keep_source(kernel_identity(live_function(autotuner)), state.out)
         manifest = {**_header(state.nth, state.scope), "kernel": identity, "grid": grid, "options": options,
                     "positional": [], **table, "inputs_sha256": saved["sha"], "interpreted":
                     os.environ.get("TRITON_INTERPRET") == "1", "device": device_of(saved["values"]),
@@ -347,4 +361,4 @@ def _inductor_after(state: CaptureState, autotuner: Any, args: tuple[Any, ...], 
         (state.out / MANIFEST).write_text(json.dumps(manifest, indent=1))
         state.manifest = manifest
     except Exception as exc:
-        state.errors.append(f"{type(exc).__name__}: {exc}")
+        state.errors.append(failure(exc))

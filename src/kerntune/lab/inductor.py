@@ -7,7 +7,7 @@ name (the kernel's non-constexpr parameters, as Inductor passes them), the const
 the grid Inductor computes for that config (``CachingAutotuner._interpret_args_grid``, the grid its interpreter path
 launches). The generated module is copied into the capture (``inductor_kernel.py``), so a replay does not depend on
 Inductor's cache and a variant can start from the generated source. A ``--set`` variant (``XBLOCK=1024``) runs on the
-captured grid: a smaller block than Inductor's leaves elements unwritten, which validation reports.
+grid Inductor's own grid expression gives for its block sizes (``regrid``), as Inductor would launch that config.
 
 Inductor's internals are not a public interface: read here as torch 2.7 to 2.13 name them (torch 2.11 on the H200,
 2.13 in CI); a torch without them gets a clear refusal, never a broken program.
@@ -51,6 +51,8 @@ def arguments(autotuner: Any, args: tuple[Any, ...]) -> dict[str, Any]:
 def chosen(autotuner: Any, args: tuple[Any, ...]) -> tuple[dict[str, Any], dict[str, Any], list[int], dict[str, Any]]:
     """After a launch: the constexprs, launch options, grid and description of the config Inductor ran."""
     launchers = getattr(autotuner, "launchers", None) or []
+    # Once its launchers are built Inductor drops its config list (``configs = None``): count what is left.
+    candidates = autotuner.configs or getattr(autotuner, "compile_results", None) or launchers
     config = launchers[0].config if launchers else autotuner.configs[0]
     _, grid = autotuner._interpret_args_grid(args, config)
     params = {p.name for p in autotuner.fn.params if p.is_constexpr}
@@ -58,9 +60,32 @@ def chosen(autotuner: Any, args: tuple[Any, ...]) -> tuple[dict[str, Any], dict[
                  if str(k) in params and (v is None or isinstance(v, (bool, int, float, str)))}
     constexprs = {**constants, **{k: v for k, v in config.kwargs.items() if k in params}}
     options = {"num_warps": int(config.num_warps), "num_stages": int(config.num_stages)}
-    about = {"kernel_name": kernel_name(autotuner), "config": dict(config.kwargs), "configs": len(autotuner.configs),
-             "autotuned": len(autotuner.configs) > 1}
+    about = {"kernel_name": kernel_name(autotuner), "config": dict(config.kwargs), "configs": len(candidates),
+             "autotuned": len(candidates) > 1}
     return constexprs, options, [int(g) for g in grid], about
+
+
+def live_function(autotuner: Any) -> Any:
+    """The kernel's JITFunction with its Python function: Inductor compiles in worker processes and, to pickle the
+    autotuner back, drops ``fn.fn``; its ``_reload_kernel`` (where this torch keeps one) loads the generated module
+    again."""
+    fn = autotuner.fn
+    reload = getattr(autotuner, "_reload_kernel", None)
+    if getattr(fn, "fn", None) is None and callable(reload):
+        fn = reload().fn
+    filename = str(getattr(autotuner, "filename", "") or "")
+    if getattr(fn, "fn", None) is None and filename.endswith(".py") and Path(filename).is_file():
+        import importlib.util  # the generated module again: decorating its kernel compiles nothing
+
+        found = importlib.util.spec_from_file_location(f"kerntune_inductor_{Path(filename).stem}", filename)
+        if found is not None and found.loader is not None:
+            module = importlib.util.module_from_spec(found)
+            found.loader.exec_module(module)
+            fn = jit_function(getattr(module, kernel_name(autotuner), None))
+    if getattr(fn, "fn", None) is None:
+        raise ValueError(f"{kernel_name(autotuner)}: Inductor compiled it in a worker and kept no Python function "
+                         "to read its source from (no _reload_kernel, no generated file)")
+    return fn
 
 
 def keep_source(identity: dict[str, Any], out: Path) -> dict[str, Any]:
@@ -75,3 +100,37 @@ def jit_function(loaded: Any) -> Any:
     """The JITFunction under what a generated module binds the kernel's name to (a CachingAutotuner)."""
     inner = getattr(loaded, "fn", None)
     return inner if inner is not None and hasattr(loaded, "configs") and hasattr(inner, "arg_names") else loaded
+
+
+def regrid(folder: Path, manifest: dict[str, Any]) -> list[int]:
+    """The grid Inductor launches the captured kernel with at the manifest's constexprs (a ``--set`` variant): its
+    grid expression evaluated again on the captured sizes. Hazard guarded: a block size changed on the captured grid
+    leaves elements unwritten (a smaller block) or, where Inductor dropped the mask because its block divides the
+    size, writes past the tensors (a larger one)."""
+    import importlib.util
+
+    import triton
+
+    from kerntune.errors import UsageError
+
+    path = folder / GENERATED
+    found = importlib.util.spec_from_file_location(f"kerntune_regrid_{folder.name.replace('-', '_')}", path)
+    if found is None or found.loader is None or not path.is_file():
+        raise UsageError(f"{path} is missing: the capture keeps no generated module to size a variant's grid")
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    autotuner = getattr(module, manifest["kernel"]["name"], None)
+    if autotuner is None or not hasattr(autotuner, "_interpret_args_grid"):
+        raise UsageError(f"{path} binds no Inductor autotuner to {manifest['kernel']['name']!r}")
+    if autotuner.inductor_meta.get("extra_launcher_args"):
+        raise UsageError("this kernel's grid comes from launcher arguments the capture does not keep: compare a "
+                         "variant at the captured block sizes")
+    arguments = manifest["arguments"]
+    args = tuple(arguments[p.name].get("value") if arguments[p.name]["kind"] == "scalar" else None
+                 for p in autotuner.fn.params if not p.is_constexpr)
+    kwargs = {name: arguments[name]["value"] for name in manifest["inductor"]["config"] if name in arguments}
+    config = triton.Config(kwargs, num_warps=int(manifest["options"]["num_warps"]),
+                           num_stages=int(manifest["options"]["num_stages"]))
+    _, grid = autotuner._interpret_args_grid(args, config)
+    return [int(g) for g in grid]
+

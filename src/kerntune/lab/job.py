@@ -27,6 +27,17 @@ def with_overrides(manifest: dict[str, Any], overrides: dict[str, Any]) -> dict[
     return changed
 
 
+def variant_manifest(manifest: dict[str, Any], folder: Path, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The manifest of a ``--set`` variant; for a kernel Inductor generated, on the grid Inductor would launch it with
+    at those block sizes (``lab.inductor.regrid``)."""
+    changed = with_overrides(manifest, overrides)
+    if overrides and manifest.get("inductor"):
+        from kerntune.lab.inductor import regrid
+
+        changed["grid"] = regrid(folder, changed)
+    return changed
+
+
 def _summary(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "outputs"}
 
@@ -71,7 +82,7 @@ def run(folder: Path, request: dict[str, Any]) -> None:
 
         variant_file = Path(request["variant"]) if request.get("variant") else None
         launch_profiled([make_launch(manifest, folder, load_kernel(manifest), device),
-                         make_launch(with_overrides(manifest, request.get("overrides") or {}), folder,
+                         make_launch(variant_manifest(manifest, folder, request.get("overrides") or {}), folder,
                                      load_kernel(manifest, variant_file), device)])
         return
     conditions = {"mode": request.get("mode", "isolated"), "iterations": int(request.get("iterations", 20)),
@@ -90,7 +101,7 @@ def run(folder: Path, request: dict[str, Any]) -> None:
                                  "capture --kernel aten::mm); for a kernel launch give --variant or --set")
             changed, variant_fn = manifest, ServedVariant(spec, request.get("overrides") or {})
         else:
-            changed = with_overrides(manifest, request.get("overrides") or {})
+            changed = variant_manifest(manifest, folder, request.get("overrides") or {})
             variant_fn = load_kernel(manifest, variant_path)
         variant = replay(changed, folder, variant_fn, **conditions)
         check_mode(variant, conditions["mode"])
@@ -109,6 +120,7 @@ def run(folder: Path, request: dict[str, Any]) -> None:
                **({"served_key": list(variant_fn.last_key), "served_config": variant_config(variant_fn)}
                   if spec is not None else {}),
                "variant_sha256": variant_sha(variant_path) if variant_path else None,
+               **({"variant_grid": changed["grid"]} if changed.get("grid") != manifest.get("grid") else {}),
                "mode": conditions["mode"], "iterations": conditions["iterations"], "device": device,
                "timing_claimed": original["timing_claimed"], "original": _summary(original),
                "median_ms": variant["median_ms"], "variant_result": _summary(variant), "validation": validation,

@@ -6,9 +6,7 @@ source text and replaces it there. Timing is the device's profiling events (as k
 
 from __future__ import annotations
 
-import hashlib
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +16,8 @@ import torch
 from safetensors.numpy import load_file, save_file
 
 from kerntune.errors import UsageError
-from kerntune.lab.variant import require_signature
+from kerntune.lab.variant import require_signature, source_file, source_text
 from kerntune.runtime.keys import kernel_hash
-
-
-def source_file(source: str) -> tuple[str | None, str | None]:
-    """The loaded module file holding ``source`` exactly once, and its SHA-256 (None when none does)."""
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if not path or not str(path).endswith(".py"):
-            continue
-        try:
-            text = Path(path).read_text()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if text.count(source) == 1:
-            return str(Path(path).resolve()), hashlib.sha256(text.encode()).hexdigest()
-    return None, None
 
 
 def parameters(source: str, name: str) -> list[str]:
@@ -107,14 +90,9 @@ def find_device(name: str) -> Any:
 
 def load_source(manifest: dict[str, Any], variant: Path | None) -> str:
     """The captured kernel's source, or a variant's (a .cl file keeping the kernel's name and parameters)."""
-    identity = manifest["kernel"]
-    if variant is None:
-        return str(identity["source"])
-    try:
-        text = Path(variant).read_text()
-    except OSError as exc:
-        raise UsageError(f"{variant} cannot be read ({exc})") from None
-    require_signature(identity, parameters(text, identity["name"]), variant)
+    text = source_text(manifest, variant)
+    if variant is not None:
+        require_signature(manifest["kernel"], parameters(text, manifest["kernel"]["name"]), variant)
     return text
 
 

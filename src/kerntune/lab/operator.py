@@ -80,6 +80,21 @@ def describe(qualified: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> s
     return f"{qualified}({', '.join(_tensor_text(t) for t in tensors)})"
 
 
+def match_for(line: dict[str, Any]) -> str:
+    """The ``--match`` pattern selecting the calls of one GEMM line of ``kerntune scope`` (or its corpus): op, shape,
+    dtype and layout as ``describe`` writes them (``aten::mm`` and ``aten::addmm``, either form; another op is
+    matched by its name alone)."""
+    op = str(line.get("op", ""))
+    shape, dtype, layout = line.get("shape") or {}, str(line.get("dtype", "")), str(line.get("layout") or "NN")
+    name = re.escape(op.removesuffix(".out")) + r"(\.out)?\("
+    if op.removesuffix(".out") not in ("aten::mm", "aten::addmm") or not {"M", "N", "K"} <= set(shape):
+        return "^" + name
+    a = f"{shape['M']}x{shape['K']}:{dtype}" + (":T" if layout[:1] == "T" else "")
+    b = f"{shape['K']}x{shape['N']}:{dtype}" + (":T" if layout[1:2] == "T" else "")
+    bias = "[^,]+, " if op.startswith("aten::addmm") else ""
+    return f"^{name}{bias}{re.escape(a)}, {re.escape(b)}(,|\\))"
+
+
 class OperatorState:
     """What an operator capture saw: matching calls counted, the manifest once written, every call's description
     counted (what a miss names), calls skipped inside CUDA graph capture, and snapshot errors."""

@@ -20,7 +20,7 @@ import torch
 from kerntune.errors import UsageError
 from kerntune.lab.captured import CapturedCall
 from kerntune.lab.operator import resolve
-from kerntune.model import Config, Problem, Shape
+from kerntune.model import Config, Problem, Shape, Target
 from kerntune.runtime.serving import load_served_spec
 from kerntune.tune.gate import relative_error, threshold_for
 
@@ -34,6 +34,8 @@ class ServedVariant:
     problem: Problem = field(init=False)
     last_key: tuple[Any, ...] = ()
     """The key of the call it last took: ``(dtype, shape fields...)``."""
+    target: Target | None = None
+    """The device the call was captured on, as the spec's constraints read it (``TMA needs sm_90+``)."""
 
     def __post_init__(self) -> None:
         try:
@@ -62,10 +64,18 @@ class ServedVariant:
         if unknown:
             raise UsageError(f"--set {unknown[0]}: not a parameter of {self.problem.name} ({', '.join(params)})")
         config = {**self.problem.space.default_config().as_dict(), **self.overrides}
-        broken = self.problem.space.check(Config.of(config), Shape.of(shape), None)
+        broken = self.problem.space.check(Config.of(config), Shape.of(shape), self.target)
         if broken is not None:
             raise UsageError(f"config {config} violates the constraint {broken!r} at {shape}")
         return shape, config
+
+
+def captured_target(device: dict[str, Any]) -> Target:
+    """The capture's device as a spec's constraints see it: the Triton backend on that arch."""
+    arch = str(device.get("arch", ""))
+    vendor = "nvidia" if arch.startswith("sm_") else "amd" if arch.startswith("gfx") else "cpu"
+    return Target("triton", vendor, arch, str(device.get("name", "")), int(device.get("compute_units", 0) or 0),
+                  claims_timing=device.get("type") == "cuda")
 
 
 class OperatorLaunch(CapturedCall):
@@ -79,6 +89,7 @@ class OperatorLaunch(CapturedCall):
         self.result: torch.Tensor | None = None
         self.served: tuple[dict[str, Any], dict[str, Any]] | None = None
         if variant is not None:
+            variant.target = captured_target(manifest["device"])
             self.key = variant.key(self.qualified, tuple(self.args), self.kwargs)
             self.served = variant.shape_and_config(self.key)
 

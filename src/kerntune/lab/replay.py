@@ -80,13 +80,17 @@ def check_device(manifest: dict[str, Any]) -> str:
 
 def load_kernel(manifest: dict[str, Any], variant: Path | None = None) -> Any:
     """The captured kernel (from its file) or a variant (a Python file defining a kernel of the same name and
-    argument names; for OpenCL, a .cl source and the source text is returned); a variant with another signature
-    is refused."""
+    argument names; for OpenCL and native CUDA / HIP kernels, a source file, and the source text is returned); a
+    variant with another signature is refused."""
     identity = manifest["kernel"]
     if identity["language"] == "opencl":
         from kerntune.lab.opencl import load_source
 
         return load_source(manifest, variant)
+    if identity["language"] in ("cuda", "hip"):  # source text, compiled again by the backend
+        from kerntune.lab.native import load_source as native_source
+
+        return native_source(manifest, variant)
     if identity["language"] == "aten":  # the library's kernel, chosen again by the library
         if variant is not None:
             raise UsageError(f"{identity['name']} is a library operator: compare a spec's kernel with it "
@@ -137,11 +141,22 @@ def make_launch(manifest: dict[str, Any], folder: Path, kernel: Any, device: str
         from kerntune.lab.opencl import OpenCLLaunch
 
         return OpenCLLaunch(manifest, folder, kernel)
+    if language in ("cuda", "hip"):
+        from kerntune.lab.native import NativeLaunch
+
+        return NativeLaunch(manifest, folder, kernel, device)
     if language == "aten":
         from kerntune.lab.operator_launch import OperatorLaunch
 
         return OperatorLaunch(manifest, folder, device, kernel)
     return TritonLaunch(manifest, folder, kernel, device)
+
+
+def resources(launch: Launch, compiled: Any, arch: str) -> dict[str, Any] | None:
+    """What the replayed binary uses: a native launch says it (the backend read its cubin when it compiled),
+    a Triton launch's compiled kernel is read here."""
+    own = getattr(launch, "resources", None)
+    return own() if callable(own) else launch_resources(compiled, arch)
 
 
 def reads_what_it_writes(launch: Launch) -> str | None:
@@ -178,7 +193,7 @@ def replay(manifest: dict[str, Any], folder: Path, fn: Any, *, mode: str = "isol
     launch.run()
     result: dict[str, Any] = {"iterations": iterations, "timing_claimed": claim,
                               "reproduces_capture": reproduces(launch, folder),
-                              "resources": launch_resources(compiled, manifest["device"].get("arch", ""))}
+                              "resources": resources(launch, compiled, manifest["device"].get("arch", ""))}
     if mode == "sustained":
         refused = reads_what_it_writes(launch)
         if refused:

@@ -86,11 +86,12 @@ def test_a_torch_compiled_program_s_generated_kernel_and_its_gemm(kerntune: Call
         assert result.code == 0, result.stderr
         assert result.json()["reproduces_capture"] is True and result.json()["timing_claimed"] is True
     block = next((k for k in manifest["inductor"]["config"] if k.endswith("BLOCK")), None)
-    if block is not None:  # twice the block on the captured grid still covers every element (the rest is masked)
+    if block is not None:  # twice the block, on the grid Inductor computes for it: half the programs, same result
         twice = 2 * int(manifest["inductor"]["config"][block])
         compared = kerntune("lab", "compare", str(cap), "--set", f"{block}={twice}", "--iterations", "30", "--json")
         assert compared.code == 0, compared.stderr
         assert compared.json()["validation"]["passed"] and compared.json()["interleaved"]["pairs"] == 30
+        assert compared.json()["variant_grid"][0] == -(-manifest["grid"][0] // 2), compared.json()["variant_grid"]
 
     gemm = tmp_path / "gemm"
     done = kerntune("capture", "--kernel", "aten::mm", "--match", "bfloat16", "-o", str(gemm), "--json", *program)
@@ -118,3 +119,55 @@ def test_a_torch_compiled_program_s_generated_kernel_and_its_gemm(kerntune: Call
     assert served.code == 0, served.stderr
     counts = json.loads(next(out.glob("serve-*.json")).read_text())["ops"]
     assert sum(c["served"] for c in counts.values()) >= 4 and sum(c["failed"] for c in counts.values()) == 0
+
+
+CUDA_PROGRAM = DATA / "lab" / "cuda_program.py"
+REDUCTION = Path(__file__).resolve().parents[3] / "examples" / "cuda_reduction" / "spec.py"
+
+
+def test_a_native_cuda_launch_captured_replayed_compared_and_saved(kerntune: Callable[..., CliResult],
+                                                                     tmp_path: Path) -> None:
+    """kerntune's CUDA C++ reduction launched through its CUDA backend: the 2nd launch captured with its source,
+    macros and launch shape; replayed in the three modes, rebuilt to the very binary that ran; other macros and a
+    source variant compared; the variant saved over the source string in the spec file the program loaded."""
+    spec = tmp_path / "spec.py"
+    shutil.copyfile(REDUCTION, spec)
+    program = ["--", "python", str(CUDA_PROGRAM), str(spec)]
+    before = subprocess.run(["python", str(CUDA_PROGRAM), str(spec)], capture_output=True, text=True, check=True)
+    missed = kerntune("capture", "--kernel", "reduce_max", "-o", str(tmp_path / "none"), *program)
+    assert missed.code == 2 and "launched: reduce_sum ×3" in missed.stderr, missed.stderr
+    cap = tmp_path / "cap"
+    done = kerntune("capture", "--kernel", "reduce_sum", "--nth", "2", "-o", str(cap), "--json", *program)
+    assert done.code == 0, done.stderr
+    manifest = done.json()
+    assert manifest["kernel"]["language"] == "cuda" and manifest["kernel"]["file"] == str(spec.resolve())
+    assert manifest["kernel"]["arg_names"] == ["x", "out", "partials", "arrived", "n"]
+    assert manifest["options"] == {"BLOCK": 256, "VEC": 1, "ITEMS": 1} and manifest["block"] == [256]
+    assert manifest["arguments"]["n"] == {"kind": "scalar", "value": 1 << 20, "dtype": "int64"}
+    for mode in ("isolated", "sustained", "replays"):
+        result = kerntune("replay", str(cap), "--mode", mode, "--iterations", "50", "--repeats", "2", "--json")
+        assert result.code == 0, result.stderr
+        replayed = result.json()
+        assert replayed["reproduces_capture"] is True and replayed["timing_claimed"] is True, replayed
+        assert replayed["resources"]["same_binary_as_captured"] is True and replayed["resources"]["registers"] > 0
+    # Other macros on the captured launch shape: float4 loads sum other per-block partials into the scratch array,
+    # which validation compares too and names (the total agrees; the scratch is part of what the launch wrote).
+    wider = kerntune("lab", "compare", str(cap), "--set", "VEC=4", "--rtol", "1e-4", "--iterations", "50", "--json")
+    assert wider.code == 1, wider.stderr
+    assert wider.json()["validation"]["argument"] == "partials" and wider.json()["interleaved"]["pairs"] == 50
+    assert wider.json()["variant_result"]["resources"]["same_binary_as_captured"] is False
+    source = manifest["kernel"]["source"]
+    variant = tmp_path / "unrolled.cu"
+    variant.write_text(source.replace("    for (long long i =", "    #pragma unroll 4\n    for (long long i =", 1))
+    compared = kerntune("lab", "compare", str(cap), "--variant", str(variant), "--iterations", "50", "--json")
+    assert compared.code == 0, compared.stderr
+    assert compared.json()["validation"] == {"passed": True, "rule": "bitwise"}, compared.json()["validation"]
+    renamed = tmp_path / "renamed.cu"
+    renamed.write_text(source.replace("long long n)", "long long count)").replace("< n", "< count"))
+    refused = kerntune("lab", "compare", str(cap), "--variant", str(renamed), "--iterations", "10")
+    assert refused.code == 2 and "another signature" in refused.stderr, refused.stderr
+    saved = kerntune("lab", "save", str(cap), "--variant", str(variant), "--json")
+    assert saved.code == 0, saved.stderr
+    assert "#pragma unroll 4" in spec.read_text()
+    after = subprocess.run(["python", str(CUDA_PROGRAM), str(spec)], capture_output=True, text=True, check=True)
+    assert after.stdout == before.stdout

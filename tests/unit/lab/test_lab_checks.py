@@ -3,6 +3,9 @@ whose mode is not the requested one is refused."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -29,3 +32,29 @@ def test_a_result_from_another_mode_is_refused() -> None:
     check_mode({"mode": "sustained"}, "sustained")
     with pytest.raises(UsageError, match="ran mode 'isolated', not the requested 'sustained'"):
         check_mode({"mode": "isolated"}, "sustained")
+
+
+def test_a_native_kernel_s_signature_is_read_and_a_variant_must_keep_it(tmp_path: Path) -> None:
+    from kerntune.lab.native import arguments, load_source, parameters
+
+    source = ('extern "C" __global__ void __launch_bounds__(256) scale(const float* __restrict__ x, float *out,\n'
+              "    long long n, float alpha) { }\n")
+    assert parameters(source, "scale") == ["x", "out", "n", "alpha"]
+    assert parameters("#define K(name) __global__ void name(float* a)\nK(scale)", "scale") is None
+    manifest = {"kernel": {"name": "scale", "source": source, "arg_names": ["x", "out", "n", "alpha"]}}
+    assert load_source(manifest, None) == source
+    same = tmp_path / "same.cu"
+    same.write_text(source.replace("{ }", "{ out[0] = x[0]; }"))
+    assert "out[0]" in load_source(manifest, same)
+    renamed = tmp_path / "renamed.cu"
+    renamed.write_text(source.replace("long long n", "long long count"))
+    with pytest.raises(UsageError, match=r"scale\(x, out, count, alpha\) has another signature"):
+        load_source(manifest, renamed)
+    other = tmp_path / "other.cu"
+    other.write_text(source.replace("scale", "shift"))
+    with pytest.raises(UsageError, match="defines no __global__ void scale"):
+        load_source(manifest, other)
+    with pytest.raises(UsageError, match="cannot be read"):
+        load_source(manifest, tmp_path / "missing.cu")
+    plain, typed = arguments({"x": torch.ones(2), "n": np.int64(5), "alpha": 0.5})
+    assert set(plain) == {"x", "alpha"} and typed == {"n": {"kind": "scalar", "value": 5, "dtype": "int64"}}

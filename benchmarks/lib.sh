@@ -10,7 +10,8 @@
 set -u
 ROOT=$(pwd)
 # Wheels carried to a machine without PyPI (.whl and its subfolders) are installed beside the tree, once per run.
-if ls .whl/*.whl .whl/*/*.whl >/dev/null 2>&1 && [ ! -e /tmp/site/.kerntune-wheels ]; then
+# (compgen, not ls: ls fails when one of its two patterns matches nothing, which skipped the install.)
+if { compgen -G '.whl/*.whl' || compgen -G '.whl/*/*.whl'; } >/dev/null && [ ! -e /tmp/site/.kerntune-wheels ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site $(ls .whl/*.whl .whl/*/*.whl 2>/dev/null) \
     >/dev/null 2>&1 && touch /tmp/site/.kerntune-wheels
 fi

@@ -1,5 +1,5 @@
 # about: the kernel laboratory on a real program's launch: capture, replay modes, variants compared and validated, the winner saved into the table the program reads, counters
-# steps: acceptance counters model
+# steps: acceptance counters model web
 # needs: gpu
 # acceptance: capture launch 5 of matmul_kernel from examples/transformer_mlp/run.py (no table: the spec's default
 #             config); replay isolated / sustained / replays; compare BLOCK_K=32/64/128/256 (--set) and a
@@ -12,6 +12,11 @@
 #             in the three modes; compare the mm call with examples/triton_matmul at the config TABLE holds for its
 #             key (default: the served-model suite's deployed table) and save it into a served table when not
 #             slower; kerntune verify of kerntune run on that table shows whether it engaged.
+# web:        the same through the web page's HTTP API, as its buttons send it (benchmarks/lab_web_drive.py: kerntune
+#             serve --programs over a copy of examples/hf_llama): dispatch list by device time, "Tune this kernel"
+#             on the hottest Inductor kernel and the hottest aten::mm line, replay, compare with the tuned Triton
+#             GEMM, save into served.json; then the other two replay modes of each capture and kerntune verify of
+#             the program under kerntune run --table served.json (engagement by kernel identity).
 lab_capture() {  # lab_capture FOLDER [PROGRAM ARGS...]
   local cap=$1; shift
   [ -d "$W/examples" ] || cp -r examples "$W/examples"
@@ -128,3 +133,23 @@ step_model() {
   done
   return 0
 }
+step_web() {
+  local r; r=$(step_dir web)
+  local args=(--mode "${MODEL_MODE:-prefill}" --compile default --steps 5) cap mode
+  rm -rf "$W/programs" "$W/webstore"; mkdir -p "$W/programs"; cp examples/hf_llama/app.py "$W/programs/"
+  KERNTUNE_HOME="$W/webstore" TABLE=${TABLE:-benchmarks/data/served-model/2026-12-01/tune/table.json} \
+    bounded 300 python3 benchmarks/lab_web_drive.py "$W/programs" "$r" -- "${args[@]}" >> "$LOG" 2>&1
+  for cap in $(python3 -c "import json,sys; print(' '.join(json.load(open(sys.argv[1])).values()))" "$r/captures.json"); do
+    for mode in sustained replays; do
+      bounded 120 python3 -m kerntune replay "$W/webstore/captures/$cap" --mode $mode --iterations 100 --json \
+        > "$r/replay_${cap%%-*}_$mode.json" 2>> "$LOG"
+    done
+    mkdir -p "$r/$cap"; cp "$W/webstore/captures/$cap/manifest.json" "$W/webstore/captures/$cap/history.jsonl" "$r/$cap/"
+  done
+  cp "$W/programs/served.json" "$r/" 2>/dev/null || return 1
+  KERNTUNE_HOME="$W/store" bounded 300 python3 -m kerntune verify --json --processes "${PROCESSES:-1}" \
+    --report "$r/verify.json" -- python3 -m kerntune run --table "$W/programs/served.json" -- python3 "$W/programs/app.py" "${args[@]}" \
+    > "$r/verify.log" 2>&1
+  return 0
+}
+

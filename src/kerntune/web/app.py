@@ -51,11 +51,16 @@ class ProgramRequest(BaseModel):
     args: list[str] = Field(default_factory=list, max_length=64)
     profile: bool = False
     """List by device-time share (``kerntune scope``: a GPU) instead of by launches (``kerntune launches``)."""
+    region: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.:-]{1,100}$")
+    """With ``profile``: count only the ranges the program marks with this ``record_function`` name (its steady
+    state: ``scope --region``); without it the whole run, start-up and compilation included."""
 
 
 class CaptureRequest(ProgramRequest):
     kernel: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_:.]{0,200}$")
     nth: int = Field(default=1, ge=1, le=1_000_000)
+    gemm: dict[str, Any] | None = None
+    """For an operator (``aten::mm``): the scope's GEMM line (op, shape, dtype, layout, bias) whose calls to capture."""
 
 
 class VariantRequest(BaseModel):
@@ -64,6 +69,10 @@ class VariantRequest(BaseModel):
     sets: list[str] = Field(default_factory=list, max_length=32)
     """NAME=VALUE config changes."""
     iterations: int = Field(default=20, ge=1, le=10_000)
+    spec: str | None = Field(default=None, max_length=1000)
+    """For a captured operator call: a spec inside the spec folder whose kernel takes it (``lab compare --spec``)."""
+    table: str | None = Field(default=None, max_length=1000)
+    """With ``spec``, on save: the served table to write, a .json path inside the programs folder."""
 
 
 def create_app(home: Path, specs_root: Path, token: str | None = None,
@@ -128,10 +137,18 @@ def create_app(home: Path, specs_root: Path, token: str | None = None,
     def program_command(request: ProgramRequest) -> list[str]:
         return ["--", "python", str(inside_programs(request.program, "program", (".py",))), *request.args]
 
+    def in_programs(name: str, suffix: str) -> Path:
+        """A file path inside the programs folder that may not exist yet (a table to write)."""
+        path = (programs / name).resolve()
+        if not path.is_relative_to(programs) or path.suffix != suffix or not path.parent.is_dir():
+            raise HTTPException(400, f"{name!r}: not a {suffix} path inside the programs folder this server serves "
+                                     f"({programs})")
+        return path
+
     def variant_args(request: VariantRequest) -> list[str]:
-        args = []
+        args = ["--spec", str(spec_path(request.spec))] if request.spec else []
         if request.variant:
-            args += ["--variant", str(inside_programs(request.variant, "variant", (".py", ".cl")))]
+            args += ["--variant", str(inside_programs(request.variant, "variant", (".py", ".cl", ".cu", ".hip")))]
         for text in request.sets:
             if "=" not in text or not text.partition("=")[0].isidentifier():
                 raise HTTPException(400, f"set {text!r}: write NAME=VALUE, e.g. BLOCK_K=64")
@@ -139,6 +156,18 @@ def create_app(home: Path, specs_root: Path, token: str | None = None,
         if not args:
             raise HTTPException(400, "give a variant source or at least one NAME=VALUE")
         return args
+
+    @app.get("/api/scopes/{name:path}")
+    def stored_scope(name: str) -> dict[str, Any]:
+        """A stored ``kerntune scope --json`` result inside the programs folder: a dispatch list not run again."""
+        path = inside_programs(name, "stored scope", (".json",))
+        try:
+            found: dict[str, Any] = json.loads(path.read_text())
+        except ValueError as exc:
+            raise HTTPException(400, f"{name!r} is not JSON ({exc})") from None
+        if not isinstance(found, dict) or not isinstance(found.get("kernels"), list):
+            raise HTTPException(400, f"{name!r} is not a kerntune scope --json result (no kernels list)")
+        return found
 
     def launch(args: list[str]) -> dict[str, Any]:
         if any(j.running for j in jobs.values()):
@@ -193,13 +222,19 @@ def create_app(home: Path, specs_root: Path, token: str | None = None,
 
     @app.post("/api/dispatches")
     def list_dispatches(request: ProgramRequest) -> dict[str, Any]:
-        return launch(["scope" if request.profile else "launches", *program_command(request)])
+        window = ["--region", request.region] if request.profile and request.region else []
+        return launch(["scope" if request.profile else "launches", *window, *program_command(request)])
 
     @app.post("/api/lab/captures")
     def start_capture(request: CaptureRequest) -> dict[str, Any]:
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", request.kernel)[:60]
         name = f"{stem}-{request.nth}-{time.strftime('%Y%m%dT%H%M%S')}"
-        return {**launch(["capture", "--kernel", request.kernel, "--nth", str(request.nth), "-o",
+        match: list[str] = []
+        if request.gemm is not None:
+            from kerntune.lab.operator import match_for
+
+            match = ["--match", match_for(request.gemm)]
+        return {**launch(["capture", "--kernel", request.kernel, "--nth", str(request.nth), *match, "-o",
                           str(home / "captures" / name), *program_command(request)]), "capture": name}
 
     @app.post("/api/lab/{name}/compare")
@@ -209,7 +244,8 @@ def create_app(home: Path, specs_root: Path, token: str | None = None,
 
     @app.post("/api/lab/{name}/save")
     def start_save(name: str, request: VariantRequest) -> dict[str, Any]:
-        return launch(["lab", "save", str(capture_path(name)), *variant_args(request)])
+        table = ["--table", str(in_programs(request.table, ".json"))] if request.spec and request.table else []
+        return launch(["lab", "save", str(capture_path(name)), *variant_args(request), *table])
 
     @app.get("/api/runs")
     def api_runs() -> list[dict[str, Any]]:

@@ -86,9 +86,12 @@ async function replay(name) {
 }
 function variantOf(button) {
   const row = button.closest('tr');
-  const variant = row.querySelector('input.variant').value.trim();
-  const sets = row.querySelector('input.sets').value.trim().split(/\s+/).filter(x => x);
-  return variant ? {variant: variant, sets: sets} : {sets: sets};
+  const body = {sets: row.querySelector('input.sets').value.trim().split(/\s+/).filter(x => x)};
+  for (const key of ['variant', 'spec', 'table']) {
+    const value = row.querySelector('input.' + key).value.trim();
+    if (value) body[key] = value;
+  }
+  return body;
 }
 async function labJob(button, action) {
   const box = document.getElementById('job');
@@ -100,38 +103,74 @@ async function labJob(button, action) {
 }
 function programOf() {
   const form = document.getElementById('program');
-  return {program: form.program.value, args: form.args.value.trim().split(/\s+/).filter(x => x),
-          profile: form.profile.checked};
+  const body = {program: form.program.value, args: form.args.value.trim().split(/\s+/).filter(x => x),
+                profile: form.profile.checked};
+  if (form.profile.checked && form.region.value.trim()) body.region = form.region.value.trim();
+  return body;
 }
 async function listDispatches() {
   const box = document.getElementById('job');
   try {
     const s = await follow((await post('/api/dispatches', programOf())).job);
-    if (s.state !== 'done') return false;
-    const rows = s.result.launches || s.result.kernels || [];
-    const table = document.querySelector('table.dispatches');
-    while (table.rows.length > 1) table.deleteRow(1);
-    table.rows[0].cells[3].textContent = s.result.kernels ? 'device time share' : 'launch share';
-    for (const k of rows) {
-      const row = table.insertRow();
-      row.dataset.kernel = k.name;
-      row.insertCell().textContent = k.name;
-      row.insertCell().textContent = k.kind || k['class'] || '';
-      row.insertCell().textContent = k.launches;
-      row.insertCell().textContent = k.share === null || k.share === undefined ? '' : (k.share * 100).toFixed(1) + '%';
-      const button = document.createElement('button');
-      button.textContent = 'Tune this kernel';
-      button.onclick = () => tuneKernel(k.name);
-      row.insertCell().appendChild(button);
-    }
-    table.dataset.state = 'listed';
+    if (s.state === 'done') fillDispatches(s.result);
   } catch (e) { box.dataset.state = 'refused'; box.textContent = 'refused: ' + e.message; }
   return false;
 }
-async function tuneKernel(kernel) {
+async function storedScope() {
+  const box = document.getElementById('job');
+  const name = document.getElementById('program').scope.value.trim();
+  try {
+    const r = await fetch('/api/scopes/' + name.split('/').map(encodeURIComponent).join('/'));
+    const data = await r.json();
+    if (!r.ok) throw new Error(data.detail || r.statusText);
+    box.dataset.state = 'done';
+    box.textContent = 'stored scope ' + name + (data.verdict ? ': ' + data.verdict : '');
+    fillDispatches(data);
+  } catch (e) { box.dataset.state = 'refused'; box.textContent = 'refused: ' + e.message; }
+  return false;
+}
+// Kernels the library launches (cuBLAS, cuDNN, ATen's own, NCCL) and copies have no launch the lab can rebuild:
+// their operator calls can be captured instead (the GEMM lines below the kernels).
+const NOT_CAPTURED = {'vendor BLAS': 'its operator calls below', 'attention': 'a library kernel',
+                      'ATen native': 'a library kernel', 'NCCL': 'a collective', 'memcpy': 'a copy',
+                      'memset': 'a copy'};
+function addRow(table, name, kind, launches, share, action) {
+  const row = table.insertRow();
+  row.dataset.kernel = name;
+  row.insertCell().textContent = name;
+  row.insertCell().textContent = kind;
+  row.insertCell().textContent = launches;
+  row.insertCell().textContent = share === null || share === undefined ? '' : (share * 100).toFixed(1) + '%';
+  const cell = row.insertCell();
+  if (NOT_CAPTURED[kind]) { cell.textContent = NOT_CAPTURED[kind]; return; }
+  const button = document.createElement('button');
+  button.textContent = 'Tune this kernel';
+  button.onclick = action;
+  cell.appendChild(button);
+}
+function fillDispatches(result) {
+  const rows = result.launches || result.kernels || [];
+  const table = document.querySelector('table.dispatches');
+  while (table.rows.length > 1) table.deleteRow(1);
+  table.rows[0].cells[3].textContent = result.kernels ? 'device time share' : 'launch share';
+  for (const k of rows) {
+    addRow(table, k.name, k.kind || k['class'] || '', k.launches, k.share, () => tuneKernel(k.name));
+  }
+  for (const g of result.gemms || []) {  // the operators behind the library's kernels: captured as calls
+    const s = g.shape || {};
+    const name = g.op + ' ' + s.M + 'x' + s.N + 'x' + s.K + ' ' + g.dtype + ' ' + (g.layout || '') +
+      (g.bias ? ' +bias' : '');
+    const share = result.device_us ? g.device_us / result.device_us : null;
+    addRow(table, name, 'operator call', g.calls, share, () => tuneKernel(g.op.replace(/\.out$/, ''), g));
+  }
+  table.dataset.state = 'listed';
+}
+async function tuneKernel(kernel, gemm) {
   const box = document.getElementById('job');
   try {
-    const started = await post('/api/lab/captures', {...programOf(), kernel: kernel, nth: 1});
+    const body = {...programOf(), kernel: kernel, nth: 1};
+    if (gemm) body.gemm = gemm;
+    const started = await post('/api/lab/captures', body);
     const s = await follow(started.job);
     if (s.state === 'done') {
       const a = document.createElement('a');
@@ -222,22 +261,35 @@ def diff_page(run_id: str, a: Candidate, b: Candidate) -> str:
                 + "<style>.differs{font-weight:bold;color:#cc3311}</style>")
 
 
+def _comparison(row: dict[str, Any]) -> str:
+    """A comparison in a line: what was compared, its validation and its interleaved ratio with the interval."""
+    what = (f"spec {row['spec'].rsplit('/', 1)[-1]}" if row.get("spec") else row.get("variant") or "") + (
+        " " + " ".join(f"{k}={v}" for k, v in (row.get("overrides") or {}).items()) if row.get("overrides") else "")
+    check = row.get("validation") or {}
+    text = f"{what.strip()}, validation {'passed' if check.get('passed') else 'FAILED'}"
+    side = row.get("interleaved") or {}
+    if row.get("ratio") and side.get("ci"):
+        text += (f", variant/original time {row['ratio']:.3f} (95% CI {side['ci'][0]:.3f}–{side['ci'][1]:.3f}, "
+                 f"{side.get('pairs')} pairs)")
+    return text
+
+
 def lab_page(captures: list[dict[str, Any]]) -> str:
     """Each capture with its latest result, and its actions: replay, compare a variant (a source file in the
     programs folder, or NAME=VALUE config changes), save one that passed."""
     rows = []
     for c in captures:
         last = c["history"][-1] if c["history"] else {}
-        check = last.get("validation") or {}
         latest = (f"{last.get('job', '')} median {last['median_ms'] * 1e3:.2f} µs ({last.get('mode')})"
                   if last.get("median_ms") else str(last.get("job", "")))
-        if check:
-            latest += f", validation {'passed' if check.get('passed') else 'FAILED'}"
-        if last.get("ratio"):
-            latest += f", variant/original time {last['ratio']:.3f}"
+        compared = next((r for r in reversed(c["history"]) if r.get("job") == "compare"), None)
+        if compared is not None:
+            latest += "; last comparison: " + _comparison(compared)
         actions = ('<button onclick="replay(this.closest(\'tr\').dataset.capture)">Replay</button> '
                    '<input class="variant" size="14" placeholder="variant file"> '
                    '<input class="sets" size="14" placeholder="NAME=VALUE ..."> '
+                   '<input class="spec" size="12" placeholder="spec (operator call)"> '
+                   '<input class="table" size="12" placeholder="served table .json"> '
                    '<button onclick="labJob(this, \'compare\')">Compare</button> '
                    '<button onclick="labJob(this, \'save\')">Save</button>') if not c.get("closed") else "closed"
         name = escape(c["name"], quote=True)  # the row carries its capture's name, never the script
@@ -250,12 +302,17 @@ def lab_page(captures: list[dict[str, Any]]) -> str:
 
 
 def dispatches_page(programs: Sequence[str]) -> str:
-    """A program's dispatch list: by launches through the lab's hooks (any device), or by device-time share under
-    the profiler (a GPU); each row's "Tune this kernel" captures that kernel's first launch for the lab."""
+    """A program's dispatch list: by launches through the lab's hooks (any device), by device-time share under the
+    profiler (a GPU), or from a stored ``kerntune scope --json`` result; with the scope's GEMM operator lines (the
+    calls behind the library's kernels). Each row's "Tune this kernel" captures that kernel's first launch, or the
+    first call of that operator at that shape, dtype and layout, for the lab."""
     options = "".join(f'<option value="{escape(p, quote=True)}">{escape(p)}</option>' for p in programs)
     form = (f'<form id="program" onsubmit="listDispatches(); return false;"><label>program <select name="program">'
             f'{options}</select></label> <label>arguments <input name="args" size="30"></label> '
             '<label><input type="checkbox" name="profile"> by device time (kerntune scope: a GPU)</label> '
-            '<button type="submit">List dispatches</button></form><div id="job" data-state="idle"></div>')
+            '<label>steady-state region <input name="region" size="8" placeholder="step"></label> '
+            '<button type="submit">List dispatches</button> or <label>a stored scope <input name="scope" size="24" '
+            'placeholder="scope.json (kerntune scope --json)"></label> <button type="button" '
+            'onclick="storedScope()">Show stored scope</button></form><div id="job" data-state="idle"></div>')
     return page("kerntune dispatches", "<h1>Dispatch list</h1>" + form
                 + table(("kernel", "class", "launches", "share", ""), [], "dispatches"))

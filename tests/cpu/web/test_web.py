@@ -149,3 +149,49 @@ def test_programs_and_variants_stay_inside_the_programs_folder(home: Path, tmp_p
     for kernel in ("", "a b", "x;rm -rf /", "-o/tmp/x"):  # a kernel name is a name, never an option or a shell word
         assert client.post("/api/lab/captures", json={"program": "app.py", "kernel": kernel}).status_code == 422
     assert client.post("/api/lab/nope/compare", json={"sets": ["BLOCK=64"]}).status_code == 404
+
+
+def test_a_stored_scope_operator_calls_and_served_tables_through_the_api(home: Path, tmp_path: Path) -> None:
+    """The dispatch list from a stored ``kerntune scope --json`` (the H200's, of the Llama example's compiled
+    prefill), a GEMM line's "Tune this kernel" as an operator capture selecting that shape, dtype and layout, a
+    spec compare and its save into a served table inside the programs folder, a steady-state region; refusals."""
+    programs = tmp_path / "programs"
+    programs.mkdir()
+    (programs / "app.py").write_text("print('ok')\n")
+    scope = DATA / "scope_h200" / "prefill_compiled_scope.json"
+    shutil.copyfile(scope, programs / "scope.json")
+    (programs / "other.json").write_text('{"runs": []}')
+    client = TestClient(create_app(home, EXAMPLES.parent, programs_root=programs))
+    stored = client.get("/api/scopes/scope.json")
+    assert stored.status_code == 200 and stored.json()["kernels"][0]["class"] == "vendor BLAS"
+    assert 'onclick="storedScope()"' in client.get("/dispatches").text
+    for name, why in (("other.json", "no kernels list"), ("..%2F..%2Fscope.json", "inside the programs folder"),
+                      ("app.py", "inside the programs folder")):
+        refused = client.get(f"/api/scopes/{name}")
+        assert refused.status_code == 400 and why in refused.text, (name, refused.text)
+
+    def started(url: str, body: dict[str, Any]) -> str:
+        answer = client.post(url, json=body)
+        assert answer.status_code == 200, answer.text
+        _wait(client, answer.json()["job"])  # one job at a time: let it end (these programs capture nothing)
+        return str(answer.json()["command"])
+
+    listed = started("/api/dispatches", {"program": "app.py", "profile": True, "region": "step"})
+    assert "scope --region step --json -- python" in listed, listed
+    assert client.post("/api/dispatches", json={"program": "app.py", "profile": True, "region": "a b"}
+                       ).status_code == 422
+    gemm = stored.json()["gemms"][0]
+    command = started("/api/lab/captures", {"program": "app.py", "kernel": "aten::mm", "gemm": gemm})
+    assert r"--match ^aten::mm(\.out)?\(8192x4096:bfloat16, 4096x14336:bfloat16:T(,|\))" in command, command
+    capture = home / "captures" / "mm"
+    capture.mkdir(parents=True)
+    (capture / "manifest.json").write_text("{}")
+    spec = {"spec": "examples/triton_matmul", "sets": ["BLOCK_M=128"]}
+    command = started("/api/lab/mm/compare", spec)
+    assert f"--spec {EXAMPLES / 'triton_matmul'}" in command and "--set BLOCK_M=128" in command, command
+    command = started("/api/lab/mm/save", {**spec, "table": "served.json"})
+    assert command.endswith(f"--table {programs / 'served.json'} --json"), command
+    for table in ("../served.json", "served.txt", "missing/served.json"):
+        refused = client.post("/api/lab/mm/save", json={**spec, "table": table})
+        assert refused.status_code == 400 and "inside the programs folder" in refused.json()["detail"], table
+    assert client.post("/api/lab/mm/compare", json={"spec": "../etc"}).status_code == 400

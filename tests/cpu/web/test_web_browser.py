@@ -1,8 +1,9 @@
 """The web page in headless Chromium (Playwright driving Debian's ``chromium``): start a PoCL tune from the page,
 watch it finish, open the run and check its charts show the stored numbers, diff two candidates, replay a lab
 capture; list an OpenCL program's dispatches, "tune this kernel" on one, and in the lab compare a variant source
-with the capture and save it. ``KERNTUNE_SCREENSHOTS=DIR`` keeps the main views' screenshots there
-(docs/screenshots holds the committed ones). In CI (``CI=true``) a missing browser is a failure, not a skip."""
+with the capture and save it; list a stored scope's kernels and GEMM operator calls. ``KERNTUNE_SCREENSHOTS=DIR``
+keeps the main views' screenshots there (docs/screenshots holds the committed ones). In CI (``CI=true``) a missing
+browser is a failure, not a skip."""
 
 from __future__ import annotations
 
@@ -160,4 +161,19 @@ def test_from_a_program_s_dispatch_list_to_a_saved_variant(server: tuple[str, Pa
             headers: {'Content-Type': 'application/json'},
             body: JSON.stringify({program: '../../etc/passwd.py', kernel: 'axpy'})})).status""")
         assert outside == 400  # programs outside the served folder are refused
+        # A stored scope (the H200's, of the Llama example's compiled prefill): its kernels by device time and the
+        # GEMM operator calls behind the library's kernels, each with its "Tune this kernel".
+        shutil.copyfile(DATA / "scope_h200" / "prefill_compiled_scope.json", lab / "scope.json")
+        page.goto(base + "/dispatches")
+        page.fill("input[name=scope]", "scope.json")
+        page.click("text=Show stored scope")
+        page.wait_for_selector("table.dispatches[data-state=listed]", timeout=30_000)
+        blas = page.locator("table.dispatches tr", has_text="nvjet_sm90").first.inner_text().split("\t")
+        assert blas[1:] == ["vendor BLAS", "45", "51.2%", "its operator calls below"], blas
+        generated = page.locator("table.dispatches tr", has_text="triton_poi_fused__unsafe_view_mul_silu_9")
+        assert generated.locator("text=Tune this kernel").count() == 1
+        gemm = page.locator("table.dispatches tr", has_text="aten::mm 8192x14336x4096 bfloat16 NT")
+        assert gemm.inner_text().split("\t")[1:3] == ["operator call", "40"], gemm.inner_text()
+        assert gemm.locator("text=Tune this kernel").count() == 1
+        _shot(page, "dispatches-stored-scope", tmp_path)
         browser.close()

@@ -29,9 +29,11 @@ MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_s
 """The operators that compute a matmul (``aten::matmul`` and ``aten::linear`` call one of these: counting them
 too would count each product twice)."""
 CLASSES = (
+    # Inductor's kernels first: their names spell the ops they fused, and a pointwise kernel around attention
+    # (``triton_poi_fused__scaled_dot_product_cudnn_attention_...``) is Inductor's Triton, not the attention kernel.
+    ("Triton (Inductor)", re.compile(r"^triton_(poi|red|per|tem|mm|for|unk)_")),
     ("vendor BLAS", re.compile(r"^nvjet|cublas|cutlass|gemm|gemv|^sm\d+_xmma|^Cijk_|rocblas|hipblaslt", re.I)),
     ("attention", re.compile(r"flash|fmha|attention|sdpa|cudnn", re.I)),
-    ("Triton (Inductor)", re.compile(r"^triton_(poi|red|per|tem|mm|for|unk)_")),
     ("NCCL", re.compile(r"nccl", re.I)),
     ("ATen native", re.compile(r"at::native|^void at::|elementwise_kernel|reduce_kernel|vectorized_|index_kernel")),
 )

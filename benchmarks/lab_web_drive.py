@@ -4,7 +4,7 @@
 
 starts ``kerntune serve --programs PROGRAMS_DIR`` (the store at $KERNTUNE_HOME, specs from the repository root) on
 loopback and, with the requests the page sends: lists ``app.py``'s dispatches by device-time share in its steady
-state ("by device time", region ``step``: ``kerntune scope --region step``), takes the hottest Inductor kernel and
+state ("by GPU time", region ``step``: ``kerntune scope --region step``), takes the hottest Inductor kernel and
 the hottest GEMM operator line ("Tune this kernel" on each), replays each capture, compares the GEMM call with
 ``examples/triton_matmul`` at the config of $TABLE's entry for its shape (the spec's default without one) and saves
 it into PROGRAMS_DIR/served.json when it is not slower. Every request and its job's outcome go to
@@ -75,7 +75,7 @@ def main() -> int:
             return row
 
         program = {"program": "app.py", "args": args}
-        listed = job("dispatch list (by device time, region step)", "/api/dispatches",
+        listed = job("dispatch list (by GPU time, region step)", "/api/dispatches",
                      {**program, "profile": True, "region": "step"})
         scope = listed.get("result") or {}
         for where in (out / "scope.json", programs / "scope.json"):

@@ -13,7 +13,7 @@
 #             key (default: the served-model suite's deployed table) and save it into a served table when not
 #             slower; kerntune verify of kerntune run on that table shows whether it engaged.
 # web:        the same through the web page's HTTP API, as its buttons send it (benchmarks/lab_web_drive.py: kerntune
-#             serve --programs over a copy of examples/hf_llama): dispatch list by device time, "Tune this kernel"
+#             serve --programs over a copy of examples/hf_llama): dispatch list by GPU time, "Tune this kernel"
 #             on the hottest Inductor kernel and the hottest aten::mm line, replay, compare with the tuned Triton
 #             GEMM, save into served.json; then the other two replay modes of each capture and kerntune verify of
 #             the program under kerntune run --table served.json (engagement by kernel identity).

@@ -13,6 +13,7 @@ step_tests() {
     bounded $(( left < ${EACH_S:-400} ? left : ${EACH_S:-400} )) python3 -m pytest "$t" -v -rA --durations=0 \
       -p no:cacheprovider > "$D/$name.log" 2>&1 || code=1
     tail -1 "$D/$name.log" >> "$LOG"
+    pack  # each file's log comes back even when the call is cut later
   done
   return $code
 }

@@ -200,6 +200,12 @@ def compare(
         ratio = (f"variant/original time {result['ratio']:.3f} (95% CI {side['ci'][0]:.3f}–{side['ci'][1]:.3f}, "
                  f"{side['pairs']} pairs interleaved {side['order']}; medians {side['original_ms'] * 1e3:.2f} → "
                  f"{side['variant_ms'] * 1e3:.2f} µs)" if result["ratio"] and side else "no timing claimed")
+        second = (side or {}).get("second_timer")
+        if second and "error" in second:
+            ratio += f"; second timer (profiler) not available: {second['error']}"
+        elif second:
+            ratio += (f"; profiler-timed ratio {second['ratio']:.3f} (95% CI {second['ci'][0]:.3f}–"
+                      f"{second['ci'][1]:.3f}): {'agrees' if second['agrees'] else 'DISAGREES'} within 1%")
         console = Console()
         error = f", worst {check['error']:.3g}" if check["passed"] and "error" in check else ""
         console.print(f"{ratio}; validation ({check['rule']}{error}) {'passed' if check['passed'] else 'FAILED'}"

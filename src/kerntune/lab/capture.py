@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import re
-import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -36,10 +35,9 @@ from kerntune.lab.inductor import arguments as inductor_arguments
 from kerntune.lab.inductor import autotuner_class, chosen, keep_source, live_function
 from kerntune.lab.inductor import kernel_name as inductor_kernel_name
 from kerntune.lab.operator import OperatorState, arm, is_operator, overloads, too_large
-from kerntune.lab.snapshot import snapshot
+from kerntune.lab.snapshot import MANIFEST, failure, snapshot
 from kerntune.runtime.keys import arch_name, kernel_hash
 
-MANIFEST = "manifest.json"
 FORMAT = "kerntune-capture"
 SCOPES = ("reachable", "all")
 
@@ -322,13 +320,6 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
     finally:
         for cls, attribute, original, _ in installed:
             setattr(cls, attribute, original)
-
-
-def failure(exc: BaseException) -> str:
-    """A capture's own failure in one line, with where it was raised: the program's launch still runs."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{where}"
 
 
 def _inductor_before(state: CaptureState, autotuner: Any, args: tuple[Any, ...]) -> dict[str, Any] | None:

@@ -60,10 +60,7 @@ class CapturedCall:
             return out
         from kerntune.backends.stream_hold import StreamHold
 
-        if self._flush is None:
-            l2 = int(getattr(torch.cuda.get_device_properties(self.groups[0].device), "L2_cache_size", 0) or 0)
-            self._flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device=self.groups[0].device)
-        flush = self._flush
+        flush = self.flush_buffer()
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]  # type: ignore[no-untyped-call]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(iterations)]  # type: ignore[no-untyped-call]
 
@@ -77,6 +74,13 @@ class CapturedCall:
 
         StreamHold(self.groups[0].device).timed(iterations, enqueue)
         return [float(a.elapsed_time(b)) for a, b in zip(starts, ends, strict=True)]
+
+    def flush_buffer(self) -> torch.Tensor:
+        """Twice the device's L2 (64 MB at least), zeroed before a cold launch to evict what the restore left."""
+        if self._flush is None:
+            l2 = int(getattr(torch.cuda.get_device_properties(self.groups[0].device), "L2_cache_size", 0) or 0)
+            self._flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device=self.groups[0].device)
+        return self._flush
 
     def cache(self, restore_each: bool) -> str:
         if not self.claims_timing:

@@ -67,6 +67,7 @@ def run(folder: Path, request: dict[str, Any]) -> None:
         load_capture,
         load_kernel,
         make_launch,
+        profiled_ratio,
         replay,
         validate,
     )
@@ -112,9 +113,12 @@ def run(folder: Path, request: dict[str, Any]) -> None:
             validation = validate(original["outputs"], variant["outputs"], request.get("rtol"))
         side_by_side = None
         if original["timing_claimed"]:  # the ratio, from the two timed launch by launch beside each other
-            side_by_side = interleaved_ratio(make_launch(manifest, folder, load_kernel(manifest), device),
-                                             make_launch(changed, folder, variant_fn, device),
-                                             conditions["iterations"])
+            pair = (make_launch(manifest, folder, load_kernel(manifest), device),
+                    make_launch(changed, folder, variant_fn, device))
+            side_by_side = interleaved_ratio(*pair, conditions["iterations"])
+            if device == "cuda":  # checked by a second, independent timer on the same conditions
+                side_by_side["second_timer"] = profiled_ratio(*pair, conditions["iterations"],
+                                                              side_by_side["ratio"])
         row = {"job": "compare", "variant": str(variant_path or ""), "overrides": request.get("overrides") or {},
                "spec": str(spec.resolve()) if spec else None,
                **({"served_key": list(variant_fn.last_key), "served_config": variant_config(variant_fn)}

@@ -26,7 +26,7 @@ import numpy as np
 from kerntune.errors import UsageError
 from kerntune.lab.captured import CapturedCall
 from kerntune.lab.operator import too_large
-from kerntune.lab.snapshot import snapshot
+from kerntune.lab.snapshot import MANIFEST, failure, snapshot
 from kerntune.lab.variant import require_signature, source_file, source_text
 from kerntune.runtime.keys import kernel_hash
 
@@ -97,8 +97,6 @@ def hook_compile(state: Any, header: Callable[[int, str], dict[str, Any]], devic
     """The wrapper of a native backend's ``compile``: every launch of the compiled kernel is counted under its
     name; the ``state.nth`` launch of ``state.kernel`` is saved around the real launch (inputs before, outputs
     after). A capture that fails is recorded in ``state.errors``; the launch always runs."""
-    from kerntune.lab.capture import MANIFEST, failure
-
     def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         def compile(self: Any, kernel: Any, tunables: Any, meta: Any, args: dict[str, Any]) -> Any:
             compiled = original(self, kernel, tunables, meta, args)

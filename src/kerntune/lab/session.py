@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kerntune.errors import UsageError
-from kerntune.lab.capture import MANIFEST
+from kerntune.lab.snapshot import MANIFEST
 from kerntune.runtime.table import write_atomically
 
 HISTORY_CAP = 1000

@@ -9,6 +9,7 @@ the manifest as they were passed.
 from __future__ import annotations
 
 import hashlib
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from safetensors.torch import load_file, save_file
 from kerntune.errors import UsageError
 
 ALIGN = 16
+MANIFEST = "manifest.json"
+"""The capture's description beside its safetensors files."""
 
 
 @dataclass(frozen=True)
@@ -101,3 +104,10 @@ def restore(table: dict[str, Any], path: Path, device: str) -> dict[str, Any]:
         typed = groups[group].view(dtype)
         out[name] = typed.as_strided(entry["shape"], entry["strides"], entry["byte_offset"] // itemsize)
     return out
+
+
+def failure(exc: BaseException) -> str:
+    """A capture's own failure in one line, with where it was raised: the program's launch still runs."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"

@@ -147,12 +147,9 @@ def gemm_line(op: Mapping[str, Any]) -> CorpusLine | None:
                       layout="".join(letters) if None not in letters else None, bias=bias)  # type: ignore[arg-type]
 
 
-def analyze(events: Sequence[dict[str, Any]], window: Window = WHOLE_RUN, top: int = 20) -> dict[str, Any]:
-    """Device time by class and by kernel in the window, the device-busy fraction and its verdict, the GEMM-like
-    operators (corpus lines with calls and device time), the kernels each GEMM line's calls launched
-    (``gemm_kernels``: line identity → kernel name → launches, by the operator's External id: which kernel ran
-    which shape), and the window itself."""
-    spans = _intervals(window, events)
+def _device_events(events: Sequence[dict[str, Any]], spans: Sequence[tuple[float, float]]) -> list[dict[str, Any]]:
+    """The device activity (kernels, copies, memsets) whose launch — the runtime or driver call it shares a
+    ``correlation`` with — starts inside one of ``spans``, each with its span's index, launch and External id."""
     launches = {e["args"]["correlation"]: e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
                 and isinstance(e.get("args"), dict) and "correlation" in e["args"]}
     device: list[dict[str, Any]] = []
@@ -166,6 +163,27 @@ def analyze(events: Sequence[dict[str, Any]], window: Window = WHOLE_RUN, top: i
         if span is not None:
             device.append({**e, "kind": kind, "span": span, "launch": str(launch["name"]) if launch else "",
                            "ext": (launch or e).get("args", {}).get("External id")})
+    return device
+
+
+def device_us_per_range(events: Sequence[dict[str, Any]], region: str) -> list[float]:
+    """Per range the program marked ``region`` (``record_function``), in the order the ranges started: the summed
+    durations of the device work launched inside it — the profiler's per-dispatch device time, which no host gap
+    between launches and no queueing ahead of the range can enter (what a timer made of events brackets)."""
+    spans = _intervals(Window(region=region), events)
+    found = [0.0] * len(spans)
+    for e in _device_events(events, spans):
+        found[e["span"]] += float(e.get("dur", 0))
+    return found
+
+
+def analyze(events: Sequence[dict[str, Any]], window: Window = WHOLE_RUN, top: int = 20) -> dict[str, Any]:
+    """Device time by class and by kernel in the window, the device-busy fraction and its verdict, the GEMM-like
+    operators (corpus lines with calls and device time), the kernels each GEMM line's calls launched
+    (``gemm_kernels``: line identity → kernel name → launches, by the operator's External id: which kernel ran
+    which shape), and the window itself."""
+    spans = _intervals(window, events)
+    device = _device_events(events, spans)
     total = sum(float(e.get("dur", 0)) for e in device)
     kernels: dict[str, dict[str, Any]] = {}
     by_class: dict[str, float] = defaultdict(float)

@@ -271,6 +271,9 @@ def _comparison(row: dict[str, Any]) -> str:
     if row.get("ratio") and side.get("ci"):
         text += (f", variant/original time {row['ratio']:.3f} (95% CI {side['ci'][0]:.3f}–{side['ci'][1]:.3f}, "
                  f"{side.get('pairs')} pairs)")
+        second = side.get("second_timer") or {}
+        if second.get("ratio"):
+            text += f", profiler-timed {second['ratio']:.3f} ({'agrees' if second['agrees'] else 'DISAGREES'})"
     return text
 
 

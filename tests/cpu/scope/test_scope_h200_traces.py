@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kerntune.scope.trace import WHOLE_RUN, Window, analyze, load_trace
+from kerntune.scope.trace import WHOLE_RUN, Window, analyze, device_us_per_range, load_trace
 
 TRACES = Path(__file__).resolve().parents[2] / "data" / "scope_h200"
 STEP = Window(region="step")
@@ -73,3 +73,15 @@ def test_each_gemm_line_names_the_kernels_its_calls_launched() -> None:
         ran = found["gemm_kernels"][lines[shape].identity]
         assert sum(ran.values()) >= calls  # every call launched at least one kernel, tied to it by External id
         assert all("nvjet" in name or "gemm" in name.lower() or "splitK" in name for name in ran), ran
+
+
+@pytest.mark.parametrize("name", ["decode-none", "decode-reduce-overhead", "prefill-none", "prefill-default"])
+def test_device_time_per_marked_range_is_the_window_s_device_time_split_by_step(name: str) -> None:
+    """The profiler's per-range device time (the lab's second timer): one figure per ``step`` range, in order,
+    summing to the window's device time, each step close to the others (a steady state)."""
+    events = load_trace(TRACES / f"{name}.trace.json.gz")
+    per = device_us_per_range(events, "step")
+    assert len(per) == STEPS and abs(sum(per) - analyze(events, STEP)["device_us"]) < 1e-6 * sum(per)
+    middle = sorted(per)[STEPS // 2]
+    assert all(0.8 * middle < x < 1.2 * middle for x in per), per
+

@@ -44,6 +44,8 @@ def test_capture_replay_compare_save_on_the_gpu(kerntune: Callable[..., CliResul
                         "--json")
     assert compared.code == 0, compared.stderr
     assert compared.json()["validation"]["passed"] and compared.json()["ratio"] > 0
+    second = compared.json()["interleaved"]["second_timer"]  # the same pairs, timed from the profiler's records
+    assert second.get("pairs") == 50 and second["ratio"] > 0 and isinstance(second["agrees"], bool), second
     resources = compared.json()["variant_result"]["resources"]
     assert resources["registers"] > 0 and resources["matrix_instructions"] == 0, resources  # no tl.dot in it
     assert 0 < resources["occupancy"]["theoretical_pct"] <= 100, resources

@@ -35,6 +35,26 @@ def table_config(table_path: str, m: int, n: int, k: int) -> dict[str, object]:
     return dict(found[0]) if found else {}
 
 
+def checked_configs(report_path: str, m: int, n: int, k: int) -> list[dict[str, object]]:
+    """The configs of examples/triton_matmul that a ``benchmarks/decode_gemm.py`` report timed again by CUPTI at
+    M, N, K, fastest first (its labels, ``N32K64s1w4p5``, read back into the configs that sweep launched)."""
+    import re
+
+    report = json.loads(Path(report_path).read_text())
+    out = []
+    for shape in report["shapes"]:
+        if (shape["M"], shape["N"], shape["K"]) != (m, n, k):
+            continue
+        for label, _ in sorted(shape.get("cupti_us", {}).items(), key=lambda item: item[1]):
+            parsed = re.fullmatch(r"N(\d+)K(\d+)s(\d+)w(\d+)p(\d+)", label)
+            if parsed:
+                bn, bk, split, warps, stages = (int(v) for v in parsed.groups())
+                out.append({"BLOCK_M": 16, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "SPLIT_K": split,
+                            "FUSED": int(split > 1), "TMA": 0, "PERSISTENT": 0, "num_warps": warps,
+                            "num_stages": stages})
+    return out
+
+
 def config(capture_path: str, table_path: str) -> str:
     capture = json.loads(Path(capture_path).read_text())
     a, b = capture["arguments"]["self"], capture["arguments"]["mat2"]

@@ -15,7 +15,8 @@
 # web:        the same through the web page's HTTP API, as its buttons send it (benchmarks/lab_web_drive.py: kerntune
 #             serve --programs over a copy of examples/hf_llama): dispatch list by GPU time, "Tune this kernel"
 #             on the hottest Inductor kernel and the hottest aten::mm line, replay, compare with the tuned Triton
-#             GEMM, save into served.json; then the other two replay modes of each capture and kerntune verify of
+#             GEMM at TABLE's config and at the configs CANDIDATES (a decode_gemm.py report) checked for that shape,
+#             save the fastest into served.json when not slower; then the other two replay modes of each capture and kerntune verify of
 #             the program under kerntune run --table served.json (engagement by kernel identity).
 lab_capture() {  # lab_capture FOLDER [PROGRAM ARGS...]
   local cap=$1; shift
@@ -138,7 +139,7 @@ step_web() {
   local args=(--mode "${MODEL_MODE:-prefill}" --compile default --steps 5) cap mode
   rm -rf "$W/programs" "$W/webstore"; mkdir -p "$W/programs"; cp examples/hf_llama/app.py "$W/programs/"
   KERNTUNE_HOME="$W/webstore" TABLE=${TABLE:-benchmarks/data/served-model/2026-12-01/tune/table.json} \
-    bounded 300 python3 benchmarks/lab_web_drive.py "$W/programs" "$r" -- "${args[@]}" >> "$LOG" 2>&1
+    CANDIDATES=${CANDIDATES:-benchmarks/data/gemm/2026-12-01/decode/decode_gemm.json} bounded 360 python3 benchmarks/lab_web_drive.py "$W/programs" "$r" -- "${args[@]}" >> "$LOG" 2>&1
   for cap in $(python3 -c "import json,sys; print(' '.join(json.load(open(sys.argv[1])).values()))" "$r/captures.json"); do
     for mode in sustained replays; do
       bounded 120 python3 -m kerntune replay "$W/webstore/captures/$cap" --mode $mode --iterations 100 --json \
@@ -147,7 +148,7 @@ step_web() {
     mkdir -p "$r/$cap"; cp "$W/webstore/captures/$cap/manifest.json" "$W/webstore/captures/$cap/history.jsonl" "$r/$cap/"
   done
   cp "$W/programs/served.json" "$r/" 2>/dev/null || return 1
-  KERNTUNE_HOME="$W/store" bounded 300 python3 -m kerntune verify --json --processes "${PROCESSES:-1}" \
+  KERNTUNE_HOME="$W/store" bounded 300 python3 -m kerntune verify --json --processes "${PROCESSES:-2}" \
     --report "$r/verify.json" -- python3 -m kerntune run --table "$W/programs/served.json" -- python3 "$W/programs/app.py" "${args[@]}" \
     > "$r/verify.log" 2>&1
   return 0

@@ -118,11 +118,24 @@ def save_config(folder: Path, overrides: dict[str, Any], table_path: Path | None
             "ratio": compared.get("ratio")}
 
 
+def slower_by_either_timer(side: dict[str, Any]) -> str | None:
+    """Which timer found the variant slower beyond its 95% interval in an interleaved comparison (``side``: its
+    ``ratio``, ``ci`` and, where the profiler ran, ``second_timer``), said as "TIMER ratio R, 95% CI L-H"; None when
+    neither did. Both must clear a kernel before it is served: one the events call a tie and the profiler's kernel
+    durations call slower (seen on the H200 at a decode GEMM: events 1.002, CI 0.995-1.011; CUPTI 1.008, CI
+    1.003-1.014) is slower. A second timer that failed (``error``) clears nothing and blocks nothing."""
+    for timer, found in (("time", side), ("profiler-timed", side.get("second_timer") or {})):
+        if "ci" in found and found["ci"][0] > 1.0:
+            return f"{timer} ratio {found['ratio']:.3f}, 95% CI {found['ci'][0]:.3f}-{found['ci'][1]:.3f}"
+    return None
+
+
 def save_served(folder: Path, spec: Path, overrides: dict[str, Any], table_path: Path) -> dict[str, Any]:
     """A spec's kernel at ``overrides`` that took a captured operator call, passed its comparison with the library
     and was timed beside it, written as the served table entry of that call's key — what ``kerntune run`` serves
     the unmodified program. Refused when no such comparison passed here, when it was never timed (a CPU capture:
-    an untimed kernel is never served), or when it was slower than the library beyond its interval."""
+    an untimed kernel is never served), or when it was slower than the library beyond its interval by either timer
+    (CUDA events, or the profiler's kernel durations where the comparison has them)."""
     from kerntune.lab.replay import load_capture
     from kerntune.runtime.keys import problem_source_hash
     from kerntune.runtime.serving import load_served_spec
@@ -138,9 +151,9 @@ def save_served(folder: Path, spec: Path, overrides: dict[str, Any], table_path:
         raise UsageError("that comparison ran where no timing is claimed (the CPU: the spec's kernel ran in "
                          "Triton's interpreter): a kernel the table serves must have been timed against the "
                          "library's; compare on the GPU the program runs on")
-    if side["ci"][0] > 1.0:
-        raise UsageError(f"the spec's kernel was slower than the library's on this call (time ratio "
-                         f"{side['ratio']:.3f}, 95% CI {side['ci'][0]:.3f}-{side['ci'][1]:.3f}): nothing written")
+    slower = slower_by_either_timer(side)
+    if slower:
+        raise UsageError(f"the spec's kernel was slower than the library's on this call ({slower}): nothing written")
     problem = load_served_spec(spec)
     fields = problem.shape_fields()
     raw = compared["served_key"]

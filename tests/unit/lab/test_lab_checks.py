@@ -58,3 +58,17 @@ def test_a_native_kernel_s_signature_is_read_and_a_variant_must_keep_it(tmp_path
         load_source(manifest, tmp_path / "missing.cu")
     plain, typed = arguments({"x": torch.ones(2), "n": np.int64(5), "alpha": 0.5})
     assert set(plain) == {"x", "alpha"} and typed == {"n": {"kind": "scalar", "value": 5, "dtype": "int64"}}
+
+
+def test_a_served_kernel_must_clear_both_timers() -> None:
+    from kerntune.lab.save_config import slower_by_either_timer
+
+    tie = {"ratio": 1.002, "ci": [0.995, 1.011]}
+    assert slower_by_either_timer(tie) is None
+    # The H200's decode GEMM: a tie by the events, slower by the profiler's kernel durations.
+    said = slower_by_either_timer({**tie, "second_timer": {"ratio": 1.008, "ci": [1.003, 1.014]}})
+    assert said == "profiler-timed ratio 1.008, 95% CI 1.003-1.014"
+    assert slower_by_either_timer({"ratio": 1.02, "ci": [1.01, 1.03]}) == "time ratio 1.020, 95% CI 1.010-1.030"
+    assert slower_by_either_timer({**tie, "second_timer": {"error": "CUPTI refused"}}) is None
+    assert slower_by_either_timer({"ratio": 0.97, "ci": [0.96, 0.98],
+                                   "second_timer": {"ratio": 0.98, "ci": [0.97, 0.99]}}) is None

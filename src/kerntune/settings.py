@@ -56,6 +56,10 @@ class Settings:
     confirm_band: float = 0.03
     """KERNTUNE_CONFIRM_BAND: after a confirmation round, a finalist whose interleaved ratio so far is more than
     this fraction behind the best finalist's is not re-timed in later rounds (a clear loser; 0: re-time all)."""
+    second_timer: int = 1
+    """KERNTUNE_SECOND_TIMER: 1 times every interleaved comparison (confirmation rounds, ``ab``'s in-process
+    pairs) again by the device's independent timer — the profiler's kernel durations beside CUDA events, the host
+    clock beside OpenCL's profiling events — and flags a ratio the two disagree on by more than 1%; 0 skips it."""
     capture_max_mb: float = 4096.0
     """KERNTUNE_CAPTURE_MAX_MB: the most tensor data one lab capture saves (inputs, and as much again for outputs);
     a launch or call holding more is refused before anything is written."""

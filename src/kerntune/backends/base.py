@@ -136,6 +136,11 @@ class Backend(ABC):
         wait on the host's enqueueing inside it (see backends.stream_hold).
         """
 
+    def flush_cache(self) -> None:
+        """Overwrite the last-level cache now, enqueued on the timed queue: what ``time_launches`` does before
+        each launch with ``flush`` (the second timer's cold regime, ``measure.second_timer``)."""
+        raise CandidateFailed(FailureKind.ERROR.value, f"the {self.name} backend has no cache flush")
+
     def time_calls(self, call: Callable[[], Any], count: int, fed: bool = True) -> list[float]:
         """Device time of each of ``count`` calls of ``call`` (which may enqueue many launches), in ms. With
         ``fed`` the device is kept busy while the host enqueues (device time only); without, the device

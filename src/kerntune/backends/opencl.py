@@ -182,6 +182,9 @@ class OpenCLBackend(Backend):
         self.queue.finish()
         return [(e.profile.end - e.profile.start) * 1e-6 for e in events]
 
+    def flush_cache(self) -> None:
+        cl.enqueue_fill_buffer(self.queue, self._flush, np.uint8(0), 0, self._flush_bytes)
+
     def telemetry(self) -> Telemetry:
         return Unavailable(f"no telemetry for the OpenCL device {self.device.name.strip()!r}")
 

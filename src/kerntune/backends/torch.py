@@ -205,6 +205,10 @@ class TorchBackend(Backend):
         self._hold.timed(len(launches), enqueue)  # the device never waits on the host inside a sample
         return [float(s.elapsed_time(e)) for s, e in zip(starts, ends, strict=True)]
 
+    def flush_cache(self) -> None:
+        if self._flush_bytes:
+            self._flush.zero_()
+
     def time_calls(self, call: Callable[[], Any], count: int, fed: bool = True) -> list[float]:
         starts, ends = self._events(count), self._events(count)
 

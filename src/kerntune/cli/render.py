@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from kerntune.measure.second_timer import SHORT
 from kerntune.measure.speed_of_light import describe
 from kerntune.model import Candidate, Run
 from kerntune.model.time_plan import TimePlan
@@ -73,11 +74,22 @@ def _ratio_text(s: ShapeReport, f: Candidate) -> str:
     return f"{r.ratio:.4f}{interval}"
 
 
+def _second_text(s: ShapeReport, f: Candidate) -> str:
+    x = s.second_timer.get(f.id or -1)
+    if x is None:
+        return "—"
+    return f"{x['ratio']:.4f}" if x["agrees"] else f"[red]{x['ratio']:.4f} (>1% apart)"
+
+
 def finalists_table(s: ShapeReport) -> Table:
+    checked = next((x["timer"] for x in s.second_timer.values()), None)
     ref = f"× {s.reference.name}, interleaved" if s.reference else "interleaved ratio"
     table = Table(title="finalists: search-time vs confirmed (fresh processes; each timed launch by launch beside "
-                        "the reference)", title_justify="left")
-    for col in ("", "candidate", "search median", "confirmed median", "confirmed / search", ref):
+                        "the reference)", title_justify="left",
+                  caption=f"second timer: {checked}; a ratio the two timers put more than 1% apart is marked"
+                  if checked else None, caption_justify="left")
+    for col in ("", "candidate", "search median", "confirmed median", "confirmed / search", ref,
+                *((f"the same by {SHORT.get(checked, checked)}",) if checked else ())):
         table.add_column(col, overflow="fold")
     for i, f in enumerate(s.finalists):
         search = f.measurement.median_ms if f.measurement else None
@@ -86,7 +98,7 @@ def finalists_table(s: ShapeReport) -> Table:
         mark = "[bold green]winner" if f is s.winner else ("baseline" if f.role == "baseline" else "")
         table.add_row(mark if i == 0 or f.role == "baseline" else "", f.name,
                       f"{search:.4g} ms" if search else "—", f"{confirmed:.4g} ms" if confirmed else "—", drift,
-                      _ratio_text(s, f))
+                      _ratio_text(s, f), *((_second_text(s, f),) if checked else ()))
     return table
 
 

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from kerntune.compare.runners import ABRequest, CommandRunner, SideFailed, SpecRunner
 from kerntune.compare.sides import Side, parse_side
 from kerntune.errors import UsageError
+from kerntune.measure.second_timer import agrees, combine, said
 from kerntune.measure.stats import DISTURBED_Z, RatioEstimate, ratio_ci, robust_ratio_ci
 from kerntune.settings import Settings
 from kerntune.store import Store
@@ -104,6 +105,24 @@ def _conditions(records: list[ProcessRecord]) -> dict[str, Any]:
     return first
 
 
+def _second_timer(records: list[ProcessRecord], scheme: str) -> dict[str, Any] | None:
+    """B over A by the second timer (``measure.second_timer``) where the processes had one: in-process, B's
+    rounds timed beside A; referenced, each side's rounds timed beside the reference, B's over A's."""
+    def checks(side: str) -> dict[str, Any] | None:
+        return combine([((r.info.get("conditions") or {}).get("telemetry") or {}).get("second_timer") or {}
+                        for r in records if r.side == side])
+
+    b = checks("B")
+    if scheme != REFERENCED or b is None:
+        return b if scheme == "in-process" else None
+    a = checks("A")
+    if a is None:
+        return None
+    ratio, events = b["ratio"] / a["ratio"], b["events_ratio"] / a["events_ratio"]
+    return {**b, "ratio": ratio, "events_ratio": events, "rounds": min(a["rounds"], b["rounds"]),
+            "agrees": agrees(events, ratio)}
+
+
 def _runner(sides: tuple[Side, Side], request: ABRequest, settings: Settings,
             store: Store) -> tuple[SpecRunner | CommandRunner, str]:
     kinds = {s.kind for s in sides}
@@ -172,6 +191,9 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
             wall_s=time.perf_counter() - started))
         raise
     conditions = {**_conditions(records), "shape": runner.shape_key, "dtype": runner.dtype}
+    checked = _second_timer(records, scheme)
+    if checked:
+        conditions["second_timer"] = checked
     scope = _scope(runner, scheme, conditions)
     known = noise_band(store, scope)
     if known is None or request.recalibrate:
@@ -183,7 +205,7 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
     is_aa = runner.work(0) == runner.work(1)  # same code by content and same resolved config
     expect = request.expect if request.expect is not None else (None if is_aa else "win")
     claim_failed = expect is not None and not claim_holds(verdict, expect)
-    reason = _reason(verdict, estimate, band, known[1]) + _set_aside(set_aside)
+    reason = _reason(verdict, estimate, band, known[1]) + _set_aside(set_aside) + said(checked)
     record = ABRecord(
         id=_new_id(), created=now(), kind="aa" if is_aa else "ab", a=sides[0].as_dict(), b=sides[1].as_dict(),
         target=runner.target, conditions=conditions, scheme=scheme, ratio=estimate.ratio, ci_low=estimate.low,

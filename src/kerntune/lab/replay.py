@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import math
 import statistics
 from pathlib import Path
 from typing import Any, Protocol
@@ -34,7 +33,7 @@ from kerntune.lab.captured import TritonLaunch
 from kerntune.lab.inspect_launch import launch_resources
 from kerntune.lab.snapshot import MANIFEST
 from kerntune.lab.variant import require_signature
-from kerntune.measure.stats import median_ci
+from kerntune.measure.stats import pair_ratio
 
 MODES = ("isolated", "sustained", "replays")
 
@@ -244,59 +243,30 @@ def interleaved_ratio(original: Launch, variant: Launch, iterations: int) -> dic
     return {**pair_ratio(pairs), "order": "A B B A, cold (inputs restored, L2 flushed before each launch)"}
 
 
-def pair_ratio(pairs: list[tuple[float, float]]) -> dict[str, Any]:
-    """exp of the median log ratio b/a over the pairs, its 95% bootstrap interval, and each side's median."""
-    logs = [math.log(b / a) for a, b in pairs]
-    low, high = median_ci(logs)
-    return {"ratio": math.exp(statistics.median(logs)), "ci": [math.exp(low), math.exp(high)], "pairs": len(pairs),
-            "original_ms": statistics.median(a for a, _ in pairs), "variant_ms": statistics.median(b for _, b in pairs)}
-
-
-PROFILED_RANGE = "kerntune.lab.launch"
-AGREE = 0.01
-"""The two timers' ratios agree when they differ by at most this fraction."""
-
-
 def profiled_ratio(original: Launch, variant: Launch, iterations: int, events_ratio: float) -> dict[str, Any]:
-    """The second timer: the same A B B A pairs, cold, each launch's time the summed durations of the device work
-    it launched, from the profiler's activity records (CUPTI through ``torch.profiler``), not events around it;
-    and whether its ratio agrees with the event-timed one (``events_ratio``) within ``AGREE``. Each launch runs in
-    its own ``record_function`` range, synchronised inside it, so its kernels are tied to it by launch correlation
-    or, where the profiler records no driver call (Triton's launcher), by running inside it. A profiler that
-    cannot record is said in ``error``, never a failed comparison."""
-    import json
-    import tempfile
-
-    from torch.profiler import ProfilerActivity, profile, record_function
-
+    """The second timer (``measure.second_timer``): the same A B B A pairs, cold, each launch's time the summed
+    durations of the device work it launched, from the profiler's kernel records, not events around it; and
+    whether its ratio agrees with the event-timed one (``events_ratio``) within 1%. A profiler that cannot record
+    is said in ``error``, never a failed comparison."""
     from kerntune.lab.captured import CapturedCall
-    from kerntune.scope.trace import device_us_per_range
+    from kerntune.measure.second_timer import PROFILER, agrees, profiled_ms
 
     if not (isinstance(original, CapturedCall) and isinstance(variant, CapturedCall)):
         return {"error": "no profiler timer for this kind of launch"}
+    order = [(original, variant) if i % 2 == 0 else (variant, original) for i in range(iterations)]
+    launches = [launch for pair in order for launch in pair]
+
+    def prepare(i: int) -> None:
+        launches[i].reset()  # restore, then flush: outside the range, so neither is counted
+        launches[i].flush_buffer().zero_()
+
     try:
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            for i in range(iterations):
-                for launch in (original, variant) if i % 2 == 0 else (variant, original):
-                    launch.reset()  # restore, then flush: outside the range, so neither is counted
-                    launch.flush_buffer().zero_()
-                    torch.cuda.synchronize()
-                    with record_function(PROFILED_RANGE):
-                        launch.run()
-                        torch.cuda.synchronize()
-        with tempfile.TemporaryDirectory() as tmp:
-            trace = Path(tmp) / "trace.json"
-            prof.export_chrome_trace(str(trace))
-            per = device_us_per_range(json.loads(trace.read_text())["traceEvents"], PROFILED_RANGE)
+        per = profiled_ms([launch.run for launch in launches], prepare, torch.cuda.synchronize)
     except Exception as exc:  # CUPTI refused, or a trace this torch writes differently
         return {"error": f"{type(exc).__name__}: {exc}"}
-    if len(per) != 2 * iterations or min(per, default=0.0) <= 0:
-        return {"error": f"the profiler tied device work to {sum(1 for x in per if x > 0)} of {2 * iterations} "
-                         "launches"}
     pairs = [((per[2 * i], per[2 * i + 1]) if i % 2 == 0 else (per[2 * i + 1], per[2 * i])) for i in range(iterations)]
-    found = pair_ratio([(a / 1e3, b / 1e3) for a, b in pairs])
-    return {**found, "timer": "profiler kernel durations (CUPTI through torch.profiler)",
-            "agrees": abs(math.log(found["ratio"] / events_ratio)) <= math.log1p(AGREE)}
+    found = pair_ratio(pairs)
+    return {**found, "timer": PROFILER, "agrees": agrees(events_ratio, found["ratio"])}
 
 
 def reproduces(launch: Launch, folder: Path) -> bool | None:

@@ -16,14 +16,15 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import cycle, islice
 from typing import Any
 
 from kerntune.backends.base import Backend
 from kerntune.devices.telemetry import Recorder, Telemetry, Unavailable
 from kerntune.errors import UsageError
-from kerntune.measure.stats import block_half_width, median_ci
+from kerntune.measure.second_timer import PAIRS, check_pairs
+from kerntune.measure.stats import block_half_width, median_ci, paired_log_ratio
 from kerntune.model import Conditions, Measurement
 
 REGIMES = ("cold", "warm", "rotating")
@@ -55,6 +56,9 @@ class MeasureOptions:
     median taken inside one swing of it differs from the next measurement's."""
     ramp_limit_ms: float = 1000.0
     """Longest extra warm-up granted while the clocks still climb; past it the measurement is flagged."""
+    second_timer: bool = False
+    """Interleaved measurements only: time the same A B B A pairs again by the device's second timer
+    (``measure.second_timer``) and record its ratio and whether it agrees with the first within 1%."""
 
     def __post_init__(self) -> None:
         if self.regime not in REGIMES:
@@ -267,6 +271,11 @@ def measure_interleaved(backend: Backend, launch_a: Callable[[], Any], launch_b:
         telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping,
                                     "uncovered_chunks": backend.uncovered_chunks - uncovered,
                                     "interleaved": True}))
+    if options.second_timer:
+        events_ratio = math.exp(paired_log_ratio(samples[0], samples[1]))
+        check = check_pairs(backend, launch_a, launch_b, flush, events_ratio, min(PAIRS, len(samples[0])))
+        if check is not None:
+            conditions = replace(conditions, telemetry={**(conditions.telemetry or {}), "second_timer": check})
     a_ci, b_ci = intervals
     assert a_ci is not None and b_ci is not None
     return Measurement(tuple(samples[0]), conditions, a_ci), Measurement(tuple(samples[1]), conditions, b_ci)

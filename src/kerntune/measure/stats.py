@@ -2,6 +2,8 @@
 
 - ``median_ci``: bootstrap confidence interval of a median. Timing samples are skewed (a tail of
   interrupted or clock-dipped launches), so a normal-theory interval around the mean would mislead.
+- ``pair_ratio``: the ratio of launches timed side by side (A B B A ...): exp of the median log ratio, its
+  bootstrap interval, each side's median.
 - ``ratio_ci``: confidence interval of a B/A time ratio from paired per-process medians. Each pair is two
   neighbouring processes of an ABBA sequence, so slow drift of the machine (clocks, temperature, other
   tenants) cancels within a pair instead of landing on whichever side ran later.
@@ -10,8 +12,10 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -102,3 +106,14 @@ def paired_log_ratio(a_samples: Sequence[float], b_samples: Sequence[float]) -> 
     if not a_samples or len(a_samples) != len(b_samples):
         raise ValueError(f"paired samples need equal, non-zero counts (got {len(a_samples)} and {len(b_samples)})")
     return float(np.median([math.log(b / a) for a, b in zip(a_samples, b_samples, strict=True)]))
+
+
+def pair_ratio(pairs: Sequence[tuple[float, float]]) -> dict[str, Any]:
+    """exp of the median log ratio b/a over the pairs, its 95% bootstrap interval, and each side's median (the
+    lab's names: ``original_ms`` for a, ``variant_ms`` for b)."""
+    if not pairs:
+        raise ValueError("a pair ratio needs at least one pair")
+    logs = [math.log(b / a) for a, b in pairs]
+    low, high = median_ci(logs)
+    return {"ratio": math.exp(statistics.median(logs)), "ci": [math.exp(low), math.exp(high)], "pairs": len(pairs),
+            "original_ms": statistics.median(a for a, _ in pairs), "variant_ms": statistics.median(b for _, b in pairs)}

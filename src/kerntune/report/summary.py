@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from kerntune.measure.second_timer import combine
 from kerntune.measure.speed_of_light import speed_of_light
 from kerntune.measure.stats import RatioEstimate, ratio_ci
 from kerntune.model import Candidate, Run, Shape
@@ -60,6 +61,10 @@ class ShapeReport:
     """The spec's cost model at this shape (flops, bytes), when it has one."""
     ceilings: dict[str, Any] | None = None
     """The device's calibration recorded with the run, when there was one."""
+    second_timer: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """By candidate id: its interleaved ratio to the reference timed again by the device's second timer
+    (``measure.second_timer``), over the rounds that have it: ``timer``, ``ratio`` and ``events_ratio`` (geometric
+    means over those rounds), ``rounds``, and whether the two ``agree`` within 1%."""
     interleaved: dict[int, RatioEstimate] = field(default_factory=dict)
     """By candidate id: its time over the reference's, timed interleaved in each confirmation round (geometric
     mean over rounds, Student-t interval; the reference itself at 1). Empty when confirmation did not pair."""
@@ -147,6 +152,22 @@ def interleaved_ratios(store: Store, mine: list[Candidate]) -> tuple[dict[int, R
     return found, ref
 
 
+def second_timer_ratios(store: Store, mine: list[Candidate]) -> dict[int, dict[str, Any]]:
+    """Each confirmed candidate's ratio to its reference by the second timer, over the confirmation rounds that
+    timed it so, beside the first timer's ratio of the same rounds (see ``ShapeReport.second_timer``)."""
+    found: dict[int, dict[str, Any]] = {}
+    for c in mine:
+        if c.id is None or c.status != "ok" or c.confirmed is None:
+            continue
+        # Only rounds where this candidate was the side timed beside the reference ("paired"): the reference's
+        # own stored rounds carry the same pair's telemetry, whose ratio is the other side's.
+        checked = combine([(cond.telemetry or {}).get("second_timer") or {}
+                           for cond in store.confirmation_conditions(c.id) if (cond.telemetry or {}).get("paired")])
+        if checked:
+            found[c.id] = checked
+    return found
+
+
 def build_report(store: Store, run: Run) -> RunReport:
     candidates = store.candidates(run.id)
     pruned = store.pruned_counts(run.id)
@@ -174,7 +195,7 @@ def build_report(store: Store, run: Run) -> RunReport:
                              (1, c.confirmed.median_ms if c.confirmed else 0.0)),
             pruned_by_constraint=pruned.get(shape.key, 0), seconds=_seconds(mine), all_candidates=mine,
             cost=(run.options.get("costs") or {}).get(shape.key), ceilings=run.options.get("ceilings"),
-            interleaved=ratios, reference=ref,
+            interleaved=ratios, reference=ref, second_timer=second_timer_ratios(store, mine),
         ))
     return RunReport(run, reports)
 
@@ -236,6 +257,7 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "interleaved": {str(cid): _ratio_json(r) for cid, r in s.interleaved.items()},
             "finalists": [{"id": f.id, "name": f.name, "role": f.role, "config": f.config.as_dict(),
                            "interleaved_ratio": _ratio_json(s.interleaved[f.id]) if f.id in s.interleaved else None,
+                           "second_timer": s.second_timer.get(f.id or -1),
                            "search_median_ms": f.measurement.median_ms if f.measurement else None,
                            "confirmed_median_ms": f.confirmed.median_ms if f.confirmed else None,
                            "confirmed_n": f.confirmed.n if f.confirmed else 0,

@@ -31,6 +31,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from kerntune.exec.slots import Slot
+from kerntune.measure.second_timer import said
 from kerntune.measure.stats import paired_log_ratio
 from kerntune.model import Candidate, Config, FailureKind, Measurement, Run, Shape
 from kerntune.settings import Settings
@@ -260,5 +261,6 @@ def confirm_pair(host: ConfirmHost, worker: Slot, shape: Shape, ref: Candidate, 
         ref_fresh = replace(a.measurement.conditions, fresh_process=True)
         host.store.add_confirmation(ref.id, Measurement(a.measurement.samples_ms, ref_fresh), round_)
     host.progress.finished(_label(host, round_, cand), "ok", f"{b.measurement.median_ms:.4g} ms, "
-                           f"{math.exp(log_ratio):.4f}× {ref.name} interleaved")
+                           f"{math.exp(log_ratio):.4f}× {ref.name} interleaved"
+                           f"{said((conditions.telemetry or {}).get('second_timer'))}")
     return True

@@ -123,7 +123,7 @@ def measure_options(settings: Settings) -> dict[str, Any]:
     values: dict[str, Any] = dict(
         warmup_ms=settings.warmup_ms, min_samples=settings.min_samples, max_samples=settings.max_samples,
         budget_ms=settings.sample_budget_ms, ci_target=settings.ci_target, regime=settings.regime,
-        min_window_ms=settings.min_window_ms, mode=settings.mode)
+        min_window_ms=settings.min_window_ms, mode=settings.mode, second_timer=bool(settings.second_timer))
     return asdict(MeasureOptions(**values))
 
 

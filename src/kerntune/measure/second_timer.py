@@ -1,0 +1,136 @@
+"""The second timer: the same A B B A pairs timed again by a clock the first timer does not share, so a side-by-side
+ratio is claimed only when two independent timers agree on it.
+
+On a CUDA device the first timer is a pair of events around each launch; the second is the profiler's activity
+records (CUPTI through ``torch.profiler``): each launch runs in its own ``record_function`` range, synchronised
+inside it, and its time is the summed durations of the device work it launched. Hazard guarded: events bracket
+whatever the device did between them — a host delay between the flush's end and the kernel's start, a split
+reduction's second kernel, a neighbour's work on the stream — where the kernel records hold only the kernels'
+own execution. On an OpenCL device the first timer is the queue's profiling events; the second is the host's wall
+clock around each launch with the queue drained before and after it (it includes the enqueue and the wait, so it
+agrees only where a launch outlasts them by far: a disagreement says so, never a silent average).
+
+A second timer that cannot run (the profiler refused, no device work tied to a launch) is reported in ``error``:
+it clears nothing and fails nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kerntune.measure.stats import pair_ratio
+
+PROFILER = "profiler kernel durations (CUPTI through torch.profiler)"
+HOST_CLOCK = "host wall clock around each launch, the queue drained before and after it"
+SHORT = {PROFILER: "CUPTI", HOST_CLOCK: "host clock"}
+"""Each timer's name where a column heading has room for a word or two."""
+PROFILED_RANGE = "kerntune.launch"
+AGREE = 0.01
+"""The two timers' ratios agree when they differ by at most this fraction."""
+PAIRS = 40
+"""Pairs the second timer takes by default: enough for a ratio interval within about 1% on a GPU kernel."""
+
+
+def timer_of(backend: Any) -> str | None:
+    """The second timer this backend's device has (None: none): the profiler beside CUDA events, the host clock
+    beside OpenCL profiling events."""
+    if getattr(backend, "timer", "") == "cuda-events":
+        return PROFILER
+    if getattr(backend, "timer", "") == "opencl-profiling":
+        return HOST_CLOCK
+    return None
+
+
+def profiled_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], None],
+                synchronize: Callable[[], None]) -> list[float]:
+    """Each launch's device time in ms from the profiler's kernel records, in order; ``prepare(i)`` runs before
+    launch ``i`` outside its range (restore its inputs, flush the cache), so none of it is counted. Raises
+    RuntimeError when the profiler tied device work to fewer launches than ran."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from kerntune.scope.trace import device_us_per_range
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i, launch in enumerate(launches):
+            prepare(i)
+            synchronize()
+            with record_function(PROFILED_RANGE):
+                launch()
+                synchronize()
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "trace.json"
+        prof.export_chrome_trace(str(trace))
+        per = device_us_per_range(json.loads(trace.read_text())["traceEvents"], PROFILED_RANGE)
+    if len(per) != len(launches) or min(per, default=0.0) <= 0:
+        raise RuntimeError(f"the profiler tied device work to {sum(1 for x in per if x > 0)} of {len(launches)} "
+                           "launches")
+    return [us / 1e3 for us in per]
+
+
+def host_clock_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], None],
+                  synchronize: Callable[[], None]) -> list[float]:
+    """Each launch's time in ms by the host's monotonic clock, the queue drained before and after it."""
+    out = []
+    for i, launch in enumerate(launches):
+        prepare(i)
+        synchronize()
+        start = time.perf_counter()
+        launch()
+        synchronize()
+        out.append((time.perf_counter() - start) * 1e3)
+    return out
+
+
+def agrees(ratio: float, other: float) -> bool:
+    return abs(math.log(other / ratio)) <= math.log1p(AGREE)
+
+
+def check_pairs(backend: Any, launch_a: Callable[[], Any], launch_b: Callable[[], Any], flush: bool,
+                events_ratio: float, pairs: int = PAIRS) -> dict[str, Any] | None:
+    """``pairs`` A B B A pairs of two launches timed by the backend's second timer (the cache flushed before each
+    launch when ``flush``), as ``lab.replay``'s ratio summary plus ``timer``, the first timer's ``events_ratio``
+    and whether the two ``agree`` within ``AGREE``; None where the backend has no second timer."""
+    timer = timer_of(backend)
+    if timer is None:
+        return None
+    order = [(0, 1) if i % 2 == 0 else (1, 0) for i in range(pairs)]
+    launches = [(launch_a, launch_b)[side] for pair in order for side in pair]
+
+    def prepare(_: int) -> None:
+        if flush:
+            backend.flush_cache()
+
+    try:
+        timed = (profiled_ms if timer == PROFILER else host_clock_ms)(launches, prepare, backend.synchronize)
+    except Exception as exc:  # CUPTI refused, a trace this torch writes differently, a launch that failed
+        return {"timer": timer, "error": f"{type(exc).__name__}: {exc}"}
+    paired = [(timed[2 * i + p.index(0)], timed[2 * i + p.index(1)]) for i, p in enumerate(order)]
+    found = pair_ratio([(a, b) for a, b in paired if a > 0 and b > 0])
+    return {**found, "timer": timer, "events_ratio": events_ratio, "agrees": agrees(events_ratio, found["ratio"])}
+
+
+def combine(checks: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """Rounds' second-timer checks as one: ``timer``, the geometric means of their ``ratio`` and ``events_ratio``,
+    ``rounds``, and whether the two ``agree`` within 1% (None: no round has a second-timer ratio)."""
+    timed = [c for c in checks if "ratio" in c and "events_ratio" in c]
+    if not timed:
+        return None
+    ratio = math.exp(sum(math.log(c["ratio"]) for c in timed) / len(timed))
+    events = math.exp(sum(math.log(c["events_ratio"]) for c in timed) / len(timed))
+    return {"timer": timed[0]["timer"], "ratio": ratio, "events_ratio": events, "rounds": len(timed),
+            "agrees": agrees(events, ratio)}
+
+
+def said(check: dict[str, Any] | None) -> str:
+    """One clause for a report line: what the second timer found, or why it found nothing ("" where none ran)."""
+    if not check:
+        return ""
+    if "ratio" not in check:
+        return f"; second timer: {check.get('error', 'no ratio')}"
+    verdict = "agrees" if check["agrees"] else "DISAGREES beyond 1%"
+    return f"; checked by {check['timer']}: {check['ratio']:.4f} ({verdict})"

@@ -19,6 +19,7 @@ from kerntune.model import (
     Target,
     TorchCallable,
     TritonKernel,
+    VulkanKernel,
 )
 from kerntune.runtime import TunableKernel, autotune
 
@@ -29,7 +30,8 @@ __all__ = [
     "Config",
     "Constraint",
     "Cost",
-    "CudaKernel", "HipKernel",
+    "CudaKernel",
+    "HipKernel",
     "KerntuneError",
     "OpenCLKernel",
     "Problem",
@@ -41,6 +43,7 @@ __all__ = [
     "TorchCallable",
     "TritonKernel",
     "TunableKernel",
+    "VulkanKernel",
     "__version__",
     "autotune",
 ]

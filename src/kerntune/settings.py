@@ -60,6 +60,9 @@ class Settings:
     """KERNTUNE_SECOND_TIMER: 1 times every interleaved comparison (confirmation rounds, ``ab``'s in-process
     pairs) again by the device's independent timer — the profiler's kernel durations beside CUDA events, the host
     clock beside OpenCL's profiling events — and flags a ratio the two disagree on by more than 1%; 0 skips it."""
+    vulkan_memory: str = "device-local"
+    """KERNTUNE_VULKAN_MEMORY: where the Vulkan backend places buffers: device-local (filled and read through a
+    staging buffer) or host-visible (host-coherent, mapped); part of the Target, so the two are never mixed."""
     capture_max_mb: float = 4096.0
     """KERNTUNE_CAPTURE_MAX_MB: the most tensor data one lab capture saves (inputs, and as much again for outputs);
     a launch or call holding more is refused before anything is written."""

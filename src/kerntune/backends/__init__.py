@@ -13,6 +13,7 @@ _MODULES = {
     "hip": ("kerntune.backends.hip", "HipBackend"),
     "triton": ("kerntune.backends.triton", "TritonBackend"),
     "torch": ("kerntune.backends.torch", "TorchBackend"),
+    "vulkan": ("kerntune.backends.vulkan", "VulkanBackend"),
 }
 
 

@@ -63,6 +63,22 @@ def digest(data: bytes | str) -> str:
     return hashlib.md5(raw).hexdigest()
 
 
+def place_arrays(host_args: Mapping[str, Any], array: Callable[[np.ndarray], Any]) -> dict[str, Any]:
+    """Host arguments placed for a kernel that takes 32-bit scalars: each array through ``array`` (contiguous
+    first), Python ints and bools as int32, floats as float32, numpy scalars and anything else as given."""
+    placed: dict[str, Any] = {}
+    for name, value in host_args.items():
+        if isinstance(value, np.ndarray):
+            placed[name] = array(np.ascontiguousarray(value))
+        elif isinstance(value, bool | int):
+            placed[name] = np.int32(value)
+        elif isinstance(value, float):
+            placed[name] = np.float32(value)
+        else:
+            placed[name] = value
+    return placed
+
+
 class Backend(ABC):
     """One kernel language on one device."""
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from kerntune.backends.base import Backend, Compiled, digest, fail
+from kerntune.backends.base import Backend, Compiled, digest, fail, place_arrays
 from kerntune.devices.telemetry import Telemetry, Unavailable
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.model import FailureKind, Kernel, Meta, OpenCLKernel, Target
@@ -92,20 +92,13 @@ class OpenCLBackend(Backend):
         )
 
     def place(self, host_args: Mapping[str, Any]) -> dict[str, Any]:
-        placed: dict[str, Any] = {}
         flags = cl.mem_flags
-        for name, value in host_args.items():
-            if isinstance(value, np.ndarray):
-                array = np.ascontiguousarray(value)
-                buffer = cl.Buffer(self.context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=array)
-                placed[name] = DeviceArray(buffer, array.shape, array.dtype)
-            elif isinstance(value, (bool, int)):
-                placed[name] = np.int32(value)
-            elif isinstance(value, float):
-                placed[name] = np.float32(value)
-            else:
-                placed[name] = value
-        return placed
+
+        def array(host: np.ndarray) -> DeviceArray:
+            buffer = cl.Buffer(self.context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=host)
+            return DeviceArray(buffer, host.shape, host.dtype)
+
+        return place_arrays(host_args, array)
 
     def poison(self, args: Mapping[str, Any], outputs: Sequence[str]) -> None:
         for name in outputs:

@@ -38,10 +38,10 @@ PAIRS = 40
 
 def timer_of(backend: Any) -> str | None:
     """The second timer this backend's device has (None: none): the profiler beside CUDA events, the host clock
-    beside OpenCL profiling events."""
+    beside OpenCL's profiling events and Vulkan's timestamp queries."""
     if getattr(backend, "timer", "") == "cuda-events":
         return PROFILER
-    if getattr(backend, "timer", "") == "opencl-profiling":
+    if getattr(backend, "timer", "") in ("opencl-profiling", "vulkan-timestamps"):
         return HOST_CLOCK
     return None
 

@@ -21,6 +21,7 @@ from kerntune.model.problem import (
     Serve,
     TorchCallable,
     TritonKernel,
+    VulkanKernel,
 )
 from kerntune.model.run import Budget, Candidate, CandidateRole, CandidateStatus, Run, RunStatus
 from kerntune.model.space import Constraint, Derived, Space
@@ -58,5 +59,6 @@ __all__ = [
     "TorchCallable",
     "TritonKernel",
     "Verdict",
+    "VulkanKernel",
     "median_ci",
 ]

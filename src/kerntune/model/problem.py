@@ -102,7 +102,33 @@ class TorchCallable:
     language: Literal["torch"] = "torch"
 
 
-Kernel = OpenCLKernel | CudaKernel | HipKernel | TritonKernel | TorchCallable
+@dataclass(frozen=True)
+class VulkanKernel:
+    """A Vulkan compute shader: ``source`` is GLSL (compiled to SPIR-V by glslang once per config, cached by hash,
+    and checked by spirv-val) or SPIR-V itself (``bytes``). Config and derived values become ``#define NAME
+    VALUE`` in GLSL, except those named in ``constants`` (NAME → ``constant_id``), which are given as specialization
+    constants instead (32-bit: ints as int32, floats as float32): one module for every value, and how a SPIR-V
+    shader is tuned. ``workgroup(meta)``
+    gives the local size, passed as the specialization constants ``local_size_x_id = 100`` (y 101, z 102) that a
+    shader may declare; ``dispatch(meta)`` the workgroup counts. Arguments, in the input maker's order: arrays are
+    storage buffers of set 0 at bindings 0, 1, 2 ... in order; scalars (``np.int32``, ``np.uint32``,
+    ``np.float32``) are packed in order into one push-constant block. ``entry``: the entry point's name."""
+
+    source: str | bytes
+    dispatch: Callable[[Meta], tuple[int, int, int]]
+    workgroup: Callable[[Meta], tuple[int, int, int]] | None = None
+    entry: str = "main"
+    constants: Mapping[str, int] = field(default_factory=dict)
+    name: str = ""
+    """The name the dispatch is known by (reports, captures); default: the entry point's."""
+    language: Literal["vulkan"] = "vulkan"
+
+    @property
+    def label(self) -> str:
+        return self.name or self.entry
+
+
+Kernel = OpenCLKernel | CudaKernel | HipKernel | TritonKernel | TorchCallable | VulkanKernel
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import sys
 import textwrap
 from typing import Any
 
-from kerntune.model import NativeKernel, OpenCLKernel, Problem
+from kerntune.model import NativeKernel, OpenCLKernel, Problem, VulkanKernel
 
 
 def kernel_source(kernel: Any) -> str:
@@ -47,7 +47,10 @@ def problem_source_hash(problem: Problem) -> str | None:
     """The source hash a problem's kernel is keyed by (the tuner records it for a run, deploy writes it into every
     key, a served spec's dispatcher adds it); None for kernels without one (torch callables)."""
     kernel = problem.kernel
-    source = kernel.source if isinstance(kernel, (OpenCLKernel, NativeKernel)) else getattr(kernel, "fn", None)
+    if isinstance(kernel, VulkanKernel) and isinstance(kernel.source, bytes):  # SPIR-V: keyed by its bytes
+        return hashlib.sha256(kernel.source).hexdigest()[:16]
+    source = kernel.source if isinstance(kernel, (OpenCLKernel, NativeKernel, VulkanKernel)) else \
+        getattr(kernel, "fn", None)
     try:
         return kernel_hash(source) if source is not None else None
     except ValueError:
@@ -59,6 +62,8 @@ def problem_kernel_name(problem: Problem) -> str:
     kernel = problem.kernel
     if isinstance(kernel, (OpenCLKernel, NativeKernel)):
         return kernel.name
+    if isinstance(kernel, VulkanKernel):
+        return kernel.label
     fn = getattr(kernel, "fn", None)
     while fn is not None and not hasattr(fn, "__name__") and hasattr(fn, "fn"):
         fn = fn.fn

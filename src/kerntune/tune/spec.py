@@ -15,9 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from kerntune.errors import BackendUnavailable, KerntuneError, SpecError
-from kerntune.model import CudaKernel, HipKernel, Kernel, NativeKernel, OpenCLKernel, Problem, TritonKernel
+from kerntune.model import (
+    CudaKernel,
+    HipKernel,
+    Kernel,
+    NativeKernel,
+    OpenCLKernel,
+    Problem,
+    TritonKernel,
+    VulkanKernel,
+)
 
-_HEAVY = {"torch": "triton", "triton": "triton", "pyopencl": "opencl", "cuda": "cuda", "hip": "hip"}
+_HEAVY = {"torch": "triton", "triton": "triton", "pyopencl": "opencl", "cuda": "cuda", "hip": "hip", "vulkan": "vulkan"}
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,8 @@ def _digest(source: bytes, problem: Problem) -> str:
     kernel = problem.kernel
     if isinstance(kernel, (OpenCLKernel, NativeKernel)):
         h.update(kernel.source.encode())
+    elif isinstance(kernel, VulkanKernel):
+        h.update(kernel.source if isinstance(kernel.source, bytes) else kernel.source.encode())
     elif isinstance(kernel, TritonKernel):
         fn = getattr(kernel.fn, "fn", kernel.fn)
         try:
@@ -101,7 +112,8 @@ def _digest(source: bytes, problem: Problem) -> str:
 def with_kernel_source(loaded: LoadedSpec, source_path: str | Path) -> LoadedSpec:
     """The spec with its kernel's source taken from another file (an A/B of two kernel sources).
 
-    OpenCL and CUDA C++: the file is the kernel source. Triton: the file is a Python module defining a ``@triton.jit``
+    OpenCL, CUDA C++, HIP and Vulkan: the file is the kernel source (GLSL, or SPIR-V for a Vulkan shader).
+    Triton: the file is a Python module defining a ``@triton.jit``
     function of the same name as the spec's kernel. The digest covers the new source.
     """
     path = Path(source_path)
@@ -112,6 +124,9 @@ def with_kernel_source(loaded: LoadedSpec, source_path: str | Path) -> LoadedSpe
     new_kernel: Kernel
     if isinstance(kernel, (OpenCLKernel, CudaKernel, HipKernel)):
         new_kernel = replace(kernel, source=text.decode())
+    elif isinstance(kernel, VulkanKernel):  # GLSL text, or SPIR-V (a .spv file: its magic number says so)
+        new_kernel = replace(kernel, source=text if text[:4] in (b"\x03\x02\x23\x07", b"\x07\x23\x02\x03")
+                             else text.decode())
     elif isinstance(kernel, TritonKernel):
         name = getattr(getattr(kernel.fn, "fn", kernel.fn), "__name__", "")
         module = _import_file(path, f"kerntune_source_{hashlib.md5(text).hexdigest()[:12]}")

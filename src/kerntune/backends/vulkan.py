@@ -1,0 +1,409 @@
+"""Vulkan compute backend (the ``vulkan`` bindings, cffi over the system's Vulkan loader). Mesa's lavapipe is a
+Vulkan device on any CPU (``apt-get install mesa-vulkan-drivers``), the counterpart of PoCL; on a GPU the vendor's
+driver.
+
+A config becomes ``#define``s of the GLSL and, for the names the kernel maps to ``constant_id``s, specialization
+constants; the local size goes through the specialization ids 100-102 (``vulkan_compile``). Buffers are placed as
+``KERNTUNE_VULKAN_MEMORY`` says: ``device-local`` (the default; filled and read through a host-visible staging
+buffer) or ``host-visible`` (host-coherent, mapped), and the placement is part of the Target, so runs under the two
+are never mixed. Samples are timestamp queries written before and after each dispatch (the device's
+``timestampPeriod``, its valid bits masked), the cache flush (a fill of twice the last-level cache) and its barrier
+outside them, every launch of a sample batch recorded into one command buffer and submitted once, so the device
+never waits on the host inside a sample."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kerntune.backends.base import Backend, Compiled, digest, place_arrays
+from kerntune.backends.vulkan_compile import WORKGROUP_IDS, check_names, compile_glsl, reflect, validate
+from kerntune.devices.telemetry import Telemetry, Unavailable
+from kerntune.errors import BackendUnavailable, CandidateFailed, UsageError
+from kerntune.model import FailureKind, Kernel, Meta, Target, VulkanKernel
+from kerntune.settings import Settings
+
+try:
+    import vulkan as vk
+except (ImportError, OSError) as exc:  # pragma: no cover - depends on the environment
+    raise BackendUnavailable(
+        "the Vulkan backend needs the vulkan bindings and a Vulkan loader: pip install 'kerntune[vulkan]' and "
+        "apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe, a CPU device)") from exc
+
+MEMORY = ("device-local", "host-visible")
+FENCE_NS = 3_600 * 10**9  # the worker's candidate timeout kills a hung dispatch long before this
+
+
+@dataclass
+class VulkanArray:
+    """A storage buffer with the host array's shape and dtype; ``staging`` is the host-visible twin of a
+    device-local buffer (None when the buffer itself is host-visible)."""
+
+    buffer: Any
+    memory: Any
+    size: int
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    staging: VulkanArray | None = None
+
+
+def _pick(selector: str, instance: Any) -> Any:
+    devices = vk.vkEnumeratePhysicalDevices(instance)
+    if not devices:
+        raise BackendUnavailable("no Vulkan device found: apt-get install mesa-vulkan-drivers for lavapipe (CPU)")
+    names = [vk.vkGetPhysicalDeviceProperties(d).deviceName for d in devices]
+    wanted = selector.lower().removeprefix("vulkan:") if selector not in ("", "auto", "vulkan") else ""
+    if wanted.isdigit():
+        if int(wanted) >= len(devices):
+            raise BackendUnavailable(f"Vulkan device index {wanted} out of range ({len(devices)} devices)")
+        return devices[int(wanted)]
+    if wanted:
+        for device, name in zip(devices, names, strict=True):
+            if wanted in name.lower():
+                return device
+        raise BackendUnavailable(f"no Vulkan device matches {selector!r}; devices here: {', '.join(names)}")
+    discrete = [d for d in devices
+                if vk.vkGetPhysicalDeviceProperties(d).deviceType == vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU]
+    return (discrete or devices)[0]
+
+
+def _pack(values: Sequence[Any]) -> bytes:
+    """Scalars as 32-bit words in order: ints as int32 (uint32 as itself), floats as float32."""
+    out = b""
+    for v in values:
+        if isinstance(v, (np.floating, float)):
+            out += struct.pack("<f", float(v))
+        elif isinstance(v, np.unsignedinteger):
+            out += struct.pack("<I", int(v))
+        else:
+            out += struct.pack("<i", int(v))
+    return out
+
+
+class VulkanBackend(Backend):
+    name = "vulkan"
+    timer = "vulkan-timestamps"
+
+    def __init__(self, device: str = "") -> None:
+        self.memory_kind = Settings.from_env().vulkan_memory
+        if self.memory_kind not in MEMORY:
+            raise UsageError(f"KERNTUNE_VULKAN_MEMORY={self.memory_kind!r}: one of {', '.join(MEMORY)}")
+        app = vk.VkApplicationInfo(pApplicationName="kerntune", apiVersion=vk.VK_MAKE_VERSION(1, 1, 0))
+        try:
+            self.instance = vk.vkCreateInstance(vk.VkInstanceCreateInfo(pApplicationInfo=app), None)
+        except Exception as exc:
+            raise BackendUnavailable(f"no Vulkan instance ({type(exc).__name__}): is a Vulkan driver installed? "
+                                     "apt-get install mesa-vulkan-drivers for lavapipe (CPU)") from exc
+        self.physical = _pick(device, self.instance)
+        self.props = vk.vkGetPhysicalDeviceProperties(self.physical)
+        families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)
+        compute = [i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT]
+        if not compute:
+            raise BackendUnavailable(f"the Vulkan device {self.props.deviceName!r} has no compute queue")
+        self.family = compute[0]
+        self.valid_bits = int(families[self.family].timestampValidBits)
+        if self.valid_bits == 0 or not self.props.limits.timestampComputeAndGraphics:
+            raise BackendUnavailable(f"the Vulkan device {self.props.deviceName!r} has no timestamps on its compute "
+                                     "queue: nothing to time with")
+        queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=[1.0])
+        self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
+            queueCreateInfoCount=1, pQueueCreateInfos=[queue_info]), None)
+        self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
+        self.pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
+            queueFamilyIndex=self.family, flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT), None)
+        self.fence = vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None)
+        self.memory_props = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
+        self._recording: Any = None
+        self._queries: Any = None
+        self._query_count = 0
+        # Twice a generous last-level cache (Vulkan reports none): 64 MiB covers CPUs and the GPUs it runs on.
+        self._flush_bytes = 64 << 20
+        self._flush = self._buffer(self._flush_bytes, host=False)
+
+    # ------------------------------------------------------------------ memory
+    def _memory_type(self, bits: int, host: bool) -> int:
+        host_flags = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        want = host_flags if host else vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+        found = [i for i in range(self.memory_props.memoryTypeCount)
+                 if bits & (1 << i) and (self.memory_props.memoryTypes[i].propertyFlags & want) == want]
+        if not found:
+            raise BackendUnavailable(f"the Vulkan device has no {'host-visible' if host else 'device-local'} "
+                                     "memory type for a storage buffer")
+        if not host:  # prefer memory the host cannot see: on a discrete GPU that is the card's own
+            found.sort(key=lambda i: bool(self.memory_props.memoryTypes[i].propertyFlags
+                                          & vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT))
+        return found[0]
+
+    def _buffer(self, size: int, host: bool) -> VulkanArray:
+        usage = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+                 | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+        buffer = vk.vkCreateBuffer(self.device, vk.VkBufferCreateInfo(
+            size=max(size, 4), usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
+        needs = vk.vkGetBufferMemoryRequirements(self.device, buffer)
+        memory = vk.vkAllocateMemory(self.device, vk.VkMemoryAllocateInfo(
+            allocationSize=needs.size, memoryTypeIndex=self._memory_type(needs.memoryTypeBits, host)), None)
+        vk.vkBindBufferMemory(self.device, buffer, memory, 0)
+        return VulkanArray(buffer, memory, max(size, 4), (), np.dtype(np.uint8))
+
+    def _write(self, host_buffer: VulkanArray, data: bytes) -> None:
+        mapped = vk.vkMapMemory(self.device, host_buffer.memory, 0, host_buffer.size, 0)
+        vk.ffi.memmove(mapped, data, len(data))
+        vk.vkUnmapMemory(self.device, host_buffer.memory)
+
+    def _read(self, host_buffer: VulkanArray, size: int) -> bytes:
+        mapped = vk.vkMapMemory(self.device, host_buffer.memory, 0, host_buffer.size, 0)
+        data = bytes(mapped[:size])
+        vk.vkUnmapMemory(self.device, host_buffer.memory)
+        return data
+
+    def _array(self, array: np.ndarray) -> VulkanArray:
+        host = self.memory_kind == "host-visible"
+        placed = self._buffer(array.nbytes, host)
+        placed.shape, placed.dtype = array.shape, array.dtype
+        if host:
+            self._write(placed, array.tobytes())
+        else:
+            placed.staging = self._buffer(array.nbytes, host=True)
+            self._write(placed.staging, array.tobytes())
+            self._submit(lambda cb: vk.vkCmdCopyBuffer(cb, placed.staging.buffer, placed.buffer, 1,  # type: ignore[union-attr]
+                                                       [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=placed.size)]))
+        return placed
+
+    # ------------------------------------------------------------------ commands
+    def _submit(self, record: Callable[[Any], None]) -> None:
+        """Record one command buffer with ``record``, submit it and wait for it."""
+        cb = vk.vkAllocateCommandBuffers(self.device, vk.VkCommandBufferAllocateInfo(
+            commandPool=self.pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
+        vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
+        record(cb)
+        vk.vkEndCommandBuffer(cb)
+        vk.vkResetFences(self.device, 1, [self.fence])
+        vk.vkQueueSubmit(self.queue, 1, [vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[cb])], self.fence)
+        vk.vkWaitForFences(self.device, 1, [self.fence], vk.VK_TRUE, FENCE_NS)
+        vk.vkFreeCommandBuffers(self.device, self.pool, 1, [cb])
+
+    @staticmethod
+    def _barrier(cb: Any) -> None:
+        """Every earlier write (a dispatch, a fill, a copy) lands before any later command reads or writes."""
+        access = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT
+                  | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+        vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0,
+                                1, [vk.VkMemoryBarrier(srcAccessMask=access, dstAccessMask=access)], 0, None, 0, None)
+
+    # ------------------------------------------------------------------ Backend
+    def target(self) -> Target:
+        p = self.props
+        version = p.apiVersion
+        return Target(
+            backend=self.name, vendor=f"0x{p.vendorID:04x}", arch=f"vulkan:0x{p.deviceID:04x}",
+            device_name=str(p.deviceName), compute_units=0,
+            versions=(("vulkan", f"{vk.VK_VERSION_MAJOR(version)}.{vk.VK_VERSION_MINOR(version)}."
+                                 f"{vk.VK_VERSION_PATCH(version)}"),
+                      ("driver", str(p.driverVersion)), ("memory", self.memory_kind)))
+
+    def place(self, host_args: Mapping[str, Any]) -> dict[str, Any]:
+        return place_arrays(host_args, self._array)
+
+    def poison(self, args: Mapping[str, Any], outputs: Sequence[str]) -> None:
+        def fill(cb: Any) -> None:
+            for name in outputs:
+                array = args[name]
+                if not isinstance(array, VulkanArray):
+                    raise CandidateFailed(FailureKind.ERROR.value, f"output {name!r} is not an array")
+                pattern = 0x7FC00000 if array.dtype == np.float32 else 0xFFFFFFFF  # NaN / all bits set
+                vk.vkCmdFillBuffer(cb, array.buffer, 0, array.size - array.size % 4, pattern)
+
+        self._submit(fill)
+
+    def to_host(self, value: Any) -> np.ndarray:
+        if not isinstance(value, VulkanArray):
+            return np.asarray(value, dtype=np.float64)
+        source = value
+        if value.staging is not None:
+            staging = value.staging
+
+            def copy_back(cb: Any) -> None:
+                self._barrier(cb)
+                vk.vkCmdCopyBuffer(cb, value.buffer, staging.buffer, 1,
+                                   [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=value.size)])
+
+            self._submit(copy_back)
+            source = staging
+        nbytes = int(np.prod(value.shape)) * value.dtype.itemsize
+        return np.frombuffer(self._read(source, nbytes), dtype=value.dtype).reshape(value.shape).astype(np.float64)
+
+    def limits(self) -> dict[str, int]:
+        limits = self.props.limits
+        return {"shared_bytes_per_block": int(limits.maxComputeSharedMemorySize),
+                "threads_per_block": int(limits.maxComputeWorkGroupInvocations)}
+
+    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+        if not isinstance(kernel, VulkanKernel):
+            raise CandidateFailed(FailureKind.ERROR.value, f"the Vulkan backend cannot run a {kernel.language} kernel")
+        import time
+
+        start = time.perf_counter()
+        if isinstance(kernel.source, bytes):
+            spirv, cached = kernel.source, False
+            validate(spirv)
+        else:
+            # A name given as a specialization constant is not also a #define: the macro would rewrite the
+            # constant's own declaration. One SPIR-V module then serves every value of it.
+            defines = {k: v for k, v in tunables.items() if k not in kernel.constants}
+            spirv, cached = compile_glsl(kernel.source, defines)
+        shape = reflect(spirv)
+        check_names(shape, kernel.entry, dict(kernel.constants))
+        local = tuple(int(x) for x in kernel.workgroup(meta)) if kernel.workgroup else None
+        groups = tuple(int(x) for x in kernel.dispatch(meta))
+        if local is not None and shape.local_size is None and not set(WORKGROUP_IDS) & shape.spec_ids:
+            raise UsageError("VulkanKernel(workgroup=...) needs the shader to take its local size from "
+                             "`layout(local_size_x_id = 100, local_size_y_id = 101, local_size_z_id = 102) in;`")
+        entries: list[tuple[int, Any]] = [(cid, meta[name]) for name, cid in kernel.constants.items()]
+        if local is not None:
+            entries += [(cid, size) for cid, size in zip(WORKGROUP_IDS, local, strict=True) if cid in shape.spec_ids]
+        pipeline = _Pipeline(self, spirv, kernel.entry, entries, args)
+        compile_s = time.perf_counter() - start
+        invocations = int(np.prod(local or shape.local_size or (1, 1, 1)))
+        if invocations > self.props.limits.maxComputeWorkGroupInvocations:
+            raise CandidateFailed(FailureKind.LAUNCH.value, f"local size {local} has {invocations} invocations; "
+                                  f"the device allows {self.props.limits.maxComputeWorkGroupInvocations}")
+        resources = {"local_size": list(local or shape.local_size or ()), "workgroups": list(groups),
+                     "specialization": {str(cid): v for cid, v in entries}, "spirv_bytes": len(spirv),
+                     "spirv_cached": cached}
+
+        def launch(args: dict[str, Any]) -> Any:
+            if self._recording is None:  # run alone: one submit and wait
+                self._submit(lambda cb: pipeline.record(cb, args, groups))
+                return None
+            pipeline.record(self._recording, args, groups)
+            return None
+
+        binary = digest(spirv + _pack([v for _, v in entries]))
+        return Compiled(launch=launch, compile_s=compile_s, binary_hash=binary, resources=resources,
+                        signature=digest(f"{binary}@{groups}/{local}"))
+
+    def synchronize(self) -> None:
+        vk.vkQueueWaitIdle(self.queue)
+
+    def _query_pool(self, count: int) -> Any:
+        if count > self._query_count:
+            if self._queries is not None:
+                vk.vkDestroyQueryPool(self.device, self._queries, None)
+            self._queries = vk.vkCreateQueryPool(self.device, vk.VkQueryPoolCreateInfo(
+                queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=count), None)
+            self._query_count = count
+        return self._queries
+
+    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
+        count = 2 * len(launches)
+        pool = self._query_pool(count)
+
+        def record(cb: Any) -> None:
+            vk.vkCmdResetQueryPool(cb, pool, 0, count)
+            self._recording = cb
+            try:
+                for i, launch in enumerate(launches):
+                    if flush:  # outside the timestamps, and finished before the first one is written
+                        vk.vkCmdFillBuffer(cb, self._flush.buffer, 0, self._flush_bytes, 0)
+                    self._barrier(cb)
+                    vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, pool, 2 * i)
+                    launch()
+                    vk.vkCmdWriteTimestamp(cb, vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool, 2 * i + 1)
+            finally:
+                self._recording = None
+
+        self._submit(record)
+        data = vk.ffi.new("uint64_t[]", count)
+        vk.vkGetQueryPoolResults(self.device, pool, 0, count, count * 8, data, 8,
+                                 vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
+        mask = (1 << self.valid_bits) - 1 if self.valid_bits < 64 else (1 << 64) - 1
+        period_ms = float(self.props.limits.timestampPeriod) * 1e-6
+        # A counter with fewer valid bits wraps: the difference is taken modulo its range.
+        return [(((int(data[2 * i + 1]) & mask) - (int(data[2 * i]) & mask)) & mask) * period_ms
+                for i in range(len(launches))]
+
+    def flush_cache(self) -> None:
+        self._submit(lambda cb: vk.vkCmdFillBuffer(cb, self._flush.buffer, 0, self._flush_bytes, 0))
+
+    def telemetry(self) -> Telemetry:
+        return Unavailable(f"no telemetry for the Vulkan device {self.props.deviceName!r}")
+
+    @property
+    def flush_bytes(self) -> int:
+        return self._flush_bytes
+
+
+class _Pipeline:
+    """One compiled config: shader module, layouts, pipeline, and a descriptor set per set of buffers bound."""
+
+    def __init__(self, backend: VulkanBackend, spirv: bytes, entry: str, constants: list[tuple[int, Any]],
+                 args: Mapping[str, Any]) -> None:
+        self.backend, dev = backend, backend.device
+        arrays = [a for a in args.values() if isinstance(a, VulkanArray)]
+        scalars = [a for a in args.values() if not isinstance(a, VulkanArray)]
+        self.push_size = 4 * len(scalars)
+        module = vk.vkCreateShaderModule(dev, vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv), None)
+        bindings = [vk.VkDescriptorSetLayoutBinding(binding=i, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                    descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
+                    for i in range(len(arrays))]
+        self.set_layout = vk.vkCreateDescriptorSetLayout(dev, vk.VkDescriptorSetLayoutCreateInfo(
+            bindingCount=len(bindings), pBindings=bindings or None), None)
+        ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=self.push_size)]
+        self.layout = vk.vkCreatePipelineLayout(dev, vk.VkPipelineLayoutCreateInfo(
+            setLayoutCount=1, pSetLayouts=[self.set_layout], pushConstantRangeCount=1 if scalars else 0,
+            pPushConstantRanges=ranges if scalars else None), None)
+        data = _pack([v for _, v in constants])
+        self._spec_data = vk.ffi.new("char[]", data or b"\0")  # kept alive while the pipeline is created
+        spec = vk.VkSpecializationInfo(
+            mapEntryCount=len(constants), pMapEntries=[vk.VkSpecializationMapEntry(constantID=cid, offset=4 * i,
+                                                                                   size=4)
+                                                       for i, (cid, _) in enumerate(constants)] or None,
+            dataSize=len(data), pData=self._spec_data)
+        stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName=entry,
+                                                   pSpecializationInfo=spec)
+        try:
+            self.pipeline = vk.vkCreateComputePipelines(dev, vk.VK_NULL_HANDLE, 1, [
+                vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)], None)[0]
+        except Exception as exc:
+            raise CandidateFailed(FailureKind.COMPILE.value, f"pipeline: {type(exc).__name__}: {exc}") from exc
+        finally:
+            vk.vkDestroyShaderModule(dev, module, None)
+        self.pool = vk.vkCreateDescriptorPool(dev, vk.VkDescriptorPoolCreateInfo(
+            maxSets=64, poolSizeCount=1, pPoolSizes=[vk.VkDescriptorPoolSize(
+                type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=64 * max(1, len(arrays)))]), None)
+        self.sets: dict[tuple[int, ...], Any] = {}
+
+    def _set(self, arrays: list[VulkanArray]) -> Any:
+        key = tuple(id(a.buffer) for a in arrays)
+        if key not in self.sets:
+            if len(self.sets) >= 64:
+                raise CandidateFailed(FailureKind.ERROR.value, "more than 64 distinct buffer sets bound to one "
+                                      "compiled config")
+            dev = self.backend.device
+            found = vk.vkAllocateDescriptorSets(dev, vk.VkDescriptorSetAllocateInfo(
+                descriptorPool=self.pool, descriptorSetCount=1, pSetLayouts=[self.set_layout]))[0]
+            writes = [vk.VkWriteDescriptorSet(dstSet=found, dstBinding=i, descriptorCount=1,
+                                              descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                              pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=a.buffer, offset=0,
+                                                                                    range=a.size)])
+                      for i, a in enumerate(arrays)]
+            if writes:
+                vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
+            self.sets[key] = found
+        return self.sets[key]
+
+    def record(self, cb: Any, args: Mapping[str, Any], groups: tuple[int, ...]) -> None:
+        arrays = [a for a in args.values() if isinstance(a, VulkanArray)]
+        scalars = [a for a in args.values() if not isinstance(a, VulkanArray)]
+        vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.pipeline)
+        vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.layout, 0, 1, [self._set(arrays)],
+                                   0, None)
+        if scalars:
+            packed = _pack(scalars)
+            vk.vkCmdPushConstants(cb, self.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(packed),
+                                  vk.ffi.new("char[]", packed))
+        vk.vkCmdDispatch(cb, *[*groups, 1, 1, 1][:3])

@@ -92,7 +92,7 @@ class VulkanBackend(Backend):
         self.memory_kind = Settings.from_env().vulkan_memory
         if self.memory_kind not in MEMORY:
             raise UsageError(f"KERNTUNE_VULKAN_MEMORY={self.memory_kind!r}: one of {', '.join(MEMORY)}")
-        app = vk.VkApplicationInfo(pApplicationName="kerntune", apiVersion=vk.VK_MAKE_VERSION(1, 1, 0))
+        app = vk.VkApplicationInfo(pApplicationName="kerntune", apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))
         try:
             self.instance = vk.vkCreateInstance(vk.VkInstanceCreateInfo(pApplicationInfo=app), None)
         except Exception as exc:
@@ -203,7 +203,17 @@ class VulkanBackend(Backend):
             device_name=str(p.deviceName), compute_units=0,
             versions=(("vulkan", f"{vk.VK_VERSION_MAJOR(version)}.{vk.VK_VERSION_MINOR(version)}."
                                  f"{vk.VK_VERSION_PATCH(version)}"),
-                      ("driver", str(p.driverVersion)), ("memory", self.memory_kind)))
+                      ("driver", self._driver()), ("memory", self.memory_kind)))
+
+    def _driver(self) -> str:
+        """The driver's own name and version (Vulkan 1.2's driver properties: "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)",
+        "NVIDIA 580.159.04"), else the raw driverVersion number, whose encoding is each vendor's own."""
+        try:
+            found = vk.VkPhysicalDeviceDriverProperties()
+            vk.vkGetPhysicalDeviceProperties2(self.physical, vk.VkPhysicalDeviceProperties2(pNext=found))
+            return f"{vk.ffi.string(found.driverName).decode()} {vk.ffi.string(found.driverInfo).decode()}".strip()
+        except Exception:  # a Vulkan 1.1 device: no driver properties
+            return str(self.props.driverVersion)
 
     def place(self, host_args: Mapping[str, Any]) -> dict[str, Any]:
         return place_arrays(host_args, self._array)

@@ -13,42 +13,21 @@ never waits on the host inside a sample."""
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from kerntune.backends.base import Backend, Compiled, digest, place_arrays
 from kerntune.backends.vulkan_compile import WORKGROUP_IDS, check_names, compile_glsl, reflect, validate
+from kerntune.backends.vulkan_pipeline import Pipeline, VulkanArray, pack, vk
 from kerntune.devices.telemetry import Telemetry, Unavailable
 from kerntune.errors import BackendUnavailable, CandidateFailed, UsageError
 from kerntune.model import FailureKind, Kernel, Meta, Target, VulkanKernel
 from kerntune.settings import Settings
 
-try:
-    import vulkan as vk
-except (ImportError, OSError) as exc:  # pragma: no cover - depends on the environment
-    raise BackendUnavailable(
-        "the Vulkan backend needs the vulkan bindings and a Vulkan loader: pip install 'kerntune[vulkan]' and "
-        "apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe, a CPU device)") from exc
-
 MEMORY = ("device-local", "host-visible")
 FENCE_NS = 3_600 * 10**9  # the worker's candidate timeout kills a hung dispatch long before this
-
-
-@dataclass
-class VulkanArray:
-    """A storage buffer with the host array's shape and dtype; ``staging`` is the host-visible twin of a
-    device-local buffer (None when the buffer itself is host-visible)."""
-
-    buffer: Any
-    memory: Any
-    size: int
-    shape: tuple[int, ...]
-    dtype: np.dtype[Any]
-    staging: VulkanArray | None = None
 
 
 def _pick(selector: str, instance: Any) -> Any:
@@ -69,19 +48,6 @@ def _pick(selector: str, instance: Any) -> Any:
     discrete = [d for d in devices
                 if vk.vkGetPhysicalDeviceProperties(d).deviceType == vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU]
     return (discrete or devices)[0]
-
-
-def _pack(values: Sequence[Any]) -> bytes:
-    """Scalars as 32-bit words in order: ints as int32 (uint32 as itself), floats as float32."""
-    out = b""
-    for v in values:
-        if isinstance(v, (np.floating, float)):
-            out += struct.pack("<f", float(v))
-        elif isinstance(v, np.unsignedinteger):
-            out += struct.pack("<I", int(v))
-        else:
-            out += struct.pack("<i", int(v))
-    return out
 
 
 class VulkanBackend(Backend):
@@ -275,7 +241,7 @@ class VulkanBackend(Backend):
         entries: list[tuple[int, Any]] = [(cid, meta[name]) for name, cid in kernel.constants.items()]
         if local is not None:
             entries += [(cid, size) for cid, size in zip(WORKGROUP_IDS, local, strict=True) if cid in shape.spec_ids]
-        pipeline = _Pipeline(self, spirv, kernel.entry, entries, args)
+        pipeline = Pipeline(self, spirv, kernel.entry, entries, args)
         compile_s = time.perf_counter() - start
         invocations = int(np.prod(local or shape.local_size or (1, 1, 1)))
         if invocations > self.props.limits.maxComputeWorkGroupInvocations:
@@ -292,7 +258,7 @@ class VulkanBackend(Backend):
             pipeline.record(self._recording, args, groups)
             return None
 
-        binary = digest(spirv + _pack([v for _, v in entries]))
+        binary = digest(spirv + pack([v for _, v in entries]))
         return Compiled(launch=launch, compile_s=compile_s, binary_hash=binary, resources=resources,
                         signature=digest(f"{binary}@{groups}/{local}"))
 
@@ -345,75 +311,3 @@ class VulkanBackend(Backend):
     @property
     def flush_bytes(self) -> int:
         return self._flush_bytes
-
-
-class _Pipeline:
-    """One compiled config: shader module, layouts, pipeline, and a descriptor set per set of buffers bound."""
-
-    def __init__(self, backend: VulkanBackend, spirv: bytes, entry: str, constants: list[tuple[int, Any]],
-                 args: Mapping[str, Any]) -> None:
-        self.backend, dev = backend, backend.device
-        arrays = [a for a in args.values() if isinstance(a, VulkanArray)]
-        scalars = [a for a in args.values() if not isinstance(a, VulkanArray)]
-        self.push_size = 4 * len(scalars)
-        module = vk.vkCreateShaderModule(dev, vk.VkShaderModuleCreateInfo(codeSize=len(spirv), pCode=spirv), None)
-        bindings = [vk.VkDescriptorSetLayoutBinding(binding=i, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                                    descriptorCount=1, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT)
-                    for i in range(len(arrays))]
-        self.set_layout = vk.vkCreateDescriptorSetLayout(dev, vk.VkDescriptorSetLayoutCreateInfo(
-            bindingCount=len(bindings), pBindings=bindings or None), None)
-        ranges = [vk.VkPushConstantRange(stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT, offset=0, size=self.push_size)]
-        self.layout = vk.vkCreatePipelineLayout(dev, vk.VkPipelineLayoutCreateInfo(
-            setLayoutCount=1, pSetLayouts=[self.set_layout], pushConstantRangeCount=1 if scalars else 0,
-            pPushConstantRanges=ranges if scalars else None), None)
-        data = _pack([v for _, v in constants])
-        self._spec_data = vk.ffi.new("char[]", data or b"\0")  # kept alive while the pipeline is created
-        spec = vk.VkSpecializationInfo(
-            mapEntryCount=len(constants), pMapEntries=[vk.VkSpecializationMapEntry(constantID=cid, offset=4 * i,
-                                                                                   size=4)
-                                                       for i, (cid, _) in enumerate(constants)] or None,
-            dataSize=len(data), pData=self._spec_data)
-        stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName=entry,
-                                                   pSpecializationInfo=spec)
-        try:
-            self.pipeline = vk.vkCreateComputePipelines(dev, vk.VK_NULL_HANDLE, 1, [
-                vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)], None)[0]
-        except Exception as exc:
-            raise CandidateFailed(FailureKind.COMPILE.value, f"pipeline: {type(exc).__name__}: {exc}") from exc
-        finally:
-            vk.vkDestroyShaderModule(dev, module, None)
-        self.pool = vk.vkCreateDescriptorPool(dev, vk.VkDescriptorPoolCreateInfo(
-            maxSets=64, poolSizeCount=1, pPoolSizes=[vk.VkDescriptorPoolSize(
-                type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=64 * max(1, len(arrays)))]), None)
-        self.sets: dict[tuple[int, ...], Any] = {}
-
-    def _set(self, arrays: list[VulkanArray]) -> Any:
-        key = tuple(id(a.buffer) for a in arrays)
-        if key not in self.sets:
-            if len(self.sets) >= 64:
-                raise CandidateFailed(FailureKind.ERROR.value, "more than 64 distinct buffer sets bound to one "
-                                      "compiled config")
-            dev = self.backend.device
-            found = vk.vkAllocateDescriptorSets(dev, vk.VkDescriptorSetAllocateInfo(
-                descriptorPool=self.pool, descriptorSetCount=1, pSetLayouts=[self.set_layout]))[0]
-            writes = [vk.VkWriteDescriptorSet(dstSet=found, dstBinding=i, descriptorCount=1,
-                                              descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                              pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=a.buffer, offset=0,
-                                                                                    range=a.size)])
-                      for i, a in enumerate(arrays)]
-            if writes:
-                vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
-            self.sets[key] = found
-        return self.sets[key]
-
-    def record(self, cb: Any, args: Mapping[str, Any], groups: tuple[int, ...]) -> None:
-        arrays = [a for a in args.values() if isinstance(a, VulkanArray)]
-        scalars = [a for a in args.values() if not isinstance(a, VulkanArray)]
-        vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.pipeline)
-        vk.vkCmdBindDescriptorSets(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.layout, 0, 1, [self._set(arrays)],
-                                   0, None)
-        if scalars:
-            packed = _pack(scalars)
-            vk.vkCmdPushConstants(cb, self.layout, vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(packed),
-                                  vk.ffi.new("char[]", packed))
-        vk.vkCmdDispatch(cb, *[*groups, 1, 1, 1][:3])

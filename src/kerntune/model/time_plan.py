@@ -1,7 +1,7 @@
 """How a time budget is spent: the whole run — start-up, baselines, search, confirmation — ends inside it.
 
 ``--budget 90s`` bounds the run from the command's start, start-up included; ``--budget 12s/shape`` bounds each
-shape's search and the run at 12 s × shapes from the first shape's start (the start-up — imports, device
+shape's baselines and search and the run at 12 s × shapes from the first shape's start (the start-up — imports, device
 context, workers — is paid once and reported apart, ``phases`` in the run's report).
 When the run confirms its finalists (a device that claims timing, ``KERNTUNE_CONFIRM_ROUNDS`` > 0), the search
 gets ``1 − CONFIRM_SHARE`` of each bound and confirmation the rest; confirmation then stops before a comparison
@@ -27,7 +27,7 @@ class TimePlan:
     run_s: float | None
     """The whole run: from the command's start (a budget for the run), or from the first shape's (per shape)."""
     search_shape_s: float | None
-    """One shape's search, from its first proposal."""
+    """One shape's baselines and search, from the shape's start."""
     search_run_s: float | None
     """Every search of the run together, on ``run_s``'s clock: the rest is confirmation's."""
     counts_start_up: bool = True

@@ -230,6 +230,9 @@ class _Tuner:
         known_bad = {} if self.run.options.get("retry_failed") else prior_failures(
             self.store, run_id=self.run.id, problem=self.problem.name, spec_hash=self.run.spec_hash,
             target=self.target, shape_key=shape.key)
+        # A shape's share of a per-shape budget starts here, its baselines included: counted from the first
+        # proposal instead, slow baselines (a first compile) overran the share and left later shapes none.
+        began = time.monotonic()
         in_space: dict[str, str] = {}  # config key → the (first) baseline that is that point of the space
         for baseline in self.problem.all_baselines():
             config = Config.of(baseline.config or {})
@@ -240,7 +243,7 @@ class _Tuner:
         start, *near = self.warm_starts(shape, valid)
         strategy = make_strategy(name, valid, self.run.seed, start, [*near, *self.problem.space.seed_configs()])
         search = ShapeSearch(self, shape, strategy, ahead, in_space, known_bad,
-                             known=self.stored_medians(shape))
+                             known=self.stored_medians(shape), started=began)
         try:
             reason = search.run()
         finally:

@@ -13,6 +13,11 @@ synchronised before each block and not timed (a full launch queue would make hos
 kernel is a few microseconds, so the queue never fills inside a block). Printed and written: per side the median
 over rounds, and per served side the median of its per-round difference from ``library`` with the lowest and
 highest round.
+
+Where a hit's time goes (``pieces``, CUDA only), each piece called alone in blocks of the same size, the pieces
+interleaved round by round like the sides: ``library`` (torch.mm), ``read`` (the spec's ``served_shape``: the
+call's key), ``empty`` (the output's allocation), ``launch_jit`` (``served_run``: allocation and launch through
+Triton's JIT), ``launch_direct`` (the key's prepared launcher, which launches the compiled kernel directly).
 """
 
 from __future__ import annotations
@@ -60,6 +65,34 @@ def _host_us(a: torch.Tensor, b: torch.Tensor, calls: int, sync: Any) -> float:
     return elapsed / calls / 1e3
 
 
+def _pieces(a: torch.Tensor, b: torch.Tensor, rounds: int, calls: int, dtype: torch.dtype) -> dict[str, Any]:
+    spec = load_served_spec(SPEC)
+    serve_ = spec.serve
+    assert serve_ is not None and serve_.prepare is not None
+    shape = {k: v for k, v in SHAPE.items()}
+    launcher = serve_.prepare("aten::mm", shape, CONFIG)
+    launcher((a, b), {})  # the key's first call: compile, and the direct launcher made
+    serve_.run("aten::mm", shape, CONFIG, (a, b), {})
+    pieces: dict[str, Any] = {
+        "library": lambda: torch.mm(a, b),
+        "read": lambda: serve_.shape("aten::mm", (a, b), {}),
+        "empty": lambda: torch.empty((SHAPE["M"], SHAPE["N"]), dtype=dtype, device=a.device),
+        "launch_jit": lambda: serve_.run("aten::mm", shape, CONFIG, (a, b), {}),
+        "launch_direct": lambda: launcher((a, b), {}),
+    }
+    times: dict[str, list[float]] = {n: [] for n in pieces}
+    for _ in range(rounds):
+        for name in [*pieces, *reversed(pieces)]:
+            fn = pieces[name]
+            torch.cuda.synchronize()
+            start = time.perf_counter_ns()
+            for _ in range(calls):
+                fn()
+            times[name].append((time.perf_counter_ns() - start) / calls / 1e3)
+            torch.cuda.synchronize()
+    return {"median_us": {n: statistics.median(t) for n, t in times.items()}, "blocks_us": times}
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--backend", choices=("CUDA", "CPU"), default="CUDA")
@@ -103,9 +136,13 @@ def main() -> None:
     for name in tables:
         diffs = sorted(times[name][i] - times["library"][i] for i in range(rounds))
         result[f"{name}_over_library_us"] = {"median": statistics.median(diffs), "low": diffs[0], "high": diffs[-1]}
+    pieces = _pieces(a, b, args.rounds, args.calls, dtype) if cuda else None
+    if pieces is not None:
+        result["pieces_median_us"] = pieces["median_us"]
     print(json.dumps(result, indent=1))
     if args.out:
-        Path(args.out).write_text(json.dumps({**result, "blocks_us": times}, indent=1))
+        Path(args.out).write_text(json.dumps({**result, "blocks_us": times,
+                                              "pieces_blocks_us": pieces and pieces["blocks_us"]}, indent=1))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ bf16 loads) and no timing is claimed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -143,19 +144,20 @@ def splitk_reduce_kernel(ws_ptr, c_ptr, bias_ptr, MN, N, SPLIT_K: tl.constexpr, 
 
 _workspaces: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor]] = {}
 _sms: dict[Any, int] = {}
+_counters: dict[tuple[int, int], torch.Tensor] = {}
+_kept_counters: list[torch.Tensor] = []
 
 
 def _workspace(split_k: int, m: int, n: int, tiles: int, device: torch.device,
                per_call: bool) -> tuple[torch.Tensor, torch.Tensor]:
     # Tuning: allocated at the first (compile) launch and reused, since an allocation inside the timed region
     # would be host work the kernel does not do in a program that keeps its workspace. The per-tile arrival
-    # counters start at zero and the fused reduction leaves them at zero. ``per_call`` (serving a program): from
-    # the caching allocator on every call and freed after it, as any operator's scratch is. A workspace kept
-    # across calls would outlive the call inside torch.compile's CUDA-graph memory pool, which then refuses to
-    # record ("live storage ... not accounted for"); a freed one is the graph pool's to keep for the graph.
+    # counters start at zero and the fused reduction leaves them at zero. ``per_call`` (serving a program): the
+    # partials from the caching allocator on every call and freed after it, as any operator's scratch is. A
+    # workspace kept across calls would outlive the call inside torch.compile's CUDA-graph memory pool, which then
+    # refuses to record ("live storage ... not accounted for"); a freed one is the graph pool's to keep.
     if per_call:
-        return (torch.empty((split_k, m, n), dtype=torch.float32, device=device),
-                torch.zeros(tiles, dtype=torch.int32, device=device))
+        return (torch.empty((split_k, m, n), dtype=torch.float32, device=device), _arrival_counters(tiles, device))
     key = (split_k, m, n, tiles, str(device))
     if key not in _workspaces:
         _workspaces.clear()
@@ -164,46 +166,85 @@ def _workspace(split_k: int, m: int, n: int, tiles: int, device: torch.device,
     return _workspaces[key]
 
 
+def _arrival_counters(tiles: int, device: torch.device) -> torch.Tensor:
+    """Fused split-K's per-tile arrival counters for a served call. Zeroing them on every call is a memset
+    launched beside every GEMM (a node of its own in a CUDA graph), yet the fused reduction leaves them at zero:
+    one buffer per device and stream, zeroed once, serves every later call on that stream, whose launches run in
+    order. It is made on a side stream, so torch.compile's CUDA-graph pool (which takes the current stream's
+    allocations while it warms up or records) never holds it, and kept for the life of the process (a recorded
+    graph holds its address). While a stream is being captured none is made: that call zeroes its own."""
+    if device.type != "cuda":  # the interpreter (CPU tests): nothing is kept
+        return torch.zeros(tiles, dtype=torch.int32, device=device)
+    stream = torch.cuda.current_stream(device)
+    key = (stream.device_index, stream.cuda_stream)
+    found = _counters.get(key)
+    if found is not None and found.numel() >= tiles:
+        return found
+    if torch.cuda.is_current_stream_capturing():
+        return torch.zeros(tiles, dtype=torch.int32, device=device)
+    side = torch.cuda.Stream(device)
+    side.wait_stream(stream)
+    with torch.cuda.stream(side):
+        made = torch.zeros(max(tiles, 4096), dtype=torch.int32, device=device)
+    side.synchronize()
+    _kept_counters.append(made)
+    _counters[key] = made
+    return made
+
+
 def _multiprocessors(device: torch.device) -> int:
     if device not in _sms:  # a property query per launch is host time the kernel does not need
         _sms[device] = torch.cuda.get_device_properties(device).multi_processor_count
     return _sms[device]
 
 
+def _tma_call(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int,
+              meta: dict[str, Any]) -> tuple[Any, tuple[Any, ...], tuple[int, ...]]:
+    """The TMA kernel for ``meta``, its arguments in signature order (descriptors made for these tensors) and
+    its grid. A row-major, no bias (the constraints keep TMA to those); B row-major or transposed."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    bm, bn, bk = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    b_t = b.stride(0) == 1 and b.stride(1) != 1
+    descriptors = (TensorDescriptor.from_tensor(a, [bm, bk]),
+                   TensorDescriptor.from_tensor(b.t(), [bn, bk]) if b_t else TensorDescriptor.from_tensor(b, [bk, bn]),
+                   TensorDescriptor.from_tensor(c, [bm, bn]))
+    if meta["PERSISTENT"]:
+        sms = _multiprocessors(a.device)
+        return (matmul_tma_persistent_kernel, (*descriptors, m, n, k, bm, bn, bk, meta["GROUP_M"], sms, b_t),
+                (min(sms, tiles),))
+    return matmul_tma_kernel, (*descriptors, m, n, k, bm, bn, bk, meta["GROUP_M"], b_t), (tiles,)
+
+
+def _plain_args(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, ws: torch.Tensor,
+                locks: torch.Tensor, m: int, n: int, k: int, meta: dict[str, Any]) -> tuple[Any, ...]:
+    """matmul_kernel's arguments in signature order, constexprs included."""
+    if a.dim() == 3:  # a batch: one product per grid row of axis 2 (split-K is for single products only)
+        strides, a_2d, b_2d, c_2d = (a.stride(0), b.stride(0), c.stride(0)), a[0], b[0], c[0]
+    else:
+        strides, a_2d, b_2d, c_2d = (0, 0, 0), a, b, c
+    return (a, b, c, c if bias is None else bias, ws, locks, m, n, k, a_2d.stride(0), a_2d.stride(1),
+            b_2d.stride(0), b_2d.stride(1), c_2d.stride(0), c_2d.stride(1), *strides, meta["BLOCK_M"],
+            meta["BLOCK_N"], meta["BLOCK_K"], meta["GROUP_M"], meta["SPLIT_K"], meta["FUSED"], bias is not None)
+
+
 def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
     a, b, c, bias = args["a"], args["b"], args["c"], args.get("bias")
     m, n, k = args["M"], args["N"], args["K"]
-    has_bias = bias is not None
-    bm, bn, bk, split_k = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"], meta["SPLIT_K"]
+    bm, bn, split_k = meta["BLOCK_M"], meta["BLOCK_N"], meta["SPLIT_K"]
     options = {"num_warps": meta["num_warps"], "num_stages": meta["num_stages"]}
+    if meta["TMA"]:
+        kernel, call, grid = _tma_call(a, b, c, m, n, k, meta)
+        return kernel[grid](*call, **options)
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    if meta["TMA"]:  # A row-major, no bias (the constraints keep TMA to those)
-        from triton.tools.tensor_descriptor import TensorDescriptor
-
-        b_t = b.stride(0) == 1 and b.stride(1) != 1
-        a_desc = TensorDescriptor.from_tensor(a, [bm, bk])
-        b_desc = TensorDescriptor.from_tensor(b.t(), [bn, bk]) if b_t else TensorDescriptor.from_tensor(b, [bk, bn])
-        c_desc = TensorDescriptor.from_tensor(c, [bm, bn])
-        if meta["PERSISTENT"]:
-            sms = _multiprocessors(a.device)
-            return matmul_tma_persistent_kernel[(min(sms, tiles),)](
-                a_desc, b_desc, c_desc, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=meta["GROUP_M"],
-                NUM_SMS=sms, B_T=b_t, **options)
-        return matmul_tma_kernel[(tiles,)](a_desc, b_desc, c_desc, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                                           GROUP_M=meta["GROUP_M"], B_T=b_t, **options)
     ws, locks = _workspace(split_k, m, n, tiles, a.device, bool(args.get("per_call"))) if split_k > 1 else (c, c)
-    if a.dim() == 3:  # a batch: one product per grid row of axis 2 (split-K is for single products only)
-        batch, strides = a.shape[0], (a.stride(0), b.stride(0), c.stride(0))
-        a_2d, b_2d, c_2d = a[0], b[0], c[0]
-    else:
-        batch, strides, a_2d, b_2d, c_2d = 1, (0, 0, 0), a, b, c
-    compiled = fn[(tiles, split_k, batch)](
-        a, b, c, bias if has_bias else c, ws, locks, m, n, k, a_2d.stride(0), a_2d.stride(1), b_2d.stride(0),
-        b_2d.stride(1), c_2d.stride(0), c_2d.stride(1), *strides, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-        GROUP_M=meta["GROUP_M"], SPLIT_K=split_k, FUSED=meta["FUSED"], HAS_BIAS=has_bias, **options)
+    batch = a.shape[0] if a.dim() == 3 else 1
+    compiled = fn[(tiles, split_k, batch)](*_plain_args(a, b, c, bias, ws, locks, m, n, k, meta), **options)
     if split_k > 1 and not meta["FUSED"]:
-        splitk_reduce_kernel[(triton.cdiv(m * n, 1024),)](ws, c, bias if has_bias else c, m * n, n, SPLIT_K=split_k,
-                                                          BLOCK=1024, HAS_BIAS=has_bias, num_warps=4)
+        splitk_reduce_kernel[(triton.cdiv(m * n, 1024),)](ws, c, c if bias is None else bias, m * n, n,
+                                                          SPLIT_K=split_k, BLOCK=1024, HAS_BIAS=bias is not None,
+                                                          num_warps=4)
     return compiled
 
 
@@ -317,7 +358,8 @@ def _letter(shape: Any, stride: Any) -> str | None:
 def served_shape(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
     """The shape of an ``aten::mm`` / ``aten::addmm`` call (``.out`` forms too) this kernel takes, or None: 2-D
     bf16/fp16 operands of one dtype on one device, each row-major or a transpose view, 16-byte aligned; for addmm
-    a contiguous bias vector and alpha = beta = 1; for ``.out`` a contiguous output of the call's dtype.
+    a contiguous, aligned bias vector and alpha = beta = 1; for ``.out`` a contiguous, aligned output of the
+    call's dtype (aligned pointers are what every served launch is specialized on: ``served_prepare``).
 
     It runs on every call of those operators, covered or not: each tensor attribute read is host time, so each is
     read once (the served call's host cost is measured by benchmarks/serve_cost.py)."""
@@ -337,17 +379,19 @@ def served_shape(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
     la, lb = _letter(a_shape, a.stride()), _letter(b_shape, b.stride())
     if k2 != k or la is None or lb is None or (a.data_ptr() | b.data_ptr()) % 16 or a.get_device() != b.get_device():
         return None
-    if bias is not None and (bias.shape != (n,) or bias.stride() != (1,) or bias.dtype is not a.dtype):
+    if bias is not None and (bias.shape != (n,) or bias.stride() != (1,) or bias.dtype is not a.dtype
+                             or bias.data_ptr() % 16):
         return None
     out = kwargs.get("out") if kwargs else None
-    if out is not None and (out.shape != (m, n) or out.dtype is not a.dtype or not out.is_contiguous()):
+    if out is not None and (out.shape != (m, n) or out.dtype is not a.dtype or not out.is_contiguous()
+                            or out.data_ptr() % 16):
         return None
     return dtype, m, n, k, la + lb, int(bias is not None)  # the key: dtype, then the shape fields in order
 
 
 def served_run(op: str, shape: dict[str, Any], config: dict[str, Any], args: tuple[Any, ...],
                kwargs: dict[str, Any]) -> torch.Tensor:
-    """Launch at ``config``; returns the output (the ``out`` given to a ``.out`` call)."""
+    """Launch at ``config`` through Triton's JIT; returns the output (the ``out`` given to a ``.out`` call)."""
     bias, a, b = args if op.startswith("aten::addmm") else (None, *args)
     m, n, k = shape["M"], shape["N"], shape["K"]
     c = kwargs.get("out")
@@ -355,6 +399,55 @@ def served_run(op: str, shape: dict[str, Any], config: dict[str, Any], args: tup
         c = torch.empty((m, n), dtype=a.dtype, device=a.device)
     launch(matmul_kernel, {"a": a, "b": b, "c": c, "bias": bias, "M": m, "N": n, "K": k, "per_call": True}, config)
     return c
+
+
+def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
+                   ) -> Callable[[tuple[Any, ...], dict[str, Any]], torch.Tensor]:
+    """The launcher of one served key: its first call of each stride pattern launches through the JIT (compiling
+    the kernel), later ones launch that compiled kernel directly (``kerntune.backends.triton_launch``), with the
+    grid, integers and constexprs the key fixes. Its operands' strides are checked on every call (they decide
+    the binary's specialization: a stride of 1, or one divisible by 16); ``served_shape`` checked alignment.
+    A split-K that is not fused runs two kernels and stays on the JIT path."""
+    from kerntune.backends.triton_launch import direct_launcher
+
+    m, n, k = int(shape["M"]), int(shape["N"]), int(shape["K"])
+    addmm = op.startswith("aten::addmm")
+    split_k, tma = config["SPLIT_K"], bool(config["TMA"])
+    tiles = triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"])
+    direct = tma or split_k == 1 or bool(config["FUSED"])
+    options = {"num_warps": config["num_warps"], "num_stages": config["num_stages"]}
+    launchers: dict[tuple[Any, ...], Callable[..., None] | None] = {}
+
+    def launcher(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor:
+        bias, a, b = args if addmm else (None, *args)
+        c = kwargs.get("out") if kwargs else None
+        if c is None:
+            c = torch.empty((m, n), dtype=a.dtype, device=a.device)
+        strides = (a.stride(), b.stride(), c.stride())
+        fast = launchers.get(strides)
+        if fast is None:
+            if strides in launchers or not direct:  # no direct path here: the JIT's
+                return served_run(op, shape, config, args, {"out": c})
+            if tma:
+                kernel, call, grid = _tma_call(a, b, c, m, n, k, config)
+                launchers[strides] = direct_launcher(kernel[grid](*call, **options), grid)
+                return c
+            ws, locks = _workspace(split_k, m, n, tiles, a.device, True) if split_k > 1 else (c, c)
+            grid = (tiles, split_k, 1)
+            compiled = matmul_kernel[grid](*_plain_args(a, b, c, bias, ws, locks, m, n, k, config), **options)
+            launchers[strides] = direct_launcher(compiled, grid)
+            return c
+        if tma:
+            fast(*_tma_call(a, b, c, m, n, k, config)[1])
+            return c
+        ws, locks = _workspace(split_k, m, n, tiles, a.device, True) if split_k > 1 else (c, c)
+        (sam, sak), (sbk, sbn), (scm, scn) = strides
+        fast(a, b, c, c if bias is None else bias, ws, locks, m, n, k, sam, sak, sbk, sbn, scm, scn, 0, 0, 0,
+             config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"], config["GROUP_M"], split_k, config["FUSED"],
+             bias is not None)
+        return c
+
+    return launcher
 
 
 problem = kt.Problem(
@@ -407,5 +500,5 @@ problem = kt.Problem(
                               bytes=2.0 * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"])),
     baselines=[kt.Baseline("torch.matmul", kernel=kt.TorchCallable(torch_matmul, "torch.matmul"))],
     serve=kt.Serve(ops=("aten::mm", "aten::mm.out", "aten::addmm", "aten::addmm.out"), shape=served_shape,
-                   run=served_run, kernel="matmul"),
+                   run=served_run, prepare=served_prepare, kernel="matmul"),
 )

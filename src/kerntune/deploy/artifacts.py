@@ -18,7 +18,7 @@ from typing import Any
 from kerntune import __version__
 from kerntune.errors import UsageError
 from kerntune.model import Run
-from kerntune.report.summary import RunReport, build_report
+from kerntune.report.summary import RunReport, ShapeReport, build_report
 from kerntune.runtime.table import SCHEMA, TableError, entry_key, parse_table, write_atomically
 from kerntune.store import Store
 
@@ -52,21 +52,48 @@ def require_timed(run: Run) -> None:
                          "were never timed; deploy a run tuned on the device the table is for")
 
 
+def not_faster_than_the_library(s: ShapeReport) -> dict[str, Any] | None:
+    """Why a served spec's winner is left to the library at this shape, or None: its interleaved ratio to the
+    library baseline it was confirmed beside is not below 1 by the events, or by the second timer where one ran.
+    A served key runs the library's kernel on a miss, so an entry that is not faster only adds host time."""
+    w, ref = s.winner, s.reference
+    # The library baseline is the one with no config (the spec's default config is a baseline too).
+    if w is None or ref is None or ref.role != "baseline" or ref.config.items or w.id not in s.interleaved:
+        return None
+    ratio = s.interleaved[w.id].ratio
+    second = (s.second_timer.get(w.id) or {}).get("ratio") if w.id is not None else None
+    if ratio < 1.0 and (second is None or second < 1.0):
+        return None
+    return {"shape": s.shape.as_dict(), "ratio": ratio, "second_timer_ratio": second, "library": ref.label,
+            "why": f"the winner is not faster than {ref.label}: time ratio {ratio:.4f} by the events"
+                   + (f", {second:.4f} by the second timer" if second is not None else "")}
+
+
 def table_from_run(report: RunReport) -> dict[str, Any]:
+    """The run's gated winners as a table; for a spec served in place of a library operator, only those faster
+    than the library (the others are listed under ``left_to_library``, not written)."""
     run = report.run
     require_timed(run)
-    entries = []
+    entries, left = [], []
+    served = bool(run.options.get("serves"))
     for s in report.shapes:
         w = s.winner
         if w is None or w.measurement is None:
+            continue
+        slower = not_faster_than_the_library(s) if served else None
+        if slower is not None:
+            left.append(slower)
             continue
         best = w.best_measurement
         entries.append({"key": key_fields(report, s.shape.as_dict()), "config": w.config.as_dict(),
                         "status": "measured", "median_ms": best.median_ms if best else None,
                         "confirmed": w.confirmed is not None, "run": run.id, "spec": run.spec_path})
+    if not entries and left:
+        raise UsageError(f"run {run.id}: no winner is faster than the library ({'; '.join(x['why'] for x in left)}); "
+                         "nothing to serve, the library keeps every call")
     if not entries:
         raise UsageError(f"run {run.id} has no gated winner to deploy")
-    return {**table_header(run), "entries": entries}
+    return {**table_header(run), "entries": entries, "left_to_library": left}
 
 
 def merged(path: Path, new: dict[str, Any]) -> dict[str, Any]:
@@ -129,5 +156,7 @@ def write_artifacts(path: Path, table: dict[str, Any]) -> list[str]:
 def deploy(store: Store, run_ref: str, path: Path) -> dict[str, Any]:
     """Write the three artifacts; return the merged table and the paths written."""
     check_table_path(path)
-    table = merged(path, table_from_run(build_report(store, store.get_run(run_ref))))
-    return {"table": table, "written": write_artifacts(path, table)}
+    found = table_from_run(build_report(store, store.get_run(run_ref)))
+    left = found.pop("left_to_library")
+    table = merged(path, found)
+    return {"table": table, "written": write_artifacts(path, table), "left_to_library": left}

@@ -155,11 +155,17 @@ class Serve:
       CUDA graph capture).
     - ``run(op, shape, config, args, kwargs)``: launches the kernel at ``config`` and returns what the operator
       returns (for an ``.out`` overload, the ``out`` tensor it was given).
+    - ``prepare(op, shape, config)`` (optional): called once per operator and key, at the key's first served call;
+      returns the launcher ``(args, kwargs) -> result`` that takes that call and every later one of the key, so
+      what the key fixes (grid, compiled kernel, constants) is decided once and a hit pays only its launch. A
+      launcher that raises is a failure like ``run``'s. Without it every hit calls ``run``.
     """
 
     ops: Sequence[str]
     shape: Callable[[str, tuple[Any, ...], dict[str, Any]], tuple[Any, ...] | None]
     run: Callable[[str, Mapping[str, Scalar], Mapping[str, Any], tuple[Any, ...], dict[str, Any]], Any]
+    prepare: Callable[[str, Mapping[str, Scalar], Mapping[str, Any]],
+                      Callable[[tuple[Any, ...], dict[str, Any]], Any]] | None = None
     kernel: str = ""
     """The prefix the names of the kernels it launches share (``matmul`` for matmul_kernel, matmul_tma_kernel...):
     how ``kerntune verify`` finds them in a profile. Default: the spec kernel's name."""

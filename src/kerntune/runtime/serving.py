@@ -27,7 +27,7 @@ import os
 import sys
 import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,10 @@ class ServedSpec:
     dispatcher: Dispatcher
     failed: set[tuple[Any, ...]] = field(default_factory=set)
     """Keys whose served kernel raised: the library runs them from then on."""
+    launchers: dict[tuple[str, tuple[Any, ...]], Callable[[tuple[Any, ...], dict[str, Any]], Any]] = \
+        field(default_factory=dict)
+    """Per operator and key, the launcher that takes its served calls (``Serve.prepare``'s, or one calling
+    ``Serve.run``): made at the key's first served call."""
     broken: str = ""
     """Why this spec serves nothing any more (its ``shape`` raised), or empty."""
 
@@ -179,6 +183,16 @@ def _warn(message: str) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
+def _launcher(op: str, s: ServedSpec, raw: tuple[Any, ...], config: Mapping[str, Any]
+              ) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+    """What takes a key's served calls: the spec's prepared launcher, or its ``run`` at the key's shape."""
+    shape = dict(zip(s.fields, raw[1:], strict=True))
+    if s.serve.prepare is not None:
+        return s.serve.prepare(op, shape, config)
+    run = s.serve.run
+    return lambda args, kwargs: run(op, shape, config, args, kwargs)
+
+
 def _served_kernel(op: str, original: Any, specs: list[ServedSpec], counts: Counter[str]) -> Any:
     """The kernel registered for ``op``: the first spec whose exact entry holds the call runs it. Every call is
     counted once: ``served``, ``failed`` (a spec raised; the library ran it) or ``library``."""
@@ -198,14 +212,16 @@ def _served_kernel(op: str, original: Any, specs: list[ServedSpec], counts: Coun
                 continue
             if raw is None or config is None or raw in s.failed:
                 continue
-            shape = dict(zip(s.fields, raw[1:], strict=True))
             try:
-                result = s.serve.run(op, shape, config, args, kwargs)
+                launcher = s.launchers.get((op, raw))
+                if launcher is None:
+                    launcher = s.launchers[op, raw] = _launcher(op, s, raw, config)
+                result = launcher(args, kwargs)
             except Exception as exc:  # a served kernel that fails must never take the program down
                 s.failed.add(raw)
                 outcome = "failed"
-                _warn(f"kerntune serve: {s.problem.name} failed at {shape} ({type(exc).__name__}: {exc}); the "
-                      "library runs this key from now on")
+                _warn(f"kerntune serve: {s.problem.name} failed at {dict(zip(s.fields, raw[1:], strict=False))} "
+                      f"({type(exc).__name__}: {exc}); the library runs this key from now on")
                 break
             counts["served"] += 1
             return result

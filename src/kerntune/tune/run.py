@@ -351,6 +351,8 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
                 seed=request.seed, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 options={"device": device, "retry_failed": request.retry_failed,
                          "kernel_hash": problem_source_hash(loaded.problem),
+                         # Its winners are served in place of a library operator (deploy keeps only the faster).
+                         "serves": list(loaded.problem.serve.ops) if loaded.problem.serve else [],
                          "placement": {"workers": placement.workers, "executor": placement.executor,
                                        "address": placement.address},
                          "target_ms": request.target_ms, **roofline_inputs(loaded.problem, shapes, dtype, store,

@@ -1,0 +1,51 @@
+"""Launch an already compiled Triton kernel without the JIT's per-call work: what a served key pays on every hit.
+
+``fn[grid](*args, **constexprs)`` redoes on each call what is fixed once a key's first call has compiled its
+kernel: binding the arguments to the signature, the specialization key (each pointer's alignment, each integer's
+divisibility), the kernel-cache lookup and the check that the globals the kernel read have not changed. On the
+H200's host that is most of a served GEMM's host time (benchmarks/serve_cost.py). ``direct_launcher`` keeps the
+compiled kernel, its grid and its launcher, and calls the launcher the way ``JITFunction.run`` does — on the
+stream current when called, with the launch hooks a profiler may have installed.
+
+The hazard the JIT's per-call work guards against is the caller's to own: the binary is specialized on the
+arguments of the call that compiled it (16-byte alignment of each pointer; integers equal to 1 or divisible by
+16; the constexpr values), so a direct launch is right only for arguments that specialize the same way — a caller
+fixes the integers and constexprs per key and checks alignment and strides before each launch, or launches
+through the JIT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def direct_launcher(compiled: Any, grid: Sequence[int]) -> Callable[..., None] | None:
+    """A launcher of ``compiled`` (the ``CompiledKernel`` that ``fn[grid](...)`` or ``fn.warmup`` returned) over
+    ``grid``: call it with every parameter of the kernel in signature order, constexprs included (as the JIT
+    passes them). None where this Triton has no such path (before 3.4: no ``triton.knobs``; the interpreter,
+    which returns no compiled kernel): the caller launches through the JIT."""
+    try:
+        from triton import knobs
+        from triton.runtime import driver
+
+        init = getattr(compiled, "_init_handles", None)
+        if init is not None:
+            init()  # loads the module: the function handle and the launcher exist from here on
+        run, function, packed = compiled.run, compiled.function, compiled.packed_metadata
+        active = driver.active
+        current_device, current_stream = active.get_current_device, active.get_current_stream
+        runtime = knobs.runtime
+    except Exception:  # another Triton's internals, or no compiled kernel: the JIT path stays
+        return None
+    dims = (*grid, 1, 1)[:3]
+    g0, g1, g2 = (int(d) for d in dims)
+
+    def launch(*args: Any) -> None:
+        stream = current_stream(current_device())
+        enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+        # A profiler's enter hook reads the launch's metadata; built only when one is installed, as the JIT does.
+        metadata = compiled.launch_metadata(dims, stream, *args) if enter is not None else None
+        run(g0, g1, g2, stream, function, packed, metadata, enter, leave, *args)
+
+    return launch

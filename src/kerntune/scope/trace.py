@@ -177,6 +177,17 @@ def device_us_per_range(events: Sequence[dict[str, Any]], region: str) -> list[f
     return found
 
 
+def _launch_by_kernel(events: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Each kernel's launching call where it was launched on its own, anywhere in the trace. A CUDA graph's replay
+    launches all its kernels by one ``cudaGraphLaunch``, which says nothing of what they are; the same kernel's
+    warm-up or capture launch (``cuLaunchKernelEx`` for Triton's) does, so a replayed kernel is classed by it."""
+    found: dict[str, str] = {}
+    for e in _device_events(events, [(float("-inf"), float("inf"))]):
+        if e["kind"] == "kernel" and e["launch"] and "GraphLaunch" not in e["launch"]:
+            found.setdefault(str(e["name"]), e["launch"])
+    return found
+
+
 def analyze(events: Sequence[dict[str, Any]], window: Window = WHOLE_RUN, top: int = 20) -> dict[str, Any]:
     """Device time by class and by kernel in the window, the device-busy fraction and its verdict, the GEMM-like
     operators (corpus lines with calls and device time), the kernels each GEMM line's calls launched
@@ -187,8 +198,10 @@ def analyze(events: Sequence[dict[str, Any]], window: Window = WHOLE_RUN, top: i
     total = sum(float(e.get("dur", 0)) for e in device)
     kernels: dict[str, dict[str, Any]] = {}
     by_class: dict[str, float] = defaultdict(float)
+    alone = _launch_by_kernel(events) if any("GraphLaunch" in e["launch"] for e in device) else {}
     for e in device:
-        label = e["kind"] if e["kind"] != "kernel" else kernel_class(str(e["name"]), e["launch"])
+        launch = alone.get(str(e["name"]), e["launch"]) if "GraphLaunch" in e["launch"] else e["launch"]
+        label = e["kind"] if e["kind"] != "kernel" else kernel_class(str(e["name"]), launch)
         row = kernels.setdefault(str(e["name"]), {"name": str(e["name"]), "class": label, "launches": 0,
                                                   "device_us": 0.0})
         row["launches"] += 1

@@ -94,3 +94,14 @@ def test_layouts_classes_and_unreadable_operators() -> None:
     assert gemm_line({"name": "aten::mm", "args": {"Input Dims": [[16]]}}) is None
     beta0 = gemm_line({"name": "aten::addmm", "args": {**ADDMM, "Concrete Inputs": ["", "", "", "0", "1"]}})
     assert beta0 is not None and beta0.bias == 0
+
+
+def test_a_kernel_replayed_in_a_cuda_graph_is_classed_by_its_own_launch() -> None:
+    # A replay launches every kernel of the graph by one cudaGraphLaunch; the tuned Triton kernel's warm-up
+    # launch (cuLaunchKernelEx, before the window) says what it is, where the replay alone would read "custom".
+    events = [_launch("cuLaunchKernelEx", 10, 1, 0), _device("kernel", "matmul_tma_kernel", 20, 30, 1),
+              {"ph": "X", "cat": "user_annotation", "name": "step", "ts": 1_000, "dur": 500},
+              _launch("cudaGraphLaunch", 1_010, 2, 0), _device("kernel", "matmul_tma_kernel", 1_050, 40, 2),
+              _device("kernel", "mystery_kernel", 1_100, 10, 2)]
+    found = analyze(events, Window(region="step"))
+    assert found["classes"] == {"Triton (user) or custom, driver-launched": 40, "custom CUDA or HIP": 10}

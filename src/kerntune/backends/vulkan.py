@@ -198,6 +198,10 @@ class VulkanBackend(Backend):
     def to_host(self, value: Any) -> np.ndarray:
         if not isinstance(value, VulkanArray):
             return np.asarray(value, dtype=np.float64)
+        return np.frombuffer(self.read_bytes(value), dtype=value.dtype).reshape(value.shape).astype(np.float64)
+
+    def read_bytes(self, value: VulkanArray) -> bytes:
+        """The array's bytes as the device holds them (a device-local one through its staging twin)."""
         source = value
         if value.staging is not None:
             staging = value.staging
@@ -209,8 +213,22 @@ class VulkanBackend(Backend):
 
             self._submit(copy_back)
             source = staging
-        nbytes = int(np.prod(value.shape)) * value.dtype.itemsize
-        return np.frombuffer(self._read(source, nbytes), dtype=value.dtype).reshape(value.shape).astype(np.float64)
+        return self._read(source, int(np.prod(value.shape)) * value.dtype.itemsize)
+
+    def write_bytes(self, value: VulkanArray, data: bytes) -> None:
+        """Overwrite the array with ``data`` (its own size), finished before this returns."""
+        if value.staging is None:
+            self._write(value, data)
+            return
+        staging = value.staging
+        self._write(staging, data)
+
+        def copy_in(cb: Any) -> None:
+            self._barrier(cb)
+            vk.vkCmdCopyBuffer(cb, staging.buffer, value.buffer, 1,
+                               [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=len(data))])
+
+        self._submit(copy_in)
 
     def limits(self) -> dict[str, int]:
         limits = self.props.limits

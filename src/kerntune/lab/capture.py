@@ -313,6 +313,12 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
     for backend in backend_classes():  # kerntune's CUDA C++ / HIP launches: the compiled launch is wrapped
         compile_fn: Callable[..., Any] = backend.compile
         installed.append((backend, "compile", compile_fn, hook_compile(state, _header, device_of)))
+    from kerntune.lab.vulkan import backend_class
+    from kerntune.lab.vulkan import hook_compile as hook_vulkan
+
+    vulkan = backend_class()
+    if vulkan is not None:  # kerntune's Vulkan dispatches: the compiled dispatch is wrapped
+        installed.append((vulkan, "compile", vulkan.compile, hook_vulkan(state, _header)))
     for cls, attribute, original, hook in installed:
         setattr(cls, attribute, hook(original))
     try:

@@ -75,8 +75,9 @@ def run(folder: Path, request: dict[str, Any]) -> None:
 
     manifest = load_capture(folder)
     device = check_device(manifest)
-    if request.get("rtol") is not None and manifest["kernel"]["language"] == "opencl":
-        raise UsageError("OpenCL buffers are captured as bytes: validation is bitwise (drop --rtol)")
+    if request.get("rtol") is not None and manifest["kernel"]["language"] in ("opencl", "vulkan"):
+        raise UsageError(f"{manifest['kernel']['language']} buffers are captured as bytes: validation is bitwise "
+                         "(drop --rtol)")
     if request["job"] == "profile":  # under Nsight Compute (lab.counters): one launch of each, nothing recorded
         from kerntune.lab.counters import launch_profiled
         from kerntune.lab.replay import make_launch

@@ -62,6 +62,10 @@ def load_capture(folder: Path) -> dict[str, Any]:
 def check_device(manifest: dict[str, Any]) -> str:
     """The device to replay on: the captured one's kind, refused when this machine's differs."""
     captured = manifest["device"]
+    if captured["type"] == "vulkan":
+        from kerntune.lab.vulkan import check_device as vulkan_device
+
+        return vulkan_device(manifest)
     if captured["type"] == "opencl":
         from kerntune.lab.opencl import find_device
 
@@ -91,6 +95,10 @@ def load_kernel(manifest: dict[str, Any], variant: Path | None = None) -> Any:
         from kerntune.lab.native import load_source as native_source
 
         return native_source(manifest, variant)
+    if identity["language"] == "vulkan":  # GLSL text (or the kept SPIR-V), compiled again by the backend
+        from kerntune.lab.vulkan import load_source as vulkan_source
+
+        return vulkan_source(manifest, variant)
     if identity["language"] == "aten":  # the library's kernel, chosen again by the library
         if variant is not None:
             raise UsageError(f"{identity['name']} is a library operator: compare a spec's kernel with it "
@@ -145,6 +153,10 @@ def make_launch(manifest: dict[str, Any], folder: Path, kernel: Any, device: str
         from kerntune.lab.native import NativeLaunch
 
         return NativeLaunch(manifest, folder, kernel, device)
+    if language == "vulkan":
+        from kerntune.lab.vulkan import VulkanLaunch
+
+        return VulkanLaunch(manifest, folder, kernel)
     if language == "aten":
         from kerntune.lab.operator_launch import OperatorLaunch
 

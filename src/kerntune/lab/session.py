@@ -108,7 +108,7 @@ def save(folder: Path, variant: Path) -> dict[str, Any]:
     text = target.read_text()
     if hashlib.sha256(text.encode()).hexdigest() != identity["file_sha256"]:
         raise UsageError(f"{target} changed since the capture: nothing written (capture again to edit it)")
-    if identity["language"] in ("opencl", "cuda", "hip"):  # the source is a string in the file: replace that text
+    if identity["language"] in ("opencl", "cuda", "hip", "vulkan"):  # a source string in the file: replace it
         start = text.find(identity["source"])
         span = [text.count("\n", 0, start) + 1, text.count("\n", 0, start + len(identity["source"])) + 1]
         new_text = text.replace(identity["source"], load_kernel(manifest, variant), 1)

@@ -43,6 +43,11 @@ class Strategy(ABC):
         already evaluated (a race's survivors), False to stop at once (the default)."""
         return False
 
+    def wind_down_evaluations(self) -> dict[int | None, int]:
+        """What ``wind_down`` would still evaluate if a budget ran out now: a count per rung (None: the full
+        protocol). A budget stops the search early enough for these to fit. None left (the default)."""
+        return {}
+
     def rung(self, config: Config) -> int | None:
         """The screening rung of a pending proposal (0: shortest measurement), or None for the full protocol.
         ``ask`` may be called again before earlier proposals are told (the tuner compiles ahead); a strategy

@@ -97,6 +97,25 @@ class Race(Strategy):
             self.stop_reason = f"screening ended: {reason}"
         return True
 
+    def wind_down_evaluations(self) -> dict[int | None, int]:
+        """The rungs still to run were screening to end now: of the rung under way, what is queued or pending;
+        then each later rung's share of the one before (the best quarter; at most ``FULL_MAX`` at the full
+        protocol). Rung 0 under way counts none of its own: ending it proposes no more."""
+        if self._current > SCREEN_RUNGS:
+            return {}
+        under_way = len(self._queue) + sum(1 for r in self._pending.values() if r == self._current)
+        left: dict[int | None, int] = {}
+        if self._current > 0:
+            left[self._current if self._current < SCREEN_RUNGS else None] = under_way
+        size = len(self._results[self._current]) + under_way  # the rung's size once it ends
+        for rung in range(self._current + 1, SCREEN_RUNGS + 1):
+            keep = math.ceil(size / ETA)
+            if rung == SCREEN_RUNGS:
+                keep = min(keep, FULL_MAX)
+            size = max(keep, min(size, 2))
+            left[rung if rung < SCREEN_RUNGS else None] = size
+        return {rung: count for rung, count in left.items() if count}
+
     def tell(self, config: Config, median_ms: float | None) -> None:
         rung = self._pending.pop(config.key, None)
         if rung is None:

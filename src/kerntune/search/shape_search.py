@@ -24,7 +24,7 @@ from kerntune.model import Config, FailureKind, Run, Shape
 from kerntune.model.time_plan import TimePlan
 from kerntune.search.base import Strategy
 from kerntune.search.compile_ahead import CompileAhead
-from kerntune.search.race import rung_fraction
+from kerntune.search.race import SCREEN_RUNGS, rung_fraction
 from kerntune.search.stopping import REGISTER_BOUNDARY_MARGIN, Plateau
 from kerntune.settings import Settings
 from kerntune.store import CandidateResult, Store
@@ -64,9 +64,13 @@ class SearchHost(Protocol):
     def measure(self) -> dict[str, Any]:
         """The full measurement protocol's options; a race rung shortens them (``rung_options``)."""
 
-    def out_of_time(self) -> bool:
-        """The run's time for searching would be spent by one more evaluation (the rest of a time budget is
-        confirmation's)."""
+    def out_of_time(self, finish_s: float = 0.0) -> bool:
+        """The run's time for searching would be spent by one more evaluation and ``finish_s`` more (what the
+        strategy still runs once told to wind down); the rest of a time budget is confirmation's."""
+
+    @property
+    def full_evaluation_s(self) -> float:
+        """The mean wall time of a full-protocol evaluation so far, baselines included (0 before the first)."""
 
     @property
     def evaluation_s(self) -> float:
@@ -115,6 +119,8 @@ class ShapeSearch:
     started: float = field(default_factory=time.monotonic)
     best_full: tuple[float, Mapping[str, Any], Mapping[str, int]] | None = None
     """The fastest full measurement so far with its compiled resources and the device's limits."""
+    rung_seconds: dict[int | None, list[float]] = field(default_factory=dict)
+    """This shape's evaluations' wall times by rung (None: the full protocol): what winding down will cost."""
 
     def run(self) -> str:
         """Search until the strategy ends or a stopping rule fires; return why it stopped ("" if it ran out)."""
@@ -188,12 +194,38 @@ class ShapeSearch:
         budget = self.tuner.run.budget
         if budget.evaluations is not None and len(self.evaluated) >= budget.evaluations:
             return f"evaluation budget reached ({budget.evaluations} per shape)"
-        if self.tuner.out_of_time():
+        # Hazard guarded: a race told to stop still times its survivors (a quarter at rung 1, up to 8 at the full
+        # protocol); checked against the next evaluation alone, a shape overran its share by those (on the H200,
+        # 15 s shares ended 2-10 s late and left confirmation no time). So the search stops where they still fit.
+        finish = self._wind_down_s()
+        if self.tuner.out_of_time(finish):
             return f"time budget reached ({self.tuner.plan.search_limit(per_shape=False)})"
         limit = self.tuner.plan.search_shape_s
-        if limit is not None and time.monotonic() - self.started + self.tuner.evaluation_s >= limit:
+        if limit is not None and time.monotonic() - self.started + self.tuner.evaluation_s + finish >= limit:
             return f"time budget reached ({self.tuner.plan.search_limit(per_shape=True)})"
         return ""
+
+    def _rung_s(self, rung: int | None) -> float:
+        """The likely wall time of one evaluation at ``rung``: this shape's mean there; else, for the full
+        protocol, the run's full evaluations' mean (the baselines are some); else between the screening mean
+        and the full one, geometrically by the rung's place (a rung measures ETA times longer than the one
+        before, on a fixed overhead); 0 where nothing is known yet."""
+        def mean(times: list[float] | None) -> float:
+            return sum(times) / len(times) if times else 0.0
+
+        seen = mean(self.rung_seconds.get(rung))
+        if seen:
+            return seen
+        full = mean(self.rung_seconds.get(None)) or self.tuner.full_evaluation_s
+        if rung is None:
+            return full
+        screen = mean(self.rung_seconds.get(0))
+        if not screen or not full:
+            return full or screen
+        return screen * (full / screen) ** (rung / SCREEN_RUNGS) if full > screen else screen
+
+    def _wind_down_s(self) -> float:
+        return sum(count * self._rung_s(rung) for rung, count in self.strategy.wind_down_evaluations().items())
 
     def _submit(self, config: Config) -> None:
         if self.ahead is None or config.key in self.baselines or config.key in self.known_bad:
@@ -225,8 +257,10 @@ class ShapeSearch:
                 skip = self._skip(config, role, label, compiled)
                 if skip is not None:
                     return skip[0]
+        began = time.monotonic()
         result = tuner.evaluate(shape, config, role, label, measure=rung_options(tuner.measure, rung),
                                 precompiled=compiled)
+        self.rung_seconds.setdefault(rung, []).append(time.monotonic() - began)
         median = result.measurement.median_ms if result is not None and result.measurement else None
         if rung is None and median is not None and compiled and (self.best_full is None or median < self.best_full[0]):
             self.best_full = (median, dict(compiled.get("resources") or {}), dict(compiled.get("limits") or {}))

@@ -87,6 +87,7 @@ class _Tuner:
                                 settings.confirm_rounds > 0 and settings.finalists > 0)
         self.stop_reason = ""
         self.evaluations, self.evaluation_total_s = 0, 0.0  # this slot's evaluations and their wall time
+        self.full_evaluations, self.full_total_s = 0, 0.0  # of them, those at the full protocol
         self.valid_sets: ValidSets = {}
         self.setup = (SETUP, {"spec_path": str(loaded.path), "device": str(run.options.get("device", ""))})
         self.compile_workers = compile_workers  # this slot's compile-ahead workers (pool.compile_counts)
@@ -103,13 +104,14 @@ class _Tuner:
         start = self.started + (0.0 if self.plan.counts_start_up else self.phases["start_up_s"])
         return self.run.elapsed_s + (time.monotonic() - start)
 
-    def out_of_time(self) -> bool:
-        """The searches' share of the run's time would be spent by one more evaluation (``model.time_plan``), or
-        one more would leave too little for confirmation's first pass."""
+    def out_of_time(self, finish_s: float = 0.0) -> bool:
+        """The searches' share of the run's time would be spent by one more evaluation and ``finish_s`` more (what
+        the strategy runs once told to wind down; ``model.time_plan``), or they would leave too little for
+        confirmation's first pass."""
         seconds = self.plan.search_run_s
         if seconds is None:
             return False
-        after = self.elapsed() + self.evaluation_s
+        after = self.elapsed() + self.evaluation_s + finish_s
         if after >= seconds:
             return True
         if self.plan.run_s is None or seconds >= self.plan.run_s:
@@ -129,6 +131,11 @@ class _Tuner:
     @property
     def evaluation_s(self) -> float:
         return self.evaluation_total_s / self.evaluations if self.evaluations else 0.0
+
+    @property
+    def full_evaluation_s(self) -> float:
+        """The mean wall time of this slot's full-protocol evaluations (baselines, a race's finalists)."""
+        return self.full_total_s / self.full_evaluations if self.full_evaluations else 0.0
 
     def time_left(self) -> float | None:
         """Seconds until the run's time bound (None: unbounded); confirmation fits itself into them."""
@@ -151,8 +158,10 @@ class _Tuner:
             began = time.monotonic()
             outcome = self.worker.call(EVALUATE, self.payload(shape, config, baseline_kernel, measure),
                                        self.settings.candidate_timeout_s)
-            self.evaluations, self.evaluation_total_s = self.evaluations + 1, \
-                self.evaluation_total_s + time.monotonic() - began
+            took = time.monotonic() - began
+            self.evaluations, self.evaluation_total_s = self.evaluations + 1, self.evaluation_total_s + took
+            if measure is None or measure == self.measure:  # not a race's shortened screening rung
+                self.full_evaluations, self.full_total_s = self.full_evaluations + 1, self.full_total_s + took
             if outcome.status == "error" and outcome.kind in ("SpecError", "BackendUnavailable"):
                 raise SpecError(outcome.reason)  # the spec's own code failed: every candidate would
             result = candidate_result(outcome)

@@ -1,5 +1,5 @@
 # about: the whole loop on an unmodified transformers Llama (examples/hf_llama, the H200 size): truthful scope eager and compiled, its corpus tuned, the table served by kerntune run, engagement by kernel identity, outputs against the table-less run, the end-to-end A/B, and the served call's host cost
-# steps: scope tune engage cost
+# steps: scope tune engage abba cost
 # needs: gpu
 # scope:  `kerntune scope --region step --corpus` on decode (batch 16) and prefill (512 tokens), eager and
 #         compiled (reduce-overhead for decode, default for prefill); each trace kept gzipped (test data for the
@@ -10,6 +10,9 @@
 #         `kerntune run --table` on it checks them (--check) and gives engagement and the end-to-end A/B.
 # MODE_LIST: the modes run, as mode:compile words (all four).
 # APP_STEPS: the app's timed steps per run (30).
+# abba:   per mode, benchmarks/served_abba.py: the app alone against it under `kerntune run --table`, PAIRS (5)
+#         pairs of fresh processes in A B B A order, APP_STEPS steps each: the ratio of its ms per step and its
+#         interval (no A/A band: verify's A/B has one, at twice the processes).
 # cost:   benchmarks/serve_cost.py: a served call's host cost (miss and hit) over the library's, interleaved.
 APP=examples/hf_llama/app.py
 CORPUS=${CORPUS:-$W/llama.jsonl}  # scope writes it, tune reads it (a corpus from an earlier run: CORPUS=FILE STEPS=tune)
@@ -54,6 +57,15 @@ step_engage() {
       --processes "${PROCESSES:-5}" --report "$out/$tag-verify.json" -- \
       python3 -m kerntune run --table "$TABLE" -- python3 $APP $(_mode_args "$mode") --check "$W/$tag.pt" \
       > "$out/$tag-verify.log" 2>&1
+  done
+}
+
+step_abba() {
+  local out; out=$(step_dir abba)
+  for mode in "${MODES[@]}"; do
+    local tag; tag=$(_tag "$mode")
+    bounded "${ABBA_LIMIT:-540}" python3 benchmarks/served_abba.py --table "$TABLE" --pairs "${PAIRS:-5}" \
+      --out "$out/$tag.json" -- python3 $APP $(_mode_args "$mode") > "$out/$tag.log" 2>&1
   done
 }
 

@@ -13,8 +13,11 @@ candidate, so it becomes ``{"available": False, "reason": ...}``.
 from __future__ import annotations
 
 import contextlib
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from kerntune.devices.own_processes import own_gpu_processes
 
 # NVML clock-event reason bits (nvmlClocksEventReason*, formerly nvmlClocksThrottleReason*). Idle and
 # application-clock settings are not throttling; the rest mean the clock was held below what it could run.
@@ -29,6 +32,8 @@ _REASONS = {
     0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
 }
+OWN_REFRESH_S = 2.0
+"""How often the count of kerntune's own processes with a CUDA context is re-read (a /proc walk)."""
 THROTTLING = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
                         "hw_power_brake_slowdown"})
 
@@ -81,6 +86,8 @@ class Nvml:
         self.handle = handle if handle is not None else pynvml.nvmlDeviceGetHandleByIndex(index)
         reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
         self._reasons = reasons or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        self._own: int | None = None
+        self._own_at = -OWN_REFRESH_S
 
     def read(self) -> dict[str, Any]:
         nvml, h = self.nvml, self.handle
@@ -97,11 +104,17 @@ class Nvml:
             return {"available": False, "reason": f"NVML read failed: {exc}"}
 
     def _tenants(self) -> dict[str, Any]:
-        """Compute processes on the device and its utilization; nothing where NVML will not say (a read that
-        fails here costs the tenant check, never the clocks)."""
+        """Compute processes on the device, how many of them are this kerntune command's own (``own_processes``,
+        re-read from /proc at most every ``OWN_REFRESH_S``), and the utilization; nothing where NVML will not say
+        (a read that fails here costs the tenant check, never the clocks)."""
         nvml, h, found = self.nvml, self.handle, {}
         with contextlib.suppress(nvml.NVMLError, AttributeError):
             found["compute_processes"] = len(nvml.nvmlDeviceGetComputeRunningProcesses(h))
+            now = time.monotonic()
+            if now - self._own_at > OWN_REFRESH_S:
+                self._own, self._own_at = own_gpu_processes(), now
+            if self._own is not None:
+                found["own_processes"] = self._own
         with contextlib.suppress(nvml.NVMLError, AttributeError):
             found["util_pct"] = int(nvml.nvmlDeviceGetUtilizationRates(h).gpu)
         return found
@@ -199,9 +212,13 @@ class Recorder:
             "reasons": reasons, "throttled": any(is_throttling(x) for x in reasons), "readings": len(r),
             "available": True,
         }
-        counted = [int(x["compute_processes"]) for x in r if "compute_processes" in x]
-        if counted:  # the measuring process is one of them: a second is another tenant
-            summary["compute_processes_max"] = max(counted)
-            summary["other_tenant"] = max(counted) > 1
+        counted = [x for x in r if "compute_processes" in x]
+        if counted:  # beyond this command's own processes with a context (at least the measuring one): a tenant
+            summary["compute_processes_max"] = max(int(x["compute_processes"]) for x in counted)
+            summary["other_tenant"] = any(int(x["compute_processes"]) > max(int(x.get("own_processes") or 0), 1)
+                                          for x in counted)
+            own = [int(x["own_processes"]) for x in counted if x.get("own_processes") is not None]
+            if own:
+                summary["own_processes_max"] = max(own)
         summary.update(extra or {})
         return summary

@@ -60,3 +60,15 @@ def test_a_second_compute_process_on_the_device_is_another_tenant() -> None:
     assert "other_tenant" not in unknown.summary()
     assert Conditions("cuda_events", telemetry=shared.summary()).other_tenant
     assert not Conditions("cuda_events", telemetry=alone.summary()).other_tenant
+
+
+def test_the_commands_own_processes_with_a_context_are_not_tenants() -> None:
+    # A tune's compile workers hold contexts too: three on the device, three of them ours, is no tenant; a fourth
+    # beyond our three is.
+    base = {"sm_mhz": 1980, "mem_mhz": 3201, "power_w": 300.0, "temp_c": 40, "reasons": []}
+    ours = Recorder(FixedReadings([{**base, "compute_processes": 3, "own_processes": 3}]))
+    fourth = Recorder(FixedReadings([{**base, "compute_processes": 4, "own_processes": 3}]))
+    for recorder in (ours, fourth):
+        recorder.take()
+    assert ours.summary()["other_tenant"] is False and ours.summary()["own_processes_max"] == 3
+    assert fourth.summary()["other_tenant"] is True

@@ -406,7 +406,8 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
     """The launcher of one served key: its first call of each stride pattern launches through the JIT (compiling
     the kernel), later ones launch that compiled kernel directly (``kerntune.backends.triton_launch``), with the
     grid, integers and constexprs the key fixes. Its operands' strides are checked on every call (they decide
-    the binary's specialization: a stride of 1, or one divisible by 16); ``served_shape`` checked alignment.
+    the binary's specialization: a stride of 1, or one divisible by 16) and so is the device (a compiled kernel is
+    loaded per device); ``served_shape`` checked alignment.
     A split-K that is not fused runs two kernels and stays on the JIT path."""
     from kerntune.backends.triton_launch import direct_launcher
 
@@ -424,18 +425,20 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
         if c is None:
             c = torch.empty((m, n), dtype=a.dtype, device=a.device)
         strides = (a.stride(), b.stride(), c.stride())
-        fast = launchers.get(strides)
+        # A compiled kernel's function handle belongs to one device's context: two like GPUs share the key.
+        seen = (a.device.index, strides)
+        fast = launchers.get(seen)
         if fast is None:
-            if strides in launchers or not direct:  # no direct path here: the JIT's
+            if seen in launchers or not direct:  # no direct path here: the JIT's
                 return served_run(op, shape, config, args, {"out": c})
             if tma:
                 kernel, call, grid = _tma_call(a, b, c, m, n, k, config)
-                launchers[strides] = direct_launcher(kernel[grid](*call, **options), grid)
+                launchers[seen] = direct_launcher(kernel[grid](*call, **options), grid)
                 return c
             ws, locks = _workspace(split_k, m, n, tiles, a.device, True) if split_k > 1 else (c, c)
             grid = (tiles, split_k, 1)
             compiled = matmul_kernel[grid](*_plain_args(a, b, c, bias, ws, locks, m, n, k, config), **options)
-            launchers[strides] = direct_launcher(compiled, grid)
+            launchers[seen] = direct_launcher(compiled, grid)
             return c
         if tma:
             fast(*_tma_call(a, b, c, m, n, k, config)[1])

@@ -426,7 +426,7 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
             c = torch.empty((m, n), dtype=a.dtype, device=a.device)
         strides = (a.stride(), b.stride(), c.stride())
         # A compiled kernel's function handle belongs to one device's context: two like GPUs share the key.
-        seen = (a.device.index, strides)
+        seen = (a.get_device(), strides)
         fast = launchers.get(seen)
         if fast is None:
             if seen in launchers or not direct:  # no direct path here: the JIT's

@@ -54,8 +54,9 @@ class VulkanBackend(Backend):
     name = "vulkan"
     timer = "vulkan-timestamps"
 
-    def __init__(self, device: str = "") -> None:
-        self.memory_kind = Settings.from_env().vulkan_memory
+    def __init__(self, device: str = "", memory: str | None = None) -> None:
+        """``memory``: where buffers are placed (default ``KERNTUNE_VULKAN_MEMORY``; a replay gives the capture's)."""
+        self.memory_kind = memory or Settings.from_env().vulkan_memory
         if self.memory_kind not in MEMORY:
             raise UsageError(f"KERNTUNE_VULKAN_MEMORY={self.memory_kind!r}: one of {', '.join(MEMORY)}")
         app = vk.VkApplicationInfo(pApplicationName="kerntune", apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))

@@ -16,6 +16,7 @@ variant's text over the source string in the program file that holds it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -27,6 +28,7 @@ import torch
 from safetensors.numpy import load_file, save_file
 
 from kerntune.errors import UsageError
+from kerntune.lab.operator import too_large
 from kerntune.lab.snapshot import MANIFEST, failure
 from kerntune.lab.variant import require_signature, source_file, source_text
 from kerntune.runtime.keys import kernel_hash
@@ -76,14 +78,6 @@ def _arguments(backend: Any, call_args: Mapping[str, Any]) -> tuple[dict[str, An
     return described, blobs
 
 
-def _too_large(blobs: Mapping[str, np.ndarray], limit_bytes: int, what: str) -> str:
-    size = sum(int(b.size) for b in blobs.values())
-    if size <= limit_bytes:
-        return ""
-    return (f"{what} holds {size / 2**20:.1f} MiB of buffers, over the capture limit of {limit_bytes / 2**20:.0f} "
-            "MiB (KERNTUNE_CAPTURE_MAX_MB): nothing written")
-
-
 def describe(backend: Any, kernel: Any, tunables: Mapping[str, Any], meta: Mapping[str, Any], out: Path
              ) -> dict[str, Any]:
     """The manifest's shader identity, dispatch shape and the values the config set (defines and constants)."""
@@ -130,12 +124,11 @@ def hook_compile(state: Any, header: Callable[[int, str], dict[str, Any]]
                 manifest = None
                 try:
                     described, blobs = _arguments(self, call_args)
-                    state.refused = _too_large(blobs, state.limit_bytes, f"dispatch {state.nth} of {kernel.label}")
+                    state.refused = too_large({n: torch.from_numpy(b) for n, b in blobs.items()}, state.limit_bytes,
+                                              f"dispatch {state.nth} of {kernel.label}")
                     if not state.refused:
                         state.out.mkdir(parents=True, exist_ok=True)
                         save_file(blobs, str(state.out / "inputs.safetensors"))
-                        import hashlib
-
                         sha = hashlib.sha256((state.out / "inputs.safetensors").read_bytes()).hexdigest()
                         manifest = {**header(state.nth, state.scope), **describe(self, kernel, tunables, meta,
                                                                                  state.out),
@@ -165,11 +158,8 @@ def check_device(manifest: dict[str, Any]) -> str:
     if cls is None:
         raise UsageError(f"captured on the Vulkan device {captured['name']!r}; this machine cannot load Vulkan "
                          "(pip install vulkan; a driver: apt-get install mesa-vulkan-drivers for lavapipe)")
-    import os
-
-    os.environ["KERNTUNE_VULKAN_MEMORY"] = str(captured.get("memory") or "device-local")
     try:
-        backend = cls(captured["name"])
+        backend = cls(captured["name"], captured.get("memory"))
     except Exception as exc:
         raise UsageError(f"captured on the Vulkan device {captured['name']!r}, which this machine does not have "
                          f"({exc}): replay where it was captured") from None
@@ -209,7 +199,7 @@ class VulkanLaunch:
 
         self.manifest = manifest
         identity = manifest["kernel"]
-        self.backend = VulkanBackend(manifest["device"]["name"])
+        self.backend = VulkanBackend(manifest["device"]["name"], manifest["device"].get("memory"))
         shader = source if source else (folder / identity["spirv"]).read_bytes()
         grid = tuple(manifest["grid"])
         local = tuple(manifest["local"]) if manifest.get("local") else None

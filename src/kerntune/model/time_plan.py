@@ -10,7 +10,7 @@ and says what it cut. The plan is the estimate ``tune`` prints before it starts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kerntune.model.run import Budget
@@ -74,3 +74,31 @@ class TimePlan:
             return f"about {found['run_s']:.0f} s ({found['basis']}), start-up apart; no time bound"
         confirm = f", confirmation {found['confirm_s']:.0f} s" if found["confirm_s"] else ""
         return f"ends within {found['run_s']:.0f} s: search {found['search_s']:.0f} s{confirm}"
+
+
+FULL = None
+"""The kind of an evaluation at the full measurement protocol (a race's screening rungs are 0, 1, ...)."""
+SCREENING = -1
+"""The kind of a screening evaluation whose rung the recorder does not know (the run; its shape search does)."""
+
+
+@dataclass
+class Durations:
+    """Wall seconds of evaluations by kind (a race's screening rung, or ``FULL``): what the next one likely costs,
+    and what a strategy still winding down will."""
+
+    seen: dict[int | None, list[float]] = field(default_factory=dict)
+
+    def add(self, kind: int | None, seconds: float) -> None:
+        self.seen.setdefault(kind, []).append(seconds)
+
+    def mean(self, kind: int | None) -> float:
+        """The mean of that kind (0 before the first)."""
+        times = self.seen.get(kind)
+        return sum(times) / len(times) if times else 0.0
+
+    @property
+    def overall(self) -> float:
+        """The mean over every kind (0 before the first)."""
+        times = [t for kind in self.seen.values() for t in kind]
+        return sum(times) / len(times) if times else 0.0

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from kerntune.isa.occupancy import occupancy, prune_reason, registers_to_next_block
 from kerntune.measure.speed_of_light import describe, speed_of_light
 from kerntune.model import Config, FailureKind, Run, Shape
-from kerntune.model.time_plan import TimePlan
+from kerntune.model.time_plan import FULL, Durations, TimePlan
 from kerntune.search.base import Strategy
 from kerntune.search.compile_ahead import CompileAhead
 from kerntune.search.race import SCREEN_RUNGS, rung_fraction
@@ -119,8 +119,8 @@ class ShapeSearch:
     started: float = field(default_factory=time.monotonic)
     best_full: tuple[float, Mapping[str, Any], Mapping[str, int]] | None = None
     """The fastest full measurement so far with its compiled resources and the device's limits."""
-    rung_seconds: dict[int | None, list[float]] = field(default_factory=dict)
-    """This shape's evaluations' wall times by rung (None: the full protocol): what winding down will cost."""
+    durations: Durations = field(default_factory=Durations)
+    """This shape's evaluations' wall times by rung (``FULL``: the full protocol): what winding down will cost."""
 
     def run(self) -> str:
         """Search until the strategy ends or a stopping rule fires; return why it stopped ("" if it ran out)."""
@@ -210,16 +210,13 @@ class ShapeSearch:
         protocol, the run's full evaluations' mean (the baselines are some); else between the screening mean
         and the full one, geometrically by the rung's place (a rung measures ETA times longer than the one
         before, on a fixed overhead); 0 where nothing is known yet."""
-        def mean(times: list[float] | None) -> float:
-            return sum(times) / len(times) if times else 0.0
-
-        seen = mean(self.rung_seconds.get(rung))
+        seen = self.durations.mean(rung)
         if seen:
             return seen
-        full = mean(self.rung_seconds.get(None)) or self.tuner.full_evaluation_s
-        if rung is None:
+        full = self.durations.mean(FULL) or self.tuner.full_evaluation_s
+        if rung is FULL:
             return full
-        screen = mean(self.rung_seconds.get(0))
+        screen = self.durations.mean(0)
         if not screen or not full:
             return full or screen
         return screen * (full / screen) ** (rung / SCREEN_RUNGS) if full > screen else screen
@@ -260,7 +257,7 @@ class ShapeSearch:
         began = time.monotonic()
         result = tuner.evaluate(shape, config, role, label, measure=rung_options(tuner.measure, rung),
                                 precompiled=compiled)
-        self.rung_seconds.setdefault(rung, []).append(time.monotonic() - began)
+        self.durations.add(rung, time.monotonic() - began)
         median = result.measurement.median_ms if result is not None and result.measurement else None
         if rung is None and median is not None and compiled and (self.best_full is None or median < self.best_full[0]):
             self.best_full = (median, dict(compiled.get("resources") or {}), dict(compiled.get("limits") or {}))

@@ -2,7 +2,8 @@
 from ``--shape`` overrides or a recorded corpus (``--shapes-from``), the kernel's source hash and the roofline
 inputs a run records, each shape's valid configs (a shape the constraints empty is a spec error), the
 measurement options from the settings (validated in the parent, so a bad regime or
-mode is a usage error before any worker starts), and the graph-mode check on a worker's setup.
+mode is a usage error before any worker starts), the graph-mode check on a worker's setup, and the
+evaluation time earlier runs of the spec on the device took (the plan's estimate under an evaluation budget).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from kerntune.errors import SpecError, UsageError
 from kerntune.measure.calibrate import MAX_AGE_S, device_key
 from kerntune.measure.protocol import MeasureOptions
-from kerntune.model import Config, Problem, Scalar, Shape, Target
+from kerntune.model import Config, Problem, Run, Scalar, Shape, Target
 from kerntune.runtime.corpus import CorpusError, CorpusLine, merge, read_corpus, top
 from kerntune.runtime.keys import problem_source_hash
 from kerntune.settings import Settings
@@ -150,3 +151,17 @@ def check_space(problem: Problem, shapes: Sequence[Shape], target: Target) -> Va
                 f"(rejected by: {why}); loosen the constraints or widen the parameter values"
             )
     return sets
+
+
+def earlier_evaluation_s(store: Store, run: Run, target: Target, enough: int = 50) -> float | None:
+    """The mean seconds one evaluation (compile, gate, measure) took in the latest earlier runs of this problem on
+    this device, from their stored candidates; None without one."""
+    seconds: list[float] = []
+    for earlier in store.runs(limit=20):
+        if earlier.id == run.id or earlier.problem != run.problem or earlier.target.label != target.label:
+            continue
+        seconds += [(c.compile_s or 0.0) + (c.gate_s or 0.0) + (c.measure_s or 0.0)
+                    for c in store.candidates(earlier.id) if c.status == "ok" and c.measure_s]
+        if len(seconds) >= enough:
+            break
+    return sum(seconds) / len(seconds) if seconds else None

@@ -26,7 +26,7 @@ from kerntune.model import (
     Shape,
     Target,
 )
-from kerntune.model.time_plan import TimePlan
+from kerntune.model.time_plan import FULL, SCREENING, Durations, TimePlan
 from kerntune.runtime.keys import problem_source_hash
 from kerntune.search import make_strategy, resolve_strategy
 from kerntune.search.compile_ahead import CompileAhead, local_compile_workers
@@ -42,6 +42,7 @@ from kerntune.tune.inputs import (
     ValidSets,
     check_space,
     corpus_shapes,
+    earlier_evaluation_s,
     measure_options,
     require_graphs,
     resolve_shapes,
@@ -86,8 +87,7 @@ class _Tuner:
         self.plan = TimePlan.of(run.budget, len(run.shapes), confirms=target.claims_timing and
                                 settings.confirm_rounds > 0 and settings.finalists > 0)
         self.stop_reason = ""
-        self.evaluations, self.evaluation_total_s = 0, 0.0  # this slot's evaluations and their wall time
-        self.full_evaluations, self.full_total_s = 0, 0.0  # of them, those at the full protocol
+        self.durations = Durations()  # this slot's evaluations' wall times: FULL, or SCREENING for a race rung
         self.valid_sets: ValidSets = {}
         self.setup = (SETUP, {"spec_path": str(loaded.path), "device": str(run.options.get("device", ""))})
         self.compile_workers = compile_workers  # this slot's compile-ahead workers (pool.compile_counts)
@@ -130,12 +130,12 @@ class _Tuner:
 
     @property
     def evaluation_s(self) -> float:
-        return self.evaluation_total_s / self.evaluations if self.evaluations else 0.0
+        return self.durations.overall
 
     @property
     def full_evaluation_s(self) -> float:
         """The mean wall time of this slot's full-protocol evaluations (baselines, a race's finalists)."""
-        return self.full_total_s / self.full_evaluations if self.full_evaluations else 0.0
+        return self.durations.mean(FULL)
 
     def time_left(self) -> float | None:
         """Seconds until the run's time bound (None: unbounded); confirmation fits itself into them."""
@@ -158,10 +158,8 @@ class _Tuner:
             began = time.monotonic()
             outcome = self.worker.call(EVALUATE, self.payload(shape, config, baseline_kernel, measure),
                                        self.settings.candidate_timeout_s)
-            took = time.monotonic() - began
-            self.evaluations, self.evaluation_total_s = self.evaluations + 1, self.evaluation_total_s + took
-            if measure is None or measure == self.measure:  # not a race's shortened screening rung
-                self.full_evaluations, self.full_total_s = self.full_evaluations + 1, self.full_total_s + took
+            self.durations.add(FULL if measure is None or measure == self.measure else SCREENING,
+                               time.monotonic() - began)
             if outcome.status == "error" and outcome.kind in ("SpecError", "BackendUnavailable"):
                 raise SpecError(outcome.reason)  # the spec's own code failed: every candidate would
             result = candidate_result(outcome)
@@ -298,20 +296,6 @@ class _Tuner:
         return total
 
 
-def _earlier_evaluation_s(store: Store, run: Run, target: Target, enough: int = 50) -> float | None:
-    """The mean seconds one evaluation (compile, gate, measure) took in the latest earlier runs of this problem on
-    this device, from their stored candidates; None without one."""
-    seconds: list[float] = []
-    for earlier in store.runs(limit=20):
-        if earlier.id == run.id or earlier.problem != run.problem or earlier.target.label != target.label:
-            continue
-        seconds += [(c.compile_s or 0.0) + (c.gate_s or 0.0) + (c.measure_s or 0.0)
-                    for c in store.candidates(earlier.id) if c.status == "ok" and c.measure_s]
-        if len(seconds) >= enough:
-            break
-    return sum(seconds) / len(seconds) if seconds else None
-
-
 def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progress | None = None) -> Run:
     """Run (or resume) a tuning session and return the finished Run record."""
     started = time.monotonic()
@@ -373,7 +357,7 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         tuner = _Tuner(run, loaded, store, settings, progress, slots[0], target, compilers[0], started)
         tuner.valid_sets.update(valid_sets)
         total = tuner.planned_total(shapes)
-        progress.planned(run, total, replace(tuner.plan, evaluations=total, earlier_evaluation_s=_earlier_evaluation_s(
+        progress.planned(run, total, replace(tuner.plan, evaluations=total, earlier_evaluation_s=earlier_evaluation_s(
             store, run, target)))
         tuners = [tuner]
         shared = LockedProgress(progress)

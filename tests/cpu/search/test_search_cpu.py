@@ -39,14 +39,15 @@ def test_a_target_time_stops_the_search_and_says_so(kerntune: Callable[..., CliR
 
 def test_a_time_budget_per_shape_leaves_every_shape_its_share(kerntune: Callable[..., CliResult]) -> None:
     result = kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--shape", "M=64,N=64,K=64", "--shape",
-                      "M=128,N=128,K=128", "--strategy", "random", "--budget", "2s/shape", "--json",
+                      "M=128,N=128,K=128", "--strategy", "random", "--budget", "5s/shape", "--json",
                       env={"KERNTUNE_CONFIRM_ROUNDS": "0"})
     assert result.code == 0, result.stderr
     report = result.json()
-    # Each shape's search stops at its 2 s, or the run at 2 s × 2 shapes, start-up included, whichever comes first.
-    assert report["run"]["stop_reason"] in ("time budget reached (2 s per shape)",
-                                            "time budget reached (4 s for the run)")
-    assert report["run"]["budget"]["shape_seconds"] == 2.0
+    # Each shape's search stops at its 5 s, or the run at 5 s × 2 shapes, start-up included, whichever comes first.
+    # (5 s, not 2: on this 2-core VM the first PoCL compile of a shape's baseline alone has taken 2.2 s.)
+    assert report["run"]["stop_reason"] in ("time budget reached (5 s per shape)",
+                                            "time budget reached (10 s for the run)")
+    assert report["run"]["budget"]["shape_seconds"] == 5.0
     assert [s["outcomes"]["timed"] >= 1 for s in report["shapes"]] == [True, True]
 
 

@@ -20,9 +20,10 @@ def deploy(
     as_json: JsonFlag = False,
 ) -> None:
     """Write a run's gated winners into a dispatch table (JSON for kerntune.runtime, a .py module and a C .inc
-    beside it), atomically, with provenance; an existing table for the same device is merged. A spec served in
-    place of a library operator (kerntune run) gets only winners faster than the library baseline they were
-    confirmed beside; the others are named and left to the library."""
+    beside it), atomically, with provenance; an existing table for the same device is merged. For a spec served in
+    place of a library operator, a winner not faster than the library baseline it was confirmed beside is
+    named and marked: kerntune run leaves its key to the library, a program calling the kernel itself still
+    gets it."""
     from kerntune.deploy.artifacts import deploy as run_deploy
 
     done = run_deploy(_store(store), run, table)
@@ -32,7 +33,7 @@ def deploy(
         console = Console()
         console.print(f"{len(done['table']['entries'])} entries: " + ", ".join(done["written"]), highlight=False)
         for left in done["left_to_library"]:
-            console.print(f"left to the library at {left['shape']}: {left['why']}", highlight=False)
+            console.print(f"left to the library under kerntune run at {left['shape']}: {left['why']}", highlight=False)
 
 
 @app.command()

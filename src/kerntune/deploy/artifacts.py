@@ -80,8 +80,10 @@ def not_faster_than_the_library(s: ShapeReport) -> dict[str, Any] | None:
 
 
 def table_from_run(report: RunReport) -> dict[str, Any]:
-    """The run's gated winners as a table; for a spec served in place of a library operator, only those faster
-    than the library (the others are listed under ``left_to_library``, not written)."""
+    """The run's gated winners as a table. For a spec served in place of a library operator, a winner not faster
+    than the library keeps its entry marked ``library_faster`` (why, and the ratios): ``kerntune run`` leaves
+    those keys to the library, while a program that calls the spec's kernel itself (a ``Dispatcher``, whose miss
+    runs the spec's default config, not the library) still gets its best config. ``left_to_library`` lists them."""
     run = report.run
     require_timed(run)
     entries, left = [], []
@@ -91,16 +93,14 @@ def table_from_run(report: RunReport) -> dict[str, Any]:
         if w is None or w.measurement is None:
             continue
         slower = not_faster_than_the_library(s) if served else None
+        best = w.best_measurement
+        entry = {"key": key_fields(report, s.shape.as_dict()), "config": w.config.as_dict(), "status": "measured",
+                 "median_ms": best.median_ms if best else None, "confirmed": w.confirmed is not None,
+                 "run": run.id, "spec": run.spec_path}
         if slower is not None:
             left.append(slower)
-            continue
-        best = w.best_measurement
-        entries.append({"key": key_fields(report, s.shape.as_dict()), "config": w.config.as_dict(),
-                        "status": "measured", "median_ms": best.median_ms if best else None,
-                        "confirmed": w.confirmed is not None, "run": run.id, "spec": run.spec_path})
-    if not entries and left:
-        raise UsageError(f"run {run.id}: no winner is faster than the library ({'; '.join(x['why'] for x in left)}); "
-                         "nothing to serve, the library keeps every call")
+            entry["library_faster"] = {k: v for k, v in slower.items() if k != "shape"}
+        entries.append(entry)
     if not entries:
         raise UsageError(f"run {run.id} has no gated winner to deploy")
     return {**table_header(run), "entries": entries, "left_to_library": left}

@@ -148,7 +148,9 @@ def verify(command: Sequence[str], store: Store, settings: Settings, *, processe
         raise UsageError(f"{shlex.join(command)} created no kerntune Dispatcher: nothing reads a table (build one "
                          "with kerntune.runtime.Dispatcher or @kerntune.autotune(table=..., op=...))")
     found = {"command": shlex.join(command), "gpu": profile["gpu"], **engagement(reports, profile),
-             "served_ops": served_op_counts(served)}
+             "served_ops": served_op_counts(served),
+             # entries deploy marked library_faster: kerntune run leaves their keys to the library (not a miss)
+             "left_to_library": sorted({k for one in served for k in one.get("left_to_library") or []})}
     if end_to_end:
         line = shlex.join(command)
         record = run_ab(ABRequest(a=f"cmd:KERNTUNE_DISPATCH=off {line}", b=f"cmd:{line}", processes=processes,

@@ -110,8 +110,8 @@ def build(home: Path) -> Any:
     @server.resource("kerntune://runs/{run_id}/table", mime_type="application/json")
     def table(run_id: str) -> str:
         """The dispatch table kerntune deploy would write from this run (its gated, timed winners; for a spec
-        served in place of a library operator, those faster than the library, the others under
-        ``left_to_library``)."""
+        served in place of a library operator, those not faster than the library marked ``library_faster`` and
+        listed under ``left_to_library``)."""
         from kerntune.deploy.artifacts import table_from_run
         from kerntune.report.summary import build_report
 

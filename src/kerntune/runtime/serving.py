@@ -11,8 +11,10 @@ kernel source hash, dtype, shape and device, as ``kerntune deploy`` writes it â€
 (validators, production mode and ``KERNTUNE_DISPATCH=off`` apply as for any table). An exact entry launches the
 spec's kernel at the entry's config; anything else (no spec takes the call, a missed key, a rule, a table for
 other versions or another device, an unreadable table) calls the kernel the library had registered for the
-operator before (``torch.library.get_kernel``): counted, never an error. A served kernel that raises is a
-counted failure: that call and every later call of its key run the library's kernel, and it is warned once.
+operator before (``torch.library.get_kernel``): counted, never an error. An entry that ``kerntune deploy`` marked
+``library_faster`` (its winner was not faster than the library beside it) is not served: its key is left to the
+library (``Serving.left_to_library``). A served kernel that raises is a counted failure: that call and every
+later call of its key run the library's kernel, and it is warned once.
 
 The served path allocates nothing beyond the operator's own output and does not synchronise the device, so it
 can be captured in a CUDA graph (``torch.compile(mode="reduce-overhead")``): keys are decided while the graph
@@ -28,7 +30,7 @@ import sys
 import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,11 +75,14 @@ class Serving:
     counts: dict[str, Counter[str]] = field(default_factory=dict)
     library: Any = None
     """The ``torch.library.Library`` holding the overrides; ``close()`` removes them."""
+    left_to_library: list[str] = field(default_factory=list)
+    """The table's entries marked ``library_faster`` by deploy: not served, the library keeps their keys."""
 
     def stats(self) -> dict[str, Any]:
         return {"table": self.table.path, "disabled": self.problem, "ops": {op: dict(self.counts[op])
                                                                             for op in self.ops},
-                "specs": {s.problem.name: s.dispatcher.stats() for s in self.specs}}
+                "specs": {s.problem.name: s.dispatcher.stats() for s in self.specs},
+                "left_to_library": self.left_to_library}
 
     def close(self) -> None:
         """Remove the overrides: the library's kernels take every call again."""
@@ -132,10 +137,12 @@ def serve(table: str | Path, *, specs: Sequence[str | Path] = (), mode: str = "e
                          "Serving before serving another table")
     settings = settings or Settings.from_env()
     loaded, problem = load_table(table)
+    left = sorted(k for k, e in loaded.entries.items() if e.get("library_faster"))
+    loaded = replace(loaded, entries={k: e for k, e in loaded.entries.items() if k not in left})
     if not hasattr(torch.library, "get_kernel"):  # torch < 2.9: the library's kernel could not be called back
         warnings.warn(f"kerntune serve: torch {torch.__version__} has no torch.library.get_kernel (2.9 and newer "
                       "have it); nothing is served, the library runs every call", RuntimeWarning, stacklevel=2)
-        return Serving(loaded, "torch.library.get_kernel is missing", [], [])
+        return Serving(loaded, "torch.library.get_kernel is missing", [], [], left_to_library=left)
     paths = list(specs) or sorted({str(e["spec"]) for e in loaded.entries.values() if e.get("spec")})
     if device is None:
         device = torch_device_fields() if backend == "CUDA" else cpu_device_fields()
@@ -156,7 +163,8 @@ def serve(table: str | Path, *, specs: Sequence[str | Path] = (), mode: str = "e
     if problem is not None:
         warnings.warn(f"kerntune serve: {problem}; the library runs every call", RuntimeWarning, stacklevel=2)
     ops = sorted({op for s in served for op in s.serve.ops})
-    serving = Serving(loaded, problem, served, ops, {op: Counter(served=0, library=0, failed=0) for op in ops})
+    serving = Serving(loaded, problem, served, ops, {op: Counter(served=0, library=0, failed=0) for op in ops},
+                      left_to_library=left)
     if ops:
         serving.library = torch.library.Library("aten", "IMPL")  # type: ignore[no-untyped-call]
         with warnings.catch_warnings():

@@ -78,6 +78,15 @@ def test_bad_tables_and_failing_kernels_run_the_library(kerntune: Callable[..., 
     assert done.code == 0, done.stderr
     assert counts["ops"]["aten::addmm"]["served"] == 0  # fail closed: the entries are measured, not admitted
 
+    marked = _table(tmp_path / "marked.json")  # deploy marked the bias entry: the library beat its winner
+    data = json.loads(marked.read_text())
+    data["entries"][0]["library_faster"] = {"ratio": 1.05, "why": "the winner is not faster than torch.matmul"}
+    marked.write_text(json.dumps(data))
+    done, counts = _served(kerntune, marked, tmp_path / "m")
+    assert done.code == 0, done.stderr
+    assert counts["ops"]["aten::addmm"] == {"served": 0, "library": 3, "failed": 0}  # left to the library
+    assert counts["ops"]["aten::mm"]["served"] == 3 and len(counts["left_to_library"]) == 1
+
     broken = _table(tmp_path / "broken.json", bias_config={"BLOCK_M": 32})  # the launch raises (no BLOCK_N)
     done, counts = _served(kerntune, broken, tmp_path / "b")
     assert done.code == 0, done.stderr  # the outputs are still right: the library ran the failed calls

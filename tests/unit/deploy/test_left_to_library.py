@@ -1,4 +1,5 @@
-"""Deploy keeps a served spec's winner only where it is faster than the library it was confirmed beside."""
+"""Deploy marks a served spec's winner that is not faster than the library it was confirmed beside: ``kerntune run``
+leaves that key to the library, a program calling the spec's kernel itself still gets the winner."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from kerntune.deploy.artifacts import not_faster_than_the_library
+from kerntune.deploy.artifacts import not_faster_than_the_library, table_from_run
 from kerntune.measure.stats import RatioEstimate
-from kerntune.model import Candidate, Conditions, Config, Measurement, Shape
-from kerntune.report.summary import ShapeReport
+from kerntune.model import Budget, Candidate, Conditions, Config, Measurement, Run, Shape, Target
+from kerntune.report.summary import RunReport, ShapeReport
 
 SHAPE = Shape.of({"M": 16, "N": 1024, "K": 4096, "layout": "NT", "bias": 0})
 
@@ -63,3 +64,18 @@ def test_an_unconfirmed_winner_is_judged_by_its_search_time_median(winner_ms: fl
     assert (found is not None) is left
     if found is not None:
         assert "unconfirmed" in found["why"] and found["ratio"] == pytest.approx(1.1)
+
+
+@pytest.mark.parametrize("serves", [True, False])
+def test_the_table_keeps_every_winner_and_marks_those_the_library_beats(serves: bool) -> None:
+    run = Run("r1", "triton_matmul", "spec.py", "abc", Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132),
+              "race", Budget(), (SHAPE,), "bfloat16", 0, options={"serves": ["aten::mm"] if serves else []})
+    faster = dataclasses.replace(_report(0.9, 0.92), shape=Shape.of({**SHAPE.as_dict(), "M": 32}))
+    table = table_from_run(RunReport(run, [_report(1.12, 1.10), faster]))
+    marks = [e.get("library_faster") for e in table["entries"]]
+    assert len(table["entries"]) == 2 and marks[1] is None
+    if serves:  # the slower winner stays in the table, marked with why (kerntune run skips it)
+        assert marks[0] is not None and marks[0]["ratio"] == 1.12 and "torch.matmul" in marks[0]["why"]
+        assert [x["shape"]["M"] for x in table["left_to_library"]] == [16]
+    else:  # a spec that serves no library operator: its best config is all there is
+        assert marks[0] is None and table["left_to_library"] == []

@@ -64,9 +64,9 @@ class SearchHost(Protocol):
     def measure(self) -> dict[str, Any]:
         """The full measurement protocol's options; a race rung shortens them (``rung_options``)."""
 
-    def out_of_time(self, finish_s: float = 0.0) -> bool:
-        """The run's time for searching would be spent by one more evaluation and ``finish_s`` more (what the
-        strategy still runs once told to wind down); the rest of a time budget is confirmation's."""
+    def search_spent(self, begun_s: float, later: int, next_s: float) -> str:
+        """Why a shape's search stops before an evaluation of ``next_s`` seconds, or "": the shape began at
+        ``begun_s`` on the run's clock with ``later`` shapes of this slot to come (``tune.run._Tuner``)."""
 
     @property
     def full_evaluation_s(self) -> float:
@@ -117,6 +117,10 @@ class ShapeSearch:
     """(signature, role, label) → (config key, median) of the config timed for those binaries."""
     evaluated: set[str] = field(default_factory=set)
     started: float = field(default_factory=time.monotonic)
+    begun_s: float = 0.0
+    """Where the shape began (its baselines included) on the run's clock."""
+    later: int = 0
+    """This slot's shapes still to come when it began: each keeps its even part of the searches' time."""
     best_full: tuple[float, Mapping[str, Any], Mapping[str, int]] | None = None
     """The fastest full measurement so far with its compiled resources and the device's limits."""
     durations: Durations = field(default_factory=Durations)
@@ -197,13 +201,7 @@ class ShapeSearch:
         # Hazard guarded: a race told to stop still times its survivors (a quarter at rung 1, up to 8 at the full
         # protocol); checked against the next evaluation alone, a shape overran its share by those (on the H200,
         # 15 s shares ended 2-10 s late and left confirmation no time). So the search stops where they still fit.
-        finish = self._wind_down_s()
-        if self.tuner.out_of_time(finish):
-            return f"time budget reached ({self.tuner.plan.search_limit(per_shape=False)})"
-        limit = self.tuner.plan.search_shape_s
-        if limit is not None and time.monotonic() - self.started + self.tuner.evaluation_s + finish >= limit:
-            return f"time budget reached ({self.tuner.plan.search_limit(per_shape=True)})"
-        return ""
+        return self.tuner.search_spent(self.begun_s, self.later, self.tuner.evaluation_s + self._wind_down_s())
 
     def _rung_s(self, rung: int | None) -> float:
         """The likely wall time of one evaluation at ``rung``: this shape's mean there; else, for the full

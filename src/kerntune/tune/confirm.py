@@ -77,6 +77,10 @@ def reference(finalists: Sequence[Candidate]) -> Candidate | None:
     return chosen[0] if chosen else None
 
 
+STEP_MARGIN = 1.25
+"""Confirmation starts a step only where the time left holds its estimated cost this many times over."""
+
+
 class _Clock:
     """What confirmation has spent, to tell whether the next step fits in the time left."""
 
@@ -89,7 +93,10 @@ class _Clock:
     def fits(self, starting_round: bool = False) -> bool:
         left = self.host.time_left()
         need = self.compare_s + (self.start_s if starting_round else 0.0)
-        return left is None or left > need
+        # Hazard guarded: the next step can cost more than the slowest seen so far (a shape's first comparison
+        # in a new worker makes its inputs; a worker's start moves with the host's load): on a loaded 2-core VM
+        # a 12 s bound was overrun by 0.4-1.4 s when only the step's measured cost was kept free.
+        return left is None or left > need * STEP_MARGIN
 
     def spent(self, began: float, starting: bool = False) -> None:
         took = time.monotonic() - began

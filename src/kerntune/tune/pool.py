@@ -104,31 +104,42 @@ class LockedProgress:
             self.inner.finished(label, status, detail)
 
 
-def share_shapes(shapes: Sequence[Shape], slots: Sequence[Slot],
-                 work: Callable[[Slot, Callable[[], Shape | None]], None]) -> None:
-    """Run ``work(slot, next_shape)`` in one thread per slot; ``next_shape`` hands out the shapes in order, each
-    once, and None when all are taken. The first error of any thread is raised after all have ended."""
-    todo: queue.SimpleQueue[Shape] = queue.SimpleQueue()
-    for shape in shapes:
-        todo.put(shape)
+class ShapeQueue:
+    """The run's shapes, handed out in order, each once, to the slots that share them."""
 
-    def next_shape() -> Shape | None:
+    def __init__(self, shapes: Sequence[Shape]) -> None:
+        self._todo: queue.SimpleQueue[Shape] = queue.SimpleQueue()
+        for shape in shapes:
+            self._todo.put(shape)
+
+    def take(self) -> Shape | None:
+        """The next shape, or None when all are taken."""
         try:
-            return todo.get_nowait()
+            return self._todo.get_nowait()
         except queue.Empty:
             return None
 
+    def waiting(self) -> int:
+        """How many shapes no slot has taken yet."""
+        return self._todo.qsize()
+
+
+def share_shapes(shapes: Sequence[Shape], slots: Sequence[Slot], work: Callable[[Slot, ShapeQueue], None]) -> None:
+    """Run ``work(slot, queue)`` in one thread per slot, each taking the shapes from one ``ShapeQueue``. The
+    first error of any thread is raised after all have ended."""
+    todo = ShapeQueue(shapes)
+
     if len(slots) == 1:
-        work(slots[0], next_shape)  # the direct path: in this thread (Ctrl-C stops the search where it is)
+        work(slots[0], todo)  # the direct path: in this thread (Ctrl-C stops the search where it is)
         return
     errors: list[BaseException] = []
 
     def body(slot: Slot) -> None:
         try:
-            work(slot, next_shape)
+            work(slot, todo)
         except BaseException as exc:  # handed to the caller below
             errors.append(exc)
-            while next_shape() is not None:  # the others stop taking shapes too
+            while todo.take() is not None:  # the others stop taking shapes too
                 pass
 
     threads = [threading.Thread(target=body, args=(slot,), name=f"kerntune-{slot.name}") for slot in slots]

@@ -52,6 +52,7 @@ from kerntune.tune.outcomes import candidate_result
 from kerntune.tune.pool import (
     LockedProgress,
     Placement,
+    ShapeQueue,
     compile_counts,
     make_slots,
     release,
@@ -91,6 +92,8 @@ class _Tuner:
         self.valid_sets: ValidSets = {}
         self.setup = (SETUP, {"spec_path": str(loaded.path), "device": str(run.options.get("device", ""))})
         self.compile_workers = compile_workers  # this slot's compile-ahead workers (pool.compile_counts)
+        self.shapes_waiting: Callable[[], int] = lambda: 0  # shapes no slot has taken yet (set by tune)
+        self.slots = 1  # the slots sharing the run's shapes
 
     def valid(self, shape: Shape) -> tuple[list[Config], dict[str, int]]:
         """The shape's valid configs and constraint rejections, computed once (large spaces take seconds)."""
@@ -104,24 +107,38 @@ class _Tuner:
         start = self.started + (0.0 if self.plan.counts_start_up else self.phases["start_up_s"])
         return self.run.elapsed_s + (time.monotonic() - start)
 
-    def out_of_time(self, finish_s: float = 0.0) -> bool:
-        """The searches' share of the run's time would be spent by one more evaluation and ``finish_s`` more (what
-        the strategy runs once told to wind down; ``model.time_plan``), or they would leave too little for
-        confirmation's first pass."""
-        seconds = self.plan.search_run_s
-        if seconds is None:
-            return False
-        after = self.elapsed() + self.evaluation_s + finish_s
-        if after >= seconds:
-            return True
-        if self.plan.run_s is None or seconds >= self.plan.run_s:
-            return False  # no confirmation planned
+    def search_end_s(self) -> float | None:
+        """On the run's clock, when every search must have ended (None: no time bound): the searches' share of
+        the bound, or earlier where what is left after it could not hold confirmation's first pass at the costs
+        measured here."""
+        seconds, run_s = self.plan.search_run_s, self.plan.run_s
+        if seconds is None or run_s is None or seconds >= run_s:
+            return seconds  # no confirmation planned
         # Hazard guarded: a fixed share for confirmation assumes this device's costs; where a fresh worker's start
         # and a comparison take longer (a slow or loaded host), the first pass — every shape's likely winner timed
-        # beside its reference — would be cut and a winner left unconfirmed. So the search also stops where what is
-        # left could not hold that pass at the costs measured here: a start as long as this slot's own, and two
-        # evaluations per shape.
-        return after + self.start_up_s + len(self.run.shapes) * 2 * self.evaluation_s >= self.plan.run_s
+        # beside its reference — would be cut and a winner left unconfirmed. It is costed as a start as long as
+        # this slot's own and a full evaluation per shape (the search's mean evaluation, compile waits and
+        # screening included, reserved 2.6× what the pass took on the H200 and starved 14 of 20 shapes).
+        return min(seconds, run_s - self.start_up_s - len(self.run.shapes) * self.full_evaluation_s)
+
+    def search_spent(self, begun_s: float, later: int, next_s: float) -> str:
+        """Why a shape's search stops before an evaluation of ``next_s`` seconds (its likely cost, and what
+        winding down would add), or "". The shape began at ``begun_s`` on the run's clock with ``later`` of this
+        slot's shapes still to come: it has the per-shape bound, and at most its even part of the time the
+        searches have left — a shape that overran never takes a later one's turn (each later one still gets
+        its baselines and a search)."""
+        now = self.elapsed() + next_s
+        per_shape = self.plan.search_shape_s
+        if per_shape is not None and now - begun_s >= per_shape:
+            return f"time budget reached ({self.plan.search_limit(per_shape=True)})"
+        end = self.search_end_s()
+        if end is not None and now >= begun_s + (end - begun_s) / (1 + later):
+            return f"time budget reached ({self.plan.search_limit(per_shape=False)})"
+        return ""
+
+    def later_shapes(self) -> int:
+        """This slot's likely shapes after the current one: the shapes no slot has taken yet, shared evenly."""
+        return -(-self.shapes_waiting() // self.slots)
 
     @property
     def start_up_s(self) -> float:
@@ -249,8 +266,9 @@ class _Tuner:
         name = resolve_strategy(self.run.strategy, len(valid), self.target.claims_timing)
         start, *near = self.warm_starts(shape, valid)
         strategy = make_strategy(name, valid, self.run.seed, start, [*near, *self.problem.space.seed_configs()])
-        search = ShapeSearch(self, shape, strategy, ahead, in_space, known_bad,
-                             known=self.stored_medians(shape), started=began)
+        search = ShapeSearch(self, shape, strategy, ahead, in_space, known_bad, known=self.stored_medians(shape),
+                             started=began, begun_s=self.elapsed() - (time.monotonic() - began),
+                             later=self.later_shapes())
         try:
             reason = search.run()
         finally:
@@ -362,16 +380,17 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         tuners = [tuner]
         shared = LockedProgress(progress)
 
-        def work(slot: Slot, next_shape: Callable[[], Shape | None]) -> None:
-            if len(slots) == 1:
-                tuner.take_shapes(next_shape)
+        def work(slot: Slot, todo: ShapeQueue) -> None:
+            mine = tuner if len(slots) == 1 else _Tuner(run, loaded, Store(store.home), settings, shared, slot,
+                                                         target, compilers[slots.index(slot)], started)
+            mine.shapes_waiting, mine.slots = todo.waiting, len(slots)
+            if mine is tuner:
+                tuner.take_shapes(todo.take)
                 return
-            mine = _Tuner(run, loaded, Store(store.home), settings, shared, slot, target,
-                          compilers[slots.index(slot)], started)
             mine.valid_sets.update(tuner.valid_sets)  # (a SQLite connection stays in the thread that opened it)
             tuners.append(mine)
             try:
-                mine.take_shapes(next_shape)
+                mine.take_shapes(todo.take)
             finally:
                 mine.store.close()
 

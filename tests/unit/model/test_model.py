@@ -36,6 +36,33 @@ def test_space_product_constraints_and_derived() -> None:
     assert space.tunables(Config.of({"A": 2, "B": 8}), Shape.of({"N": 8})) == {"A": 2, "B": 8, "AB": 16}
 
 
+def _guarded(c: dict[str, int]) -> bool:
+    try:  # a constraint's own handler must not swallow the walk's "not set yet" signal
+        return c["C"] != 3 or c["A"] > 1
+    except Exception:
+        return False
+
+
+def test_prefix_walk_keeps_exactly_the_configs_full_enumeration_keeps() -> None:
+    # Constraints that read parameters by index, by get() with a default, by `in`, through a derived value that
+    # needs the last parameter, and whole-mapping reads: each decided only once what it reads is set.
+    space = Space(
+        params={"A": [1, 2, 4], "B": [8, 16, 32], "C": [1, 2, 3]},
+        constraints=[
+            Constraint(lambda c: c["A"] == 1 or c.get("C", 0) < 3, "get with a default"),
+            Constraint(lambda c: ("B" in c and c["B"] != 32) or c["A"] == 4, "membership"),
+            Constraint(lambda c: c["ABC"] % 3 != 0 or c["A"] == 2, "derived"),
+            Constraint(lambda c: len([k for k in c if k in ("A", "B", "C")]) == 3, "whole mapping"),
+            Constraint(_guarded, "own handler"),
+        ],
+        derived={"ABC": lambda m: m["A"] * m["B"] * m["C"]},
+    )
+    shape = Shape.of({"N": 8})
+    valid, rejected = space.valid_configs(shape, TARGET)
+    assert valid == [c for c in space.all_configs() if space.check(c, shape, TARGET) is None]
+    assert len(valid) and sum(rejected.values()) + len(valid) == space.size
+
+
 def test_space_default_and_points() -> None:
     space = Space(points=[{"X": 1}, {"X": 2}])
     assert space.size == 2 and space.default_config() == Config.of({"X": 1})

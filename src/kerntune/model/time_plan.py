@@ -76,6 +76,14 @@ class TimePlan:
         return f"ends within {found['run_s']:.0f} s: search {found['search_s']:.0f} s{confirm}"
 
 
+def first_comparison_s(full_evaluation_s: float, second_timer: bool) -> float:
+    """What confirmation's first comparison likely costs before one is timed: two candidates' full evaluations (a
+    new worker compiles both and makes the shape's inputs), each timed twice where the second timer runs.
+    Estimated from the search's mean evaluation instead (screening included), a PoCL comparison of 4.6 s was
+    priced at 1.8 s and a 12 s bound overrun by 1.4 s."""
+    return 2 * full_evaluation_s * (2 if second_timer else 1)
+
+
 FULL = None
 """The kind of an evaluation at the full measurement protocol (a race's screening rungs are 0, 1, ...)."""
 SCREENING = -1

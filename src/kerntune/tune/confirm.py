@@ -30,10 +30,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
+from kerntune.exec.pool import Outcome
 from kerntune.exec.slots import Slot
 from kerntune.measure.second_timer import said
 from kerntune.measure.stats import paired_log_ratio
 from kerntune.model import Candidate, Config, FailureKind, Measurement, Run, Shape
+from kerntune.model.time_plan import first_comparison_s
 from kerntune.settings import Settings
 from kerntune.store import Store
 from kerntune.tune.inputs import EVALUATE, EVALUATE_PAIR
@@ -61,8 +63,9 @@ class ConfirmHost(Protocol):
         """The run's own measured worker start: what a fresh worker is first expected to cost."""
 
     @property
-    def evaluation_s(self) -> float:
-        """The search's mean evaluation wall time: a comparison (two candidates) is first estimated at twice it."""
+    def full_evaluation_s(self) -> float:
+        """The search's mean full-protocol evaluation wall time (compile, gate, measure): a comparison's first
+        estimate is built from it."""
 
     def payload(self, shape: Shape, config: Config, baseline_kernel: str | None,
                 measure: dict[str, Any] | None = None) -> dict[str, Any]: ...
@@ -77,6 +80,10 @@ def reference(finalists: Sequence[Candidate]) -> Candidate | None:
     return chosen[0] if chosen else None
 
 
+class _OutOfTime(Exception):
+    """A comparison stopped at the time bound: confirmation ends there (nothing is marked failed)."""
+
+
 STEP_MARGIN = 1.25
 """Confirmation starts a step only where the time left holds its estimated cost this many times over."""
 
@@ -87,7 +94,7 @@ class _Clock:
     def __init__(self, host: ConfirmHost) -> None:
         # Until a round's worker start is seen, it costs what the run's own start did.
         self.host, self.start_s, self.done, self.cut = host, host.start_up_s, 0, ""
-        self.compare_s = 2 * host.evaluation_s  # until a comparison is timed: two candidates' evaluations
+        self.compare_s = first_comparison_s(host.full_evaluation_s, bool(host.settings.second_timer))
         self.started = False
 
     def fits(self, starting_round: bool = False) -> bool:
@@ -97,6 +104,14 @@ class _Clock:
         # in a new worker makes its inputs; a worker's start moves with the host's load): on a loaded 2-core VM
         # a 12 s bound was overrun by 0.4-1.4 s when only the step's measured cost was kept free.
         return left is None or left > need * STEP_MARGIN
+
+    def call_limit_s(self, timeout_s: float) -> tuple[float, bool]:
+        """A comparison's call timeout, and whether it is the time bound's (a call running past what is left of
+        the bound is stopped there: a step misjudged never carries the run past it)."""
+        left = self.host.time_left()
+        if left is None or left >= timeout_s:
+            return timeout_s, False
+        return max(left, 0.1), True
 
     def spent(self, began: float, starting: bool = False) -> None:
         took = time.monotonic() - began
@@ -198,12 +213,15 @@ def _confirm_shape(host: ConfirmHost, worker: Slot, shape: Shape, cands: list[Ca
         if not clock.fits():
             return False
         began = time.monotonic()
-        if ref is None:
-            confirm_one(host, worker, shape, cand, round_)
-        elif not confirm_pair(host, worker, shape, ref, cand, round_, store_reference=not ref_stored):
-            ref = None  # the reference failed: it is flaky; the rest are confirmed one at a time
-        else:
-            ref_stored = True
+        try:
+            if ref is None:
+                confirm_one(host, worker, shape, cand, round_, clock)
+            elif not confirm_pair(host, worker, shape, ref, cand, round_, store_reference=not ref_stored, clock=clock):
+                ref = None  # the reference failed: it is flaky; the rest are confirmed one at a time
+            else:
+                ref_stored = True
+        except _OutOfTime:
+            return False
         clock.spent(began)
     if ref is not None and not ref_stored:  # nothing left to pair it with this round
         confirm_one(host, worker, shape, ref, round_)
@@ -227,9 +245,20 @@ def _kernel(cand: Candidate) -> str | None:
     return None if cand.config.items else cand.label
 
 
-def confirm_one(host: ConfirmHost, worker: Slot, shape: Shape, cand: Candidate, round_: int) -> None:
+def _call(worker: Slot, path: str, payload: dict[str, Any], timeout_s: float, clock: _Clock | None) -> Outcome:
+    """``worker.call`` stopped at the time bound where that comes first (then ``_OutOfTime``)."""
+    limit, bounded = clock.call_limit_s(timeout_s) if clock is not None else (timeout_s, False)
+    outcome = worker.call(path, payload, limit, restart=not bounded)
+    if bounded and outcome.status == "failed" and outcome.kind == "hang":
+        raise _OutOfTime(outcome.reason)
+    return outcome
+
+
+def confirm_one(host: ConfirmHost, worker: Slot, shape: Shape, cand: Candidate, round_: int,
+                clock: _Clock | None = None) -> None:
     assert cand.id is not None
-    outcome = worker.call(EVALUATE, host.payload(shape, cand.config, _kernel(cand)), host.settings.candidate_timeout_s)
+    outcome = _call(worker, EVALUATE, host.payload(shape, cand.config, _kernel(cand)),
+                    host.settings.candidate_timeout_s, clock)
     result = candidate_result(outcome)
     if result.measurement is None:
         _flaky(host, cand, round_, result.failure, result.reason)
@@ -240,14 +269,14 @@ def confirm_one(host: ConfirmHost, worker: Slot, shape: Shape, cand: Candidate, 
 
 
 def confirm_pair(host: ConfirmHost, worker: Slot, shape: Shape, ref: Candidate, cand: Candidate, round_: int,
-                 store_reference: bool) -> bool:
+                 store_reference: bool, clock: _Clock | None = None) -> bool:
     """``cand`` timed interleaved with ``ref``; False when the reference failed (it is marked failed)."""
     assert ref.id is not None and cand.id is not None
     payload = {"a": host.payload(shape, ref.config, _kernel(ref)), "b": host.payload(shape, cand.config, _kernel(cand)),
                "measure": host.measure}
-    outcome = worker.call(EVALUATE_PAIR, payload, 2 * host.settings.candidate_timeout_s)
+    outcome = _call(worker, EVALUATE_PAIR, payload, 2 * host.settings.candidate_timeout_s, clock)
     if outcome.status != "ok":  # a crash or a hang of the pair: who caused it is found by timing each alone
-        confirm_one(host, worker, shape, cand, round_)
+        confirm_one(host, worker, shape, cand, round_, clock)
         return True
     if "failed" in outcome.value:
         result = candidate_result(replace(outcome, value=outcome.value["result"]))

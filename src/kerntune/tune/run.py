@@ -26,7 +26,7 @@ from kerntune.model import (
     Shape,
     Target,
 )
-from kerntune.model.time_plan import FULL, SCREENING, Durations, TimePlan
+from kerntune.model.time_plan import FULL, SCREENING, Durations, TimePlan, first_comparison_s
 from kerntune.runtime.keys import problem_source_hash
 from kerntune.search import make_strategy, resolve_strategy
 from kerntune.search.compile_ahead import CompileAhead, local_compile_workers
@@ -117,9 +117,10 @@ class _Tuner:
         # Hazard guarded: a fixed share for confirmation assumes this device's costs; where a fresh worker's start
         # and a comparison take longer (a slow or loaded host), the first pass — every shape's likely winner timed
         # beside its reference — would be cut and a winner left unconfirmed. It is costed as a start as long as
-        # this slot's own and a full evaluation per shape (the search's mean evaluation, compile waits and
-        # screening included, reserved 2.6× what the pass took on the H200 and starved 14 of 20 shapes).
-        return min(seconds, run_s - self.start_up_s - len(self.run.shapes) * self.full_evaluation_s)
+        # this slot's own, the first comparison as confirmation first prices it, and a full evaluation for each
+        # further shape (a worker that has compiled and made inputs once compares faster).
+        first = first_comparison_s(self.full_evaluation_s, bool(self.settings.second_timer))
+        return min(seconds, run_s - self.start_up_s - first - (len(self.run.shapes) - 1) * self.full_evaluation_s)
 
     def search_spent(self, begun_s: float, later: int, next_s: float) -> str:
         """Why a shape's search stops before an evaluation of ``next_s`` seconds (its likely cost, and what
@@ -153,6 +154,11 @@ class _Tuner:
     def full_evaluation_s(self) -> float:
         """The mean wall time of this slot's full-protocol evaluations (baselines, a race's finalists)."""
         return self.durations.mean(FULL)
+
+    @property
+    def screening_evaluation_s(self) -> float:
+        """The mean wall time of this slot's screening evaluations (a race's shortened rungs, all shapes)."""
+        return self.durations.mean(SCREENING)
 
     def time_left(self) -> float | None:
         """Seconds until the run's time bound (None: unbounded); confirmation fits itself into them."""

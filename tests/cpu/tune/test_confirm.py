@@ -114,7 +114,7 @@ def test_a_time_budget_bounds_the_whole_run_confirmation_included(tmp_path: Path
     phases = {name.split(":")[1]: seconds for name, seconds in run["phases"].items()}
     assert set(phases) == {"start_up_s", "search_s", "confirm_s"} and phases["confirm_s"] > 0
     # Per shape: the run's 12 s count from the first shape (start-up apart); each step began only where its
-    # likely cost fitted, so the bound holds within one step's misjudgement.
+    # likely cost fitted, and a comparison still running at the bound is stopped there.
     assert phases["search_s"] + phases["confirm_s"] <= 12.0 + 1.0
     assert finished[-1]["elapsed_s"] <= phases["start_up_s"] + 12.0 + 1.5
     assert wall <= phases["start_up_s"] + 12.0 + 8.0  # the interpreter's own start and the report besides
@@ -125,6 +125,7 @@ def test_a_time_budget_bounds_the_whole_run_confirmation_included(tmp_path: Path
     for shape in unconfirmed:
         assert "left unconfirmed: " in run["stop_reason"] and ",".join(f"{k}={v}" for k, v in shape.items()) \
             in run["stop_reason"], (shape, run["stop_reason"])
-    assert len(unconfirmed) < len(shapes)  # the first comparison always fits: the lead pass starts there
+    # (On this project's 2-core VM a first comparison in a new PoCL worker, two builds and both timers, takes
+    # ~4.6 s of the 3 s kept for confirmation: whether it fits varies run to run; the bound and the naming do not.)
     if any(e["label"] == "confirmation" and e["status"] == "cut" for e in finished):
         assert "confirmation cut to fit the time budget" in run["stop_reason"]

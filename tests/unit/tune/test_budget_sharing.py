@@ -1,7 +1,7 @@
 """How a time budget is shared: each shape searches for at most the per-shape bound and its even part of what the
-searches have left (early shapes that overran never leave the later ones nothing — on the H200, 20 shapes at
-12 s/shape: six searched, fourteen ran their baselines only), a fresh race's wind-down is priced at screening
-costs, confirmation's first pass is reserved at the costs measured, and a comparison running past the bound is
+searches have left (early shapes that overran never leave the later ones nothing), a fresh race's wind-down is
+priced at screening costs (on the H200, 20 shapes at 12 s/shape, pricing it at the full protocol left fourteen
+shapes their baselines only), confirmation's first pass is reserved at the costs measured, and a comparison running past the bound is
 stopped there."""
 
 from __future__ import annotations

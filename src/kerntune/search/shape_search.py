@@ -120,7 +120,6 @@ class ShapeSearch:
     signatures: dict[tuple[str, str, str], tuple[str, float | None]] = field(default_factory=dict)
     """(signature, role, label) → (config key, median) of the config timed for those binaries."""
     evaluated: set[str] = field(default_factory=set)
-    started: float = field(default_factory=time.monotonic)
     begun_s: float = 0.0
     """Where the shape began (its baselines included) on the run's clock."""
     later: int = 0

@@ -84,10 +84,6 @@ class _OutOfTime(Exception):
     """A comparison stopped at the time bound: confirmation ends there (nothing is marked failed)."""
 
 
-STEP_MARGIN = 1.25
-"""Confirmation starts a step only where the time left holds its estimated cost this many times over."""
-
-
 class _Clock:
     """What confirmation has spent, to tell whether the next step fits in the time left."""
 
@@ -100,10 +96,7 @@ class _Clock:
     def fits(self, starting_round: bool = False) -> bool:
         left = self.host.time_left()
         need = self.compare_s + (self.start_s if starting_round else 0.0)
-        # Hazard guarded: the next step can cost more than the slowest seen so far (a shape's first comparison
-        # in a new worker makes its inputs; a worker's start moves with the host's load): on a loaded 2-core VM
-        # a 12 s bound was overrun by 0.4-1.4 s when only the step's measured cost was kept free.
-        return left is None or left > need * STEP_MARGIN
+        return left is None or left > need
 
     def call_limit_s(self, timeout_s: float) -> tuple[float, bool]:
         """A comparison's call timeout, and whether it is the time bound's (a call running past what is left of
@@ -224,7 +217,10 @@ def _confirm_shape(host: ConfirmHost, worker: Slot, shape: Shape, cands: list[Ca
             return False
         clock.spent(began)
     if ref is not None and not ref_stored:  # nothing left to pair it with this round
-        confirm_one(host, worker, shape, ref, round_)
+        try:
+            confirm_one(host, worker, shape, ref, round_, clock)
+        except _OutOfTime:
+            return False
     return True
 
 

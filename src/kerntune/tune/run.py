@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,7 +26,7 @@ from kerntune.model import (
     Shape,
     Target,
 )
-from kerntune.model.time_plan import FULL, SCREENING, Durations, TimePlan, first_comparison_s
+from kerntune.model.time_plan import FULL, SCREENING, TimePlan
 from kerntune.runtime.keys import problem_source_hash
 from kerntune.search import make_strategy, resolve_strategy
 from kerntune.search.compile_ahead import CompileAhead, local_compile_workers
@@ -35,6 +35,7 @@ from kerntune.settings import Settings
 from kerntune.store import CandidateResult, Store
 from kerntune.store.ledger import LedgerRow, prior_failures
 from kerntune.store.warm_start import nearest_winners
+from kerntune.tune.clock import RunClock
 from kerntune.tune.confirm import confirm as confirm_finalists
 from kerntune.tune.inputs import (
     EVALUATE,
@@ -71,9 +72,10 @@ def _new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
-class _Tuner:
+class _Tuner(RunClock):
     """One slot's side of a run: evaluates candidates in its worker, hosts each shape's search (the
-    ``SearchHost`` of ``kerntune.search.shape_search``) and confirms the finalists of the shapes it took."""
+    ``SearchHost`` of ``kerntune.search.shape_search``) and confirms the finalists of the shapes it took; its
+    time budget is kept by ``RunClock``."""
 
     def __init__(self, run: Run, loaded: LoadedSpec, store: Store, settings: Settings, progress: Progress,
                  worker: Slot, target: Target, compile_workers: int = 0, started: float | None = None) -> None:
@@ -83,86 +85,18 @@ class _Tuner:
         self.finished = store.finished_keys(run.id)
         self.measure = measure_options(settings)
         self.seeds = [run.seed * 1000 + i + 1 for i in range(settings.gate_seeds)]
-        self.started = time.monotonic() if started is None else started  # the command's start
-        self.phases = {"start_up_s": 0.0, "search_s": 0.0, "confirm_s": 0.0}  # this slot's wall time by phase
-        self.plan = TimePlan.of(run.budget, len(run.shapes), confirms=target.claims_timing and
-                                settings.confirm_rounds > 0 and settings.finalists > 0)
+        super().__init__(run, settings, TimePlan.of(run.budget, len(run.shapes), confirms=target.claims_timing and
+                                                    settings.confirm_rounds > 0 and settings.finalists > 0), started)
         self.stop_reason = ""
-        self.durations = Durations()  # this slot's evaluations' wall times: FULL, or SCREENING for a race rung
         self.valid_sets: ValidSets = {}
         self.setup = (SETUP, {"spec_path": str(loaded.path), "device": str(run.options.get("device", ""))})
         self.compile_workers = compile_workers  # this slot's compile-ahead workers (pool.compile_counts)
-        self.shapes_waiting: Callable[[], int] = lambda: 0  # shapes no slot has taken yet (set by tune)
-        self.slots = 1  # the slots sharing the run's shapes
 
     def valid(self, shape: Shape) -> tuple[list[Config], dict[str, int]]:
         """The shape's valid configs and constraint rejections, computed once (large spaces take seconds)."""
         if shape.key not in self.valid_sets:
             self.valid_sets[shape.key] = self.problem.space.valid_configs(shape, self.target)
         return self.valid_sets[shape.key]
-
-    def elapsed(self) -> float:
-        """The run's clock (``model.time_plan``): from the command's start under a budget for the run, else from
-        this slot's first shape; a resumed run adds what its earlier sessions spent."""
-        start = self.started + (0.0 if self.plan.counts_start_up else self.phases["start_up_s"])
-        return self.run.elapsed_s + (time.monotonic() - start)
-
-    def search_end_s(self) -> float | None:
-        """On the run's clock, when every search must have ended (None: no time bound): the searches' share of
-        the bound, or earlier where what is left after it could not hold confirmation's first pass at the costs
-        measured here."""
-        seconds, run_s = self.plan.search_run_s, self.plan.run_s
-        if seconds is None or run_s is None or seconds >= run_s:
-            return seconds  # no confirmation planned
-        # Hazard guarded: a fixed share for confirmation assumes this device's costs; where a fresh worker's start
-        # and a comparison take longer (a slow or loaded host), the first pass — every shape's likely winner timed
-        # beside its reference — would be cut and a winner left unconfirmed. It is costed as a start as long as
-        # this slot's own, the first comparison as confirmation first prices it, and a full evaluation for each
-        # further shape (a worker that has compiled and made inputs once compares faster).
-        first = first_comparison_s(self.full_evaluation_s, bool(self.settings.second_timer))
-        return min(seconds, run_s - self.start_up_s - first - (len(self.run.shapes) - 1) * self.full_evaluation_s)
-
-    def search_spent(self, begun_s: float, later: int, next_s: float) -> str:
-        """Why a shape's search stops before an evaluation of ``next_s`` seconds (its likely cost, and what
-        winding down would add), or "". The shape began at ``begun_s`` on the run's clock with ``later`` of this
-        slot's shapes still to come: it has the per-shape bound, and at most its even part of the time the
-        searches have left — a shape that overran never takes a later one's turn (each later one still gets
-        its baselines and a search)."""
-        now = self.elapsed() + next_s
-        per_shape = self.plan.search_shape_s
-        if per_shape is not None and now - begun_s >= per_shape:
-            return f"time budget reached ({self.plan.search_limit(per_shape=True)})"
-        end = self.search_end_s()
-        if end is not None and now >= begun_s + (end - begun_s) / (1 + later):
-            return f"time budget reached ({self.plan.search_limit(per_shape=False)})"
-        return ""
-
-    def later_shapes(self) -> int:
-        """This slot's likely shapes after the current one: the shapes no slot has taken yet, shared evenly."""
-        return -(-self.shapes_waiting() // self.slots)
-
-    @property
-    def start_up_s(self) -> float:
-        """This slot's measured start (a worker's imports, device context, setup): what a fresh one costs."""
-        return self.phases["start_up_s"]
-
-    @property
-    def evaluation_s(self) -> float:
-        return self.durations.overall
-
-    @property
-    def full_evaluation_s(self) -> float:
-        """The mean wall time of this slot's full-protocol evaluations (baselines, a race's finalists)."""
-        return self.durations.mean(FULL)
-
-    @property
-    def screening_evaluation_s(self) -> float:
-        """The mean wall time of this slot's screening evaluations (a race's shortened rungs, all shapes)."""
-        return self.durations.mean(SCREENING)
-
-    def time_left(self) -> float | None:
-        """Seconds until the run's time bound (None: unbounded); confirmation fits itself into them."""
-        return None if self.plan.run_s is None else self.plan.run_s - self.elapsed()
 
     def evaluate(self, shape: Shape, config: Config, role: str, label: str, baseline_kernel: str | None = None, *,
                  measure: dict[str, Any] | None = None,
@@ -254,7 +188,8 @@ class _Tuner:
                 break
         return found or [self.problem.space.default_config()]
 
-    def tune_shape(self, shape: Shape, ahead: CompileAhead | None) -> None:
+    def tune_shape(self, shape: Shape, ahead: CompileAhead | None, later: int = 0) -> None:
+        """One shape's baselines and search; ``later``: this slot's shapes likely still to come (time shares)."""
         valid, rejected = self.valid(shape)
         self.store.record_pruned(self.run.id, shape, rejected)
         known_bad = {} if self.run.options.get("retry_failed") else prior_failures(
@@ -262,7 +197,7 @@ class _Tuner:
             target=self.target, shape_key=shape.key)
         # A shape's share of a per-shape budget starts here, its baselines included: counted from the first
         # proposal instead, slow baselines (a first compile) overran the share and left later shapes none.
-        began = time.monotonic()
+        begun_s = self.elapsed()
         in_space: dict[str, str] = {}  # config key → the (first) baseline that is that point of the space
         for baseline in self.problem.all_baselines():
             config = Config.of(baseline.config or {})
@@ -273,8 +208,7 @@ class _Tuner:
         start, *near = self.warm_starts(shape, valid)
         strategy = make_strategy(name, valid, self.run.seed, start, [*near, *self.problem.space.seed_configs()])
         search = ShapeSearch(self, shape, strategy, ahead, in_space, known_bad, known=self.stored_medians(shape),
-                             started=began, begun_s=self.elapsed() - (time.monotonic() - began),
-                             later=self.later_shapes())
+                             begun_s=begun_s, later=later)
         try:
             reason = search.run()
         finally:
@@ -283,9 +217,9 @@ class _Tuner:
         if reason:
             self.stop_reason = f"{reason} ({name})" if name != self.run.strategy else reason
 
-    def take_shapes(self, next_shape: Callable[[], Shape | None]) -> None:
-        """This slot's share of the run: the shapes it takes in turn, searched, then their finalists confirmed
-        on the same device."""
+    def take_shapes(self, todo: ShapeQueue, slots: int) -> None:
+        """This slot's share of the run: the shapes it takes in turn from ``todo`` (shared by ``slots``), searched,
+        then their finalists confirmed on the same device."""
         done: list[Shape] = []
         self.phases["start_up_s"] = time.monotonic() - self.started  # imports, device context, this slot's worker
         with contextlib.ExitStack() as stack:
@@ -296,9 +230,9 @@ class _Tuner:
                     count, self.setup, log_dir=self.store.home / "logs", setup_timeout_s=timeout_s)
                 ahead = stack.enter_context(CompileAhead(workers, timeout_s=self.settings.candidate_timeout_s))
             began = time.monotonic()
-            while (shape := next_shape()) is not None:
+            while (shape := todo.take()) is not None:
                 self.store.set_run_option(self.run.id, "shape_slots", shape.key, self.worker.name)
-                self.tune_shape(shape, ahead)
+                self.tune_shape(shape, ahead, later=-(-todo.waiting() // slots))  # the waiting, shared evenly
                 done.append(shape)
             self.phases["search_s"] += time.monotonic() - began
         self.confirm(done)
@@ -389,14 +323,13 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         def work(slot: Slot, todo: ShapeQueue) -> None:
             mine = tuner if len(slots) == 1 else _Tuner(run, loaded, Store(store.home), settings, shared, slot,
                                                          target, compilers[slots.index(slot)], started)
-            mine.shapes_waiting, mine.slots = todo.waiting, len(slots)
             if mine is tuner:
-                tuner.take_shapes(todo.take)
+                tuner.take_shapes(todo, len(slots))
                 return
             mine.valid_sets.update(tuner.valid_sets)  # (a SQLite connection stays in the thread that opened it)
             tuners.append(mine)
             try:
-                mine.take_shapes(todo.take)
+                mine.take_shapes(todo, len(slots))
             finally:
                 mine.store.close()
 

@@ -1,8 +1,8 @@
 """How a time budget is shared: each shape searches for at most the per-shape bound and its even part of what the
 searches have left (early shapes that overran never leave the later ones nothing), a fresh race's wind-down is
 priced at screening costs (on the H200, 20 shapes at 12 s/shape, pricing it at the full protocol left fourteen
-shapes their baselines only), confirmation's first pass is reserved at the costs measured, and a comparison running past the bound is
-stopped there."""
+shapes their baselines only), confirmation's first pass is reserved at the costs measured, and a comparison
+running past the bound is stopped there."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from types import MethodType, SimpleNamespace
 from kerntune.model import Budget
 from kerntune.model.time_plan import TimePlan
 from kerntune.settings import Settings
-from kerntune.tune.run import _Tuner
+from kerntune.tune.clock import RunClock
 
 
 def _tuner(elapsed: float, *, shapes: int = 20, per_shape: float | None = 12.0, run_s: float | None = None,
@@ -19,12 +19,12 @@ def _tuner(elapsed: float, *, shapes: int = 20, per_shape: float | None = 12.0, 
     plan = TimePlan.of(Budget(seconds=run_s, shape_seconds=per_shape), shapes, confirms=True)
     fake = SimpleNamespace(plan=plan, run=SimpleNamespace(shapes=[None] * shapes), start_up_s=start_up_s,
                            full_evaluation_s=full_evaluation_s, elapsed=lambda: elapsed, settings=Settings())
-    fake.search_end_s = MethodType(_Tuner.search_end_s, fake)
+    fake.search_end_s = MethodType(RunClock.search_end_s, fake)
     return fake
 
 
 def spent(fake: SimpleNamespace, begun_s: float, later: int, next_s: float = 1.0) -> str:
-    return str(_Tuner.search_spent(fake, begun_s, later, next_s))  # type: ignore[arg-type]
+    return str(RunClock.search_spent(fake, begun_s, later, next_s))  # type: ignore[arg-type]
 
 
 def test_a_shape_searches_until_its_per_shape_share() -> None:

@@ -1,11 +1,14 @@
 # about: a time budget bounds the whole run, confirmation included: wall time by phase against the bound, and what confirmation had to cut
-# steps: bounded
+# steps: bounded against-max-autotune
 # needs: any
 # On a GPU: examples/triton_matmul at the shapes of SHAPES_FILE (default benchmarks/specs/llm_gemm_shapes.txt, 20
 # LLM shapes), bf16, each budget of BUDGETS (default "12s/shape"); on a CPU: three GEMM shapes of
 # examples/opencl_matmul at BUDGETS (default "5s/shape 10s/shape"). Default protocol, 3 confirmation rounds, a
 # fresh store per budget: each report (its run's phases and stop reason) and its JSON-lines progress are kept,
 # with the command's own wall time in the log.
+# against-max-autotune (GPU): the bounded run's winners, torch.compile max-autotune (tuned from an empty cache, its
+# tuning time per shape recorded) and torch.mm, gated and timed call by call interleaved by CUPTI kernel durations
+# (benchmarks/against_max_autotune.py).
 step_bounded() {
   local out spec shapes b tag code=0; out=$(step_dir bounded)
   if [ -n "$GPU" ]; then
@@ -23,4 +26,12 @@ step_bounded() {
     rm -rf "$W/store-$tag"
   done
   return $code
+}
+
+step_against_max_autotune() {
+  local out report; out=$(step_dir against-max-autotune)
+  report=$(ls -t "$(ls -td "$D"/bounded*/ | head -1)"triton_matmul-*.json 2>/dev/null | head -1)  # the latest run's
+  if [ -z "$GPU" ]; then note "   against-max-autotune needs a GPU: skipped"; return 0; fi
+  [ -s "$report" ] || { note "   no triton_matmul report under $D/bounded*: run the bounded step first"; return 1; }
+  bounded 600 python3 benchmarks/against_max_autotune.py "$report" "$out/side-by-side.json" > "$out/side-by-side.log" 2>&1
 }

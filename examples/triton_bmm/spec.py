@@ -36,7 +36,7 @@ def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
 
 
 def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
-    gen = torch.Generator().manual_seed(seed)
+    gen = MM.input_generator(seed)
     batch, m, n, k = (int(shape[f]) for f in ("B", "M", "N", "K"))
     layout, t = str(shape.get("layout", "NN")), MM.DTYPES[dtype]
     if layout not in MM.LAYOUTS:
@@ -44,11 +44,11 @@ def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
 
     def operand(rows: int, cols: int, transposed: bool) -> torch.Tensor:
         if transposed:
-            return torch.randn((batch, cols, rows), generator=gen).to(t).transpose(1, 2)
-        return torch.randn((batch, rows, cols), generator=gen).to(t)
+            return torch.randn((batch, cols, rows), generator=gen, device=gen.device).to(t).transpose(1, 2)
+        return torch.randn((batch, rows, cols), generator=gen, device=gen.device).to(t)
 
     return {"a": operand(m, k, layout[0] == "T"), "b": operand(k, n, layout[1] == "T"),
-            "c": torch.empty((batch, m, n), dtype=t), "M": m, "N": n, "K": k}
+            "c": torch.empty((batch, m, n), dtype=t, device=gen.device), "M": m, "N": n, "K": k}
 
 
 def reference(args: dict[str, Any], shape: dict[str, Any]) -> torch.Tensor:

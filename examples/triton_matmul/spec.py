@@ -17,6 +17,7 @@ bf16 loads) and no timing is claimed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -254,15 +255,28 @@ DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 LAYOUTS = ("NN", "NT", "TN", "TT")
 
 
+def input_generator(seed: int) -> torch.Generator:
+    """The seeded generator inputs are drawn from, on the device the kernel runs on. Drawing a large shape's
+    operands on the host was the gate's main cost on the H200 (4096×28672×8192: 2.4 s of gate for its two seeds,
+    most of it the CPU's normal sampler and the host-to-device copy); on the GPU it takes milliseconds. The
+    interpreter (CPU machines, ``TRITON_INTERPRET=1``) takes host tensors."""
+    on_gpu = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET", "0") != "1"
+    return torch.Generator(device="cuda" if on_gpu else "cpu").manual_seed(seed)
+
+
+def _randn(size: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
+    return torch.randn(size, generator=gen, device=gen.device)
+
+
 def _operand(rows: int, cols: int, transposed: bool, gen: torch.Generator, t: torch.dtype) -> torch.Tensor:
     """A rows×cols operand, or the transpose view of a row-major cols×rows matrix (strides (1, rows))."""
     if transposed:
-        return torch.randn((cols, rows), generator=gen).to(t).t()
-    return torch.randn((rows, cols), generator=gen).to(t)
+        return _randn((cols, rows), gen).to(t).t()
+    return _randn((rows, cols), gen).to(t)
 
 
 def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
-    gen = torch.Generator().manual_seed(seed)
+    gen = input_generator(seed)
     m, n, k = int(shape["M"]), int(shape["N"]), int(shape["K"])
     layout, t = str(shape.get("layout", "NN")), DTYPES[dtype]
     if layout not in LAYOUTS:
@@ -270,8 +284,8 @@ def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
     return {
         "a": _operand(m, k, layout[0] == "T", gen, t),
         "b": _operand(k, n, layout[1] == "T", gen, t),
-        "c": torch.empty((m, n), dtype=t),
-        "bias": torch.randn((n,), generator=gen).to(t) if int(shape.get("bias", 0)) else None,
+        "c": torch.empty((m, n), dtype=t, device=gen.device),
+        "bias": _randn((n,), gen).to(t) if int(shape.get("bias", 0)) else None,
         "M": m, "N": n, "K": k,
     }
 

@@ -43,9 +43,10 @@ class Strategy(ABC):
         already evaluated (a race's survivors), False to stop at once (the default)."""
         return False
 
-    def wind_down_evaluations(self) -> dict[int | None, int]:
-        """What ``wind_down`` would still evaluate if a budget ran out now: a count per rung (None: the full
-        protocol). A budget stops the search early enough for these to fit. None left (the default)."""
+    def wind_down_evaluations(self, after: int = 0) -> dict[int | None, int]:
+        """What ``wind_down`` would still evaluate if a budget ran out now (or after ``after`` more proposals are
+        evaluated): a count per rung (None: the full protocol). A budget stops the search early enough for these
+        to fit. None left (the default)."""
         return {}
 
     def rung(self, config: Config) -> int | None:

@@ -14,6 +14,7 @@ import os
 import queue
 import secrets
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -69,6 +70,7 @@ class CompileAhead:
         self._done: dict[tuple[str, str], Outcome] = {}
         self._submitted: set[tuple[str, str]] = set()
         self._busy = 0
+        self._starting = len(self._workers)  # workers whose first start has not ended yet
         self._cond = threading.Condition()
         self._threads: list[threading.Thread] = []
 
@@ -109,6 +111,16 @@ class CompileAhead:
             self._cond.wait_for(lambda: key in self._done)
             return self._done[key]
 
+    def wait_started(self, timeout_s: float) -> float:
+        """Block until every worker's first start has ended (started or failed), at most ``timeout_s``; return the
+        seconds waited. A tuner calls it before its first proposal: the time a pool takes to come up is start-up,
+        not the first shape's search share (on the H200 the first shape's first screened config came 6.8 s after
+        its baselines, and that shape screened one config)."""
+        began = time.monotonic()
+        with self._cond:
+            self._cond.wait_for(lambda: self._starting <= 0, timeout=timeout_s)
+        return time.monotonic() - began
+
     def cancel(self) -> None:
         """Drop what is queued and wait for the compiles in progress: nothing compiles while finalists are
         confirmed."""
@@ -132,6 +144,9 @@ class CompileAhead:
             started = True
         except Exception:  # retried at the first item, whose outcome then carries the error
             started = False
+        with self._cond:
+            self._starting -= 1
+            self._cond.notify_all()
         try:
             while True:
                 item = self._todo.get()

@@ -97,17 +97,24 @@ class Race(Strategy):
             self.stop_reason = f"screening ended: {reason}"
         return True
 
-    def wind_down_evaluations(self) -> dict[int | None, int]:
-        """The rungs still to run were screening to end now: of the rung under way, what is queued or pending;
-        then each later rung's share of the one before (the best quarter; at most ``FULL_MAX`` at the full
-        protocol). Rung 0 under way counts none of its own: ending it proposes no more."""
+    def wind_down_evaluations(self, after: int = 0) -> dict[int | None, int]:
+        """The rungs still to run were screening to end now, or after ``after`` more configs are screened: of the
+        rung under way, what is queued or pending; then each later rung's share of the one before (the best
+        quarter; at most ``FULL_MAX`` at the full protocol). Rung 0 under way counts none of its own: ending it
+        proposes no more, and what was asked but not screened is dropped."""
         if self._current > SCREEN_RUNGS:
             return {}
         under_way = len(self._queue) + sum(1 for r in self._pending.values() if r == self._current)
         left: dict[int | None, int] = {}
         if self._current > 0:
             left[self._current if self._current < SCREEN_RUNGS else None] = under_way
-        size = len(self._results[self._current]) + under_way  # the rung's size once it ends
+            size = len(self._results[self._current]) + under_way  # the rung's size once it ends
+        else:
+            # Hazard guarded: the tuner asks a compile-ahead window of proposals (30 on the H200) before it tells
+            # any; winding down drops the unscreened ones, so only what was screened goes on. Counted as if they
+            # went on, a fresh shape's wind-down was priced at 8 configs of rung 1 and kept its search to one
+            # config (the first shape of 20 at 12 s/shape on the H200).
+            size = sum(1 for m in self._results[0].values() if m is not None) + (after if self._screening else 0)
         for rung in range(self._current + 1, SCREEN_RUNGS + 1):
             keep = math.ceil(size / ETA)
             if rung == SCREEN_RUNGS:

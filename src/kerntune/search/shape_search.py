@@ -226,7 +226,8 @@ class ShapeSearch:
         return screen * (full / screen) ** (rung / SCREEN_RUNGS) if full > screen else screen
 
     def _wind_down_s(self) -> float:
-        return sum(count * self._rung_s(rung) for rung, count in self.strategy.wind_down_evaluations().items())
+        """What winding down costs once the next evaluation is done (it is priced before that one runs)."""
+        return sum(count * self._rung_s(rung) for rung, count in self.strategy.wind_down_evaluations(1).items())
 
     def _submit(self, config: Config) -> None:
         if self.ahead is None or config.key in self.baselines or config.key in self.known_bad:

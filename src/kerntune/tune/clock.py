@@ -17,13 +17,16 @@ class RunClock:
     def __init__(self, run: Run, settings: Settings, plan: TimePlan, started: float | None = None) -> None:
         self.run, self.settings, self.plan = run, settings, plan
         self.started = time.monotonic() if started is None else started  # the command's start
-        self.phases = {"start_up_s": 0.0, "search_s": 0.0, "confirm_s": 0.0}  # this slot's wall time by phase
+        # This slot's wall time by phase: its timing worker's start (imports, device context), the wait for its
+        # compile pool past the first shape's baselines, the shapes' baselines and searches, confirmation.
+        self.phases = {"start_up_s": 0.0, "pool_start_s": 0.0, "search_s": 0.0, "confirm_s": 0.0}
         self.durations = Durations()  # this slot's evaluations' wall times: FULL, or SCREENING for a race rung
 
     def elapsed(self) -> float:
         """The run's clock (``model.time_plan``): from the command's start under a budget for the run, else from
         this slot's first shape; a resumed run adds what its earlier sessions spent."""
-        start = self.started + (0.0 if self.plan.counts_start_up else self.phases["start_up_s"])
+        start_up = self.phases["start_up_s"] + self.phases["pool_start_s"]
+        start = self.started + (0.0 if self.plan.counts_start_up else start_up)
         return self.run.elapsed_s + (time.monotonic() - start)
 
     def search_end_s(self) -> float | None:
@@ -55,6 +58,14 @@ class RunClock:
         if end is not None and now >= begun_s + (end - begun_s) / (1 + later):
             return f"time budget reached ({self.plan.search_limit(per_shape=False)})"
         return ""
+
+    def add_start_up(self, seconds: float, begun_s: float) -> float:
+        """Count ``seconds`` spent inside a shape's turn waiting for start-up work (the compile pool coming up) as
+        start-up, not as that shape's share; return the shape's start moved on accordingly on the run's clock
+        (a per-shape budget's clock excludes start-up, so there the clock itself moves back instead)."""
+        self.phases["pool_start_s"] += seconds
+        self.phases["search_s"] -= seconds  # the search phase is timed around the shapes' turns
+        return begun_s + seconds if self.plan.counts_start_up else begun_s
 
     @property
     def start_up_s(self) -> float:

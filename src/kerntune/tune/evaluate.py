@@ -53,10 +53,18 @@ def setup(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
             "telemetry": telemetry.read(), "graphs": backend.graphs, "backend": backend.name}
 
 
+def _keep_shape(cache: dict[Any, Any], key: tuple[Any, ...]) -> None:
+    """Drop a cache's entries of other shapes (or dtypes): a run walks its shapes and each one's inputs and float64
+    references can take a GB of device memory; a shape met again is drawn again (milliseconds on a GPU)."""
+    for old in [k for k in cache if k[:2] != key[:2]]:
+        del cache[old]
+
+
 def _inputs(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> dict[str, Any]:
     key = (shape.key, dtype, seed)
     cache: dict[Any, Any] = state["inputs"]
     if key not in cache:
+        _keep_shape(cache, key)
         problem: Problem = state["problem"]
         args = _spec_call("make_inputs", problem.make_inputs, shape.as_dict(), dtype, seed)
         missing = [o for o in problem.outputs if o not in args]
@@ -103,6 +111,7 @@ def _reference(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> li
     key = (shape.key, dtype, seed)
     cache: dict[Any, Any] = state["references"]
     if key not in cache:
+        _keep_shape(cache, key)
         problem: Problem = state["problem"]
         backend: Backend = state["backend"]
         host = _inputs(state, shape, dtype, seed)
@@ -129,8 +138,7 @@ def placed_inputs(state: dict[str, Any], shape: Shape, dtype: str, seed: int) ->
     cache: dict[Any, Any] = state.setdefault("placed", {})
     key = (shape.key, dtype, seed)
     if key not in cache:
-        for old in [k for k in cache if k[:2] != key[:2]]:
-            del cache[old]
+        _keep_shape(cache, key)
         cache[key] = backend.place(_inputs(state, shape, dtype, seed))
     copied = backend.copy_placed(cache[key])
     return copied if copied is not None else backend.place(_inputs(state, shape, dtype, seed))

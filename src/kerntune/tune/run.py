@@ -204,6 +204,8 @@ class _Tuner(RunClock):
             if baseline.config is not None:
                 in_space.setdefault(config.key, baseline.name)
             self.evaluate(shape, config, "baseline", baseline.name, None if baseline.config else baseline.name)
+        if ahead is not None:  # the pool came up beside the baselines; what it still takes is start-up
+            begun_s = self.add_start_up(ahead.wait_started(self.settings.setup_timeout_s), begun_s)
         name = resolve_strategy(self.run.strategy, len(valid), self.target.claims_timing)
         start, *near = self.warm_starts(shape, valid)
         strategy = make_strategy(name, valid, self.run.seed, start, [*near, *self.problem.space.seed_configs()])

@@ -6,10 +6,13 @@ running past the bound is stopped there."""
 
 from __future__ import annotations
 
+import time
 from types import MethodType, SimpleNamespace
 
+from kerntune.exec.pool import Outcome
 from kerntune.model import Budget
 from kerntune.model.time_plan import TimePlan
+from kerntune.search.compile_ahead import CompileAhead
 from kerntune.settings import Settings
 from kerntune.tune.clock import RunClock
 
@@ -72,9 +75,10 @@ def test_a_fresh_race_prices_its_wind_down_at_the_runs_screening_costs() -> None
     race = make_strategy("race", configs, 0, configs[0])
     search = ShapeSearch(host, Shape.of({"N": 1}), race, None, {}, {})  # type: ignore[arg-type]
     assert race.ask() == configs[0]  # the start config under way at rung 0
-    assert race.wind_down_evaluations() and sum(race.wind_down_evaluations().values()) >= 2
+    assert race.wind_down_evaluations() == {}  # stopped now, the unscreened start config is dropped
+    assert sum(race.wind_down_evaluations(1).values()) == 2  # once it is screened: rung 1, then the full protocol
     cost = search._wind_down_s()
-    assert 0 < cost < 1.2 * sum(race.wind_down_evaluations().values()) * 0.75, cost
+    assert 0 < cost < 1.2 * 2 * 0.75, cost
 
 
 def test_a_comparison_running_past_the_bound_is_stopped_there_and_fails_no_one() -> None:
@@ -102,3 +106,35 @@ def test_a_comparison_running_past_the_bound_is_stopped_there_and_fails_no_one()
     assert calls == [(2.5, False)]  # stopped at the bound, not restarted (the round ends)
     # Without a bound a hang is the candidate's own failure, as ever.
     assert confirm._call(Worker(), "path", {}, 120.0, None).kind == "hang" and calls[-1] == (120.0, True)
+
+
+class _SlowStart:
+    """A compile worker whose start takes ``start_s`` (loading torch and the compiler) and whose calls never run."""
+
+    def __init__(self, start_s: float) -> None:
+        self.name, self.start_s = "slow", start_s
+
+    def start(self) -> None:
+        time.sleep(self.start_s)
+
+    def call(self, path: str, payload: dict[str, object], timeout_s: float, *, restart: bool = True) -> Outcome:
+        raise AssertionError("nothing was submitted")
+
+    def stop(self) -> None:
+        pass
+
+
+def test_a_shape_waits_for_the_compile_pool_as_start_up_not_as_its_share() -> None:
+    with CompileAhead([_SlowStart(0.3), _SlowStart(0.05)], timeout_s=5.0) as ahead:
+        waited = ahead.wait_started(timeout_s=5.0)
+        assert 0.2 <= waited < 2.0  # the slower worker's start, not the faster's
+        assert ahead.wait_started(timeout_s=5.0) < 0.05  # a pool already up costs nothing
+    for per_shape, run_s in ((12.0, None), (None, 240.0)):
+        plan = TimePlan.of(Budget(seconds=run_s, shape_seconds=per_shape), 20, confirms=True)
+        clock = RunClock(SimpleNamespace(elapsed_s=0.0), Settings(), plan, started=time.monotonic() - 10.0)  # type: ignore[arg-type]
+        before = clock.elapsed()
+        begun = clock.add_start_up(3.0, begun_s=1.0)
+        # The shape's time so far shrinks by the wait either way: a per-shape clock excludes start-up (it moves
+        # back), a run's clock counts it (the shape's start moves on).
+        assert abs((clock.elapsed() - begun) - (before - 1.0 - 3.0)) < 0.05
+        assert clock.phases["pool_start_s"] == 3.0 and clock.phases["search_s"] == -3.0

@@ -1,0 +1,160 @@
+"""torch.compile max-autotune and kerntune's tuned winners side by side on the same GEMM shapes (bf16, one GPU).
+
+Given the report of a `kerntune tune examples/triton_matmul --json` run (the time-budget suite's), per shape:
+1. max-autotune tunes ``torch.mm`` at the shape and layout, from an empty Inductor cache (nothing an earlier run
+   left is reused; persistent TMA templates on), its tuning wall time (the first call: trace, compile, autotune)
+   recorded, with the kernels its choice launches;
+2. kerntune's winner (the spec's ``launch`` at the winning config), max-autotune's compiled call and ``torch.mm``
+   are gated against a float64 reference;
+3. the three are timed call by call, the order rotating through all six permutations, the L2 flushed (256 MB
+   written) before every call, by the profiler's kernel durations (CUPTI through torch.profiler: the seeds'
+   per-dispatch device time); ratios are paired medians with 95% intervals.
+"kerntune's table" is what `kerntune deploy` serves: the winner where it beats torch.mm, else the library.
+
+Usage: python benchmarks/against_max_autotune.py REPORT.json OUT.json [ROUNDS]   (prints a table; exit 1 if a
+gate failed)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-fresh-"))
+
+import torch  # imported after the cache directory is chosen
+
+from kerntune.measure.second_timer import profiled_ms
+from kerntune.measure.stats import pair_ratio
+
+ROOT = Path(__file__).resolve().parents[1]
+GATE = 1e-2  # relative Frobenius error of a bf16 GEMM against float64 (kerntune's bf16 gate is of this order)
+
+
+def _spec() -> Any:
+    loaded = importlib.util.spec_from_file_location("triton_matmul_spec", ROOT / "examples/triton_matmul/spec.py")
+    assert loaded is not None and loaded.loader is not None
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    return module
+
+
+def _max_autotune(a: torch.Tensor, b: torch.Tensor) -> tuple[Any, float, list[str]]:
+    """A freshly compiled max-autotune ``torch.mm`` for these operands, its tuning seconds, its kernels' names."""
+    import torch._dynamo
+    import torch._inductor.config as inductor
+
+    torch._dynamo.reset()  # a new shape is compiled and tuned on its own, not served from an earlier graph
+    inductor.fx_graph_cache = False
+    if hasattr(inductor, "autotune_local_cache"):
+        inductor.autotune_local_cache = False
+    if hasattr(inductor.triton, "enable_persistent_tma_matmul"):
+        inductor.triton.enable_persistent_tma_matmul = True
+
+    def mm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.mm(x, y)
+
+    compiled = torch.compile(mm, mode="max-autotune-no-cudagraphs", dynamic=False)
+    start = time.perf_counter()
+    compiled(a, b)
+    torch.cuda.synchronize()
+    tuning_s = time.perf_counter() - start
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        compiled(a, b)
+        torch.cuda.synchronize()
+    names = sorted({e.name for e in prof.events() if str(e.device_type).endswith("CUDA")})
+    return compiled, tuning_s, names
+
+
+def _error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return float(torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref))
+
+
+def compare_shape(spec: Any, shape: dict[str, Any], config: dict[str, Any], rounds: int,
+                  flush: torch.Tensor) -> dict[str, Any]:
+    args = spec.make_inputs(shape, "bfloat16", 1)
+    a, b, c = args["a"], args["b"], args["c"]
+    ref = a.double() @ b.double()
+    compiled, tuning_s, kernels = _max_autotune(a, b)
+    calls = {
+        "kerntune": lambda: spec.launch(spec.matmul_kernel, args, config),
+        "max-autotune": lambda: compiled(a, b),
+        "torch.mm": lambda: torch.mm(a, b, out=c),
+    }
+    errors = {}
+    for name, call in calls.items():
+        c.fill_(float("nan"))
+        out = call()
+        torch.cuda.synchronize()
+        errors[name] = _error(out if name == "max-autotune" else c, ref)
+    orders = list(itertools.permutations(calls))
+    sequence = [orders[i % len(orders)] for i in range(rounds)]
+    launches = [calls[name] for order in sequence for name in order]
+    timed = profiled_ms(launches, lambda _: flush.zero_(), torch.cuda.synchronize)
+    per: dict[str, list[float]] = {name: [] for name in calls}
+    for i, order in enumerate(sequence):
+        for j, name in enumerate(order):
+            per[name].append(timed[i * len(calls) + j])
+
+    def ratio(x: str, y: str) -> dict[str, Any]:  # time of x over time of y, paired by round
+        found = pair_ratio(list(zip(per[y], per[x], strict=True)))
+        return {"ratio": found["ratio"], "ci": found["ci"]}
+
+    medians = {name: sorted(v)[len(v) // 2] for name, v in per.items()}
+    return {"shape": shape, "config": config, "max_autotune_tuning_s": tuning_s, "max_autotune_kernels": kernels,
+            "errors": errors, "gated": all(e <= GATE for e in errors.values()), "median_ms": medians,
+            "kerntune_over_torch": ratio("kerntune", "torch.mm"),
+            "max_autotune_over_torch": ratio("max-autotune", "torch.mm"),
+            "kerntune_over_max_autotune": ratio("kerntune", "max-autotune"),
+            "table_over_max_autotune": ratio("kerntune", "max-autotune") if medians["kerntune"] < medians["torch.mm"]
+            else ratio("torch.mm", "max-autotune"), "rounds": rounds}
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def main() -> int:
+    report, out = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 60
+    spec = _spec()
+    flush = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda")
+    rows = []
+    for found in report["shapes"]:
+        winner = found.get("winner")
+        if not winner or not winner.get("config"):
+            continue
+        shape = {k: found["shape"][k] for k in ("M", "N", "K", "layout", "bias")}
+        row = compare_shape(spec, shape, winner["config"], rounds, flush)
+        rows.append(row)
+        out.write_text(json.dumps({"rows": rows}, indent=1))
+        print(f"{shape['M']}x{shape['N']}x{shape['K']} {shape['layout']}: max-autotune tuned in "
+              f"{row['max_autotune_tuning_s']:.1f} s ({', '.join(k[:40] for k in row['max_autotune_kernels'])}); "
+              f"speedup over torch.mm: kerntune {1 / row['kerntune_over_torch']['ratio']:.3f}, max-autotune "
+              f"{1 / row['max_autotune_over_torch']['ratio']:.3f}; kerntune / max-autotune time "
+              f"{row['kerntune_over_max_autotune']['ratio']:.3f}, table / max-autotune "
+              f"{row['table_over_max_autotune']['ratio']:.3f}; gate {'ok' if row['gated'] else 'FAILED'} "
+              f"{row['errors']}", flush=True)
+    summary: dict[str, Any] = {key: _geomean([r[key]["ratio"] for r in rows]) for key in
+               ("kerntune_over_torch", "max_autotune_over_torch", "kerntune_over_max_autotune",
+                "table_over_max_autotune")}
+    summary["max_autotune_tuning_s"] = [round(r["max_autotune_tuning_s"], 2) for r in rows]
+    summary["shapes_kerntune_table_at_least_as_fast"] = sum(
+        1 for r in rows if r["table_over_max_autotune"]["ci"][0] <= 1.0)
+    out.write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
+    print("geomean time ratios (<1: the first is faster):", json.dumps(summary))
+    return 0 if all(r["gated"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,4 +1,5 @@
-"""kill -9 in the middle of a tune, then --resume: nothing finished is measured again, the set completes."""
+"""kill -9 in the middle of a tune: `show` reads what finished; then --resume: nothing finished is measured again,
+the set completes."""
 
 from __future__ import annotations
 
@@ -50,6 +51,11 @@ def test_kill_9_then_resume(tmp_path: Path, kerntune: Callable[..., CliResult]) 
     with sqlite3.connect(db) as conn:
         run_id, status = conn.execute("SELECT id, status FROM runs").fetchone()
     assert status == "running"  # killed: it never had the chance to say otherwise
+    # What finished before the kill is readable at once: the shape's best so far, from the store alone.
+    shown = kerntune("show", run_id, "--json", env={"KERNTUNE_HOME": str(home)})
+    assert shown.code == 0, shown.stderr
+    so_far = json.loads(shown.stdout)
+    assert so_far["run"]["status"] == "running" and so_far["shapes"][0]["winner"]["status"] == "ok"
 
     result = kerntune("tune", "--resume", run_id, "--json", env={"KERNTUNE_HOME": str(home)})
     assert result.code == 0, result.stderr

@@ -10,9 +10,7 @@ tuned kernel where the table has the call's key, on the library's elsewhere. SPL
 workspace, summed in a fixed order (deterministic) either by a second kernel or, with FUSED = 1, by the last
 program of each tile to arrive (a per-tile counter: one launch, which decode shapes need). TMA = 1 loads tiles
 through host-made tensor descriptors (Hopper and newer), PERSISTENT = 1 walks the tiles with one program per
-multiprocessor. SK_TAIL = 1 runs whole waves of output tiles data-parallel and splits K only for the last, partial
-wave (two launches over column ranges of C), and GEMV = 1 (decode, M <= 8) streams B in BLOCK_N-wide slabs and
-reduces on the vector units.
+multiprocessor, and GEMV = 1 (decode, M <= 8) streams B in BLOCK_N-wide slabs and reduces on the vector units.
 On a CPU machine the interpreter checks correctness (use ``--dtype float16``: Triton's interpreter mishandles
 bf16 loads) and no timing is claimed.
 """
@@ -220,9 +218,7 @@ def _arrival_counters(tiles: int, device: torch.device) -> torch.Tensor:
     return made
 
 
-def _multiprocessors(device: torch.device | None) -> int:
-    if device is None or device.type != "cuda":
-        return 4  # the interpreter: a small device, so that its tests meet partial waves
+def _multiprocessors(device: torch.device) -> int:
     if device not in _sms:  # a property query per launch is host time the kernel does not need
         _sms[device] = torch.cuda.get_device_properties(device).multi_processor_count
     return _sms[device]
@@ -259,16 +255,6 @@ def _plain_args(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.T
             meta["BLOCK_N"], meta["BLOCK_K"], meta["GROUP_M"], meta["SPLIT_K"], meta["FUSED"], bias is not None)
 
 
-def _tail_columns(m: int, n: int, meta: dict[str, Any], device: torch.device | None, sms: int | None = None
-                  ) -> int | None:
-    """SK_TAIL's split of C's columns: the first ones fill whole waves of output tiles (as nearly as whole columns
-    of tiles allow), the rest are the last, partial wave; None where there is no partial wave to split."""
-    m_tiles, n_tiles = triton.cdiv(m, meta["BLOCK_M"]), triton.cdiv(n, meta["BLOCK_N"])
-    sms = sms or _multiprocessors(device)
-    head = min(n_tiles, (m_tiles * n_tiles // sms) * sms // m_tiles)
-    return head * meta["BLOCK_N"] if 0 < head < n_tiles else None
-
-
 def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
     a, b, c, bias = args["a"], args["b"], args["c"], args.get("bias")
     m, n, k = args["M"], args["N"], args["K"]
@@ -279,14 +265,6 @@ def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
                                                   a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
                                                   triton.next_power_of_2(m), bn, meta["BLOCK_K"], bias is not None,
                                                   **options)
-    if meta.get("SK_TAIL") and a.dim() == 2:
-        split = _tail_columns(m, n, meta, a.device)
-        if split is None:  # no partial last wave on this device: every tile in one data-parallel pass
-            return launch(fn, args, {**meta, "SK_TAIL": 0, "SPLIT_K": 1, "FUSED": 0})
-        launch(fn, {**args, "b": b[:, :split], "c": c[:, :split], "N": split,
-                    "bias": None if bias is None else bias[:split]}, {**meta, "SK_TAIL": 0, "SPLIT_K": 1, "FUSED": 0})
-        return launch(fn, {**args, "b": b[:, split:], "c": c[:, split:], "N": n - split,
-                           "bias": None if bias is None else bias[split:]}, {**meta, "SK_TAIL": 0})
     if meta["TMA"]:
         kernel, call, grid = _tma_call(a, b, c, m, n, k, meta)
         return kernel[grid](*call, **options)
@@ -366,8 +344,8 @@ def smem_fits(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool
 
 
 def splitk_when_underfilled(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool:
-    """Split K only when the output tiles alone cannot fill the device (or, SK_TAIL, their last wave)."""
-    if c["SPLIT_K"] == 1 or c["SK_TAIL"]:
+    """Split K only when the output tiles alone cannot fill the device."""
+    if c["SPLIT_K"] == 1:
         return True
     tiles = triton.cdiv(s["M"], c["BLOCK_M"]) * triton.cdiv(s["N"], c["BLOCK_N"])
     return tiles < (t.compute_units if t else 132)
@@ -385,23 +363,6 @@ def tma_supported(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> 
         return True
     plain = str(s.get("layout", "NN"))[0] == "N" and not int(s.get("bias", 0))
     return plain and c["SPLIT_K"] == 1 and t is not None and t.arch.startswith(("sm_9", "sm_10", "sm_12"))
-
-
-def sk_tail_form(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool:
-    """SK_TAIL = 1: the output tiles run data-parallel in whole waves and SPLIT_K (fused) splits only the last,
-    partial wave's tiles over the idle multiprocessors — the data-parallel + stream-K hybrid without stream-K's
-    fix-up pass, for shapes whose tile count is just past a wave (160 tiles on 132 SMs: a fifth of the card idle
-    for a whole tile time). Valid where there is such a wave and its split tiles fit one wave."""
-    if not c["SK_TAIL"]:
-        return True
-    if c["SPLIT_K"] == 1 or not c["FUSED"] or c["TMA"]:
-        return False
-    sms = t.compute_units if t else 132
-    head = _tail_columns(s["M"], s["N"], c, None, sms)
-    if head is None:
-        return False
-    tail_tiles = triton.cdiv(s["M"], c["BLOCK_M"]) * triton.cdiv(s["N"] - head, c["BLOCK_N"])
-    return tail_tiles * c["SPLIT_K"] <= sms
 
 
 def gemv_form(c: dict[str, Any], s: dict[str, Any]) -> bool:
@@ -423,7 +384,7 @@ def _tutorial(bm: int, bn: int, bk: int, stages: int, warps: int, **extra: int) 
 # Known good configs tried first where valid: the 16 of the Triton matmul tutorial's autotune list (what a user
 # coming from triton.autotune carries over), TMA / persistent variants of its large tiles, split-K over its
 # large tiles (fused), the usual cure where a skinny product's output tiles alone leave SMs idle (valid only there),
-# the same split over only a partial last wave (SK_TAIL), and GEMV slabs for decode (M <= 8).
+# and GEMV slabs for decode (M <= 8).
 SEEDS = [_tutorial(*c) for c in (
     (128, 256, 64, 3, 8), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4),
     (128, 32, 32, 4, 4), (64, 32, 32, 5, 2), (32, 64, 32, 5, 2), (128, 256, 128, 3, 8), (256, 128, 128, 3, 8),
@@ -433,8 +394,6 @@ SEEDS = [_tutorial(*c) for c in (
     _tutorial(128, 128, 64, 4, 4, TMA=1), _tutorial(128, 128, 64, 4, 4, TMA=1, PERSISTENT=1)] + [
     _tutorial(*tile, SPLIT_K=split, FUSED=1) for split in (2, 4, 8)
     for tile in ((128, 128, 64, 4, 4), (128, 64, 128, 4, 4), (64, 128, 128, 4, 4), (128, 256, 64, 3, 8))] + [
-    _tutorial(*tile, SPLIT_K=split, FUSED=1, SK_TAIL=1) for split in (2, 4, 8)
-    for tile in ((128, 128, 64, 4, 4), (128, 256, 64, 3, 8), (64, 128, 64, 4, 4))] + [
     _tutorial(16, bn, bk, stages, warps, GEMV=1) for bn, bk, stages, warps in (
         (16, 256, 3, 4), (32, 128, 3, 4), (8, 128, 4, 2), (32, 256, 2, 8), (16, 128, 3, 2))]
 
@@ -507,15 +466,14 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
     grid, integers and constexprs the key fixes. Its operands' strides are checked on every call (they decide
     the binary's specialization: a stride of 1, or one divisible by 16) and so is the device (a compiled kernel is
     loaded per device); ``served_shape`` checked alignment.
-    A split-K that is not fused runs two kernels and stays on the JIT path, as do SK_TAIL's two launches and the
-    GEMV kernel."""
+    A split-K that is not fused runs two kernels and stays on the JIT path, as does the GEMV kernel."""
     from kerntune.backends.triton_launch import direct_launcher
 
     m, n, k = int(shape["M"]), int(shape["N"]), int(shape["K"])
     addmm = op.startswith("aten::addmm")
     split_k, tma = config["SPLIT_K"], bool(config["TMA"])
     tiles = triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"])
-    direct = not (config.get("GEMV") or config.get("SK_TAIL")) and (tma or split_k == 1 or bool(config["FUSED"]))
+    direct = not config.get("GEMV") and (tma or split_k == 1 or bool(config["FUSED"]))
     options = {"num_warps": config["num_warps"], "num_stages": config["num_stages"]}
     launchers: dict[tuple[Any, ...], Callable[..., None] | None] = {}
 
@@ -567,7 +525,6 @@ problem = kt.Problem(
             "TMA": [0, 1],
             "PERSISTENT": [0, 1],
             "GEMV": [0, 1],
-            "SK_TAIL": [0, 1],
             "num_warps": [2, 4, 8],
             "num_stages": [2, 3, 4, 5],
         },
@@ -593,10 +550,9 @@ problem = kt.Problem(
             kt.Constraint(lambda c: c["SPLIT_K"] > 1 or not c["FUSED"], "FUSED only with split-K"),
             kt.Constraint(gemv_form, "GEMV only for M <= 8, with the MMA tile's other parameters at one value"),
             kt.Constraint(lambda c: c["GEMV"] or c["BLOCK_N"] >= 32, "BLOCK_N < 32 only for GEMV"),
-            kt.Constraint(sk_tail_form, "SK_TAIL only with fused split-K over a partial last wave"),
         ],
         default={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "TMA": 0,
-                 "PERSISTENT": 0, "GEMV": 0, "SK_TAIL": 0, "num_warps": 4, "num_stages": 3},
+                 "PERSISTENT": 0, "GEMV": 0, "num_warps": 4, "num_stages": 3},
         seeds=SEEDS,
     ),
     shapes=[{"M": 4096, "N": 4096, "K": 4096, "layout": "NN", "bias": 0}],

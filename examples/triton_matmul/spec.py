@@ -9,8 +9,8 @@ operators (``serve``): ``kerntune run --table T.json -- python app.py`` runs a p
 tuned kernel where the table has the call's key, on the library's elsewhere. SPLIT_K > 1 writes fp32 partial tiles to a
 workspace, summed in a fixed order (deterministic) either by a second kernel or, with FUSED = 1, by the last
 program of each tile to arrive (a per-tile counter: one launch, which decode shapes need). TMA = 1 loads tiles
-through host-made tensor descriptors (Hopper and newer), PERSISTENT = 1 walks the tiles with one program per
-multiprocessor, and GEMV = 1 (decode, M <= 8) streams B in BLOCK_N-wide slabs and reduces on the vector units.
+through host-made tensor descriptors (Hopper and newer), and PERSISTENT = 1 walks the tiles with one program per
+multiprocessor.
 On a CPU machine the interpreter checks correctness (use ``--dtype float16``: Triton's interpreter mishandles
 bf16 loads) and no timing is claimed.
 """
@@ -143,31 +143,6 @@ def splitk_reduce_kernel(ws_ptr, c_ptr, bias_ptr, MN, N, SPLIT_K: tl.constexpr, 
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
-def gemv_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
-                stride_cn, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, HAS_BIAS: tl.constexpr):
-    # Decode (M <= 8): a bandwidth-bound product whose MMA tile would idle 15 of its 16 rows. Each program streams
-    # a BLOCK_N-wide slab of B once, for all M rows together, multiplying in fp32 on the vector units; the products
-    # are summed per thread across the K loop and reduced across threads once at the end (a reduction per step
-    # costs a shared-memory round trip and a barrier each time).
-    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_m = tl.arange(0, ROWS)
-    rows = offs_m < M
-    partial = tl.zeros((ROWS, BLOCK_N, BLOCK_K), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        offs_k = k0 + tl.arange(0, BLOCK_K)
-        b = tl.load(b_ptr + offs_k[None, :] * stride_bk + offs_n[:, None] * stride_bn,
-                    mask=offs_n[:, None] < N, other=0.0).to(tl.float32)
-        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak, mask=rows[:, None],
-                    other=0.0).to(tl.float32)
-        partial += a[:, None, :] * b[None, :, :]
-    acc = tl.sum(partial, axis=2)
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
-    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=rows[:, None] & (offs_n[None, :] < N))
-
-
 _workspaces: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor]] = {}
 _sms: dict[Any, int] = {}
 _counters: dict[tuple[int, int], torch.Tensor] = {}
@@ -260,11 +235,6 @@ def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
     m, n, k = args["M"], args["N"], args["K"]
     bm, bn, split_k = meta["BLOCK_M"], meta["BLOCK_N"], meta["SPLIT_K"]
     options = {"num_warps": meta["num_warps"], "num_stages": meta["num_stages"]}
-    if meta.get("GEMV"):  # (tables written before GEMV existed have no such key)
-        return gemv_kernel[(triton.cdiv(n, bn),)](a, b, c, c if bias is None else bias, m, n, k, a.stride(0),
-                                                  a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-                                                  triton.next_power_of_2(m), bn, meta["BLOCK_K"], bias is not None,
-                                                  **options)
     if meta["TMA"]:
         kernel, call, grid = _tma_call(a, b, c, m, n, k, meta)
         return kernel[grid](*call, **options)
@@ -365,26 +335,14 @@ def tma_supported(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> 
     return plain and c["SPLIT_K"] == 1 and t is not None and t.arch.startswith(("sm_9", "sm_10", "sm_12"))
 
 
-def gemv_form(c: dict[str, Any], s: dict[str, Any]) -> bool:
-    """GEMV = 1 is the decode kernel (at most 8 rows); BLOCK_N and BLOCK_K are its slab, whose fp32 partial sums
-    (rows × slab) stay within 64 registers a thread; the MMA tile's other parameters mean nothing to it and are
-    held at one value, so each GEMV config is proposed once."""
-    if not c["GEMV"]:
-        return True
-    partials = triton.next_power_of_2(s["M"]) * c["BLOCK_N"] * c["BLOCK_K"] // (32 * c["num_warps"])
-    return s["M"] <= 8 and partials <= 64 and (c["BLOCK_M"], c["GROUP_M"], c["SPLIT_K"], c["FUSED"], c["TMA"],
-                                                c["PERSISTENT"]) == (16, 8, 1, 0, 0, 0)
-
-
 def _tutorial(bm: int, bn: int, bk: int, stages: int, warps: int, **extra: int) -> dict[str, int]:
     return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_stages": stages, "num_warps": warps,
             **extra}
 
 
 # Known good configs tried first where valid: the 16 of the Triton matmul tutorial's autotune list (what a user
-# coming from triton.autotune carries over), TMA / persistent variants of its large tiles, split-K over its
-# large tiles (fused), the usual cure where a skinny product's output tiles alone leave SMs idle (valid only there),
-# and GEMV slabs for decode (M <= 8).
+# coming from triton.autotune carries over), TMA / persistent variants of its large tiles, and split-K over its
+# large tiles (fused), the usual cure where a skinny product's output tiles alone leave SMs idle (valid only there).
 SEEDS = [_tutorial(*c) for c in (
     (128, 256, 64, 3, 8), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4),
     (128, 32, 32, 4, 4), (64, 32, 32, 5, 2), (32, 64, 32, 5, 2), (128, 256, 128, 3, 8), (256, 128, 128, 3, 8),
@@ -393,9 +351,7 @@ SEEDS = [_tutorial(*c) for c in (
     _tutorial(128, 256, 64, 3, 8, TMA=1), _tutorial(128, 256, 64, 3, 8, TMA=1, PERSISTENT=1),
     _tutorial(128, 128, 64, 4, 4, TMA=1), _tutorial(128, 128, 64, 4, 4, TMA=1, PERSISTENT=1)] + [
     _tutorial(*tile, SPLIT_K=split, FUSED=1) for split in (2, 4, 8)
-    for tile in ((128, 128, 64, 4, 4), (128, 64, 128, 4, 4), (64, 128, 128, 4, 4), (128, 256, 64, 3, 8))] + [
-    _tutorial(16, bn, bk, stages, warps, GEMV=1) for bn, bk, stages, warps in (
-        (16, 256, 3, 4), (32, 128, 3, 4), (8, 128, 4, 2), (32, 256, 2, 8), (16, 128, 3, 2))]
+    for tile in ((128, 128, 64, 4, 4), (128, 64, 128, 4, 4), (64, 128, 128, 4, 4), (128, 256, 64, 3, 8))]
 
 
 SERVED_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -466,14 +422,14 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
     grid, integers and constexprs the key fixes. Its operands' strides are checked on every call (they decide
     the binary's specialization: a stride of 1, or one divisible by 16) and so is the device (a compiled kernel is
     loaded per device); ``served_shape`` checked alignment.
-    A split-K that is not fused runs two kernels and stays on the JIT path, as does the GEMV kernel."""
+    A split-K that is not fused runs two kernels and stays on the JIT path."""
     from kerntune.backends.triton_launch import direct_launcher
 
     m, n, k = int(shape["M"]), int(shape["N"]), int(shape["K"])
     addmm = op.startswith("aten::addmm")
     split_k, tma = config["SPLIT_K"], bool(config["TMA"])
     tiles = triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"])
-    direct = not config.get("GEMV") and (tma or split_k == 1 or bool(config["FUSED"]))
+    direct = tma or split_k == 1 or bool(config["FUSED"])
     options = {"num_warps": config["num_warps"], "num_stages": config["num_stages"]}
     launchers: dict[tuple[Any, ...], Callable[..., None] | None] = {}
 
@@ -517,14 +473,13 @@ problem = kt.Problem(
     space=kt.Space(
         params={
             "BLOCK_M": [16, 32, 64, 128, 256],
-            "BLOCK_N": [8, 16, 32, 64, 128, 256],
+            "BLOCK_N": [32, 64, 128, 256],
             "BLOCK_K": [32, 64, 128, 256],
             "GROUP_M": [1, 4, 8, 16],
             "SPLIT_K": [1, 2, 4, 8, 16],
             "FUSED": [0, 1],
             "TMA": [0, 1],
             "PERSISTENT": [0, 1],
-            "GEMV": [0, 1],
             "num_warps": [2, 4, 8],
             "num_stages": [2, 3, 4, 5],
         },
@@ -548,11 +503,9 @@ problem = kt.Problem(
             kt.Constraint(tma_supported, "TMA needs sm_90+"),
             kt.Constraint(lambda c: c["TMA"] or not c["PERSISTENT"], "PERSISTENT only with TMA"),
             kt.Constraint(lambda c: c["SPLIT_K"] > 1 or not c["FUSED"], "FUSED only with split-K"),
-            kt.Constraint(gemv_form, "GEMV only for M <= 8, with the MMA tile's other parameters at one value"),
-            kt.Constraint(lambda c: c["GEMV"] or c["BLOCK_N"] >= 32, "BLOCK_N < 32 only for GEMV"),
         ],
         default={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "TMA": 0,
-                 "PERSISTENT": 0, "GEMV": 0, "num_warps": 4, "num_stages": 3},
+                 "PERSISTENT": 0, "num_warps": 4, "num_stages": 3},
         seeds=SEEDS,
     ),
     shapes=[{"M": 4096, "N": 4096, "K": 4096, "layout": "NN", "bias": 0}],

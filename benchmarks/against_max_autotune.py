@@ -7,8 +7,8 @@ Given the report of a `kerntune tune examples/triton_matmul --json` run (the tim
 2. kerntune's winner (the spec's ``launch`` at the winning config), max-autotune's compiled call and ``torch.mm``
    are gated against a float64 reference;
 3. the three are timed call by call, the order rotating through all six permutations, the L2 flushed (256 MB
-   written) before every call, by the profiler's kernel durations (CUPTI through torch.profiler: the seeds'
-   per-dispatch device time); ratios are paired medians with 95% intervals.
+   written) before every call, by the profiler's kernel durations (CUPTI through torch.profiler: each call's
+   kernels' own device time); ratios are paired medians with 95% intervals.
 "kerntune's table" is what `kerntune deploy` serves: the winner where it beats torch.mm, else the library.
 
 Usage: python benchmarks/against_max_autotune.py REPORT.json OUT.json [ROUNDS]   (prints a table; exit 1 if a
@@ -17,7 +17,6 @@ gate failed)
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import math
@@ -39,12 +38,11 @@ ROOT = Path(__file__).resolve().parents[1]
 GATE = 1e-2  # relative Frobenius error of a bf16 GEMM against float64 (kerntune's bf16 gate is of this order)
 
 
-def _spec() -> Any:
-    loaded = importlib.util.spec_from_file_location("triton_matmul_spec", ROOT / "examples/triton_matmul/spec.py")
-    assert loaded is not None and loaded.loader is not None
-    module = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(module)
-    return module
+def _problem() -> Any:
+    """The example's spec as kerntune loads it (its kernel, launch, inputs and reference)."""
+    from kerntune.tune.spec import load_spec
+
+    return load_spec(ROOT / "examples" / "triton_matmul").problem
 
 
 def _max_autotune(a: torch.Tensor, b: torch.Tensor) -> tuple[Any, float, list[str]]:
@@ -80,14 +78,14 @@ def _error(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref))
 
 
-def compare_shape(spec: Any, shape: dict[str, Any], config: dict[str, Any], rounds: int,
+def compare_shape(problem: Any, shape: dict[str, Any], config: dict[str, Any], rounds: int,
                   flush: torch.Tensor) -> dict[str, Any]:
-    args = spec.make_inputs(shape, "bfloat16", 1)
+    args = problem.make_inputs(shape, "bfloat16", 1)
     a, b, c = args["a"], args["b"], args["c"]
     ref = a.double() @ b.double()
     compiled, tuning_s, kernels = _max_autotune(a, b)
     calls = {
-        "kerntune": lambda: spec.launch(spec.matmul_kernel, args, config),
+        "kerntune": lambda: problem.kernel.launch(problem.kernel.fn, args, config),
         "max-autotune": lambda: compiled(a, b),
         "torch.mm": lambda: torch.mm(a, b, out=c),
     }
@@ -127,7 +125,7 @@ def _geomean(values: list[float]) -> float:
 def main() -> int:
     report, out = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 60
-    spec = _spec()
+    problem = _problem()
     flush = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda")
     rows = []
     for found in report["shapes"]:
@@ -135,7 +133,7 @@ def main() -> int:
         if not winner or not winner.get("config"):
             continue
         shape = {k: found["shape"][k] for k in ("M", "N", "K", "layout", "bias")}
-        row = compare_shape(spec, shape, winner["config"], rounds, flush)
+        row = compare_shape(problem, shape, winner["config"], rounds, flush)
         rows.append(row)
         out.write_text(json.dumps({"rows": rows}, indent=1))
         print(f"{shape['M']}x{shape['N']}x{shape['K']} {shape['layout']}: max-autotune tuned in "

@@ -3,7 +3,8 @@
 Each workgroup of WG invocations sums ITEMS elements per invocation (strided by the whole dispatch, so loads
 coalesce), reduces through shared memory and writes its partial; the last group to arrive (an atomic counter)
 sums the partials and writes the total, so one dispatch gives the answer. Tunables: WG (the local size, a
-specialization constant) and ITEMS (a ``#define``). The default is the shader a user writes first: 64
+specialization constant), ITEMS and VEC (``#define``s; VEC 4 loads a vec4 per item, 16 bytes, the leftover
+N % 4 elements summed by the first invocation). The default is the shader a user writes first: 64
 invocations, one element each.
 """
 
@@ -19,7 +20,11 @@ SOURCE = r"""
 #version 450
 layout(local_size_x_id = 100) in;
 layout(constant_id = 0) const uint WG_SIZE = 64;
+#if VEC == 4
+layout(std430, set = 0, binding = 0) readonly buffer X { vec4 x[]; };
+#else
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
+#endif
 layout(std430, set = 0, binding = 1) writeonly buffer R { float result[]; };
 layout(std430, set = 0, binding = 2) coherent buffer P { float partials[]; };
 layout(std430, set = 0, binding = 3) coherent buffer C { uint arrived; };
@@ -39,9 +44,19 @@ void main() {
     uint stride = gl_NumWorkGroups.x * WG_SIZE;
     uint i = gl_WorkGroupID.x * WG_SIZE + lid;
     float acc = 0.0;
+#if VEC == 4
+    uint n4 = n / 4u;  // whole vec4s; the n % 4 left over are the first invocation's
+    vec4 acc4 = vec4(0.0);
+    for (uint k = 0; k < ITEMS; ++k, i += stride) {
+        if (i < n4) acc4 += x[i];
+    }
+    acc = (acc4.x + acc4.y) + (acc4.z + acc4.w);
+    if (gl_WorkGroupID.x == 0u && lid < n % 4u) acc += x[n4][lid];
+#else
     for (uint k = 0; k < ITEMS; ++k, i += stride) {
         if (i < n) acc += x[i];
     }
+#endif
     scratch[lid] = acc;
     barrier();
     tree();
@@ -69,7 +84,8 @@ void main() {
 
 def groups(meta: Any) -> int:
     per_group = int(meta["WG"]) * int(meta["ITEMS"])
-    return (int(meta["N"]) + per_group - 1) // per_group
+    items = int(meta["N"]) // int(meta["VEC"]) if int(meta["VEC"]) > 1 else int(meta["N"])
+    return max(1, (items + per_group - 1) // per_group)
 
 
 def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
@@ -99,8 +115,8 @@ problem = kt.Problem(
         constants={"WG": 0},
     ),
     space=kt.Space(
-        params={"WG": [32, 64, 128, 256], "ITEMS": [1, 2, 4, 8, 16, 32]},
-        default={"WG": 64, "ITEMS": 1},
+        params={"WG": [32, 64, 128, 256, 512], "ITEMS": [1, 2, 4, 8, 16, 32, 64], "VEC": [1, 4]},
+        default={"WG": 64, "ITEMS": 1, "VEC": 1},
     ),
     shapes=[{"N": 1 << 22}],
     dtypes=["float32"],

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from kerntune.backends import vulkan_inspect
 from kerntune.backends.base import Backend, Compiled, digest, place_arrays
 from kerntune.backends.vulkan_compile import WORKGROUP_IDS, check_names, compile_glsl, reflect, validate
 from kerntune.backends.vulkan_pipeline import Pipeline, VulkanArray, pack, vk
@@ -77,8 +78,15 @@ class VulkanBackend(Backend):
             raise BackendUnavailable(f"the Vulkan device {self.props.deviceName!r} has no timestamps on its compute "
                                      "queue: nothing to time with")
         queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=[1.0])
+        # The driver's reading of each pipeline (registers, spills, ISA) where it offers one: see vulkan_inspect.
+        self.executable_info = vulkan_inspect.supported(self.physical)
+        self.capture_internal = False
+        """Also keep the driver's internal representations (ISA text) of each pipeline: ``kerntune inspect``."""
+        extensions = [vulkan_inspect.EXTENSION] if self.executable_info else []
         self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
-            queueCreateInfoCount=1, pQueueCreateInfos=[queue_info]), None)
+            pNext=vulkan_inspect.feature_chain() if self.executable_info else None,
+            queueCreateInfoCount=1, pQueueCreateInfos=[queue_info], enabledExtensionCount=len(extensions),
+            ppEnabledExtensionNames=extensions or None), None)
         self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
         self.pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
             queueFamilyIndex=self.family, flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT), None)
@@ -260,7 +268,8 @@ class VulkanBackend(Backend):
         entries: list[tuple[int, Any]] = [(cid, meta[name]) for name, cid in kernel.constants.items()]
         if local is not None:
             entries += [(cid, size) for cid, size in zip(WORKGROUP_IDS, local, strict=True) if cid in shape.spec_ids]
-        pipeline = Pipeline(self, spirv, kernel.entry, entries, args)
+        flags = vulkan_inspect.capture_flags(self.capture_internal) if self.executable_info else 0
+        pipeline = Pipeline(self, spirv, kernel.entry, entries, args, flags)
         compile_s = time.perf_counter() - start
         invocations = int(np.prod(local or shape.local_size or (1, 1, 1)))
         if invocations > self.props.limits.maxComputeWorkGroupInvocations:
@@ -268,7 +277,7 @@ class VulkanBackend(Backend):
                                   f"the device allows {self.props.limits.maxComputeWorkGroupInvocations}")
         resources = {"local_size": list(local or shape.local_size or ()), "workgroups": list(groups),
                      "specialization": {str(cid): v for cid, v in entries}, "spirv_bytes": len(spirv),
-                     "spirv_cached": cached}
+                     "spirv_cached": cached, "driver": self.driver_reading(pipeline.pipeline)}
 
         def launch(args: dict[str, Any]) -> Any:
             if self._recording is None:  # run alone: one submit and wait
@@ -280,6 +289,23 @@ class VulkanBackend(Backend):
         binary = digest(spirv + pack([v for _, v in entries]))
         return Compiled(launch=launch, compile_s=compile_s, binary_hash=binary, resources=resources,
                         signature=digest(f"{binary}@{groups}/{local}"))
+
+    def driver_reading(self, pipeline: Any) -> dict[str, Any]:
+        """What the driver says the pipeline became: its statistics (``registers`` and ``spills`` named where its
+        own names say so) and, with ``capture_internal``, its internal representations; or, where the driver
+        does not offer VK_KHR_pipeline_executable_properties, a sentence saying so."""
+        if not self.executable_info:
+            return {"not_exposed": f"{self._driver()} does not offer {vulkan_inspect.EXTENSION}: no registers, "
+                                   "spills or ISA from this driver"}
+        try:
+            executables = vulkan_inspect.read_pipeline(self.device, pipeline, self.capture_internal)
+        except Exception as exc:  # a driver that lists the extension but fails the query: said, never fatal
+            return {"not_exposed": f"{vulkan_inspect.EXTENSION} query failed: {type(exc).__name__}: {exc}"}
+        found = vulkan_inspect.summary(executables)
+        if self.capture_internal:
+            found["internal"] = [rep for e in executables for rep in e.internal]
+            found["units"] = {k: v for e in executables[:1] for k, v in e.units.items()}
+        return found
 
     def synchronize(self) -> None:
         vk.vkQueueWaitIdle(self.queue)

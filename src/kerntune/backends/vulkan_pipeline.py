@@ -55,7 +55,8 @@ class Pipeline:
     """One compiled config: shader module, layouts, pipeline, and a descriptor set per set of buffers bound."""
 
     def __init__(self, backend: Any, spirv: bytes, entry: str, constants: list[tuple[int, Any]],
-                 args: Mapping[str, Any]) -> None:
+                 args: Mapping[str, Any], flags: int = 0) -> None:
+        """``flags``: pipeline creation flags (the driver's statistics captured: ``vulkan_inspect``)."""
         self.backend, dev = backend, backend.device
         arrays = [a for a in args.values() if isinstance(a, VulkanArray)]
         scalars = [a for a in args.values() if not isinstance(a, VulkanArray)]
@@ -81,7 +82,7 @@ class Pipeline:
                                                    pSpecializationInfo=spec)
         try:
             self.pipeline = vk.vkCreateComputePipelines(dev, vk.VK_NULL_HANDLE, 1, [
-                vk.VkComputePipelineCreateInfo(stage=stage, layout=self.layout)], None)[0]
+                vk.VkComputePipelineCreateInfo(flags=flags, stage=stage, layout=self.layout)], None)[0]
         except Exception as exc:
             raise CandidateFailed(FailureKind.COMPILE.value, f"pipeline: {type(exc).__name__}: {exc}") from exc
         finally:

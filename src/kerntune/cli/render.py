@@ -261,6 +261,12 @@ def inspect_table(rows: list[dict[str, Any]]) -> Table:
                              for r in rows])
     table.add_row("occupancy", *[_occupancy_text(r) for r in rows])
     table.add_row("next boundary", *[str(r.get("next_boundary") or "") for r in rows])
+    if any("internal" in r or "not_exposed" in r for r in rows):  # a driver's own reading (Vulkan)
+        table.add_row("compiled by", *[str(r.get("compiler", "")) for r in rows])
+        table.add_row("internal representations", *[
+            ", ".join(f"{i['name']} ({len(i['text'].splitlines())} lines)" if "text" in i else
+                      f"{i['name']} ({i['bytes']} bytes)" for i in r.get("internal", [])) for r in rows])
+        table.add_row("not exposed", *[str(r.get("not_exposed", "")) for r in rows])
     table.add_row("error", *[str(r.get("error", ""))[:200] for r in rows])
     return table
 

@@ -1,5 +1,6 @@
 """``kerntune inspect``: what one config of a Triton or CUDA C++ spec becomes on each target, without the
-target's GPU (CUDA C++: compiled by NVRTC or nvcc for each sm_* target, read through ``backends.cubin``).
+target's GPU (CUDA C++: compiled by NVRTC or nvcc for each sm_* target, read through ``backends.cubin``); a
+Vulkan shader's pipeline as the driver of the Vulkan device present reads it (``backends.vulkan_inspect``).
 
 In a worker process (a compiler can crash; the spec is loaded without Triton's interpreter), the spec's
 inputs are made on the host and its launch runs with every ``kernel[grid](...)`` captured instead of run.
@@ -18,7 +19,7 @@ from typing import Any
 
 from kerntune.errors import CandidateFailed, SpecError, UsageError
 from kerntune.isa.targets import TARGETS
-from kerntune.model import Config, CudaKernel, HipKernel, NativeKernel, Shape, TritonKernel
+from kerntune.model import Config, CudaKernel, HipKernel, NativeKernel, Shape, TritonKernel, VulkanKernel
 from kerntune.settings import Settings
 from kerntune.tune.inputs import parse_value, resolve_shapes
 from kerntune.tune.spec import load_spec
@@ -46,9 +47,9 @@ def setup_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str,
     # Compiling for a target needs Triton's real JIT functions, never the interpreter's stand-ins.
     os.environ.pop("TRITON_INTERPRET", None)
     loaded = load_spec(payload["spec_path"])
-    if not isinstance(loaded.problem.kernel, (TritonKernel, NativeKernel)):
-        raise SpecError("inspect cross-compiles Triton, CUDA C++ and HIP kernels; this spec's kernel is "
-                        f"{loaded.problem.kernel.language}")
+    if not isinstance(loaded.problem.kernel, (TritonKernel, NativeKernel, VulkanKernel)):
+        raise SpecError("inspect cross-compiles Triton, CUDA C++ and HIP kernels and reads Vulkan pipelines; this "
+                        f"spec's kernel is {loaded.problem.kernel.language}")
     state["problem"] = loaded.problem
     return {"name": loaded.problem.name}
 
@@ -102,6 +103,9 @@ def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[di
     meta, tunables = problem.space.meta(config, shape), problem.space.tunables(config, shape)
     if isinstance(problem.kernel, NativeKernel):
         return _inspect_native(problem.kernel, meta, tunables, payload["targets"])
+    if isinstance(problem.kernel, VulkanKernel):
+        return [_inspect_vulkan(problem, shape, meta, tunables, payload["dtype"], target)
+                for target in payload["targets"]]
 
     from kerntune.backends.triton import intercepted_launches
     from kerntune.backends.triton_cross import cross_compile_source, inspect_compiled
@@ -172,17 +176,51 @@ def _inspect_native(kernel: NativeKernel, meta: Mapping[str, Any], tunables: Map
     return rows
 
 
+def _inspect_vulkan(problem: Any, shape: Shape, meta: Mapping[str, Any], tunables: Mapping[str, Any], dtype: str,
+                    target: str) -> dict[str, Any]:
+    """A Vulkan shader is not cross-compiled: its pipeline is built on the Vulkan device ``target`` names
+    (``vulkan``: the first discrete GPU, else the first device; ``vulkan:NAME`` or ``vulkan:INDEX``), and the
+    driver's own reading of it is returned — statistics and ISA text where the driver offers them, a sentence
+    saying it does not where it does not."""
+    from kerntune.backends.vulkan import VulkanBackend
+
+    backend = VulkanBackend(device=target)
+    backend.capture_internal = True
+    args = backend.place(problem.make_inputs(shape.as_dict(), dtype, 1))
+    compiled = backend.compile(problem.kernel, dict(tunables), dict(meta), args)
+    resources = dict(compiled.resources)
+    reading = resources.pop("driver")
+    row: dict[str, Any] = {"kernel": problem.kernel.label, "target": f"{target} ({backend.props.deviceName})",
+                           "options": {}, "compiler": dict(backend.target().versions)["driver"]}
+    for key in ("local_size", "workgroups"):
+        resources[key] = "×".join(str(v) for v in resources[key])
+    resources.pop("specialization", None)
+    row["internal"] = reading.pop("internal", [])
+    row["units"] = reading.pop("units", {})
+    if "not_exposed" in reading:
+        row["not_exposed"] = reading.pop("not_exposed")
+    row["spills"] = reading.get("spills")
+    row["resources"] = {**resources, **reading}
+    return row
+
+
 def inspect(request: InspectRequest, settings: Settings, log_dir: Path) -> list[dict[str, Any]]:
     """Cross-compile the request's configs for each target in a worker; one row per (config, kernel, target),
     with ``error`` set where the kernel does not build for that target. Unknown targets are a UsageError."""
     from kerntune.exec.pool import Worker
 
-    unknown = [t for t in request.targets if t not in KNOWN_TARGETS]
-    if unknown or not request.targets:
-        raise UsageError(f"unknown target {unknown[0]!r}: choose from {', '.join(KNOWN_TARGETS)}" if unknown
-                         else f"give at least one --target: {', '.join(KNOWN_TARGETS)}")
     loaded = load_spec(request.spec)
     problem = loaded.problem
+    if isinstance(problem.kernel, VulkanKernel):
+        wrong = [t for t in request.targets if t != "vulkan" and not t.startswith("vulkan:")]
+        if wrong or not request.targets:
+            raise UsageError(f"a Vulkan shader is read on the Vulkan device present, not cross-compiled: give "
+                             f"--target vulkan (or vulkan:NAME, vulkan:INDEX){f', not {wrong[0]!r}' if wrong else ''}")
+    else:
+        unknown = [t for t in request.targets if t not in KNOWN_TARGETS]
+        if unknown or not request.targets:
+            raise UsageError(f"unknown target {unknown[0]!r}: choose from {', '.join(KNOWN_TARGETS)}" if unknown
+                             else f"give at least one --target: {', '.join(KNOWN_TARGETS)}")
     shape = resolve_shapes(problem, [request.shape] if request.shape else [])[0]
     dtype = request.dtype or problem.dtypes[0]
     if dtype not in problem.dtypes:

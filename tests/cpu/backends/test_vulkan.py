@@ -112,3 +112,40 @@ def test_two_shader_sources_of_one_spec_a_b_in_one_process(kerntune: Callable[..
     data = same.json()
     assert data["scheme"] == "in-process" and data["kind"] == "aa" and data["verdict"] == "noise"
     assert data["conditions"]["second_timer"]["rounds"] >= 2 and "checked by host wall clock" in data["reason"]
+
+
+def test_inspect_reads_the_pipeline_on_the_device_and_says_what_the_driver_does_not_expose(
+        kerntune: Callable[..., CliResult]) -> None:
+    from kerntune.backends.vulkan import VulkanBackend
+
+    exposed = VulkanBackend().executable_info
+    result = kerntune("inspect", str(EXAMPLES / "vulkan_reduction"), "--target", "vulkan", "--config",
+                      "ITEMS=16,VEC=4", "--shape", "N=65536", "--json")
+    assert result.code == 0, result.stderr[-1500:]
+    row = result.json()[0]
+    assert row["config"] == "WG=64,ITEMS=16,VEC=4" and row["resources"]["local_size"] == "64×1×1"
+    assert row["resources"]["workgroups"] == "16×1×1"  # 65,536 / (64 invocations × 16 vec4s × 4)
+    if exposed:  # a driver with VK_KHR_pipeline_executable_properties: its own statistics, never a blank
+        assert "not_exposed" not in row and len(row["resources"]) > 4
+    else:  # lavapipe of Mesa 22: said plainly, with the driver's name
+        assert "VK_KHR_pipeline_executable_properties" in row["not_exposed"] and row["compiler"] in row["not_exposed"]
+    refused = kerntune("inspect", str(EXAMPLES / "vulkan_reduction"), "--target", "sm_90")
+    assert refused.code == 2 and "--target vulkan" in refused.stderr
+
+
+def test_placement_side_by_side_gates_both_and_pairs_every_sample(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "placement.json"
+    done = subprocess.run([sys.executable, "benchmarks/vulkan_placement.py", "--spec",
+                           str(EXAMPLES / "vulkan_reduction"), "--shape", "N=65539", "--config",
+                           "WG=64,ITEMS=4,VEC=4", "--pairs", "4", "--out", str(out)],
+                          capture_output=True, text=True, cwd=EXAMPLES.parent, timeout=300)
+    assert done.returncode == 0, done.stderr[-1500:]
+    data = json.loads(out.read_text())
+    assert set(data["gate"]) == {"device-local", "host-visible"} and max(data["gate"].values()) < 1e-5
+    ratio = data["host_visible_over_device_local"]
+    assert ratio["pairs"] == 4 and ratio["ci"][0] <= ratio["ratio"] <= ratio["ci"][1]
+    assert data["second_timer"]["pairs"] == 4 and data["gb_per_s"]["device-local"] > 0

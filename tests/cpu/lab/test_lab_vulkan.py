@@ -34,7 +34,7 @@ def test_a_vulkan_dispatch_captured_replayed_compared_and_saved(kerntune: Callab
     identity = manifest["kernel"]
     assert identity["language"] == "vulkan" and identity["file"] == str(spec.resolve())
     assert identity["arg_names"] == ["binding 0", "binding 1", "binding 2", "binding 3", "push_constant"]
-    assert manifest["options"] == {"WG": 64, "ITEMS": 1} and manifest["local"] == [64, 1, 1]
+    assert manifest["options"] == {"WG": 64, "ITEMS": 1, "VEC": 1} and manifest["local"] == [64, 1, 1]
     assert manifest["arguments"]["n"] == {"kind": "scalar", "dtype": "uint32", "value": 1 << 16}
     assert manifest["arguments"]["x"]["dtype"] == "float32" and manifest["device"]["type"] == "vulkan"
     for mode in ("isolated", "sustained", "replays"):

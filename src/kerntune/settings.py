@@ -39,6 +39,10 @@ class Settings:
     """KERNTUNE_MODE: eager (events per launch) or graph (CUDA-graph replays; launch overhead apart)."""
     ab_processes: int = 6
     """KERNTUNE_AB_PROCESSES: fresh processes per side of an A/B (ABBA order); at least 2."""
+    ab_max_processes: int = 18
+    """KERNTUNE_AB_MAX_PROCESSES: an A/B whose interval crosses an edge of the noise band (undecided: neither
+    wholly beyond it nor wholly inside it) takes ``ab_processes`` more values per side, again while undecided,
+    up to this many per side; then the verdict is given on all of them (noise if still undecided)."""
     ab_min_band: float = 0.01
     """KERNTUNE_AB_MIN_BAND: the smallest noise band an A/B uses, whatever its A/A run showed (a fraction).
     Two copies of one kernel in different buffers or processes differ systematically by up to ~1% (placement,

@@ -12,6 +12,8 @@ Protocol (DESIGN.md, the seeds' fresh-process A/B):
   comes from the pairs' log ratios (``stats.ratio_ci``).
 - The noise band comes from an A/A run of the same scope (device, scheme, conditions, what A runs, shape),
   made once and stored; never smaller than ``ab_min_band``.
+- Sampled until decided: while the interval crosses an edge of the band, ``ab_processes`` more values per side
+  are taken, up to ``ab_max_processes`` per side.
 - Verdict: ``win`` if the whole interval lies below 1 − band, ``loss`` if above 1 + band, else ``noise``.
   The md5 of every source and binary involved is recorded; both sides must pass the gate.
 """
@@ -22,6 +24,7 @@ import math
 import secrets
 import tempfile
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -62,6 +65,11 @@ def verdict_for(estimate: RatioEstimate, band: float) -> str:
     if estimate.low > 1.0 + band:
         return "loss"
     return "noise"
+
+
+def undecided(estimate: RatioEstimate, band: float) -> bool:
+    """The interval crosses an edge of the band: more pairs could still make it a win, a loss or a clear noise."""
+    return estimate.low < 1.0 + band < estimate.high or estimate.low < 1.0 - band < estimate.high
 
 
 def claim_holds(verdict: str, expect: str) -> bool:
@@ -201,6 +209,15 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
         known = (calibration.band or settings.ab_min_band, calibration.id)
     band = max(settings.ab_min_band, known[0])
     estimate, set_aside = _estimate(records, scheme)
+    # Sampled until decided: an interval across a band edge gets `count` more values per side (a new worker or new
+    # processes, the same ABBA order), up to ab_max_processes per side; the verdict's rule stays the same.
+    while undecided(estimate, band) and len(records) // 2 + count <= max(settings.ab_max_processes, count):
+        more, _, _ = _measure_pair(sides, request, settings, store, count, progress, "A/B, undecided: more")
+        records += [replace(r, seq=len(records) + i) for i, r in enumerate(more)]
+        estimate, set_aside = _estimate(records, scheme)
+        checked = _second_timer(records, scheme)
+        if checked:
+            conditions["second_timer"] = checked
     verdict = verdict_for(estimate, band)
     is_aa = runner.work(0) == runner.work(1)  # same code by content and same resolved config
     expect = request.expect if request.expect is not None else (None if is_aa else "win")

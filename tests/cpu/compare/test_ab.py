@@ -20,7 +20,8 @@ def test_aa_is_noise_and_calibrates_the_band_once(kerntune: Callable[..., CliRes
     data = first.json()
     assert data["kind"] == "aa" and data["verdict"] == "noise" and data["scheme"] == "in-process"
     assert data["band"] >= 0.01 and "A/A" in data["reason"]
-    assert len(data["processes"]) == 12 and [p["side"] for p in data["processes"][:4]] == ["A", "B", "A", "B"]
+    # 6 rounds, and 6 more at a time while its interval crosses a band edge (sampled until decided)
+    assert len(data["processes"]) in (12, 24, 36) and [p["side"] for p in data["processes"][:4]] == ["A", "B", "A", "B"]
     assert data["conditions"]["telemetry"]["available"] is False  # no telemetry on the CPU, and it says so
     second = kerntune("ab", str(PLANTED), f"{PLANTED}@ITERS=200", "--json", env=AB_ENV)
     assert second.code == 0, second.stderr
@@ -84,6 +85,27 @@ def test_fresh_processes_for_two_kernel_sources(kerntune: Callable[..., CliResul
     assert data["hashes"]["A"]["busy.cl"] != data["hashes"]["B"]["busy_slower.cl"]
     assert data["hashes"]["A"]["binaries"] and data["hashes"]["B"]["binaries"]
     assert data["claim_failed"] is True
+
+
+def test_an_undecided_interval_takes_more_values_until_it_is_decided(kerntune: Callable[..., CliResult],
+                                                                      tmp_path: Path) -> None:
+    # B's metric by invocation: six values 0.5-3.5% above A's (interval 1.006-1.034 across the 1% band's edge),
+    # then six at 1.8-2.2% (all twelve: 1.014-1.026, wholly beyond it).
+    values = [100.5, 103.5, 101, 103, 100.8, 103.2, 102, 102.2, 101.8, 102.1, 101.9, 102, 102, 102, 102]
+    counter = tmp_path / "count"
+    script = tmp_path / "b.py"
+    script.write_text("from pathlib import Path\n"
+                      f"p = Path({str(counter)!r}); n = int(p.read_text()) if p.exists() else 0\n"
+                      f"p.write_text(str(n + 1)); print({values!r}[n])\n")
+    result = kerntune("ab", "cmd:echo 100", f"cmd:python3 {script}", "--processes", "6", "--json")
+    assert result.code == 0, result.stderr
+    data = result.json()
+    assert len(data["processes"]) == 24 and int(counter.read_text()) == 12
+    assert data["verdict"] == "loss" and data["ci_low"] > 1.014 and data["ci_high"] < 1.026
+    counter.unlink()
+    capped = kerntune("ab", "cmd:echo 100", f"cmd:python3 {script}", "--processes", "6", "--json",
+                      env={"KERNTUNE_AB_MAX_PROCESSES": "6"})  # no more values allowed: judged as it stands
+    assert capped.code == 0 and len(capped.json()["processes"]) == 12 and capped.json()["verdict"] == "noise"
 
 
 def test_commands_metric_direction_and_errors(kerntune: Callable[..., CliResult]) -> None:

@@ -1,10 +1,14 @@
 # about: whether kerntune's timings hold: repeatability beside do_bench, A/A false calls and a planted slowdown through `kerntune ab`, fresh-process A/B, confirmation
-# steps: repeatability ab-power ab-sources ab-fresh ab-power-fresh confirmation repeat-tunes
+# steps: repeatability ratio-repeatability ab-power ab-sources ab-fresh ab-power-fresh confirmation repeat-tunes
 # needs: any
 # repeatability: (GPU) 20 measurements of one bf16 4096³ torch.matmul in one process, triton.testing.do_bench
 #                timing the same launch beside each; spread = (max − min) / median; VARIANTS of warm-up : min
 #                window : max samples (default: the current defaults); a graph-mode measurement with launch
 #                overhead apart (benchmarks/repeatability.py).
+# ratio-repeatability: (GPU) the winner/torch.matmul ratio at bf16 4096³ measured ROUNDS (20) times in one worker
+#                (`kerntune ab --scheme in-process`, torch.matmul as A, the tuned config WINNER as B): each round's
+#                ratio is its interleaved pairs' median log ratio; spread = (max − min) / median of the 20, absolute
+#                medians beside them (benchmarks/ratio_repeatability.py).
 # ab-power:      AA (20) A/A verdicts and SLOW (10) planted-slowdown verdicts, each one `kerntune ab --json`
 #                process at default settings (benchmarks/ab_power.py): on a GPU the planted bf16 matmul with 3.1%
 #                more masked-off K work (benchmarks/specs/planted_matmul @EXTRA=0 vs @EXTRA=2), on a CPU the
@@ -35,6 +39,16 @@ step_repeatability() {
     --variants "${VARIANTS:-250:0:5000}" > "$out/repeatability.log" 2>&1
   local code=$?
   tail -12 "$out/repeatability.log" >> "$LOG"
+  return $code
+}
+step_ratio_repeatability() {
+  [ -n "$GPU" ] || { note "  the ratio to torch.matmul times a bf16 matmul: needs a GPU, skipped"; return 0; }
+  local out; out=$(step_dir ratio-repeatability)
+  bounded "${RATIO_LIMIT:-300}" python3 benchmarks/ratio_repeatability.py --rounds "${ROUNDS:-20}" \
+    --winner "${WINNER:-BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,GROUP_M=8,TMA=1,PERSISTENT=1,num_warps=8,num_stages=3}" \
+    --store "$W/ratio-store" --out "$out/ratio_repeatability.json" > "$out/ratio_repeatability.log" 2>&1
+  local code=$?
+  tail -4 "$out/ratio_repeatability.log" >> "$LOG"
   return $code
 }
 # ab_power NAME SPEC A B [ab_power.py options]: AA A/A and SLOW planted-slowdown verdicts into $D/NAME/.

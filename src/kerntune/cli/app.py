@@ -178,7 +178,8 @@ def ledger(
 @app.command()
 def ab(
     a: Annotated[str, typer.Argument(help="Side A: SPEC, SPEC@K=V,.. (a config), SPEC@NAME (a baseline), "
-                                          "@K=V,.. or a kernel source (with --spec), git:REV:PATH, cmd:COMMAND.")],
+                                          "@K=V,.. or a kernel source (with --spec), git:REV:PATH, cmd:COMMAND; "
+                                          "env:NAME=VALUE,..:SIDE sets variables in its processes.")],
     b: Annotated[str, typer.Argument(help="Side B, the same forms. B is the change: 'win' means B is faster.")],
     spec: Annotated[str | None, typer.Option("--spec", help="Spec for sides that are configs or sources.")] = None,
     shape: Annotated[str | None, typer.Option("--shape", help="Shape fields NAME=VALUE[,...].")] = None,
@@ -200,6 +201,10 @@ def ab(
     recalibrate: Annotated[
         bool, typer.Option("--recalibrate", help="Measure the A/A noise band again before the verdict.")
     ] = False,
+    no_reference: Annotated[
+        bool, typer.Option("--no-reference", help="Fresh processes of one spec: time each side alone, without the "
+                           "spec's default config beside it (for an env: change that alters every kernel alike).")
+    ] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the gate's inputs.")] = 0,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
@@ -213,7 +218,8 @@ def ab(
     settings = Settings.from_env()
     request = ABRequest(a=a, b=b, spec=spec, shape=parse_shape(shape) if shape else {}, dtype=dtype,
                         device=device or settings.device, processes=processes, scheme=scheme, metric=metric,
-                        higher_is_better=higher_is_better, expect=expect, recalibrate=recalibrate, seed=seed)
+                        higher_is_better=higher_is_better, expect=expect, recalibrate=recalibrate, seed=seed,
+                        reference=not no_reference)
     console = Console(stderr=True)
     record = run_ab(request, settings, _store(store), None if as_json else LineProgress(console))
     if as_json:

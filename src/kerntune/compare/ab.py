@@ -147,7 +147,11 @@ def _runner(sides: tuple[Side, Side], request: ABRequest, settings: Settings,
     if request.scheme == "in-process" and not one_spec:
         raise UsageError("in-process A/B needs one spec (two of its configs or kernel sources); these sides are "
                          "two spec files, which take fresh processes to load: use --scheme fresh (the default)")
-    in_process = request.scheme == "in-process" or (request.scheme == "auto" and one_spec)
+    if request.scheme == "in-process" and sides[0].env != sides[1].env:
+        raise UsageError("the sides set different environment variables, which take effect when a process starts: "
+                         "they run in fresh processes (drop --scheme in-process)")
+    in_process = request.scheme == "in-process" or (request.scheme == "auto" and one_spec
+                                                     and sides[0].env == sides[1].env)
     if in_process and settings.mode == "graph":
         raise UsageError("the in-process A/B interleaves single launches (eager): with KERNTUNE_MODE=graph "
                          "use --scheme fresh")

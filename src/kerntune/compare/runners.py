@@ -6,6 +6,7 @@ fresh runs of a shell command.
 from __future__ import annotations
 
 import math
+import os
 import re
 import secrets
 import statistics
@@ -55,6 +56,8 @@ class ABRequest:
     expect: str | None = None
     recalibrate: bool = False
     seed: int = 0
+    reference: bool = True
+    """Fresh processes of one spec time the spec's default config beside each side (False: each side alone)."""
 
 
 class SideFailed(KerntuneError):
@@ -74,7 +77,10 @@ class SpecRunner:
         # spec's default config, from the spec's own source, interleaved with its side — a fixed reference, so
         # what differs from process to process (clocks, placement, a CPU device's threads) divides out.
         # Interleaving is eager only: under KERNTUNE_MODE=graph each process times its side alone, as before.
-        self.referenced = not in_process and sides[0].spec_path == sides[1].spec_path and settings.mode == "eager"
+        # The reference runs under its process's environment: an env: side whose variables alter every kernel
+        # alike (a compiler or runtime setting) alters the reference too, and is timed alone (--no-reference).
+        self.referenced = (request.reference and not in_process and sides[0].spec_path == sides[1].spec_path
+                           and settings.mode == "eager")
         self.gated: set[int] = set()
         self.shared: Worker | None = None
         self.target: dict[str, Any] = {}
@@ -106,7 +112,7 @@ class SpecRunner:
         """What side ``index`` runs, by content and resolved config: equal for both sides means an A/A."""
         payload = self.payloads[index]
         return "|".join((self.sides[index].file_digest(), repr(sorted(payload["config"].items())),
-                         str(payload["baseline_kernel"])))
+                         str(payload["baseline_kernel"]), repr(self.sides[index].env)))
 
     def _worker(self, index: int) -> Worker:
         side = self.sides[index]
@@ -117,7 +123,8 @@ class SpecRunner:
             setup = (SETUP, {"spec_path": side.spec_path, "device": self.request.device,
                              "kernel_source": side.kernel_source})
         log = self.store.home / "logs" / f"ab-{int(time.time())}-{secrets.token_hex(2)}.log"
-        worker = Worker(setup, log_path=log, setup_timeout_s=self.settings.setup_timeout_s)
+        env = {**os.environ, **dict(side.env)} if side.env else None  # env: sides, set at the process's start
+        worker = Worker(setup, log_path=log, env=env, setup_timeout_s=self.settings.setup_timeout_s)
         started = worker.start()
         try:
             require_graphs(self.settings, started)
@@ -229,7 +236,8 @@ class CommandRunner:
         start = time.perf_counter()
         try:
             done = subprocess.run(["bash", "-c", side.command], capture_output=True, text=True,
-                                  timeout=self.settings.candidate_timeout_s)
+                                  timeout=self.settings.candidate_timeout_s,
+                                  env={**os.environ, **dict(side.env)} if side.env else None)
         except subprocess.TimeoutExpired:
             raise SideFailed(f"side {'AB'[index]} ({side.command}) ran past "
                              f"{self.settings.candidate_timeout_s:g} s (KERNTUNE_CANDIDATE_TIMEOUT_S)") from None

@@ -8,7 +8,9 @@ A side is one of:
   Python module defining the Triton kernel under the same name);
 - ``git:REV:PATH[@...]``: PATH as it was at git revision REV (a spec's whole folder is extracted, so its
   sibling files come along), then read as one of the above;
-- ``cmd:COMMAND``: a shell command that prints a metric (the last number of its output, or ``--metric``).
+- ``cmd:COMMAND``: a shell command that prints a metric (the last number of its output, or ``--metric``);
+- ``env:NAME=VALUE[,NAME=VALUE]:SIDE``: SIDE run with those environment variables set in its processes (a
+  change that takes a restart: such a side always runs in fresh processes).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import re
 import shlex
 import subprocess
 import tarfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,8 @@ class Side:
     command: str = ""
     files: tuple[str, ...] = ()
     """Every source file involved: their md5s go into the A/B record."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Environment variables set in the side's processes (``env:`` sides)."""
 
     def file_digest(self) -> str:
         """The md5s of the side's files, in order: its code by content, wherever it was read from."""
@@ -46,17 +50,20 @@ class Side:
     def identity(self) -> str:
         """What the side runs as written (content, command, selector); runners refine it with the resolved
         config (``SpecRunner.work``)."""
-        return "|".join((self.kind, self.command, self.baseline, repr(sorted(self.config.items())), self.file_digest()))
+        return "|".join((self.kind, self.command, self.baseline, repr(sorted(self.config.items())), self.file_digest(),
+                         repr(self.env)))
 
     def hashes(self) -> dict[str, str]:
         out = {Path(f).name: md5_file(f) for f in self.files}
         if self.command:
             out["command"] = hashlib.md5(self.command.encode()).hexdigest()
+        if self.env:
+            out["env"] = hashlib.md5(repr(self.env).encode()).hexdigest()
         return out
 
     def as_dict(self) -> dict[str, Any]:
         return {"text": self.text, "kind": self.kind, "spec": self.spec_path, "kernel_source": self.kernel_source,
-                "config": self.config, "baseline": self.baseline, "command": self.command}
+                "config": self.config, "baseline": self.baseline, "command": self.command, "env": dict(self.env)}
 
 
 def md5_file(path: str) -> str:
@@ -110,8 +117,24 @@ def _git_extract(rev: str, path: str, workdir: Path) -> Path:
     return found / "spec.py" if found.is_dir() else found
 
 
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def parse_side(text: str, spec: str | None, workdir: Path) -> Side:
     """One side from its command-line text (see the module docstring); ``workdir`` holds git extracts."""
+    if text.startswith("env:"):
+        assignments, sep, rest = text[4:].partition(":")
+        env: list[tuple[str, str]] = []
+        for part in filter(None, assignments.split(",")):
+            name, eq, value = part.partition("=")
+            if not eq or not ENV_NAME.fullmatch(name):
+                raise UsageError(f"side {text!r}: expected env:NAME=VALUE[,NAME=VALUE]:SIDE, got {part!r}")
+            env.append((name, value))
+        if not sep or not rest or not env:
+            raise UsageError(f"side {text!r}: expected env:NAME=VALUE[,NAME=VALUE]:SIDE (e.g. "
+                             "env:TRITON_F32_DEFAULT=ieee:@BLOCK=64)")
+        inner = parse_side(rest, spec, workdir)
+        return replace(inner, text=text, env=tuple(sorted({**dict(inner.env), **dict(env)}.items())))
     if text.startswith("cmd:"):
         command = text[4:].strip()
         if not command:

@@ -108,6 +108,36 @@ def test_an_undecided_interval_takes_more_values_until_it_is_decided(kerntune: C
     assert capped.code == 0 and len(capped.json()["processes"]) == 12 and capped.json()["verdict"] == "noise"
 
 
+def test_env_sides_run_in_fresh_processes_and_a_reference_they_alter_divides_them_out(
+        kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+    import shutil
+
+    loud = "import os; print(100 + 3 * int(os.environ.get('KT_SLOW', '0')))"
+    command = kerntune("ab", f"cmd:python3 -c \"{loud}\"", f"env:KT_SLOW=1:cmd:python3 -c \"{loud}\"",
+                       "--processes", "3", "--json")
+    assert command.code == 0, command.stderr
+    assert command.json()["verdict"] == "loss" and abs(command.json()["ratio"] - 1.03) < 1e-9
+    # A spec whose kernel reads KT_EXTRA when it is imported: the env: side gets 12 more loop iterations (6%).
+    spec_dir = tmp_path / "planted_env"
+    shutil.copytree(PLANTED, spec_dir)
+    spec = spec_dir / "spec.py"
+    spec.write_text(spec.read_text().replace(
+        'SOURCE = (Path(__file__).parent / "busy.cl").read_text()',
+        'import os\nSOURCE = (Path(__file__).parent / "busy.cl").read_text().replace(\n'
+        '    "k < ITERS", "k < ITERS + " + os.environ.get("KT_EXTRA", "0"))'))
+    sides = (str(spec_dir), f"env:KT_EXTRA=12:{spec_dir}")
+    refused = kerntune("ab", *sides, "--scheme", "in-process")
+    assert refused.code == 2 and "fresh processes" in refused.stderr
+    alone = kerntune("ab", *sides, "--no-reference", "--processes", "3", "--json", env=AB_ENV)
+    assert alone.code == 0, alone.stderr
+    assert alone.json()["scheme"] == "fresh" and alone.json()["ratio"] > 1.03  # each side timed alone: seen
+    beside = kerntune("ab", *sides, "--processes", "3", "--json", env=AB_ENV)
+    assert beside.code == 0, beside.stderr
+    # The reference is the spec's own kernel in the same process: KT_EXTRA slows it too, and the ratio to it
+    # does not see the change — what --no-reference is for.
+    assert beside.json()["scheme"] == "fresh, beside a reference" and beside.json()["ratio"] < 1.02
+
+
 def test_commands_metric_direction_and_errors(kerntune: Callable[..., CliResult]) -> None:
     a, b = "cmd:echo time 2.0 ms", "cmd:echo time 3.0 ms"
     loss = kerntune("ab", a, b, "--metric", r"time ([\d.]+) ms", "--processes", "3", "--json")

@@ -61,3 +61,15 @@ def test_command_side_and_bad_paths(tmp_path: Path) -> None:
         parse_side(str(tmp_path / "missing"), None, tmp_path)
     with pytest.raises(UsageError, match="needs a command"):
         parse_side("cmd:", None, tmp_path)
+
+
+def test_env_side_wraps_any_other_side_and_is_part_of_its_identity(tmp_path: Path) -> None:
+    plain = parse_side(f"{PLANTED}@ITERS=200", None, tmp_path)
+    side = parse_side(f"env:KT_EXTRA=6,OTHER=a=b:{PLANTED}@ITERS=200", None, tmp_path)
+    assert side.env == (("KT_EXTRA", "6"), ("OTHER", "a=b")) and side.config == plain.config
+    assert side.identity() != plain.identity() and "env" in side.hashes() and side.as_dict()["env"]["KT_EXTRA"] == "6"
+    nested = parse_side("env:A=1:env:B=2:cmd:echo 1", None, tmp_path)
+    assert nested.kind == "command" and nested.env == (("A", "1"), ("B", "2"))
+    for bad in ("env:KT_EXTRA=6", "env::cmd:echo 1", "env:1X=2:cmd:echo 1", "env:NOVALUE:cmd:echo 1"):
+        with pytest.raises(UsageError, match="env:NAME=VALUE"):
+            parse_side(bad, None, tmp_path)

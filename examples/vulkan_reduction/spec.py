@@ -21,10 +21,11 @@ SOURCE = r"""
 layout(local_size_x_id = 100) in;
 layout(constant_id = 0) const uint WG_SIZE = 64;
 #if VEC == 4
-layout(std430, set = 0, binding = 0) readonly buffer X { vec4 x[]; };
+#define ELEMENT vec4
 #else
-layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
+#define ELEMENT float
 #endif
+layout(std430, set = 0, binding = 0) readonly buffer X { ELEMENT x[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer R { float result[]; };
 layout(std430, set = 0, binding = 2) coherent buffer P { float partials[]; };
 layout(std430, set = 0, binding = 3) coherent buffer C { uint arrived; };

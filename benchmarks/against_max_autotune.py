@@ -7,8 +7,8 @@ Given the report of a `kerntune tune examples/triton_matmul --json` run (the tim
 2. kerntune's winner (the spec's ``launch`` at the winning config), max-autotune's compiled call and ``torch.mm``
    are gated against a float64 reference;
 3. the three are timed call by call, the order rotating through all six permutations, the L2 flushed (256 MB
-   written) before every call, by the profiler's kernel durations (CUPTI through torch.profiler: each call's
-   kernels' own device time); ratios are paired medians with 95% intervals.
+   written) before every matmul, by the profiler's kernel durations (CUPTI through torch.profiler: the kernels
+   each matmul launched, their own durations summed); ratios are paired medians with 95% intervals.
 "kerntune's table" is what `kerntune deploy` serves: the winner where it beats torch.mm, else the library.
 
 Usage: python benchmarks/against_max_autotune.py REPORT.json OUT.json [ROUNDS]   (prints a table; exit 1 if a

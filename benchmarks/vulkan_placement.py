@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kerntune.backends.vulkan import VulkanBackend
+from kerntune.cli.common import parse_shape
 from kerntune.measure.stats import pair_ratio
 from kerntune.model import Config, Shape
 from kerntune.tune.gate import relative_error, threshold_for
@@ -28,7 +29,7 @@ from kerntune.tune.spec import load_spec
 
 
 def _fields(text: str) -> dict[str, Any]:
-    return {k: parse_value(v) for k, v in (p.split("=", 1) for p in filter(None, text.split(",")))}
+    return {k: parse_value(v) for k, v in parse_shape(text).items()} if text else {}
 
 
 def main() -> None:

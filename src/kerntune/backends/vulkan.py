@@ -79,14 +79,20 @@ class VulkanBackend(Backend):
                                      "queue: nothing to time with")
         queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=[1.0])
         # The driver's reading of each pipeline (registers, spills, ISA) where it offers one: see vulkan_inspect.
+        # A driver that lists the extension but refuses a device with it still gives a device without it.
         self.executable_info = vulkan_inspect.supported(self.physical)
-        self.capture_internal = False
-        """Also keep the driver's internal representations (ISA text) of each pipeline: ``kerntune inspect``."""
-        extensions = [vulkan_inspect.EXTENSION] if self.executable_info else []
-        self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
-            pNext=vulkan_inspect.feature_chain() if self.executable_info else None,
-            queueCreateInfoCount=1, pQueueCreateInfos=[queue_info], enabledExtensionCount=len(extensions),
-            ppEnabledExtensionNames=extensions or None), None)
+        self.capture_internal = False  # also keep internal representations (ISA text): kerntune inspect
+        self.device = None
+        if self.executable_info:
+            try:
+                self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
+                    pNext=vulkan_inspect.feature_chain(), queueCreateInfoCount=1, pQueueCreateInfos=[queue_info],
+                    enabledExtensionCount=1, ppEnabledExtensionNames=[vulkan_inspect.EXTENSION]), None)
+            except Exception:
+                self.executable_info = False
+        if self.device is None:
+            self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
+                queueCreateInfoCount=1, pQueueCreateInfos=[queue_info]), None)
         self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
         self.pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
             queueFamilyIndex=self.family, flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT), None)
@@ -277,7 +283,9 @@ class VulkanBackend(Backend):
                                   f"the device allows {self.props.limits.maxComputeWorkGroupInvocations}")
         resources = {"local_size": list(local or shape.local_size or ()), "workgroups": list(groups),
                      "specialization": {str(cid): v for cid, v in entries}, "spirv_bytes": len(spirv),
-                     "spirv_cached": cached, "driver": self.driver_reading(pipeline.pipeline)}
+                     "spirv_cached": cached}
+        if self.executable_info:
+            resources["driver"] = self.driver_reading(pipeline.pipeline)
 
         def launch(args: dict[str, Any]) -> Any:
             if self._recording is None:  # run alone: one submit and wait
@@ -290,13 +298,15 @@ class VulkanBackend(Backend):
         return Compiled(launch=launch, compile_s=compile_s, binary_hash=binary, resources=resources,
                         signature=digest(f"{binary}@{groups}/{local}"))
 
+    def not_exposed(self) -> str:
+        """What a driver without VK_KHR_pipeline_executable_properties cannot say, in a sentence."""
+        return (f"{self._driver()} does not offer {vulkan_inspect.EXTENSION}: no registers, spills or ISA from "
+                "this driver")
+
     def driver_reading(self, pipeline: Any) -> dict[str, Any]:
-        """What the driver says the pipeline became: its statistics (``registers`` and ``spills`` named where its
-        own names say so) and, with ``capture_internal``, its internal representations; or, where the driver
-        does not offer VK_KHR_pipeline_executable_properties, a sentence saying so."""
-        if not self.executable_info:
-            return {"not_exposed": f"{self._driver()} does not offer {vulkan_inspect.EXTENSION}: no registers, "
-                                   "spills or ISA from this driver"}
+        """What the driver says the pipeline became (a device with ``executable_info``): its statistics
+        (``registers`` and ``spills`` named where its own names say so) and, with ``capture_internal``, its
+        internal representations; a query that fails gives ``not_exposed`` with the reason."""
         try:
             executables = vulkan_inspect.read_pipeline(self.device, pipeline, self.capture_internal)
         except Exception as exc:  # a driver that lists the extension but fails the query: said, never fatal

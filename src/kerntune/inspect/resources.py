@@ -189,7 +189,7 @@ def _inspect_vulkan(problem: Any, shape: Shape, meta: Mapping[str, Any], tunable
     args = backend.place(problem.make_inputs(shape.as_dict(), dtype, 1))
     compiled = backend.compile(problem.kernel, dict(tunables), dict(meta), args)
     resources = dict(compiled.resources)
-    reading = resources.pop("driver")
+    reading = resources.pop("driver", None) or {"not_exposed": backend.not_exposed()}
     row: dict[str, Any] = {"kernel": problem.kernel.label, "target": f"{target} ({backend.props.deviceName})",
                            "options": {}, "compiler": dict(backend.target().versions)["driver"]}
     for key in ("local_size", "workgroups"):

@@ -77,8 +77,9 @@ def test_fresh_processes_for_two_kernel_sources(kerntune: Callable[..., CliResul
                       "--scheme", "fresh", "--processes", "2", "--expect", "win", "--json", env=AB_ENV)
     assert result.code == 1, result.stderr  # B runs 3% more work: never a win
     data = result.json()
-    assert data["scheme"] == "fresh, beside a reference" and [p["side"] for p in data["processes"]] == [
-        "A", "B", "B", "A"]
+    sides = [p["side"] for p in data["processes"]]  # ABBA, and ABBA again while undecided (sampled until decided)
+    assert data["scheme"] == "fresh, beside a reference" and len(sides) % 4 == 0 and 4 <= len(sides) <= 36
+    assert sides == ["A", "B", "B", "A"] * (len(sides) // 4)
     for p in data["processes"]:  # each process timed its side beside the spec's default config, interleaved
         info = p["info"]
         assert info["reference_ms"] > 0 and p["value"] == info["over_reference"] > 0

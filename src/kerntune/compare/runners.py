@@ -19,7 +19,7 @@ from kerntune.compare.sides import Side
 from kerntune.errors import KerntuneError, SpecError, UsageError
 from kerntune.exec.pool import Outcome, Worker
 from kerntune.measure.stats import paired_log_ratio
-from kerntune.model import Config, Problem, Shape
+from kerntune.model import Config, Problem, Shape, Target
 from kerntune.settings import Settings
 from kerntune.store import Store
 from kerntune.tune.inputs import (
@@ -128,11 +128,20 @@ class SpecRunner:
         started = worker.start()
         try:
             require_graphs(self.settings, started)
+            if not self.target:
+                self._check_on(Target.from_dict(started["target"]))
         except UsageError:
             worker.stop()
             raise
         self.target = started["target"]
         return worker
+
+    def _check_on(self, target: Target) -> None:
+        """The sides' configs against the constraints that read the target, now that a worker has named it."""
+        for side, payload in zip(self.sides, self.payloads, strict=True):
+            if payload["baseline_kernel"] is None and not side.baseline:
+                _refuse_broken(load_spec(side.spec_path).problem, side, Config.of(payload["config"]),
+                               Shape.of(payload["shape"]), target)
 
     def value(self, index: int) -> Value:
         """One fresh process measuring side ``index``: its median is the value, or, with a reference, its time
@@ -290,7 +299,15 @@ def _side_config(problem: Problem, side: Side, shape: Shape) -> tuple[Config, st
                          f"({', '.join(sorted(params))})")
     config = Config.of({**problem.space.default_config().as_dict(),
                         **{k: parse_value(v) for k, v in side.config.items()}})
-    reason = problem.space.check(config, shape, None)
-    if reason is not None:
-        raise UsageError(f"{side.text}: config {config.key} violates the constraint {reason!r} at {shape.key}")
+    _refuse_broken(problem, side, config, shape, None)
     return config, None
+
+
+def _refuse_broken(problem: Problem, side: Side, config: Config, shape: Shape, target: Target | None) -> None:
+    """A config that breaks a constraint is refused before it is timed. Without a target (the parent, before any
+    worker met the device) only the constraints that do not read the target are judged; the rest once a worker
+    has named its Target (TMA on sm_90, say)."""
+    reason = problem.space.check(config, shape, target, target_unknown=target is None)
+    if reason is not None:
+        raise UsageError(f"{side.text}: config {config.key} violates the constraint {reason!r} at {shape.key}"
+                         + (f" on {target.arch}" if target is not None else ""))

@@ -120,10 +120,15 @@ class Space:
         meta = self.meta(config, shape)
         return {k: meta[k] for k in (*config.names(), *self.derived)}
 
-    def check(self, config: Config, shape: Shape, target: Target | None) -> str | None:
-        """None when the config is valid for this shape and target, else the rejecting constraint's name."""
+    def check(self, config: Config, shape: Shape, target: Target | None, *, target_unknown: bool = False
+              ) -> str | None:
+        """None when the config is valid for this shape and target, else the rejecting constraint's name. With
+        ``target_unknown`` (a parent process that has not met the device yet), constraints that read the target
+        are not judged: the caller checks them again once a worker names its Target."""
         meta = self.meta(config, shape)
         for constraint in self._constraints():
+            if target_unknown and _arity(constraint.fn) >= 3:
+                continue
             if not constraint.holds(meta, shape, target):
                 return constraint.label
         return None

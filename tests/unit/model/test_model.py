@@ -96,3 +96,14 @@ def test_median_ci_narrows_with_more_samples() -> None:
 def test_target_round_trip() -> None:
     t = Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132, (("triton", "3.6.0"),), True)
     assert Target.from_dict(t.as_dict()) == t
+
+
+def test_check_with_the_target_unknown_judges_only_what_does_not_read_it() -> None:
+    space = Space(params={"TMA": [0, 1], "X": [1, 2]}, constraints=[
+        Constraint(lambda c, s, t: not c["TMA"] or (t is not None and t.arch == TARGET.arch), "TMA needs the arch"),
+        Constraint(lambda c: c["X"] == 1, "X is 1")])
+    shape, tma = Shape.of({"N": 8}), Config.of({"TMA": 1, "X": 1})
+    assert space.check(tma, shape, None) == "TMA needs the arch"  # None: a target without the feature
+    assert space.check(tma, shape, None, target_unknown=True) is None  # not judged until a worker names it
+    assert space.check(tma, shape, TARGET) is None
+    assert space.check(Config.of({"TMA": 1, "X": 2}), shape, None, target_unknown=True) == "X is 1"

@@ -30,6 +30,9 @@ pick_vulkan_driver() {
   local why icd
   why=$(vulkan_instance) && { note "  Vulkan: $why (${VK_DRIVER_FILES:-the loader default ICD files})"; return 0; }
   note "  no Vulkan instance with ${VK_DRIVER_FILES:-the loader default ICD files}: $why"
+  # NVIDIA's container toolkit puts the driver (libGLX_nvidia.so.0, which its ICD file names without a folder)
+  # in /usr/local/nvidia/lib64, outside the linker's path.
+  [ -d /usr/local/nvidia/lib64 ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/nvidia/lib64"
   for icd in /usr/local/nvidia/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json /usr/share/vulkan/icd.d/*.json; do
     [ -e "$icd" ] || continue
     why=$(VK_DRIVER_FILES=$icd vulkan_instance) && { export VK_DRIVER_FILES=$icd; note "  Vulkan: $why ($icd)"; return 0; }

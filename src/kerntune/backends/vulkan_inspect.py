@@ -72,6 +72,8 @@ def _internal(device: Any, info: Any) -> list[dict[str, Any]]:
     raw = vk.ffi.cast(f"PFN_{name}", vk.lib.vkGetDeviceProcAddr(device, name.encode()))
     if raw == vk.ffi.NULL:
         return []
+    # The bindings' constructors give a struct; the raw entry point takes a pointer to it.
+    info = info if vk.ffi.typeof(info).kind == "pointer" else vk.ffi.addressof(info)
     count = vk.ffi.new("uint32_t*")
     if raw(device, info, count, vk.ffi.NULL) != vk.VK_SUCCESS or count[0] == 0:
         return []

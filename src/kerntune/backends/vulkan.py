@@ -21,6 +21,7 @@ import numpy as np
 from kerntune.backends import vulkan_inspect
 from kerntune.backends.base import Backend, Compiled, digest, place_arrays
 from kerntune.backends.vulkan_compile import WORKGROUP_IDS, check_names, compile_glsl, reflect, validate
+from kerntune.backends.vulkan_loader import why_no_driver
 from kerntune.backends.vulkan_pipeline import Pipeline, VulkanArray, pack, vk
 from kerntune.devices.telemetry import Telemetry, Unavailable
 from kerntune.errors import BackendUnavailable, CandidateFailed, UsageError
@@ -64,8 +65,7 @@ class VulkanBackend(Backend):
         try:
             self.instance = vk.vkCreateInstance(vk.VkInstanceCreateInfo(pApplicationInfo=app), None)
         except Exception as exc:
-            raise BackendUnavailable(f"no Vulkan instance ({type(exc).__name__}): is a Vulkan driver installed? "
-                                     "apt-get install mesa-vulkan-drivers for lavapipe (CPU)") from exc
+            raise BackendUnavailable(f"no Vulkan instance ({type(exc).__name__}): {why_no_driver()}") from exc
         self.physical = _pick(device, self.instance)
         self.props = vk.vkGetPhysicalDeviceProperties(self.physical)
         families = vk.vkGetPhysicalDeviceQueueFamilyProperties(self.physical)

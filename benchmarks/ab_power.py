@@ -39,13 +39,17 @@ def main() -> None:
     parser.add_argument("--aa", type=int, default=20)
     parser.add_argument("--slow", type=int, default=10)
     parser.add_argument("--scheme", default="auto")
+    parser.add_argument("--reference", default="default", help="what fresh processes time beside each side")
+    parser.add_argument("--processes", type=int, default=0, help="values per side (0: kerntune's default)")
     parser.add_argument("--twin", default="", help="an A/A compares --slow-a with this side (the same code in "
                         "another file) instead of the spec with itself")
     parser.add_argument("--store", default=".kerntune-ab-power")
     parser.add_argument("--out", default="ab_power.jsonl")
     opts = parser.parse_args()
     env = {**os.environ, "KERNTUNE_HOME": opts.store}
-    scheme = ["--scheme", opts.scheme]
+    scheme = ["--scheme", opts.scheme, "--reference", opts.reference]
+    if opts.processes:
+        scheme += ["--processes", str(opts.processes)]
     # One calibration each first (the A/A that sets the band), so every counted verdict uses a stored band.
     aa = ["--spec", opts.spec, opts.slow_a, opts.twin] if opts.twin else [opts.spec, opts.spec]
     plan = [("calibrate-aa", [*aa, *scheme]),

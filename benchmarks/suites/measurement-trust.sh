@@ -1,5 +1,5 @@
 # about: whether kerntune's timings hold: repeatability beside do_bench, A/A false calls and a planted slowdown through `kerntune ab`, fresh-process A/B, confirmation
-# steps: repeatability ratio-repeatability ab-power ab-sources ab-fresh ab-power-fresh confirmation repeat-tunes
+# steps: repeatability ratio-repeatability ab-power ab-sources ab-fresh ab-power-fresh ab-env confirmation repeat-tunes
 # needs: any
 # repeatability: (GPU) 20 measurements of one bf16 4096³ torch.matmul in one process, triton.testing.do_bench
 #                timing the same launch beside each; spread = (max − min) / median; VARIANTS of warm-up : min
@@ -21,6 +21,10 @@
 # ab-fresh:      the same planted slowdown in fresh processes (--scheme fresh, PROCESSES per side, default 6): each
 #                process times its side beside the spec's default config (the reference), interleaved.
 # ab-power-fresh: AA (20) and SLOW (10) verdicts of ab-power in fresh processes beside the reference.
+# ab-env:        (GPU) AA and SLOW verdicts of a slowdown planted by an environment variable (env:PLANTED_EXTRA=2, two
+#                more K iterations of benchmarks/specs/planted_matmul), in fresh processes (PROCESSES, default 4, per
+#                side), each timing its side beside torch.matmul (--reference @torch.matmul: cuBLAS, which the
+#                variable leaves alone), interleaved.
 # confirmation:  (GPU) `kerntune tune examples/triton_matmul --strategy random --budget 24`: each finalist's
 #                search-time median beside its median confirmed in fresh processes.
 # repeat-tunes:  the same three shapes tuned REPEATS (5) times at TUNE_BUDGET, a fresh store each; every run's
@@ -66,7 +70,7 @@ step_ab_sources() {
   if [ -n "$GPU" ]; then
     spec=benchmarks/specs/planted_matmul; a="$W/planted_source.py"; b="$W/planted_source_slower.py"
     cp "$spec/spec.py" "$a"
-    sed 's/tl.cdiv(K, BLOCK_K) + EXTRA)/tl.cdiv(K, BLOCK_K) + EXTRA + 2)/' "$spec/spec.py" > "$b"
+    sed 's/+ EXTRA + PLANTED_EXTRA)/+ EXTRA + PLANTED_EXTRA + 2)/' "$spec/spec.py" > "$b"
     cmp -s "$a" "$b" && { note "  the planted edit did not apply to $spec/spec.py"; return 1; }
   else
     spec=examples/opencl_planted_slowdown; a="$spec/busy.cl"; b="$spec/busy_slower.cl"
@@ -84,6 +88,11 @@ step_ab_fresh() {
   return $(( code > 1 ? code : 0 ))  # exit 1 is a verdict (the slowdown not called a loss), logged above
 }
 step_ab_power_fresh() { planted; ab_power ab-power-fresh "${PLANTED[@]}" --scheme fresh; }
+step_ab_env() {
+  [ -n "$GPU" ] || { note "  ab-env plants the slowdown in a Triton kernel beside cuBLAS: needs a GPU, skipped"; return 0; }
+  ab_power ab-env benchmarks/specs/planted_matmul @EXTRA=0 env:PLANTED_EXTRA=2:@EXTRA=0 --scheme fresh \
+    --reference @torch.matmul --processes "${PROCESSES:-4}"
+}
 step_confirmation() {
   [ -n "$GPU" ] || { note "  confirmation tunes triton_matmul: needs a GPU, skipped"; return 0; }
   local out; out=$(step_dir confirmation)

@@ -5,10 +5,18 @@ false, so they add exact zeros) but still issue their matrix instructions: EXTRA
 
     kerntune ab benchmarks/specs/planted_matmul benchmarks/specs/planted_matmul              # A/A
     kerntune ab --spec benchmarks/specs/planted_matmul @EXTRA=0 @EXTRA=2 --expect loss       # planted 3%
+
+The environment plants the same slowdown where a restart is needed to see it: ``PLANTED_EXTRA`` (read when the
+spec is imported) adds that many iterations to every config. Fresh processes beside a reference the variable
+leaves alone (the ``torch.matmul`` baseline, cuBLAS):
+
+    kerntune ab --spec benchmarks/specs/planted_matmul @EXTRA=0 env:PLANTED_EXTRA=2:@EXTRA=0 \
+        --reference @torch.matmul --expect loss
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import torch
@@ -16,6 +24,10 @@ import triton
 import triton.language as tl
 
 import kerntune as kt
+
+# A constexpr global: Triton puts its value in the kernel's cache key, so a process with another value compiles
+# its own kernel rather than loading one from the disk cache.
+PLANTED_EXTRA = tl.constexpr(int(os.environ.get("PLANTED_EXTRA", "0")))
 
 
 @triton.jit
@@ -34,7 +46,7 @@ def planted_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N:
     a_ptrs = a_ptr + offs_m[:, None] * K + offs_k[None, :]
     b_ptrs = b_ptr + offs_k[:, None] * N + offs_n[None, :]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K) + EXTRA):
+    for k in range(0, tl.cdiv(K, BLOCK_K) + EXTRA + PLANTED_EXTRA):
         live = offs_k < K - k * BLOCK_K  # all false in the EXTRA iterations: zeros loaded, zeros added
         a = tl.load(a_ptrs, mask=live[None, :], other=0.0)
         b = tl.load(b_ptrs, mask=live[:, None], other=0.0)
@@ -68,4 +80,6 @@ problem = kt.Problem(
     make_inputs=make_inputs,
     reference=lambda args, shape: args["a"].double() @ args["b"].double(),
     outputs=("c",),
+    baselines=[kt.Baseline("torch.matmul", kernel=kt.TorchCallable(
+        lambda args, meta: torch.mm(args["a"], args["b"], out=args["c"]), "torch.matmul"))],
 )

@@ -201,10 +201,11 @@ def ab(
     recalibrate: Annotated[
         bool, typer.Option("--recalibrate", help="Measure the A/A noise band again before the verdict.")
     ] = False,
-    no_reference: Annotated[
-        bool, typer.Option("--no-reference", help="Fresh processes of one spec: time each side alone, without the "
-                           "spec's default config beside it (for an env: change that alters every kernel alike).")
-    ] = False,
+    reference: Annotated[
+        str, typer.Option("--reference", help="Fresh processes of one spec time a fixed kernel beside each side: "
+                          "default (the spec's default config), @BASELINE (e.g. @torch.matmul: one an env: change "
+                          "to the spec's kernel leaves alone), @K=V,... (a config), or none (each side alone).")
+    ] = "default",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the gate's inputs.")] = 0,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
@@ -219,7 +220,7 @@ def ab(
     request = ABRequest(a=a, b=b, spec=spec, shape=parse_shape(shape) if shape else {}, dtype=dtype,
                         device=device or settings.device, processes=processes, scheme=scheme, metric=metric,
                         higher_is_better=higher_is_better, expect=expect, recalibrate=recalibrate, seed=seed,
-                        reference=not no_reference)
+                        reference=reference)
     console = Console(stderr=True)
     record = run_ab(request, settings, _store(store), None if as_json else LineProgress(console))
     if as_json:

@@ -174,7 +174,9 @@ def ab_lines(r: ABRecord) -> list[str]:
                      f"throttled values: {c.get('throttled_values', 0)}; with another process on the GPU: "
                      f"{c.get('other_tenant_values', 0)}; shape {c.get('shape')} {c.get('dtype')}")
     values = " ".join(f"{p.side}:{p.value:.5g}" for p in r.processes)
-    unit = ("each the side's time over the reference's in its process" if r.scheme == REFERENCED else
+    reference = r.conditions.get("reference", "default")
+    named = "the spec's default config" if reference == "default" else reference
+    unit = (f"each the side's time over the reference's ({named}) in its process" if r.scheme == REFERENCED else
             "the metric" if r.a.get("kind") == "command" else "ms")
     lines.append(f"values (ABBA order; {unit}): {values}")
     for side in ("A", "B"):

@@ -162,7 +162,7 @@ def _runner(sides: tuple[Side, Side], request: ABRequest, settings: Settings,
 def _scope(runner: SpecRunner | CommandRunner, scheme: str, conditions: dict[str, Any]) -> str:
     """Where a noise band applies: device, scheme, conditions, what side A runs (by content and resolved
     config: ``SPEC`` and ``SPEC@K=default`` are one scope), shape and dtype."""
-    keys = ("timer", "regime", "mode")
+    keys = ("timer", "regime", "mode", "reference")
     cond = ",".join(str(conditions.get(k, "")) for k in keys)
     return "|".join((str(runner.target.get("device_name") or runner.target.get("label")), scheme, cond,
                      runner.work(0), runner.shape_key, runner.dtype))
@@ -203,6 +203,8 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
             wall_s=time.perf_counter() - started))
         raise
     conditions = {**_conditions(records), "shape": runner.shape_key, "dtype": runner.dtype}
+    if scheme == REFERENCED:  # what each process timed beside its side (part of the noise band's scope)
+        conditions["reference"] = request.reference
     checked = _second_timer(records, scheme)
     if checked:
         conditions["second_timer"] = checked

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kerntune.compare.sides import Side
+from kerntune.compare.sides import Side, parse_selector
 from kerntune.errors import KerntuneError, SpecError, UsageError
 from kerntune.exec.pool import Outcome, Worker
 from kerntune.measure.stats import paired_log_ratio
@@ -56,8 +56,15 @@ class ABRequest:
     expect: str | None = None
     recalibrate: bool = False
     seed: int = 0
-    reference: bool = True
-    """Fresh processes of one spec time the spec's default config beside each side (False: each side alone)."""
+    reference: str = "default"
+    """What fresh processes of one spec time beside each side: ``default`` (the spec's default config),
+    ``@NAME`` (one of its baselines, e.g. ``@torch.matmul``: a kernel an env: change to the spec's own kernel does
+    not touch), ``@K=V,...`` (a config), or ``none`` (each side timed alone)."""
+
+    def __post_init__(self) -> None:
+        if self.reference not in ("default", "none") and not self.reference.startswith("@"):
+            raise UsageError(f"--reference {self.reference!r}: give default, none, @BASELINE (one of the spec's "
+                             "baselines, e.g. @torch.matmul) or @NAME=VALUE[,...] (a config of the spec)")
 
 
 class SideFailed(KerntuneError):
@@ -77,10 +84,11 @@ class SpecRunner:
         # spec's default config, from the spec's own source, interleaved with its side — a fixed reference, so
         # what differs from process to process (clocks, placement, a CPU device's threads) divides out.
         # Interleaving is eager only: under KERNTUNE_MODE=graph each process times its side alone, as before.
-        # The reference runs under its process's environment: an env: side whose variables alter every kernel
-        # alike (a compiler or runtime setting) alters the reference too, and is timed alone (--no-reference).
-        self.referenced = (request.reference and not in_process and sides[0].spec_path == sides[1].spec_path
-                           and settings.mode == "eager")
+        # The reference runs under its process's environment: an env: side whose variables alter the spec's own
+        # kernel alters a reference of that kernel too; --reference @BASELINE names one it leaves alone (cuBLAS
+        # beside a Triton kernel), --reference none times each side alone.
+        self.referenced = (request.reference != "none" and not in_process
+                           and sides[0].spec_path == sides[1].spec_path and settings.mode == "eager")
         self.gated: set[int] = set()
         self.shared: Worker | None = None
         self.target: dict[str, Any] = {}
@@ -90,9 +98,20 @@ class SpecRunner:
                 payload["kernel_source"] = side.kernel_source
         self.reference: dict[str, Any] | None = None
         if self.referenced:
-            problem = load_spec(sides[0].spec_path).problem
-            self.reference = {**self.payloads[0], "config": problem.space.default_config().as_dict(),
-                              "baseline_kernel": None, "kernel_source": ""}
+            self.reference = self._reference_payload(sides[0])
+
+    def _reference_payload(self, side: Side) -> dict[str, Any]:
+        """The fixed kernel timed beside each side: the spec's default config, or what --reference names."""
+        problem = load_spec(side.spec_path).problem
+        text = self.request.reference
+        if text == "default":
+            config, baseline = problem.space.default_config(), None
+        else:  # "@...", as ABRequest checked
+            config_text, baseline_name = parse_selector(text[1:], f"--reference {text}")
+            named = Side(f"--reference {text}", "spec", spec_path=side.spec_path, config=config_text,
+                         baseline=baseline_name)
+            config, baseline = _side_config(problem, named, Shape.of(self.payloads[0]["shape"]))
+        return {**self.payloads[0], "config": config.as_dict(), "baseline_kernel": baseline, "kernel_source": ""}
 
     def _payload(self, side: Side) -> dict[str, Any]:
         loaded = load_spec(side.spec_path)
@@ -138,7 +157,11 @@ class SpecRunner:
 
     def _check_on(self, target: Target) -> None:
         """The sides' configs against the constraints that read the target, now that a worker has named it."""
-        for side, payload in zip(self.sides, self.payloads, strict=True):
+        checked = list(zip(self.sides, self.payloads, strict=True))
+        if self.reference is not None:
+            checked.append((replace(self.sides[0], text=f"--reference {self.request.reference}", baseline=""),
+                            self.reference))
+        for side, payload in checked:
             if payload["baseline_kernel"] is None and not side.baseline:
                 _refuse_broken(load_spec(side.spec_path).problem, side, Config.of(payload["config"]),
                                Shape.of(payload["shape"]), target)

@@ -78,7 +78,8 @@ def _split_at(text: str) -> tuple[str, str]:
     return head, tail
 
 
-def _parse_selector(selector: str, text: str) -> tuple[dict[str, str], str]:
+def parse_selector(selector: str, text: str) -> tuple[dict[str, str], str]:
+    """What follows a side's ``@``: a config (``K=V,...``) or a baseline's name; ``text`` names it in errors."""
     if not selector:
         return {}, ""
     if "=" not in selector:
@@ -147,7 +148,7 @@ def parse_side(text: str, spec: str | None, workdir: Path) -> Side:
         if not sep or not rev or not path:
             raise UsageError(f"side {text!r}: expected git:REVISION:PATH")
         body = str(_git_extract(rev, path, workdir))
-    config, baseline = _parse_selector(selector, text)
+    config, baseline = parse_selector(selector, text)
     if not body:
         if spec is None:
             raise UsageError(f"side {text!r} names only a config: give --spec SPEC, or write SPEC@{selector}")

@@ -129,14 +129,25 @@ def test_env_sides_run_in_fresh_processes_and_a_reference_they_alter_divides_the
     sides = (str(spec_dir), f"env:KT_EXTRA=12:{spec_dir}")
     refused = kerntune("ab", *sides, "--scheme", "in-process")
     assert refused.code == 2 and "fresh processes" in refused.stderr
-    alone = kerntune("ab", *sides, "--no-reference", "--processes", "3", "--json", env=AB_ENV)
+    alone = kerntune("ab", *sides, "--reference", "none", "--processes", "3", "--json", env=AB_ENV)
     assert alone.code == 0, alone.stderr
     assert alone.json()["scheme"] == "fresh" and alone.json()["ratio"] > 1.03  # each side timed alone: seen
     beside = kerntune("ab", *sides, "--processes", "3", "--json", env=AB_ENV)
     assert beside.code == 0, beside.stderr
     # The reference is the spec's own kernel in the same process: KT_EXTRA slows it too, and the ratio to it
-    # does not see the change — what --no-reference is for.
+    # does not see the change — what --reference none (or a reference the variable leaves alone) is for.
     assert beside.json()["scheme"] == "fresh, beside a reference" and beside.json()["ratio"] < 1.02
+    assert beside.json()["conditions"]["reference"] == "default"
+    # A named reference: here the spec's own config at twice the loop, timed beside each side in its process.
+    named = kerntune("ab", *sides, "--reference", "@ITERS=400", "--processes", "2", "--json", env=AB_ENV)
+    assert named.code == 0, named.stderr
+    data = named.json()
+    assert data["conditions"]["reference"] == "@ITERS=400" and data["scheme"] == "fresh, beside a reference"
+    assert all(p["value"] == p["info"]["over_reference"] < 0.8 for p in data["processes"])  # side ≈ half of it
+    for bad, said in (("fastest", "--reference 'fastest'"), ("@nope", "no baseline 'nope'"),
+                      ("@LS=7,ITERS", "expected @NAME=VALUE")):
+        refused = kerntune("ab", *sides, "--reference", bad, env=AB_ENV)
+        assert refused.code == 2 and said in refused.stderr, (bad, refused.stderr)
 
 
 def test_commands_metric_direction_and_errors(kerntune: Callable[..., CliResult]) -> None:

@@ -40,5 +40,5 @@ def test_a_folder_in_the_variable_is_searched_and_an_empty_one_said(tmp_path: Pa
     assert why_no_driver().startswith("no Vulkan driver (ICD) file in VK_DRIVER_FILES")
     relative = tmp_path / "drivers"
     relative.mkdir()
-    icd = _icd(relative, "local.json", "./libmissing_driver.so")  # relative to the file's folder, as the loader reads it
+    icd = _icd(relative, "local.json", "./libmissing_driver.so")  # from the file's folder, as the loader reads
     assert icd_files()[0] == [] and str(relative / "libmissing_driver.so") in str(library_problem(icd))

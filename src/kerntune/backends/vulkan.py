@@ -22,7 +22,7 @@ from kerntune.backends import vulkan_inspect
 from kerntune.backends.base import Backend, Compiled, digest, place_arrays
 from kerntune.backends.vulkan_compile import WORKGROUP_IDS, check_names, compile_glsl, reflect, validate
 from kerntune.backends.vulkan_loader import why_no_driver
-from kerntune.backends.vulkan_pipeline import Pipeline, VulkanArray, pack, vk
+from kerntune.backends.vulkan_pipeline import Pipeline, VulkanArray, owned, pack, vk
 from kerntune.devices.telemetry import Telemetry, Unavailable
 from kerntune.errors import BackendUnavailable, CandidateFailed, UsageError
 from kerntune.model import FailureKind, Kernel, Meta, Target, VulkanKernel
@@ -101,8 +101,11 @@ class VulkanBackend(Backend):
         self._recording: Any = None
         self._queries: Any = None
         self._query_count = 0
-        # Twice a generous last-level cache (Vulkan reports none): 64 MiB covers CPUs and the GPUs it runs on.
-        self._flush_bytes = 64 << 20
+        # Vulkan reports no cache sizes. A GPU's L2 reaches 50-128 MB (H100/H200 50 MB, MI300X's Infinity Cache
+        # 256 MB is memory-side and not flushed by this): 256 MiB, as do_bench fills; a CPU's last level (lavapipe)
+        # is covered twice by 64 MiB, and a larger fill there would cost tens of ms per sample.
+        cpu = self.props.deviceType == vk.VK_PHYSICAL_DEVICE_TYPE_CPU
+        self._flush_bytes = (64 if cpu else 256) << 20
         self._flush = self._buffer(self._flush_bytes, host=False)
 
     # ------------------------------------------------------------------ memory
@@ -128,7 +131,7 @@ class VulkanBackend(Backend):
         memory = vk.vkAllocateMemory(self.device, vk.VkMemoryAllocateInfo(
             allocationSize=needs.size, memoryTypeIndex=self._memory_type(needs.memoryTypeBits, host)), None)
         vk.vkBindBufferMemory(self.device, buffer, memory, 0)
-        return VulkanArray(buffer, memory, max(size, 4), (), np.dtype(np.uint8))
+        return owned(VulkanArray(buffer, memory, max(size, 4), (), np.dtype(np.uint8)), self.device)
 
     def _write(self, host_buffer: VulkanArray, data: bytes) -> None:
         mapped = vk.vkMapMemory(self.device, host_buffer.memory, 0, host_buffer.size, 0)
@@ -198,6 +201,29 @@ class VulkanBackend(Backend):
 
     def place(self, host_args: Mapping[str, Any]) -> dict[str, Any]:
         return place_arrays(host_args, self._array)
+
+    def copy_placed(self, placed: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Each buffer copied on the device into a new one of the same placement, in one submit; a copy shares
+        its source's staging twin (the host path of reads and writes, which holds nothing of its own)."""
+        copies: dict[str, Any] = {}
+        pairs: list[tuple[VulkanArray, VulkanArray]] = []
+        for name, value in placed.items():
+            if isinstance(value, VulkanArray):
+                copy = self._buffer(value.size, host=self.memory_kind == "host-visible")
+                copy.shape, copy.dtype, copy.staging = value.shape, value.dtype, value.staging
+                pairs.append((value, copy))
+                value = copy
+            copies[name] = value
+
+        def record(cb: Any) -> None:
+            self._barrier(cb)
+            for source, copy in pairs:
+                vk.vkCmdCopyBuffer(cb, source.buffer, copy.buffer, 1,
+                                   [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=source.size)])
+
+        if pairs:
+            self._submit(record)
+        return copies
 
     def poison(self, args: Mapping[str, Any], outputs: Sequence[str]) -> None:
         def fill(cb: Any) -> None:

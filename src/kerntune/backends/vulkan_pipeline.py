@@ -6,6 +6,7 @@ push constants or specialization data (``pack``), and the pipeline with its layo
 from __future__ import annotations
 
 import struct
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,25 @@ except (ImportError, OSError) as exc:  # pragma: no cover - depends on the envir
         "the Vulkan backend needs the vulkan bindings and a Vulkan loader: pip install 'kerntune[vulkan]' and "
         "apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe, a CPU device)") from exc
 
-__all__ = ["Pipeline", "VulkanArray", "pack", "vk"]
+__all__ = ["Pipeline", "VulkanArray", "handle", "owned", "pack", "vk"]
+
+
+def handle(obj: Any) -> int:
+    """A Vulkan handle's value: the identity of a buffer to the driver (a Python object's id is reused once the
+    object is collected, and a wrapper's id says nothing about which buffer it wraps)."""
+    return int(vk.ffi.cast("uintptr_t", obj))
+
+
+def _free_buffer(device: Any, buffer: Any, memory: Any) -> None:
+    vk.vkDestroyBuffer(device, buffer, None)
+    vk.vkFreeMemory(device, memory, None)
+
+
+def _destroy_pipeline(device: Any, pipeline: Any, layout: Any, set_layout: Any, pool: Any) -> None:
+    vk.vkDestroyDescriptorPool(device, pool, None)  # its descriptor sets with it
+    vk.vkDestroyPipeline(device, pipeline, None)
+    vk.vkDestroyPipelineLayout(device, layout, None)
+    vk.vkDestroyDescriptorSetLayout(device, set_layout, None)
 
 
 @dataclass
@@ -36,6 +55,15 @@ class VulkanArray:
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
     staging: VulkanArray | None = None
+
+
+def owned(array: VulkanArray, device: Any) -> VulkanArray:
+    """``array``, its buffer and memory freed when the last reference to it goes (every submit is waited for,
+    so no command can still be using it then). A tune at a 1 GiB shape places a set per candidate and seed:
+    without this each one stayed allocated until the worker exited."""
+    # Not at exit: the process's end frees the device's memory anyway, and a long list of frees would delay it.
+    weakref.finalize(array, _free_buffer, device, array.buffer, array.memory).atexit = False
+    return array
 
 
 def pack(values: Sequence[Any]) -> bytes:
@@ -90,26 +118,34 @@ class Pipeline:
         self.pool = vk.vkCreateDescriptorPool(dev, vk.VkDescriptorPoolCreateInfo(
             maxSets=64, poolSizeCount=1, pPoolSizes=[vk.VkDescriptorPoolSize(
                 type=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount=64 * max(1, len(arrays)))]), None)
-        self.sets: dict[tuple[int, ...], Any] = {}
+        # Descriptor sets by the buffers' handles, each with weak references to the arrays it was written for: a
+        # freed buffer's handle can come back for a new one, and then the set is written again, not reused.
+        self.sets: dict[tuple[int, ...], tuple[Any, list[weakref.ref[VulkanArray]]]] = {}
+        weakref.finalize(self, _destroy_pipeline, dev, self.pipeline, self.layout, self.set_layout,
+                         self.pool).atexit = False
 
     def _set(self, arrays: list[VulkanArray]) -> Any:
-        key = tuple(id(a.buffer) for a in arrays)
-        if key not in self.sets:
+        key = tuple(handle(a.buffer) for a in arrays)
+        dev = self.backend.device
+        if key in self.sets:
+            found, refs = self.sets[key]
+            if all(r() is a for r, a in zip(refs, arrays, strict=True)):
+                return found
+        else:
             if len(self.sets) >= 64:
                 raise CandidateFailed(FailureKind.ERROR.value, "more than 64 distinct buffer sets bound to one "
                                       "compiled config")
-            dev = self.backend.device
             found = vk.vkAllocateDescriptorSets(dev, vk.VkDescriptorSetAllocateInfo(
                 descriptorPool=self.pool, descriptorSetCount=1, pSetLayouts=[self.set_layout]))[0]
-            writes = [vk.VkWriteDescriptorSet(dstSet=found, dstBinding=i, descriptorCount=1,
-                                              descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                              pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=a.buffer, offset=0,
-                                                                                    range=a.size)])
-                      for i, a in enumerate(arrays)]
-            if writes:
-                vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
-            self.sets[key] = found
-        return self.sets[key]
+        writes = [vk.VkWriteDescriptorSet(dstSet=found, dstBinding=i, descriptorCount=1,
+                                          descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                          pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=a.buffer, offset=0,
+                                                                                range=a.size)])
+                  for i, a in enumerate(arrays)]
+        if writes:  # the set is not in use: every submit that bound it has been waited for
+            vk.vkUpdateDescriptorSets(dev, len(writes), writes, 0, None)
+        self.sets[key] = (found, [weakref.ref(a) for a in arrays])
+        return found
 
     def record(self, cb: Any, args: Mapping[str, Any], groups: tuple[int, ...]) -> None:
         arrays = [a for a in args.values() if isinstance(a, VulkanArray)]

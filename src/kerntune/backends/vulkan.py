@@ -341,6 +341,9 @@ class VulkanBackend(Backend):
         if self.capture_internal:
             found["internal"] = [rep for e in executables for rep in e.internal]
             found["units"] = {k: v for e in executables[:1] for k, v in e.units.items()}
+            errors = [e.internal_error for e in executables if e.internal_error]
+            if errors:
+                found["not_exposed"] = errors[0]
         return found
 
     def synchronize(self) -> None:

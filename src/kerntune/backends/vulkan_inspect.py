@@ -49,6 +49,8 @@ class Executable:
     """Each statistic's description, as the driver words it (its unit lives there)."""
     internal: list[dict[str, Any]] = field(default_factory=list)
     """``{"name", "description", "text" or "bytes"}`` per internal representation."""
+    internal_error: str = ""
+    """Why the internal representations could not be read (the statistics are kept)."""
 
 
 def _value(stat: Any) -> float | int | bool:
@@ -115,7 +117,10 @@ def read_pipeline(device: Any, pipeline: Any, internal: bool) -> list[Executable
             executable.statistics[str(stat.name)] = _value(stat)
             executable.units[str(stat.name)] = str(stat.description)
         if internal:
-            executable.internal = _internal(device, info)
+            try:
+                executable.internal = _internal(device, info)
+            except Exception as exc:  # the statistics stand without it
+                executable.internal_error = f"internal representations: {type(exc).__name__}: {exc}"
         found.append(executable)
     return found
 

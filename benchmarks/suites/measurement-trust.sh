@@ -1,5 +1,5 @@
 # about: whether kerntune's timings hold: repeatability beside do_bench, A/A false calls and a planted slowdown through `kerntune ab`, fresh-process A/B, confirmation
-# steps: repeatability ratio-repeatability ab-power ab-sources ab-fresh ab-power-fresh ab-env confirmation repeat-tunes
+# steps: repeatability ratio-repeatability claims-check ab-power ab-sources ab-fresh ab-power-fresh ab-env confirmation repeat-tunes
 # needs: any
 # repeatability: (GPU) 20 measurements of one bf16 4096³ torch.matmul in one process, triton.testing.do_bench
 #                timing the same launch beside each; spread = (max − min) / median; VARIANTS of warm-up : min
@@ -9,6 +9,11 @@
 #                (`kerntune ab --scheme in-process`, torch.matmul as A, the tuned config WINNER as B): each round's
 #                ratio is its interleaved pairs' median log ratio; spread = (max − min) / median of the 20, absolute
 #                medians beside them (benchmarks/ratio_repeatability.py).
+# claims-check:  (GPU) the 10 LLM shapes of benchmarks/search_vs_anchors.py tuned (`kerntune tune
+#                examples/triton_matmul`, bf16, CLAIMS_BUDGET 20s/shape), then each winner/torch.matmul ratio the report
+#                prints checked independently in the same run: benchmarks/claims_check.py times winner and torch.matmul
+#                call by call (torch W W torch, 256 MiB flush before each, BLOCKS=100 blocks) by the profiler's kernel
+#                records, split by its own reading of the trace; agreement within 1% per shape.
 # ab-power:      AA (20) A/A verdicts and SLOW (10) planted-slowdown verdicts, each one `kerntune ab --json`
 #                process at default settings (benchmarks/ab_power.py): on a GPU the planted bf16 matmul with 3.1%
 #                more masked-off K work (benchmarks/specs/planted_matmul @EXTRA=0 vs @EXTRA=2), on a CPU the
@@ -53,6 +58,22 @@ step_ratio_repeatability() {
     --store "$W/ratio-store" --out "$out/ratio_repeatability.json" > "$out/ratio_repeatability.log" 2>&1
   local code=$?
   tail -4 "$out/ratio_repeatability.log" >> "$LOG"
+  return $code
+}
+step_claims_check() {
+  [ -n "$GPU" ] || { note "  claims-check times a bf16 matmul against cuBLAS: needs a GPU, skipped"; return 0; }
+  local out shapes m nk; out=$(step_dir claims-check); shapes=""
+  for m in 16 128 4096; do
+    for nk in N=4096,K=4096 N=14336,K=4096 N=4096,K=14336; do shapes="$shapes --shape M=$m,$nk"; done
+  done
+  shapes="$shapes --shape M=8192,N=8192,K=8192"
+  KERNTUNE_HOME="$W/claims-store" bounded "${CLAIMS_TUNE_LIMIT:-400}" python3 -m kerntune tune examples/triton_matmul \
+    --dtype bfloat16 $shapes --budget "${CLAIMS_BUDGET:-20s/shape}" --json > "$out/tune.json" 2> "$out/tune.err"
+  [ -s "$out/tune.json" ] || KERNTUNE_HOME="$W/claims-store" python3 -m kerntune show last --json > "$out/tune.json"
+  bounded "${CHECK_LIMIT:-300}" python3 benchmarks/claims_check.py "$out/tune.json" "$out/claims_check.json" \
+    "${BLOCKS:-100}" > "$out/claims_check.log" 2>&1
+  local code=$?
+  tail -12 "$out/claims_check.log" >> "$LOG"
   return $code
 }
 # ab_power NAME SPEC A B [ab_power.py options]: AA A/A and SLOW planted-slowdown verdicts into $D/NAME/.

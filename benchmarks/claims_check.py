@@ -1,0 +1,164 @@
+"""An independent check of the winner/torch.matmul ratios a `kerntune tune examples/triton_matmul --json` report
+prints: each shape's winner and torch.matmul timed again here, call by call, by the profiler's kernel records.
+
+Independent of kerntune's measurement code: nothing from ``kerntune.measure`` or ``kerntune.scope`` is used. The
+spec is loaded only to launch the kernel under test (its ``launch`` at the winning config) and the library call
+(its ``torch.matmul`` baseline), on the spec's own inputs. Per shape:
+1. both are gated against the spec's float64 reference (relative Frobenius error ≤ 1e-2);
+2. after a few warm-up calls, BLOCKS blocks of four calls in the order torch, winner, winner, torch, each call
+   preceded by a 256 MiB fill of a scratch buffer (the L2 flushed; the fill is the only one-byte fill kernel in
+   the run, so its records mark where each call starts), all under one torch.profiler session;
+3. from the exported trace, each call's time is the sum of the durations of the GPU kernels between its flush and
+   the next one; each block's ratio is (its two winner calls) / (its two torch calls); the estimate is the median
+   of the block ratios with a bootstrap 95% interval (2,000 resamples, fixed seed);
+4. the report's printed ratio for the winner (its finalist row's interleaved ratio over torch.matmul, CUDA
+   events) is set beside it: agreement is |printed / checked - 1| ≤ 1%.
+
+Usage: python benchmarks/claims_check.py REPORT.json OUT.json [BLOCKS]   (prints one line per shape and a summary;
+exit 1 when a gate failed or the profiler's records could not be tied to the calls)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+GATE = 1e-2
+FLUSH_BYTES = 256 << 20
+AGREE = 0.01
+# The flush's own kernel: a fill of one-byte elements (torch's FillFunctor<unsigned char>), or a memset record.
+FLUSH_KERNEL = re.compile(r"FillFunctor<unsigned char>")
+
+
+def _problem() -> Any:
+    from kerntune.tune.spec import load_spec  # the spec as kerntune loads it: only to launch its kernels
+
+    return load_spec(ROOT / "examples" / "triton_matmul").problem
+
+
+def _relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return float(torch.linalg.vector_norm(out.double() - ref.double()) / torch.linalg.vector_norm(ref.double()))
+
+
+def call_times_us(events: list[dict[str, Any]], calls: int) -> list[float]:
+    """Each call's GPU time in µs: the kernels between its flush record and the next, summed."""
+    gpu = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memset")),
+                 key=lambda e: float(e["ts"]))
+    starts = [i for i, e in enumerate(gpu) if e.get("cat") == "gpu_memset" or FLUSH_KERNEL.search(str(e["name"]))]
+    if len(starts) != calls:
+        raise RuntimeError(f"found {len(starts)} flush records for {calls} calls: the trace cannot be split by call")
+    bounds = [*starts, len(gpu)]
+    times = [sum(float(e["dur"]) for e in gpu[bounds[i] + 1:bounds[i + 1]]) for i in range(calls)]
+    if min(times) <= 0:
+        raise RuntimeError("a call with no kernel of its own between two flushes")
+    return times
+
+
+def block_ratio(times: list[float]) -> dict[str, Any]:
+    """Blocks of four (torch, winner, winner, torch): the median of (winner pair)/(torch pair), bootstrap CI."""
+    blocks = np.array(times).reshape(-1, 4)
+    ratios = (blocks[:, 1] + blocks[:, 2]) / (blocks[:, 0] + blocks[:, 3])
+    rng = np.random.default_rng(0)
+    medians = np.median(rng.choice(ratios, size=(2000, len(ratios)), replace=True), axis=1)
+    return {"ratio": float(np.median(ratios)), "ci": [float(np.quantile(medians, 0.025)),
+                                                      float(np.quantile(medians, 0.975))], "blocks": len(ratios),
+            "torch_us": float(np.median(blocks[:, [0, 3]])), "winner_us": float(np.median(blocks[:, [1, 2]]))}
+
+
+def printed_ratio(found: dict[str, Any]) -> float | None:
+    """The winner's time over torch.matmul's as the report prints it (its finalist row, interleaved)."""
+    winner = found.get("winner") or {}
+    for row in found.get("finalists", []):
+        if row.get("id") == winner.get("id") and row.get("interleaved_ratio"):
+            return float(row["interleaved_ratio"]["ratio"])
+    return None
+
+
+def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.Tensor) -> dict[str, Any]:
+    shape = {k: found["shape"][k] for k in problem.shape_fields()}
+    config = found["winner"]["config"]
+    args = problem.make_inputs(shape, "bfloat16", 1)
+    meta = {**shape, **config}
+    library = next(b for b in problem.baselines if b.name == "torch.matmul").kernel
+    calls = {"torch": lambda: library.fn(args, meta), "winner": lambda: problem.kernel.launch(problem.kernel.fn,
+                                                                                              args, config)}
+    ref = problem.reference(args, shape)
+    errors = {}
+    for name, call in calls.items():
+        args["c"].fill_(float("nan"))
+        call()
+        torch.cuda.synchronize()
+        errors[name] = _relative_error(args["c"], ref)
+    for _ in range(3):  # warm-up: compile, caches, clocks
+        for call in calls.values():
+            call()
+    torch.cuda.synchronize()
+    order = ["torch", "winner", "winner", "torch"] * blocks
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for name in order:
+            flush.fill_(1)
+            calls[name]()
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "trace.json"
+        prof.export_chrome_trace(str(trace))
+        events = json.loads(trace.read_text())["traceEvents"]
+    checked = block_ratio(call_times_us(events, len(order)))
+    printed = printed_ratio(found)
+    return {"shape": shape, "config": config, "errors": errors, "gated": all(e <= GATE for e in errors.values()),
+            "checked": checked, "printed": printed,
+            "disagreement": None if printed is None else printed / checked["ratio"] - 1}
+
+
+def main() -> int:
+    report, out = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
+    blocks = int(sys.argv[3]) if len(sys.argv) > 3 else 100
+    problem = _problem()
+    flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    rows: list[dict[str, Any]] = []
+    ok = True
+    for found in report["shapes"]:
+        if not (found.get("winner") or {}).get("config"):
+            continue
+        try:
+            row = check_shape(problem, found, blocks, flush)
+        except RuntimeError as exc:
+            row, ok = {"shape": found["shape"], "error": str(exc)}, False
+        rows.append(row)
+        out.write_text(json.dumps({"rows": rows}, indent=1))
+        if "error" in row:
+            print(f"{row['shape']}: {row['error']}", flush=True)
+            continue
+        ok = ok and row["gated"]
+        c, s = row["checked"], row["shape"]
+        said = "no printed ratio" if row["printed"] is None else (
+            f"printed {row['printed']:.4f}, {'agrees' if abs(row['disagreement']) <= AGREE else 'DISAGREES'} "
+            f"({100 * row['disagreement']:+.2f}%)")
+        print(f"{s['M']}x{s['N']}x{s['K']} {s.get('layout', 'NN')}: checked {c['ratio']:.4f} "
+              f"({c['ci'][0]:.4f}-{c['ci'][1]:.4f}, {c['blocks']} blocks; torch {c['torch_us']:.1f} us, winner "
+              f"{c['winner_us']:.1f} us); {said}; gate {'ok' if row['gated'] else 'FAILED'}", flush=True)
+    done = [r for r in rows if "checked" in r]
+    both = [r for r in done if r["printed"] is not None]
+    summary = {
+        "shapes": len(done),
+        "checked_geomean": math.exp(sum(math.log(r["checked"]["ratio"]) for r in done) / max(1, len(done))),
+        "printed_geomean": math.exp(sum(math.log(r["printed"]) for r in both) / max(1, len(both))),
+        "agree_within_1pct": sum(1 for r in both if abs(r["disagreement"]) <= AGREE),
+        "max_abs_disagreement": max((abs(r["disagreement"]) for r in both), default=None),
+    }
+    out.write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
+    print("summary:", json.dumps(summary))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""The independent claims check's own reading of a profiler trace (benchmarks/claims_check.py): calls split at
+the flush's one-byte fill records, each call's kernels summed, block ratios, and the report's printed ratio."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytest.importorskip("torch")
+_spec = importlib.util.spec_from_file_location("claims_check", ROOT / "benchmarks" / "claims_check.py")
+assert _spec is not None and _spec.loader is not None
+claims_check = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(claims_check)
+
+FLUSH = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, "
+         "std::array<char*, 1ul> >")
+
+
+def _trace(calls: list[list[float]]) -> list[dict[str, Any]]:
+    events, ts = [{"ph": "X", "cat": "cpu_op", "name": "aten::fill_", "ts": 0.0, "dur": 5.0}], 10.0
+    for kernels in calls:
+        events.append({"ph": "X", "cat": "kernel", "name": FLUSH, "ts": ts, "dur": 90.0})
+        ts += 100.0
+        for i, dur in enumerate(kernels):  # a split-K winner's own bf16 zero fill counts as its work
+            name = "void at::native::FillFunctor<c10::BFloat16>" if i else "matmul_kernel"
+            events.append({"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur})
+            ts += dur + 1.0
+    return list(reversed(events))  # the reader orders them by time itself
+
+
+def test_calls_are_split_at_the_flush_and_their_kernels_summed() -> None:
+    calls = [[100.0], [98.0, 2.0], [101.0], [100.0]] * 3 + [[200.0], [101.0], [99.0], [200.0]]
+    times = claims_check.call_times_us(_trace(calls), len(calls))
+    assert times[:4] == [100.0, 100.0, 101.0, 100.0]
+    found = claims_check.block_ratio(times)
+    assert found["blocks"] == 4 and found["ratio"] == pytest.approx(1.005, abs=1e-9)  # median of 1.005 ×3, 0.5
+    assert found["ci"][0] <= found["ratio"] <= found["ci"][1]
+    with pytest.raises(RuntimeError, match="flush records"):
+        claims_check.call_times_us(_trace(calls), len(calls) + 1)
+    with pytest.raises(RuntimeError, match="no kernel of its own"):
+        claims_check.call_times_us(_trace([[100.0], []]), 2)
+
+
+def test_the_printed_ratio_is_the_winners_finalist_row() -> None:
+    found = {"winner": {"id": 7}, "finalists": [
+        {"id": 2, "interleaved_ratio": {"ratio": 1.0}}, {"id": 7, "interleaved_ratio": {"ratio": 0.97}}]}
+    assert claims_check.printed_ratio(found) == 0.97
+    assert claims_check.printed_ratio({"winner": {"id": 9}, "finalists": found["finalists"]}) is None

@@ -1,12 +1,15 @@
-"""torch.compile max-autotune and kerntune's tuned winners side by side on the same GEMM shapes (bf16, one GPU).
+"""torch.compile max-autotune, the Triton tutorial's autotune and kerntune's tuned winners side by side on the same
+GEMM shapes (bf16, one GPU).
 
 Given the report of a `kerntune tune examples/triton_matmul --json` run (the time-budget suite's), per shape:
 1. max-autotune tunes ``torch.mm`` at the shape and layout, from an empty Inductor cache (nothing an earlier run
    left is reused; persistent TMA templates on), its tuning wall time (the first call: trace, compile, autotune)
-   recorded, with the kernels its choice launches;
-2. kerntune's winner (the spec's ``launch`` at the winning config), max-autotune's compiled call and ``torch.mm``
-   are gated against a float64 reference;
-3. the three are timed call by call, the order rotating through all six permutations, the L2 flushed (256 MB
+   recorded, with the kernels its choice launches; the Triton matmul tutorial's ``triton.autotune`` over its 16
+   configs (benchmarks/search_vs_anchors.py's kernel, a fresh autotuner per shape, B read through its strides so
+   both layouts run; not where the shape has a bias, which the tutorial's kernel does not add) likewise;
+2. kerntune's winner (the spec's ``launch`` at the winning config), max-autotune's compiled call, the tutorial's
+   choice and ``torch.mm`` are gated against a float64 reference;
+3. they are timed call by call, the order rotating through every permutation, the L2 flushed (256 MB
    written) before every matmul, by the profiler's kernel durations (CUPTI through torch.profiler: the kernels
    each matmul launched, their own durations summed); ratios are paired medians with 95% intervals.
 "kerntune's table" is what `kerntune deploy` serves: the winner where it beats torch.mm, else the library.
@@ -78,6 +81,35 @@ def _error(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref))
 
 
+def _tutorial(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple[Any, float, str]:
+    """The tutorial's autotune at this shape (a fresh autotuner: its 16 configs timed here), its wall time, its
+    choice, and a call launching that choice directly."""
+    import triton
+    from search_vs_anchors import tutorial_kernel
+
+    m, k = a.shape
+    n = b.shape[1]
+    autotuned = tutorial_kernel()
+
+    def strides() -> tuple[int, ...]:
+        return (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+
+    start = time.perf_counter()
+    autotuned[lambda meta: (triton.cdiv(m, meta["BLOCK_SIZE_M"]) * triton.cdiv(n, meta["BLOCK_SIZE_N"]),)](
+        a, b, c, m, n, k, *strides())
+    torch.cuda.synchronize()
+    tuning_s = time.perf_counter() - start
+    best, direct = autotuned.best_config, autotuned.fn
+    kw = dict(best.kwargs)
+    grid = (triton.cdiv(m, kw["BLOCK_SIZE_M"]) * triton.cdiv(n, kw["BLOCK_SIZE_N"]),)
+
+    def call() -> Any:
+        return direct[grid](a, b, c, m, n, k, *strides(), **kw, num_warps=best.num_warps,
+                            num_stages=best.num_stages)
+
+    return call, tuning_s, str(best)
+
+
 def compare_shape(problem: Any, shape: dict[str, Any], config: dict[str, Any], rounds: int,
                   flush: torch.Tensor) -> dict[str, Any]:
     args = problem.make_inputs(shape, "bfloat16", 1)
@@ -89,13 +121,16 @@ def compare_shape(problem: Any, shape: dict[str, Any], config: dict[str, Any], r
         "max-autotune": lambda: compiled(a, b),
         "torch.mm": lambda: torch.mm(a, b, out=c),
     }
+    tutorial_s, tutorial_choice = None, None
+    if not int(shape.get("bias", 0)):
+        calls["triton.autotune"], tutorial_s, tutorial_choice = _tutorial(a, b, c)
     errors = {}
     for name, call in calls.items():
         c.fill_(float("nan"))
         out = call()
         torch.cuda.synchronize()
         errors[name] = _error(out if name == "max-autotune" else c, ref)
-    orders = list(itertools.permutations(calls))
+    orders = list(itertools.permutations(calls))  # 6 orders of three, 24 of four
     sequence = [orders[i % len(orders)] for i in range(rounds)]
     launches = [calls[name] for order in sequence for name in order]
     timed = profiled_ms(launches, lambda _: flush.zero_(), torch.cuda.synchronize)
@@ -109,13 +144,18 @@ def compare_shape(problem: Any, shape: dict[str, Any], config: dict[str, Any], r
         return {"ratio": found["ratio"], "ci": found["ci"]}
 
     medians = {name: sorted(v)[len(v) // 2] for name, v in per.items()}
-    return {"shape": shape, "config": config, "max_autotune_tuning_s": tuning_s, "max_autotune_kernels": kernels,
-            "errors": errors, "gated": all(e <= GATE for e in errors.values()), "median_ms": medians,
-            "kerntune_over_torch": ratio("kerntune", "torch.mm"),
-            "max_autotune_over_torch": ratio("max-autotune", "torch.mm"),
-            "kerntune_over_max_autotune": ratio("kerntune", "max-autotune"),
-            "table_over_max_autotune": ratio("kerntune", "max-autotune") if medians["kerntune"] < medians["torch.mm"]
-            else ratio("torch.mm", "max-autotune"), "rounds": rounds}
+    row = {"shape": shape, "config": config, "max_autotune_tuning_s": tuning_s, "max_autotune_kernels": kernels,
+           "errors": errors, "gated": all(e <= GATE for e in errors.values()), "median_ms": medians,
+           "kerntune_over_torch": ratio("kerntune", "torch.mm"),
+           "max_autotune_over_torch": ratio("max-autotune", "torch.mm"),
+           "kerntune_over_max_autotune": ratio("kerntune", "max-autotune"),
+           "table_over_max_autotune": ratio("kerntune", "max-autotune") if medians["kerntune"] < medians["torch.mm"]
+           else ratio("torch.mm", "max-autotune"), "rounds": rounds}
+    if "triton.autotune" in calls:
+        row.update(tutorial_tuning_s=tutorial_s, tutorial_choice=tutorial_choice,
+                   tutorial_over_torch=ratio("triton.autotune", "torch.mm"),
+                   kerntune_over_tutorial=ratio("kerntune", "triton.autotune"))
+    return row
 
 
 def _geomean(values: list[float]) -> float:
@@ -141,12 +181,20 @@ def main() -> int:
               f"speedup over torch.mm: kerntune {1 / row['kerntune_over_torch']['ratio']:.3f}, max-autotune "
               f"{1 / row['max_autotune_over_torch']['ratio']:.3f}; kerntune / max-autotune time "
               f"{row['kerntune_over_max_autotune']['ratio']:.3f}, table / max-autotune "
-              f"{row['table_over_max_autotune']['ratio']:.3f}; gate {'ok' if row['gated'] else 'FAILED'} "
+              f"{row['table_over_max_autotune']['ratio']:.3f}; "
+              + (f"tutorial autotune {1 / row['tutorial_over_torch']['ratio']:.3f} over torch.mm (tuned in "
+                 f"{row['tutorial_tuning_s']:.1f} s); " if "tutorial_over_torch" in row else "")
+              + f"gate {'ok' if row['gated'] else 'FAILED'} "
               f"{row['errors']}", flush=True)
     summary: dict[str, Any] = {key: _geomean([r[key]["ratio"] for r in rows]) for key in
                ("kerntune_over_torch", "max_autotune_over_torch", "kerntune_over_max_autotune",
                 "table_over_max_autotune")}
     summary["max_autotune_tuning_s"] = [round(r["max_autotune_tuning_s"], 2) for r in rows]
+    tutorial = [r for r in rows if "tutorial_over_torch" in r]
+    if tutorial:
+        for key in ("tutorial_over_torch", "kerntune_over_tutorial"):
+            summary[key] = _geomean([r[key]["ratio"] for r in tutorial])
+        summary["tutorial_tuning_s"] = [round(r["tutorial_tuning_s"], 2) for r in tutorial]
     summary["shapes_kerntune_table_at_least_as_fast"] = sum(
         1 for r in rows if r["table_over_max_autotune"]["ci"][0] <= 1.0)
     out.write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))

@@ -7,8 +7,9 @@
 # fresh store per budget: each report (its run's phases and stop reason) and its JSON-lines progress are kept,
 # with the command's own wall time in the log.
 # against-max-autotune (GPU): the bounded run's winners, torch.compile max-autotune (tuned from an empty cache, its
-# tuning time per shape recorded) and torch.mm, gated and timed call by call interleaved by CUPTI kernel durations
-# (benchmarks/against_max_autotune.py).
+# tuning time per shape recorded), the Triton tutorial's triton.autotune (16 configs, tuned per shape, both layouts
+# through B's strides; not on a shape with a bias) and torch.mm, gated and timed call by call interleaved by CUPTI
+# kernel durations (benchmarks/against_max_autotune.py).
 step_bounded() {
   local out spec shapes b tag code=0; out=$(step_dir bounded)
   if [ -n "$GPU" ]; then

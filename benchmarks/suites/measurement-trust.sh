@@ -26,7 +26,7 @@
 # ab-fresh:      the same planted slowdown in fresh processes (--scheme fresh, PROCESSES per side, default 6): each
 #                process times its side beside the spec's default config (the reference), interleaved.
 # ab-power-fresh: AA (20) and SLOW (10) verdicts of ab-power in fresh processes beside the reference.
-# ab-env:        (GPU) AA and SLOW verdicts of a slowdown planted by an environment variable (env:PLANTED_EXTRA=2, two
+# ab-env:        (GPU) SLOW (10) verdicts (AA, default 0, A/A ones) of a slowdown planted by an environment variable (env:PLANTED_EXTRA=2, two
 #                more K iterations of benchmarks/specs/planted_matmul), in fresh processes (PROCESSES, default 4, per
 #                side), each timing its side beside torch.matmul (--reference @torch.matmul: cuBLAS, which the
 #                variable leaves alone), interleaved.
@@ -111,7 +111,8 @@ step_ab_fresh() {
 step_ab_power_fresh() { planted; ab_power ab-power-fresh "${PLANTED[@]}" --scheme fresh; }
 step_ab_env() {
   [ -n "$GPU" ] || { note "  ab-env plants the slowdown in a Triton kernel beside cuBLAS: needs a GPU, skipped"; return 0; }
-  ab_power ab-env benchmarks/specs/planted_matmul @EXTRA=0 env:PLANTED_EXTRA=2:@EXTRA=0 --scheme fresh \
+  # Power only (AA=0 by default): the false-call rate of fresh processes beside a reference is ab-power-fresh's.
+  AA=${AA:-0} ab_power ab-env benchmarks/specs/planted_matmul @EXTRA=0 env:PLANTED_EXTRA=2:@EXTRA=0 --scheme fresh \
     --reference @torch.matmul --processes "${PROCESSES:-4}"
 }
 step_confirmation() {

@@ -125,13 +125,17 @@ def confirm(host: ConfirmHost, shapes: Sequence[Shape], claims_timing: bool) -> 
     interleave = host.measure.get("mode", "eager") == "eager"
     clock = _Clock(host)
     planned = sum(len(f) - (1 if interleave and reference(f) is not None else 0) for _, f in plan) * rounds
+    # A finalist found clearly behind stays out of later rounds: were it re-judged against a best whose estimate
+    # later rose, it could come back for a round and be ranked on rounds the others did not share.
+    dropped: dict[int, float] = {}
     for round_ in range(rounds):
         todo = {shape.key: [c for c in finalists
                             if c.id is not None and round_ not in host.store.confirmed_rounds(c.id)]
                 for shape, finalists in plan}
         if round_ > 0 and interleave and host.settings.confirm_band > 0:
             for shape, finalists in plan:
-                behind = _behind(host.store, finalists, host.settings.confirm_band)
+                behind = {**dropped, **_behind(host.store, finalists, host.settings.confirm_band)}
+                dropped.update(behind)
                 for c in todo[shape.key]:
                     if c.id in behind:
                         host.progress.finished(_label(host, round_, c), "skipped",

@@ -86,7 +86,9 @@ def test_after_the_first_round_only_finalists_close_to_the_best_are_re_timed(
     assert behind, first  # the space's slow configs are among eight finalists
     # A clear loser after round 1 keeps that round only; the others are re-timed (round 3 may drop one that fell
     # behind over two rounds).
-    assert all(rounds[cid] == 1 if cid in behind else rounds[cid] >= 2 for cid in searched), (rounds, first)
+    wrong = {cid: (rounds[cid], first.get(cid)) for cid in searched
+             if (rounds[cid] != 1 if cid in behind else rounds[cid] < 2)}
+    assert not wrong, f"rounds, first-round log ratio: {wrong}; best {best}; all rounds {rounds}; first {first}"
     skipped = [json.loads(line) for line in result.stderr.splitlines() if '"skipped"' in line]
     assert len(skipped) >= 2 * len(behind) and all("not re-timed" in e["detail"] for e in skipped)
     default = next(b for b in shape["baselines"] if b["label"] == "default")
@@ -116,9 +118,11 @@ def test_a_time_budget_bounds_the_whole_run_confirmation_included(tmp_path: Path
     assert phases["pool_start_s"] == 0  # a CPU device has no compile pool to wait for
     # Per shape: the run's 12 s count from the first shape (start-up apart); each step began only where its
     # likely cost fitted, and a comparison still running at the bound is stopped there.
-    assert phases["search_s"] + phases["confirm_s"] <= 12.0 + 1.0
-    assert finished[-1]["elapsed_s"] <= phases["start_up_s"] + 12.0 + 1.5
-    assert wall <= phases["start_up_s"] + 12.0 + 8.0  # the interpreter's own start and the report besides
+    # The margins are a loaded 2-core CI box's: a comparison stopped at the bound is a worker killed and reaped.
+    said = f"phases {phases}, last events {finished[-3:]}, wall {wall:.1f} s"
+    assert phases["search_s"] + phases["confirm_s"] <= 12.0 + 1.0, said
+    assert finished[-1]["elapsed_s"] <= phases["start_up_s"] + 12.0 + 2.5, said
+    assert wall <= phases["start_up_s"] + 12.0 + 10.0, said  # the interpreter's own start and the report besides
     shapes = result.json()["shapes"]
     # Every shape confirmed at least once — or, where a loaded host's costs outgrew the quarter kept for it (seen on
     # a CI box: 1 of 18 comparisons fitted), the run names the shapes it left unconfirmed.

@@ -15,32 +15,12 @@
 # bandwidth: the reduction tuned at N = BIG_N (default 2^28 floats, 1 GiB, on a GPU; 2^22 on a CPU), and
 #            `kerntune calibrate` of the same machine (on a GPU, the CUDA device's copy and triad): the winner's
 #            bytes per second against the calibrated ceiling.
-# The loader's choice of driver: where no instance can be made as the environment stands (a container whose first
-# ICD file names a library it lacks: VkErrorIncompatibleDriver), each ICD file on the machine is tried in turn and
-# the first whose instance lists a device is kept in VK_DRIVER_FILES; every attempt is logged.
-vulkan_instance() {
-  local out code
-  out=$(python3 -c "import vulkan as vk; i = vk.vkCreateInstance(vk.VkInstanceCreateInfo(
-pApplicationInfo=vk.VkApplicationInfo(apiVersion=vk.VK_MAKE_VERSION(1, 2, 0))), None)
-names = [vk.vkGetPhysicalDeviceProperties(d).deviceName for d in vk.vkEnumeratePhysicalDevices(i)]
-print(', '.join(names) or 'an instance without devices'); raise SystemExit(0 if names else 1)" 2>&1); code=$?
-  echo "$out" | tail -1; return $code
-}
-pick_vulkan_driver() {
-  local why icd
-  why=$(vulkan_instance) && { note "  Vulkan: $why (${VK_DRIVER_FILES:-the loader default ICD files})"; return 0; }
-  note "  no Vulkan instance with ${VK_DRIVER_FILES:-the loader default ICD files}: $why"
-  # NVIDIA's container toolkit puts the driver (libGLX_nvidia.so.0, which its ICD file names without a folder)
-  # in /usr/local/nvidia/lib64, outside the linker's path.
-  [ -d /usr/local/nvidia/lib64 ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/nvidia/lib64"
-  for icd in /usr/local/nvidia/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json /usr/share/vulkan/icd.d/*.json; do
-    [ -e "$icd" ] || continue
-    why=$(VK_DRIVER_FILES=$icd vulkan_instance) && { export VK_DRIVER_FILES=$icd; note "  Vulkan: $why ($icd)"; return 0; }
-    note "  $icd ($(tr -d ' \n' < "$icd" | grep -o '"library_path":"[^"]*"')): $why"
-  done
-  return 1
-}
-pick_vulkan_driver
+# The Vulkan device this run will use, logged first; where none opens, the backend's own error names each driver
+# (ICD) file and why its library did not load. NVIDIA's container toolkit puts the driver its ICD file names
+# without a folder (libGLX_nvidia.so.0) in /usr/local/nvidia/lib64, outside the linker's path: added here.
+[ -d /usr/local/nvidia/lib64 ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/nvidia/lib64"
+note "  Vulkan: $(python3 -c "from kerntune.backends.vulkan import VulkanBackend
+b = VulkanBackend(); print(b.props.deviceName, '-', dict(b.target().versions)['driver'])" 2>&1 | tail -1)"
 step_tune() {
   local name code=0
   command -v vulkaninfo >/dev/null && vulkaninfo --summary > "$D/vulkaninfo.txt" 2>&1

@@ -23,7 +23,7 @@ except (ImportError, OSError) as exc:  # pragma: no cover - depends on the envir
         "the Vulkan backend needs the vulkan bindings and a Vulkan loader: pip install 'kerntune[vulkan]' and "
         "apt-get install libvulkan1 mesa-vulkan-drivers (lavapipe, a CPU device)") from exc
 
-__all__ = ["Pipeline", "VulkanArray", "handle", "owned", "pack", "vk"]
+__all__ = ["Pipeline", "VulkanArray", "owned", "pack", "vk"]
 
 
 def handle(obj: Any) -> int:

@@ -157,13 +157,13 @@ class SpecRunner:
 
     def _check_on(self, target: Target) -> None:
         """The sides' configs against the constraints that read the target, now that a worker has named it."""
-        checked = list(zip(self.sides, self.payloads, strict=True))
+        checked = [(side.text, side.spec_path, payload) for side, payload in zip(self.sides, self.payloads,
+                                                                                   strict=True)]
         if self.reference is not None:
-            checked.append((replace(self.sides[0], text=f"--reference {self.request.reference}", baseline=""),
-                            self.reference))
-        for side, payload in checked:
-            if payload["baseline_kernel"] is None and not side.baseline:
-                _refuse_broken(load_spec(side.spec_path).problem, side, Config.of(payload["config"]),
+            checked.append((f"--reference {self.request.reference}", self.sides[0].spec_path, self.reference))
+        for text, spec_path, payload in checked:
+            if payload["baseline_kernel"] is None:  # the spec's kernel at a config (a baseline's config included)
+                _refuse_broken(load_spec(spec_path).problem, text, Config.of(payload["config"]),
                                Shape.of(payload["shape"]), target)
 
     def value(self, index: int) -> Value:
@@ -322,15 +322,15 @@ def _side_config(problem: Problem, side: Side, shape: Shape) -> tuple[Config, st
                          f"({', '.join(sorted(params))})")
     config = Config.of({**problem.space.default_config().as_dict(),
                         **{k: parse_value(v) for k, v in side.config.items()}})
-    _refuse_broken(problem, side, config, shape, None)
+    _refuse_broken(problem, side.text, config, shape, None)
     return config, None
 
 
-def _refuse_broken(problem: Problem, side: Side, config: Config, shape: Shape, target: Target | None) -> None:
+def _refuse_broken(problem: Problem, text: str, config: Config, shape: Shape, target: Target | None) -> None:
     """A config that breaks a constraint is refused before it is timed. Without a target (the parent, before any
     worker met the device) only the constraints that do not read the target are judged; the rest once a worker
     has named its Target (TMA on sm_90, say)."""
     reason = problem.space.check(config, shape, target, target_unknown=target is None)
     if reason is not None:
-        raise UsageError(f"{side.text}: config {config.key} violates the constraint {reason!r} at {shape.key}"
+        raise UsageError(f"{text}: config {config.key} violates the constraint {reason!r} at {shape.key}"
                          + (f" on {target.arch}" if target is not None else ""))

@@ -109,9 +109,20 @@ def test_an_undecided_interval_takes_more_values_until_it_is_decided(kerntune: C
     assert capped.code == 0 and len(capped.json()["processes"]) == 12 and capped.json()["verdict"] == "noise"
 
 
+def _planted_copy(folder: Path, old: str, new: str) -> Path:
+    """examples/opencl_planted_slowdown copied into ``folder`` with one edit of its spec (which must apply)."""
+    import shutil
+
+    shutil.copytree(PLANTED, folder)
+    spec = folder / "spec.py"
+    text = spec.read_text()
+    assert old in text, old
+    spec.write_text(text.replace(old, new))
+    return folder
+
+
 def test_env_sides_run_in_fresh_processes_and_a_reference_they_alter_divides_them_out(
         kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
-    import shutil
 
     loud = "import os; print(100 + 3 * int(os.environ.get('KT_SLOW', '0')))"
     command = kerntune("ab", f"cmd:python3 -c \"{loud}\"", f"env:KT_SLOW=1:cmd:python3 -c \"{loud}\"",
@@ -119,13 +130,10 @@ def test_env_sides_run_in_fresh_processes_and_a_reference_they_alter_divides_the
     assert command.code == 0, command.stderr
     assert command.json()["verdict"] == "loss" and abs(command.json()["ratio"] - 1.03) < 1e-9
     # A spec whose kernel reads KT_EXTRA when it is imported: the env: side gets 12 more loop iterations (6%).
-    spec_dir = tmp_path / "planted_env"
-    shutil.copytree(PLANTED, spec_dir)
-    spec = spec_dir / "spec.py"
-    spec.write_text(spec.read_text().replace(
-        'SOURCE = (Path(__file__).parent / "busy.cl").read_text()',
+    spec_dir = _planted_copy(
+        tmp_path / "planted_env", 'SOURCE = (Path(__file__).parent / "busy.cl").read_text()',
         'import os\nSOURCE = (Path(__file__).parent / "busy.cl").read_text().replace(\n'
-        '    "k < ITERS", "k < ITERS + " + os.environ.get("KT_EXTRA", "0"))'))
+        '    "k < ITERS", "k < ITERS + " + os.environ.get("KT_EXTRA", "0"))')
     sides = (str(spec_dir), f"env:KT_EXTRA=12:{spec_dir}")
     refused = kerntune("ab", *sides, "--scheme", "in-process")
     assert refused.code == 2 and "fresh processes" in refused.stderr
@@ -183,3 +191,17 @@ def test_a_fresh_process_is_timed_beside_the_reference_only_where_interleaving_e
     assert SpecRunner(sides, request, eager, store, in_process=False).referenced
     graph = replace(eager, mode="graph", regime="warm")  # interleaving is eager only: each side timed alone
     assert not SpecRunner(sides, request, graph, store, in_process=False).referenced
+
+
+def test_a_constraint_that_reads_the_target_is_judged_once_a_worker_names_it(
+        kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+
+    spec_dir = _planted_copy(
+        tmp_path / "planted_target", 'default={"ITERS": 200, "LS": 64})',
+        'default={"ITERS": 200, "LS": 64},\n'
+        '                   constraints=[kt.Constraint(lambda c, s, t: c["ITERS"] == 200 or t.arch == "none",\n'
+        '                                              "206 not on this device")])')
+    refused = kerntune("ab", "--spec", str(spec_dir), "@ITERS=200", "@ITERS=206", env=AB_ENV)
+    # The parent cannot judge it (no target yet; calling it there would fail on t.arch): the worker's target can.
+    assert refused.code == 2 and "violates the constraint '206 not on this device'" in refused.stderr, refused.stderr
+    assert " on " in refused.stderr.splitlines()[-1] and "Traceback" not in refused.stderr

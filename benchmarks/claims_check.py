@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 GATE = 1e-2
 FLUSH_BYTES = 256 << 20
 AGREE = 0.01
-# The flush's own kernel: a fill of one-byte elements (torch's FillFunctor<unsigned char>), or a memset record.
+# The flush's own kernel: a fill of one-byte elements (torch's FillFunctor<unsigned char>). A memset record is
+# not a flush: a library call may clear its own workspace, and that time is the call's.
 FLUSH_KERNEL = re.compile(r"FillFunctor<unsigned char>")
 
 
@@ -53,7 +54,7 @@ def call_times_us(events: list[dict[str, Any]], calls: int) -> list[float]:
     """Each call's GPU time in µs: the kernels between its flush record and the next, summed."""
     gpu = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memset")),
                  key=lambda e: float(e["ts"]))
-    starts = [i for i, e in enumerate(gpu) if e.get("cat") == "gpu_memset" or FLUSH_KERNEL.search(str(e["name"]))]
+    starts = [i for i, e in enumerate(gpu) if e.get("cat") == "kernel" and FLUSH_KERNEL.search(str(e["name"]))]
     if len(starts) != calls:
         raise RuntimeError(f"found {len(starts)} flush records for {calls} calls: the trace cannot be split by call")
     bounds = [*starts, len(gpu)]

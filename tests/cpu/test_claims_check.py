@@ -25,15 +25,15 @@ def _trace(calls: list[list[float]]) -> list[dict[str, Any]]:
     for kernels in calls:
         events.append({"ph": "X", "cat": "kernel", "name": FLUSH, "ts": ts, "dur": 90.0})
         ts += 100.0
-        for i, dur in enumerate(kernels):  # a split-K winner's own bf16 zero fill counts as its work
-            name = "void at::native::FillFunctor<c10::BFloat16>" if i else "matmul_kernel"
-            events.append({"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": dur})
+        for i, dur in enumerate(kernels):  # a split-K winner's own bf16 zero fill counts as its work, and a
+            name = "void at::native::FillFunctor<c10::BFloat16>" if i else "matmul_kernel"  # library's memset
+            events.append({"ph": "X", "cat": "gpu_memset" if i == 2 else "kernel", "name": name, "ts": ts, "dur": dur})
             ts += dur + 1.0
     return list(reversed(events))  # the reader orders them by time itself
 
 
 def test_calls_are_split_at_the_flush_and_their_kernels_summed() -> None:
-    calls = [[100.0], [98.0, 2.0], [101.0], [100.0]] * 3 + [[200.0], [101.0], [99.0], [200.0]]
+    calls = [[100.0], [98.0, 2.0], [101.0], [97.0, 2.0, 1.0]] * 3 + [[200.0], [101.0], [99.0], [200.0]]
     times = claims_check.call_times_us(_trace(calls), len(calls))
     assert times[:4] == [100.0, 100.0, 101.0, 100.0]
     found = claims_check.block_ratio(times)

@@ -344,6 +344,9 @@ class VulkanBackend(Backend):
             errors = [e.internal_error for e in executables if e.internal_error]
             if errors:
                 found["not_exposed"] = errors[0]
+            notes = [e.internal_note for e in executables if e.internal_note]
+            if notes and not found["internal"]:
+                found["internal_note"] = notes[0]
         return found
 
     def synchronize(self) -> None:

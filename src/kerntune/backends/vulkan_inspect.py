@@ -51,6 +51,12 @@ class Executable:
     """``{"name", "description", "text" or "bytes"}`` per internal representation."""
     internal_error: str = ""
     """Why the internal representations could not be read (the statistics are kept)."""
+    internal_note: str = ""
+    """Where the query worked but the driver gave none: a sentence saying so (NVIDIA's driver lists none)."""
+
+
+class NoneGiven(Exception):
+    """The driver answered the query for internal representations with none (not a failure: a fact of it)."""
 
 
 def _value(stat: Any) -> float | int | bool:
@@ -69,26 +75,32 @@ def _text(cdata: Any) -> str:
 
 
 def _internal(device: Any, info: Any) -> list[dict[str, Any]]:
-    """The three-call query of internal representations (the bindings' wrapper stops before the data)."""
+    """The three-call query of internal representations (the bindings' wrapper stops before the data). Raises
+    ``NoneGiven`` where the driver lists none, RuntimeError where a call fails (its VkResult named)."""
     name = "vkGetPipelineExecutableInternalRepresentationsKHR"
     raw = vk.ffi.cast(f"PFN_{name}", vk.lib.vkGetDeviceProcAddr(device, name.encode()))
     if raw == vk.ffi.NULL:
-        return []
+        raise NoneGiven(f"the driver has no {name}")
     # The bindings' constructors give a struct; the raw entry point takes a pointer to it.
     info = info if vk.ffi.typeof(info).kind == "pointer" else vk.ffi.addressof(info)
     count = vk.ffi.new("uint32_t*")
-    if raw(device, info, count, vk.ffi.NULL) != vk.VK_SUCCESS or count[0] == 0:
-        return []
+
+    def call(out: Any) -> None:
+        result = raw(device, info, count, out)
+        if result not in (vk.VK_SUCCESS, vk.VK_INCOMPLETE):
+            raise RuntimeError(f"{name} returned VkResult {result}")
+
+    call(vk.ffi.NULL)
+    if count[0] == 0:
+        raise NoneGiven("the driver lists none for this pipeline (no ISA text); its statistics are its reading")
     reps = vk.ffi.new("VkPipelineExecutableInternalRepresentationKHR[]", count[0])
     for i in range(count[0]):
         reps[i].sType = vk.VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR
-    if raw(device, info, count, reps) not in (vk.VK_SUCCESS, vk.VK_INCOMPLETE):
-        return []
+    call(reps)
     buffers = [vk.ffi.new("char[]", max(1, int(reps[i].dataSize))) for i in range(count[0])]
     for i, buffer in enumerate(buffers):
         reps[i].pData = buffer
-    if raw(device, info, count, reps) not in (vk.VK_SUCCESS, vk.VK_INCOMPLETE):
-        return []
+    call(reps)
     out: list[dict[str, Any]] = []
     for i in range(count[0]):
         size = int(reps[i].dataSize)
@@ -119,6 +131,8 @@ def read_pipeline(device: Any, pipeline: Any, internal: bool) -> list[Executable
         if internal:
             try:
                 executable.internal = _internal(device, info)
+            except NoneGiven as exc:
+                executable.internal_note = str(exc)
             except Exception as exc:  # the statistics stand without it
                 executable.internal_error = f"internal representations: {type(exc).__name__}: {exc}"
         found.append(executable)
@@ -135,7 +149,9 @@ def summary(executables: list[Executable]) -> dict[str, Any]:
     if not executables:
         return {}
     stats = dict(executables[0].statistics)
-    out: dict[str, Any] = {"subgroup_size": executables[0].subgroup_size, **stats}
+    # A subgroup size of 0 is the driver not saying (NVIDIA's, on a pipeline's first build): left out, not shown.
+    size = executables[0].subgroup_size
+    out: dict[str, Any] = {**({"subgroup_size": size} if size else {}), **stats}
     registers = [v for k, v in stats.items() if REGISTERS.match(k.strip())]
     if registers:
         out["registers"] = registers[0]

@@ -267,7 +267,8 @@ def inspect_table(rows: list[dict[str, Any]]) -> Table:
         table.add_row("compiled by", *[str(r.get("compiler", "")) for r in rows])
         table.add_row("internal representations", *[
             ", ".join(f"{i['name']} ({len(i['text'].splitlines())} lines)" if "text" in i else
-                      f"{i['name']} ({i['bytes']} bytes)" for i in r.get("internal", [])) for r in rows])
+                      f"{i['name']} ({i['bytes']} bytes)" for i in r.get("internal", [])) or
+            (f"none: {r['internal_note']}" if r.get("internal_note") else "") for r in rows])
         table.add_row("not exposed", *[str(r.get("not_exposed", "")) for r in rows])
     table.add_row("error", *[str(r.get("error", ""))[:200] for r in rows])
     return table

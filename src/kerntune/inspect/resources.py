@@ -197,6 +197,8 @@ def _inspect_vulkan(problem: Any, shape: Shape, meta: Mapping[str, Any], tunable
     resources.pop("specialization", None)
     row["internal"] = reading.pop("internal", [])
     row["units"] = reading.pop("units", {})
+    if "internal_note" in reading:  # the query worked and the driver gave none: said, beside its statistics
+        row["internal_note"] = reading.pop("internal_note")
     if "not_exposed" in reading:
         row["not_exposed"] = reading.pop("not_exposed")
     row["spills"] = reading.get("spills")

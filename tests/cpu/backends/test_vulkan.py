@@ -127,6 +127,7 @@ def test_inspect_reads_the_pipeline_on_the_device_and_says_what_the_driver_does_
     assert row["resources"]["workgroups"] == "16×1×1"  # 65,536 / (64 invocations × 16 vec4s × 4)
     if exposed:  # a driver with VK_KHR_pipeline_executable_properties: its own statistics, never a blank
         assert "not_exposed" not in row and len(row["resources"]) > 4
+        assert row["internal"] or row["internal_note"], row  # ISA text, or a sentence that the driver gives none
     else:  # lavapipe of Mesa 22: said plainly, with the driver's name
         assert "VK_KHR_pipeline_executable_properties" in row["not_exposed"] and row["compiler"] in row["not_exposed"]
     refused = kerntune("inspect", str(EXAMPLES / "vulkan_reduction"), "--target", "sm_90")

@@ -89,8 +89,8 @@ def calibrate(
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Measure the device's ceilings (copy and triad bandwidth, FMA rate, matrix rates per dtype on a GPU,
-    launch latency); cached 7 days per device and driver."""
+    """Measure the device's ceilings (copy, triad and read-only stream bandwidth, FMA rate, matrix rates per
+    dtype on a GPU, launch latency); cached 7 days per device and driver."""
     from dataclasses import asdict
 
     from kerntune.measure.calibrate import calibrate as run_calibrate
@@ -99,6 +99,7 @@ def calibrate(
     found = run_calibrate(settings, _store(store), device=device or settings.device, force=force)
     if as_json:
         _emit_json({**asdict(found), "memory_bytes_per_s": found.memory_bytes_per_s,
+                    "memory_probe": found.memory_probe,
                     "ridge_flops_per_byte": found.ridge_flops_per_byte})
         return
     age = f"cached, measured {time.time() - found.created:.0f} s ago" if found.cached else "measured now"
@@ -107,7 +108,9 @@ def calibrate(
     Console().print(f"[bold]{found.device}[/] ({age})\n"
                     f"  copy  {found.copy_bytes_per_s / 1e9:8.2f} GB/s\n"
                     f"  triad {found.triad_bytes_per_s / 1e9:8.2f} GB/s\n"
-                    f"  bandwidth ceiling {found.memory_bytes_per_s / 1e9:.2f} GB/s (the best probe)\n"
+                    f"  read  {found.read_bytes_per_s / 1e9:8.2f} GB/s (a sum: reads only)\n"
+                    f"  bandwidth ceiling {found.memory_bytes_per_s / 1e9:.2f} GB/s (the best probe: "
+                    f"{found.memory_probe})\n"
                     f"  FMA   {found.fma_flops_per_s / 1e9:8.2f} GFLOP/s (fp32)\n{matrix}"
                     f"  launch latency {found.launch_latency_ms * 1e3:.1f} µs\n"
                     f"  ridge point {found.ridge_flops_per_byte:.2f} FLOP/byte", highlight=False)

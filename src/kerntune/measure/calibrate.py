@@ -1,12 +1,13 @@
-"""``kerntune calibrate``: what this device attains, measured — copy and triad bandwidth, the FMA rate of a
-register-only kernel, and launch latency — cached per device for 7 days.
+"""``kerntune calibrate``: what this device attains, measured — copy, triad and read-only stream bandwidth (each
+probe at the best of a few configs of its own), the FMA rate of a register-only kernel, and launch latency —
+cached per device for 7 days.
 
 The probes run in a worker with kerntune's own measurement protocol (warm regime: each array is several times
 the last-level cache, so every pass streams from memory anyway). Only one calibration runs per device at a
 time: another waits on the device's lock up to ``KERNTUNE_LOCK_TIMEOUT_S`` seconds (0: refuse at once), since
 two probes sharing a device would each measure half of it. Probes: ``probes/opencl.py`` for OpenCL devices
-(PoCL's CPU device included), ``probes/gpu.py`` for CUDA and ROCm GPUs (Triton kernels for copy, triad and
-FMA; the vendor library through torch for the matrix rates).
+(PoCL's CPU device included), ``probes/gpu.py`` for CUDA and ROCm GPUs (Triton kernels for copy, triad, read
+and FMA; the vendor library through torch for the matrix rates).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kerntune.errors import UsageError
+from kerntune.measure.speed_of_light import memory_ceiling
 from kerntune.settings import Settings
 from kerntune.store import Store
 from kerntune.store.calibrations import latest_calibration, save_calibration
@@ -37,6 +39,9 @@ class Ceilings:
     triad_bytes_per_s: float
     fma_flops_per_s: float
     launch_latency_ms: float
+    read_bytes_per_s: float = 0.0
+    """A read-only stream (a sum): what a kernel that mostly reads can reach, above triad on HBM (0: a
+    calibration stored before the probe existed)."""
     matrix_flops_per_s: dict[str, float] = field(default_factory=dict)
     """Per dtype, through the vendor library (none on a CPU OpenCL device)."""
     created: float = 0.0
@@ -46,7 +51,12 @@ class Ceilings:
     @property
     def memory_bytes_per_s(self) -> float:
         """The bandwidth ceiling: the best of the probes (a percentage of copy alone could exceed 100%)."""
-        return max(self.copy_bytes_per_s, self.triad_bytes_per_s)
+        return memory_ceiling(asdict(self))[0]
+
+    @property
+    def memory_probe(self) -> str:
+        """Which probe set the bandwidth ceiling (copy, triad or read)."""
+        return memory_ceiling(asdict(self))[1]
 
     @property
     def ridge_flops_per_byte(self) -> float:

@@ -2,8 +2,9 @@
 
 For a launch that does ``flops`` and must move ``bytes`` (the spec's cost model), the roofline's bound is the
 slower of ``flops / compute rate`` and ``bytes / memory bandwidth``; a kernel at that time runs at 100% of the
-roofline. The memory bandwidth is the best the device's probes attained (copy, triad: ``memory_ceiling``), so a
-fraction of it can never exceed what the card was measured doing. The compute rate is the FMA rate, or for a cost
+roofline. The memory bandwidth is the best the device's probes attained (copy, triad, a read-only stream:
+``memory_ceiling``), so the ceiling is never more than the card was measured doing. The compute rate is the FMA
+rate, or for a cost
 whose ``matrix`` names a dtype the calibrated matrix rate of that dtype (when the calibration has one; else the FMA
 rate, and ``compute_ceiling`` says so). Bound class: ``memory`` or ``compute`` by which side of the ridge point its
 arithmetic intensity is on, ``latency`` when even the roofline time is under one launch's latency (no kernel that
@@ -21,7 +22,8 @@ def memory_ceiling(ceilings: Mapping[str, Any]) -> tuple[float, str]:
     """The bandwidth ceiling: the fastest of the calibration's probes (bytes/s) and its name."""
     found = [(float(ceilings[key]), name) for name, key in BANDWIDTH_PROBES if ceilings.get(key)]
     if not found:
-        raise KeyError("the calibration has no bandwidth probe (copy_bytes_per_s, triad_bytes_per_s)")
+        raise KeyError("the calibration has no bandwidth probe (copy_bytes_per_s, triad_bytes_per_s, "
+                       "read_bytes_per_s)")
     return max(found)
 
 

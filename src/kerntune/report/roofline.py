@@ -74,6 +74,7 @@ def draw_roofline(report: RunReport, path: Path) -> dict[str, Any]:
         raise UsageError("drawing needs matplotlib: pip install 'kerntune[plot]'") from exc
 
     copy, roofs = roofs_of(report, ceilings)
+    probe = memory_ceiling(ceilings)[1]
     fma = roofs["FMA (fp32)"]
     xs = [p["intensity"] for p in points]
     top = max(roofs.values())
@@ -81,7 +82,7 @@ def draw_roofline(report: RunReport, path: Path) -> dict[str, Any]:
     grid = [low * (high / low) ** (i / 200) for i in range(201)]
     fig, ax = plt.subplots(figsize=(10.5, 5.5), dpi=120)
     ax.plot(grid, [min(copy * x, fma) for x in grid], color="black", lw=1.5,
-            label=f"copy {copy / 1e9:.4g} GB/s, FMA {fma / 1e12:.3g} TFLOP/s")
+            label=f"{probe} {copy / 1e9:.4g} GB/s, FMA {fma / 1e12:.3g} TFLOP/s")
     for name, rate in roofs.items():
         if name.startswith("FMA"):
             continue

@@ -18,10 +18,13 @@ def test_calibrate_measures_once_then_serves_the_cache_until_forced(kerntune: Ca
     assert first.code == 0, first.stderr
     measured = first.json()
     assert measured["cached"] is False
-    assert measured["copy_bytes_per_s"] > 1e8 and measured["triad_bytes_per_s"] > 1e8
+    probes = {name: measured[f"{name}_bytes_per_s"] for name in ("copy", "triad", "read")}
+    assert min(probes.values()) > 1e8, probes
     assert measured["fma_flops_per_s"] > 1e8 and 0 < measured["launch_latency_ms"] < 100
-    best = max(measured["copy_bytes_per_s"], measured["triad_bytes_per_s"])  # the bandwidth ceiling: the best probe
-    assert measured["ridge_flops_per_byte"] == pytest.approx(measured["fma_flops_per_s"] / best)
+    best = max(probes, key=probes.__getitem__)  # the bandwidth ceiling: the best probe, named
+    assert measured["memory_probe"] == best and measured["memory_bytes_per_s"] == probes[best]
+    assert measured["ridge_flops_per_byte"] == pytest.approx(measured["fma_flops_per_s"] / probes[best])
+    assert set(measured["details"]["stream_configs"]) == {"copy", "triad", "read"}  # each probe at its own best
     again = kerntune("calibrate", "--json").json()
     assert again["cached"] is True and again["created"] == measured["created"]
     forced = kerntune("calibrate", "--force", "--json").json()

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kerntune.measure.second_timer import SHORT
+from kerntune.measure.second_timer import PROFILER, SHORT
 from kerntune.measure.speed_of_light import describe
 from kerntune.model import Candidate, Run
 from kerntune.model.time_plan import TimePlan
@@ -81,24 +81,52 @@ def _second_text(s: ShapeReport, f: Candidate) -> str:
     return f"{x['ratio']:.4f}" if x["agrees"] else f"[red]{x['ratio']:.4f} (>1% apart)"
 
 
+def _device_led_text(s: ShapeReport, f: Candidate) -> str:
+    """The headline column where the second timer is the profiler: its ratio, or the events' where it has none."""
+    found = s.headline(f)
+    if found is None:
+        return "—"
+    if found[1] == "reference":
+        return "1 (reference)"
+    return f"{found[0]:.4f}" if found[1] != "events" else f"{_ratio_text(s, f)} (events)"
+
+
+def _events_beside_text(s: ShapeReport, f: Candidate) -> str:
+    """The events' interleaved ratio beside a profiler-led headline, marked where the two are over 1% apart."""
+    x = s.second_timer.get(f.id or -1)
+    text = _ratio_text(s, f)
+    return f"[red]{text} (>1% apart)" if x is not None and "ratio" in x and not x["agrees"] else text
+
+
 def finalists_table(s: ShapeReport) -> Table:
     checked = next((x["timer"] for x in s.second_timer.values()), None)
-    ref = f"× {s.reference.name}, interleaved" if s.reference else "interleaved ratio"
-    table = Table(title="finalists: search-time vs confirmed (fresh processes; each timed launch by launch beside "
-                        "the reference)", title_justify="left",
-                  caption=f"second timer: {checked}; a ratio the two timers put more than 1% apart is marked"
-                  if checked else None, caption_justify="left")
-    for col in ("", "candidate", "search median", "confirmed median", "confirmed / search", ref,
-                *((f"the same by {SHORT.get(checked, checked)}",) if checked else ())):
+    ref = f"× {s.reference.name}" if s.reference else "ratio"
+    # Per-dispatch device time leads where the device has it (events fold host delays into short kernels); a
+    # host clock never does (it holds the submit and the wait): there the events lead and it checks them.
+    device_led = checked == PROFILER
+    title = "finalists: search-time vs confirmed (fresh processes; each timed launch by launch beside the reference)"
+    caption = None
+    if device_led:
+        caption = (f"ratios by {checked}, the CUDA events' beside them; a ratio the two timers put more than 1% "
+                   "apart is marked")
+    elif checked:
+        caption = f"second timer: {checked}; a ratio the two timers put more than 1% apart is marked"
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    ratio_cols = ((f"{ref}, by kernel time ({SHORT[PROFILER]})", "the same by CUDA events, interleaved")
+                  if device_led else (f"{ref}, interleaved", *((f"the same by {SHORT.get(checked, checked)}",)
+                                                                if checked else ())))
+    for col in ("", "candidate", "search median", "confirmed median", "confirmed / search", *ratio_cols):
         table.add_column(col, overflow="fold")
     for i, f in enumerate(s.finalists):
         search = f.measurement.median_ms if f.measurement else None
         confirmed = f.confirmed.median_ms if f.confirmed else None
         drift = f"{confirmed / search:.3f}" if search and confirmed else "—"
         mark = "[bold green]winner" if f is s.winner else ("baseline" if f.role == "baseline" else "")
+        ratios = ((_device_led_text(s, f), _events_beside_text(s, f)) if device_led else
+                  (_ratio_text(s, f), *((_second_text(s, f),) if checked else ())))
         table.add_row(mark if i == 0 or f.role == "baseline" else "", f.name,
                       f"{search:.4g} ms" if search else "—", f"{confirmed:.4g} ms" if confirmed else "—", drift,
-                      _ratio_text(s, f), *((_second_text(s, f),) if checked else ()))
+                      *ratios)
     return table
 
 

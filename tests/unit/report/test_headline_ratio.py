@@ -1,0 +1,77 @@
+"""The ratio a report leads with: per-dispatch device time (CUPTI) where the profiler timed a finalist beside the
+reference, the CUDA events' interleaved ratio beside it; where the second timer is a host clock (OpenCL, Vulkan) the
+device's own events lead and the host clock only checks them."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+from rich.console import Console
+
+from kerntune.cli.render import finalists_table
+from kerntune.measure.second_timer import HOST_CLOCK, PROFILER
+from kerntune.measure.stats import RatioEstimate
+from kerntune.model import Budget, Candidate, Conditions, Config, Measurement, Run, Shape, Target
+from kerntune.report.summary import RunReport, ShapeReport, report_json
+
+SHAPE = Shape.of({"M": 16, "N": 4096, "K": 4096})
+
+
+def _candidate(cid: int, config: dict[str, int], role: str = "search", label: str = "") -> Candidate:
+    m = Measurement((0.1,) * 5, Conditions("events"))
+    return Candidate(SHAPE, Config.of(config), role=role, label=label, status="ok", id=cid, measurement=m, confirmed=m)
+
+
+def _report(timer: str) -> ShapeReport:
+    winner, second = _candidate(7, {"BLOCK_M": 16}), _candidate(8, {"BLOCK_M": 32})
+    library = _candidate(1, {}, role="baseline", label="torch.matmul")
+    # As on the H200 at 16×4096×4096: events 5.11, kernel records 5.99 for the winner; the runner-up has no
+    # second-timer round (confirmation cut), so its events ratio stands.
+    return ShapeReport(shape=SHAPE, winner=winner, baselines=[library], slowest=None, failed=[], counts={},
+                       timing_claimed=True, reference=library, finalists=[winner, second, library],
+                       interleaved={7: RatioEstimate(5.11, 5.0, 5.2, 2), 8: RatioEstimate(5.5, 5.4, 5.6, 2),
+                                    1: RatioEstimate(1.0, 1.0, 1.0, 2)},
+                       second_timer={7: {"timer": timer, "ratio": 5.99, "events_ratio": 5.11, "rounds": 2,
+                                         "agrees": False}})
+
+
+def _text(report: ShapeReport) -> str:
+    out = io.StringIO()
+    Console(file=out, width=250, color_system=None).print(finalists_table(report))
+    return out.getvalue()
+
+
+def test_kernel_time_leads_where_the_profiler_timed_a_finalist() -> None:
+    report = _report(PROFILER)
+    assert report.headline(report.winner) == (5.99, "CUPTI")
+    assert report.headline(report.finalists[1]) == (5.5, "events")  # no profiler round: its events' ratio
+    assert report.headline(report.reference) == (1.0, "reference")
+    assert report.speedup_over(report.baselines[0]) == 1 / 5.99  # "torch.matmul is 5.99× faster", not 5.11
+    # Two finalists led by different timers are compared on one timer: the events'.
+    assert report.speedup_over(report.finalists[1]) == 5.5 / 5.11
+    text = _text(report)
+    assert "× torch.matmul, by kernel time (CUPTI)" in text and "the same by CUDA events, interleaved" in text
+    winner_row = next(line for line in text.splitlines() if "BLOCK_M=16" in line)
+    assert "5.9900" in winner_row and "5.1100 [5.000, 5.200] (>1% apart)" in winner_row
+    assert "5.5000 [5.400, 5.600] (events)" in next(line for line in text.splitlines() if "BLOCK_M=32" in line)
+
+
+def test_a_host_clock_checks_the_events_and_never_leads() -> None:
+    report = _report(HOST_CLOCK)
+    assert report.headline(report.winner) == (5.11, "events")
+    assert report.speedup_over(report.baselines[0]) == 1 / 5.11
+    text = _text(report)
+    assert "× torch.matmul, interleaved" in text and "the same by host clock" in text
+    assert "by kernel time" not in text
+
+
+def test_the_json_report_gives_each_finalist_its_headline_ratio_and_timer() -> None:
+    run = Run("r1", "triton_matmul", "spec.py", "abc", Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132),
+              "race", Budget(), (SHAPE,), "bfloat16", 0)
+    rows = report_json(RunReport(run, [_report(PROFILER)]))["shapes"][0]["finalists"]
+    assert [r["ratio"] for r in rows] == [{"value": 5.99, "timer": "CUPTI"}, {"value": 5.5, "timer": "events"},
+                                          {"value": 1.0, "timer": "reference"}]
+    assert rows[0]["interleaved_ratio"]["ratio"] == 5.11  # the events' figure kept beside it
+    plain = dataclasses.replace(_report(PROFILER), second_timer={})
+    assert plain.headline(plain.winner) == (5.11, "events")

@@ -43,6 +43,8 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=0, help="values per side (0: kerntune's default)")
     parser.add_argument("--twin", default="", help="an A/A compares --slow-a with this side (the same code in "
                         "another file) instead of the spec with itself")
+    parser.add_argument("--no-calibration", action="store_true", help="skip the calibration verdicts: the store "
+                        "already holds the bands (a second run of the same step on the same machine)")
     parser.add_argument("--store", default=".kerntune-ab-power")
     parser.add_argument("--out", default="ab_power.jsonl")
     opts = parser.parse_args()
@@ -56,6 +58,8 @@ def main() -> None:
     aa = ["--spec", opts.spec, opts.slow_a, opts.twin] if opts.twin else [opts.spec, opts.spec]
     plan = [("calibrate-aa", [*aa, *scheme])] if opts.aa else []
     plan += [("calibrate-slow", ["--spec", opts.spec, opts.slow_a, opts.slow_a, *scheme])]
+    if opts.no_calibration:
+        plan = []
     plan += [("aa", [*aa, *scheme])] * opts.aa
     plan += [("slow", ["--spec", opts.spec, opts.slow_a, opts.slow_b, *scheme])] * opts.slow
     counts: dict[str, Counter[str]] = {"aa": Counter(), "slow": Counter()}

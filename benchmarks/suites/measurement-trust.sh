@@ -76,11 +76,14 @@ step_claims_check() {
   tail -12 "$out/claims_check.log" >> "$LOG"
   return $code
 }
-# ab_power NAME SPEC A B [ab_power.py options]: AA A/A and SLOW planted-slowdown verdicts into $D/NAME/.
+# ab_power NAME SPEC A B [ab_power.py options]: AA A/A and SLOW planted-slowdown verdicts into $D/NAME/ (steps
+# ab-power, ab-sources, ab-power-fresh, ab-env). CALIBRATED=1 skips the calibration verdicts: a second run of the
+# step on the same machine, whose store already holds the bands.
 ab_power() {
   local name=$1 spec=$2 a=$3 b=$4 out; shift 4; out=$(step_dir "$name")
   bounded "${AB_LIMIT:-500}" python3 benchmarks/ab_power.py --spec "$spec" --slow-a "$a" --slow-b "$b" "$@" \
-    --aa "${AA:-20}" --slow "${SLOW:-10}" --store "$W/$name-store" --out "$out/ab_power.jsonl" > "$out/ab_power.log" 2>&1
+    --aa "${AA:-20}" --slow "${SLOW:-10}" --store "$W/$name-store" --out "$out/ab_power.jsonl" \
+    ${CALIBRATED:+--no-calibration} > "$out/ab_power.log" 2>&1
   local code=$?
   tail -3 "$out/ab_power.log" >> "$LOG"
   return $code

@@ -56,10 +56,9 @@ def main() -> None:
     # no A/A verdicts asked, only the planted side's scope needs one (a fresh-process verdict costs ~85 s on the
     # H200: a calibration nothing counts is not run).
     aa = ["--spec", opts.spec, opts.slow_a, opts.twin] if opts.twin else [opts.spec, opts.spec]
-    plan = [("calibrate-aa", [*aa, *scheme])] if opts.aa else []
-    plan += [("calibrate-slow", ["--spec", opts.spec, opts.slow_a, opts.slow_a, *scheme])]
-    if opts.no_calibration:
-        plan = []
+    plan = [] if opts.no_calibration else [
+        *([("calibrate-aa", [*aa, *scheme])] if opts.aa else []),
+        ("calibrate-slow", ["--spec", opts.spec, opts.slow_a, opts.slow_a, *scheme])]
     plan += [("aa", [*aa, *scheme])] * opts.aa
     plan += [("slow", ["--spec", opts.spec, opts.slow_a, opts.slow_b, *scheme])] * opts.slow
     counts: dict[str, Counter[str]] = {"aa": Counter(), "slow": Counter()}

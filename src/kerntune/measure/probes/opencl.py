@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import statistics
 import time
+from functools import partial
 from typing import Any
+
+from kerntune.measure.probes import FULL_MS, fastest
 
 FMA_ITERS = 4096
 FMA_CHAINS = 4
@@ -19,7 +22,6 @@ LOCAL_SIZES = (0, 64, 256)
 """Work-group sizes each stream is screened at (0: the driver's choice)."""
 READ_ITEMS = 16
 """float4s each work-item of the read stream sums (the array is a multiple of 2^20 float4s: it divides)."""
-SCREEN_MS = 200.0
 
 _T = f"float{FMA_WIDTH}"
 FMA_KERNEL = (  # written out chain by chain: an array of chains stayed in memory on PoCL (a slower probe)
@@ -53,42 +55,39 @@ __kernel void empty(__global float* out) {{ }}
 
 
 def probe(backend: Any, telemetry: Any, payload: dict[str, Any]) -> dict[str, Any]:
-    """Copy, triad, FMA rate and launch latency of an OpenCL device; rates and the raw medians they came from."""
+    """Copy, triad and read streams, FMA rate and launch latency of an OpenCL device; rates and the raw medians
+    they came from."""
     import numpy as np
 
     from kerntune.measure.protocol import MeasureOptions, measure
     from kerntune.model import OpenCLKernel
 
-    options = MeasureOptions(regime="warm", warmup_ms=payload.get("warmup_ms", 100.0), budget_ms=1000.0)
+    warmup_ms = float(payload.get("warmup_ms", 100.0))
     n4 = max(1 << 20, int(payload["array_bytes"]) // 16)  # float4 elements per array
     host = {"a": np.zeros(n4 * 4, np.float32), "b": np.ones(n4 * 4, np.float32), "c": np.ones(n4 * 4, np.float32)}
     arrays = backend.place(host)
 
     def time_kernel(name: str, args: dict[str, Any], global_size: int, local: int | None = None,
-                    opts: MeasureOptions = options) -> float:
+                    budget_ms: float = FULL_MS) -> float:
         def grid(meta: Any) -> tuple[tuple[int], tuple[int] | None]:
             return (global_size,), (local,) if local else None
 
         kernel = OpenCLKernel(OPENCL_PROBES, name, grid)
         compiled = backend.compile(kernel, {}, {}, args)
-        m = measure(backend, [lambda: compiled.launch(args)], opts, telemetry)
-        return m.median_ms
+        options = MeasureOptions(regime="warm", warmup_ms=warmup_ms, budget_ms=budget_ms)
+        return measure(backend, [lambda: compiled.launch(args)], options, telemetry).median_ms
 
-    def best(name: str, args: dict[str, Any], global_size: int) -> tuple[float, str]:
-        """The probe at the best of the driver's own work-group size and a few fixed ones: screened briefly,
-        the best measured in full (an untuned ceiling would let a tuned kernel read as over 100% of it)."""
-        screened = {size: time_kernel(name, args, global_size, size or None, screen)
-                    for size in LOCAL_SIZES if global_size % max(size, 1) == 0}
-        size = min(screened, key=screened.__getitem__)
-        return time_kernel(name, args, global_size, size or None), f"local={size or 'driver'}"
+    def stream(name: str, args: dict[str, Any], global_size: int) -> tuple[float, str]:
+        """The stream at the best of the driver's own work-group size and a few fixed ones."""
+        return fastest({f"local={size or 'driver'}": partial(time_kernel, name, args, global_size, size or None)
+                        for size in LOCAL_SIZES if global_size % max(size, 1) == 0})
 
-    screen = MeasureOptions(regime="warm", warmup_ms=options.warmup_ms, budget_ms=SCREEN_MS)
-    copy_ms, copy_config = best("copy", {"a": arrays["a"], "b": arrays["b"]}, n4)
-    triad_ms, triad_config = best("triad", {"a": arrays["a"], "b": arrays["b"], "c": arrays["c"],
-                                            "s": np.float32(3.0)}, n4)
+    copy_ms, copy_config = stream("copy", {"a": arrays["a"], "b": arrays["b"]}, n4)
+    triad_ms, triad_config = stream("triad", {"a": arrays["a"], "b": arrays["b"], "c": arrays["c"],
+                                              "s": np.float32(3.0)}, n4)
     sums = backend.place({"out": np.zeros(n4 // READ_ITEMS, np.float32)})["out"]
-    read_ms, read_config = best("sum", {"a": arrays["a"], "out": sums, "items": np.int32(READ_ITEMS)},
-                                n4 // READ_ITEMS)
+    read_ms, read_config = stream("sum", {"a": arrays["a"], "out": sums, "items": np.int32(READ_ITEMS)},
+                                  n4 // READ_ITEMS)
     items = int(payload.get("fma_items", 1 << 14))
     out = backend.place({"out": np.zeros(items, np.float32)})["out"]
     fma_ms = time_kernel("fma_rate", {"out": out, "iters": np.int32(FMA_ITERS)}, items)

@@ -89,8 +89,8 @@ def calibrate(
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Measure the device's ceilings (copy, triad and read-only stream bandwidth, FMA rate, matrix rates per
-    dtype on a GPU, launch latency); cached 7 days per device and driver."""
+    """Measure the device's ceilings (copy and triad bandwidth, a read-only stream's on OpenCL devices, FMA rate,
+    matrix rates per dtype on a GPU, launch latency); cached 7 days per device and driver."""
     from dataclasses import asdict
 
     from kerntune.measure.calibrate import calibrate as run_calibrate
@@ -108,7 +108,8 @@ def calibrate(
     Console().print(f"[bold]{found.device}[/] ({age})\n"
                     f"  copy  {found.copy_bytes_per_s / 1e9:8.2f} GB/s\n"
                     f"  triad {found.triad_bytes_per_s / 1e9:8.2f} GB/s\n"
-                    f"  read  {found.read_bytes_per_s / 1e9:8.2f} GB/s (a sum: reads only)\n"
+                    + (f"  read  {found.read_bytes_per_s / 1e9:8.2f} GB/s (a sum: reads only)\n"
+                       if found.read_bytes_per_s else "") +
                     f"  bandwidth ceiling {found.memory_bytes_per_s / 1e9:.2f} GB/s (the best probe: "
                     f"{found.memory_probe})\n"
                     f"  FMA   {found.fma_flops_per_s / 1e9:8.2f} GFLOP/s (fp32)\n{matrix}"

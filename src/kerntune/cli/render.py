@@ -101,8 +101,9 @@ def _events_beside_text(s: ShapeReport, f: Candidate) -> str:
 def finalists_table(s: ShapeReport) -> Table:
     checked = next((x["timer"] for x in s.second_timer.values()), None)
     ref = f"× {s.reference.name}" if s.reference else "ratio"
-    # Per-dispatch device time leads where the device has it (events fold host delays into short kernels); a
-    # host clock never does (it holds the submit and the wait): there the events lead and it checks them.
+    # Per-dispatch device time leads where the device has it (events add a few µs of the device's own start and
+    # drain to every sample: a short kernel's ratio is pulled toward 1); a host clock never does (it holds the
+    # submit and the wait): there the events lead and it checks them.
     device_led = checked == PROFILER
     title = "finalists: search-time vs confirmed (fresh processes; each timed launch by launch beside the reference)"
     caption = None

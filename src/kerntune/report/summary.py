@@ -82,8 +82,9 @@ class ShapeReport:
         """The candidate's time over the reference's as the report leads with it, and by which timer: per-dispatch
         device time (CUPTI) where the second timer measured the candidate so, else the CUDA events' (or the
         device's own) interleaved ratio; the reference itself is 1 on every timer. Hazard: events bracket whatever
-        the device did between them, so at a 15 µs kernel a few µs of host delay pull a ratio toward 1 (the
-        claims check on the H200 read 5.11 by events where kernel records read 5.89)."""
+        the device did between them (its own start of the kernel and its drain before the end event included), so
+        at a 15 µs kernel a few µs pull a ratio toward 1 (the claims check on the H200 read 5.11 by events where
+        kernel records read 5.89)."""
         if c is None or c.id is None:
             return None
         if c is self.reference:

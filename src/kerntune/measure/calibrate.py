@@ -1,13 +1,13 @@
-"""``kerntune calibrate``: what this device attains, measured — copy and triad bandwidth (and, on OpenCL devices,
-a read-only stream, each stream at the best of a few work-group sizes: ``probes.fastest``), the FMA rate of a
-register-only kernel, and launch latency — cached per device for 7 days.
+"""``kerntune calibrate``: what this device attains, measured — copy, triad and read-only stream bandwidth (each
+stream at the best of a few configs of its own: ``probes.fastest``), the FMA rate of a register-only kernel, and
+launch latency — cached per device for 7 days.
 
 The probes run in a worker with kerntune's own measurement protocol (warm regime: each array is several times
 the last-level cache, so every pass streams from memory anyway). Only one calibration runs per device at a
 time: another waits on the device's lock up to ``KERNTUNE_LOCK_TIMEOUT_S`` seconds (0: refuse at once), since
 two probes sharing a device would each measure half of it. Probes: ``probes/opencl.py`` for OpenCL devices
-(PoCL's CPU device included), ``probes/gpu.py`` for CUDA and ROCm GPUs (Triton kernels for copy, triad and
-FMA; the vendor library through torch for the matrix rates).
+(PoCL's CPU device included), ``probes/gpu.py`` for CUDA and ROCm GPUs (Triton kernels for copy, triad, read
+and FMA; the vendor library through torch for the matrix rates).
 """
 
 from __future__ import annotations
@@ -41,8 +41,7 @@ class Ceilings:
     launch_latency_ms: float
     read_bytes_per_s: float = 0.0
     """A read-only stream (a sum): what a kernel that mostly reads can reach (a Vulkan reduction read the H200's
-    HBM at 102% of triad). 0 where not measured: a calibration stored before the probe existed, or the GPU probe,
-    whose read stream waits on the branch ``calibrate-read-stream-on-gpu`` until it is timed on a GPU."""
+    HBM at 102% of triad). 0 where not measured: a calibration stored before the probe existed."""
     matrix_flops_per_s: dict[str, float] = field(default_factory=dict)
     """Per dtype, through the vendor library (none on a CPU OpenCL device)."""
     created: float = 0.0

@@ -51,12 +51,14 @@ def test_calibration_matches_a_plain_copy_and_torch_matmul(kerntune: Callable[..
     y = torch.randn(8192, 8192, device="cuda").to(torch.bfloat16)
     z = torch.empty_like(x)
     bf16 = 2.0 * 8192**3 / (measure(backend, [lambda: torch.matmul(x, y, out=z)], options).median_ms * 1e-3)
-    figures = {"calibrate": {k: data[k] for k in ("copy_bytes_per_s", "triad_bytes_per_s", "fma_flops_per_s",
-                                                  "launch_latency_ms", "matrix_flops_per_s")},
+    figures = {"calibrate": {k: data[k] for k in ("copy_bytes_per_s", "triad_bytes_per_s", "read_bytes_per_s",
+                                                  "fma_flops_per_s", "launch_latency_ms", "matrix_flops_per_s")},
                "plain_d2d_copy_bytes_per_s": d2d, "torch_matmul_bf16_8192_flops_per_s": bf16,
                "skipped": data["details"].get("matrix_skipped")}
     print(json.dumps(figures))
     assert abs(data["copy_bytes_per_s"] / d2d - 1) <= 0.10
+    probes = {name: data[f"{name}_bytes_per_s"] for name in ("copy", "triad", "read")}
+    assert min(probes.values()) > 1e12 and data["memory_bytes_per_s"] == max(probes.values())  # the best probe
     assert abs(data["matrix_flops_per_s"]["bfloat16"] / bf16 - 1) <= 0.15
     assert {"bfloat16", "float16", "float32"} <= set(data["matrix_flops_per_s"])
     assert data["fma_flops_per_s"] > 1e13 and 0 < data["launch_latency_ms"] < 1.0

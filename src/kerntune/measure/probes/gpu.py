@@ -1,9 +1,11 @@
-"""Calibration probes for CUDA and ROCm GPUs: copy and triad streams and an FMA-rate kernel written in Triton,
-matrix rates per dtype through the vendor library (``torch.matmul`` → cuBLAS / hipBLASLt; fp8 through
-``torch._scaled_mm`` where the device has it), and the host's submit-to-complete latency of an empty kernel.
+"""Calibration probes for CUDA and ROCm GPUs: copy, triad and read-only (sum) streams and an FMA-rate kernel
+written in Triton, matrix rates per dtype through the vendor library (``torch.matmul`` → cuBLAS / hipBLASLt; fp8
+through ``torch._scaled_mm`` where the device has it), and the host's submit-to-complete latency of an empty kernel.
 
 All timed with kerntune's protocol in the warm regime: the streams' arrays are several times the L2, so every
-pass reads memory anyway, and a matrix product of 8192³ is compute-bound.
+pass reads memory anyway, and a matrix product of 8192³ is compute-bound. Each stream runs at the best of a few
+block sizes and warp counts of its own (screened briefly, the best measured in full): a ceiling one untuned launch
+sets would let a tuned kernel read as more than 100% of it.
 """
 
 from __future__ import annotations
@@ -11,15 +13,20 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
 import triton
 import triton.language as tl
 
+from kerntune.measure.probes import FULL_MS, fastest
 from kerntune.measure.protocol import MeasureOptions, measure
 
-STREAM_BLOCK = 4096
+STREAM_CONFIGS = ((1024, 4), (4096, 8), (8192, 16))
+"""(BLOCK, num_warps) each stream is screened at."""
+READ_ITEMS = (1, 8)
+"""Blocks each program of the read stream sums (1: one program per block; 8: fewer, longer programs)."""
 FMA_BLOCK = 1024
 FMA_ITERS = 4096
 FMA_PROGRAMS_PER_SM = 16
@@ -43,9 +50,20 @@ def _triad(a_ptr, b_ptr, c_ptr, s, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def _read(a_ptr, out_ptr, n, BLOCK: tl.constexpr, ITEMS: tl.constexpr):
+    # A sum: every element read once, one float written per program (the writes are 1/(BLOCK*ITEMS) of the reads).
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for i in range(ITEMS):
+        offs = (tl.program_id(0) * ITEMS + i) * BLOCK + tl.arange(0, BLOCK)
+        acc += tl.load(a_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + tl.program_id(0), tl.sum(acc, axis=0))
+
+
+@triton.jit
 def _fma_rate(out_ptr, iters, BLOCK: tl.constexpr):
     # Four independent chains per element: the multiply-adds of one chain wait on each other, the chains do
-    # not, which covers the FMA pipe's latency. ``x * m + k`` is contracted to one FMA (fp fusion is on).
+    # not, which covers the FMA pipe's latency. ``x * m + k`` is contracted to one FMA: fp fusion is asked for at
+    # launch (Triton announces it off by default from 3.10; without it this would time a multiply and an add).
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x0 = offs.to(tl.float32)
     x1 = x0 + 1.0
@@ -64,9 +82,17 @@ def _empty(out_ptr):
     pass
 
 
-def _median_ms(backend: Any, telemetry: Any, launch: Callable[[], Any], warmup_ms: float) -> float:
-    options = MeasureOptions(regime="warm", warmup_ms=warmup_ms, budget_ms=1000.0)
+def _median_ms(backend: Any, telemetry: Any, launch: Callable[[], Any], warmup_ms: float,
+               budget_ms: float = FULL_MS) -> float:
+    options = MeasureOptions(regime="warm", warmup_ms=warmup_ms, budget_ms=budget_ms)
     return measure(backend, [launch], options, telemetry).median_ms
+
+
+def _best(backend: Any, telemetry: Any, launches: dict[str, Callable[[], Any]],
+          warmup_ms: float) -> tuple[float, str]:
+    """The fastest of ``launches`` (configs of one stream), by ``probes.fastest``."""
+    return fastest({name: partial(_median_ms, backend, telemetry, launch, warmup_ms)
+                    for name, launch in launches.items()})
 
 
 def _product(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> Callable[[], Any]:
@@ -118,18 +144,30 @@ def _matrix_rates(backend: Any, telemetry: Any, warmup_ms: float, details: dict[
     return rates
 
 
-def _streams(backend: Any, telemetry: Any, n: int, warmup_ms: float) -> tuple[float, float]:
-    """Median ms of the copy and the triad over ``n`` fp32 elements per array."""
+def _streams(backend: Any, telemetry: Any, n: int, warmup_ms: float) -> dict[str, tuple[float, str]]:
+    """Median ms of the copy, the triad and the read stream over ``n`` fp32 elements per array, each at its best
+    config (named beside it)."""
     a, b, c = (torch.ones(n, device=backend.device, dtype=torch.float32) for _ in range(3))
-    grid = (triton.cdiv(n, STREAM_BLOCK),)
+    sums = torch.empty(triton.cdiv(n, min(block for block, _ in STREAM_CONFIGS)), device=backend.device)
 
-    def copy() -> None:
-        _copy[grid](a, b, n, BLOCK=STREAM_BLOCK, num_warps=8)
+    def copy(block: int, warps: int) -> Callable[[], Any]:
+        return lambda: _copy[(triton.cdiv(n, block),)](a, b, n, BLOCK=block, num_warps=warps)
 
-    def triad() -> None:
-        _triad[grid](a, b, c, 3.0, n, BLOCK=STREAM_BLOCK, num_warps=8)
+    def triad(block: int, warps: int) -> Callable[[], Any]:
+        return lambda: _triad[(triton.cdiv(n, block),)](a, b, c, 3.0, n, BLOCK=block, num_warps=warps)
 
-    return _median_ms(backend, telemetry, copy, warmup_ms), _median_ms(backend, telemetry, triad, warmup_ms)
+    def read(block: int, warps: int, items: int) -> Callable[[], Any]:
+        return lambda: _read[(triton.cdiv(n, block * items),)](a, sums, n, BLOCK=block, ITEMS=items,
+                                                                num_warps=warps)
+
+    return {
+        "copy": _best(backend, telemetry, {f"BLOCK={b},num_warps={w}": copy(b, w) for b, w in STREAM_CONFIGS},
+                      warmup_ms),
+        "triad": _best(backend, telemetry, {f"BLOCK={b},num_warps={w}": triad(b, w) for b, w in STREAM_CONFIGS},
+                       warmup_ms),
+        "read": _best(backend, telemetry, {f"BLOCK={b},ITEMS={i},num_warps={w}": read(b, w, i)
+                                           for b, w in STREAM_CONFIGS for i in READ_ITEMS}, warmup_ms),
+    }
 
 
 def probe(backend: Any, telemetry: Any, payload: dict[str, Any]) -> dict[str, Any]:
@@ -137,12 +175,17 @@ def probe(backend: Any, telemetry: Any, payload: dict[str, Any]) -> dict[str, An
     device = backend.device
     warmup_ms = float(payload.get("warmup_ms", 100.0))
     n = max(1 << 20, int(payload["array_bytes"]) // 4)  # fp32 elements per array
-    copy_ms, triad_ms = _streams(backend, telemetry, n, warmup_ms)
+    streams = _streams(backend, telemetry, n, warmup_ms)
+    (copy_ms, copy_config), (triad_ms, triad_config), (read_ms, read_config) = (
+        streams["copy"], streams["triad"], streams["read"])
     programs = FMA_PROGRAMS_PER_SM * torch.cuda.get_device_properties(device).multi_processor_count
     out = torch.empty(programs * FMA_BLOCK, device=device, dtype=torch.float32)
     fma_ms = _median_ms(backend, telemetry,
-                        lambda: _fma_rate[(programs,)](out, FMA_ITERS, BLOCK=FMA_BLOCK, num_warps=4), warmup_ms)
-    details: dict[str, Any] = {"array_bytes": 4 * n, "copy_ms": copy_ms, "triad_ms": triad_ms, "fma_ms": fma_ms,
+                        lambda: _fma_rate[(programs,)](out, FMA_ITERS, BLOCK=FMA_BLOCK, num_warps=4,
+                                                       enable_fp_fusion=True), warmup_ms)
+    details: dict[str, Any] = {"array_bytes": 4 * n, "copy_ms": copy_ms, "triad_ms": triad_ms, "read_ms": read_ms,
+                               "stream_configs": {"copy": copy_config, "triad": triad_config, "read": read_config},
+                               "fma_ms": fma_ms,
                                "fma_programs": programs, "fma_iters": FMA_ITERS, "regime": "warm",
                                "copy_kernel": "Triton", "matrix_library": "torch.matmul"}
     matrix = _matrix_rates(backend, telemetry, warmup_ms, details)
@@ -156,5 +199,6 @@ def probe(backend: Any, telemetry: Any, payload: dict[str, Any]) -> dict[str, An
         walls.append((time.perf_counter() - start) * 1e3)
     flops = 2.0 * 4 * FMA_BLOCK * FMA_ITERS * programs  # four chains, a multiply-add is 2 flops
     return {"copy_bytes_per_s": 2 * 4 * n / (copy_ms * 1e-3), "triad_bytes_per_s": 3 * 4 * n / (triad_ms * 1e-3),
+            "read_bytes_per_s": 4 * n / (read_ms * 1e-3),
             "fma_flops_per_s": flops / (fma_ms * 1e-3), "launch_latency_ms": statistics.median(walls),
             "matrix_flops_per_s": matrix, "details": details}

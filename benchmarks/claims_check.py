@@ -76,6 +76,28 @@ def block_ratio(times: list[float]) -> dict[str, Any]:
             "torch_us": float(np.median(blocks[:, [0, 3]])), "winner_us": float(np.median(blocks[:, [1, 2]]))}
 
 
+def timed_blocks(first: Any, second: Any, flush: torch.Tensor, blocks: int, drained: bool = False) -> dict[str, Any]:
+    """``blocks`` blocks of (first, second, second, first), a fill of ``flush`` before every call, under one
+    profiler session: ``block_ratio`` of the calls' kernel times (``winner_us`` is ``second``'s, ``torch_us``
+    ``first``'s). ``drained``: the host waits for the device after each fill and each call (the device idles
+    between them); otherwise everything is enqueued back to back, as a program runs."""
+    order = [first, second, second, first] * blocks
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for call in order:
+            flush.fill_(1)
+            if drained:
+                torch.cuda.synchronize()
+            call()
+            if drained:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "trace.json"
+        prof.export_chrome_trace(str(trace))
+        events = json.loads(trace.read_text())["traceEvents"]
+    return block_ratio(call_times_us(events, len(order)))
+
+
 def printed_ratio(found: dict[str, Any]) -> float | None:
     """The winner's time over torch.matmul's as the report prints it: its finalist row's headline ratio (kernel
     time where kerntune's profiler timed it, else the events' interleaved ratio)."""
@@ -109,17 +131,7 @@ def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.T
         for call in calls.values():
             call()
     torch.cuda.synchronize()
-    order = ["torch", "winner", "winner", "torch"] * blocks
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for name in order:
-            flush.fill_(1)
-            calls[name]()
-        torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory() as tmp:
-        trace = Path(tmp) / "trace.json"
-        prof.export_chrome_trace(str(trace))
-        events = json.loads(trace.read_text())["traceEvents"]
-    checked = block_ratio(call_times_us(events, len(order)))
+    checked = timed_blocks(calls["torch"], calls["winner"], flush, blocks)
     printed = printed_ratio(found)
     return {"shape": shape, "config": config, "errors": errors, "gated": all(e <= GATE for e in errors.values()),
             "checked": checked, "printed": printed,

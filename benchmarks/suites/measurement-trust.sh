@@ -14,6 +14,8 @@
 #                prints checked independently in the same run: benchmarks/claims_check.py times winner and torch.matmul
 #                call by call (torch W W torch, 256 MiB flush before each, BLOCKS=100 blocks) by the profiler's kernel
 #                records, split by its own reading of the trace; agreement within 1% per shape.
+#                (benchmarks/profiled_idle_gap.py, run by hand: the same ratio by CUPTI with the device drained
+#                around each launch, back to back, and with a flush of twice the L2.)
 # ab-power:      AA (20) A/A verdicts and SLOW (10) planted-slowdown verdicts, each one `kerntune ab --json`
 #                process at default settings (benchmarks/ab_power.py): on a GPU the planted bf16 matmul with 3.1%
 #                more masked-off K work (benchmarks/specs/planted_matmul @EXTRA=0 vs @EXTRA=2), on a CPU the
@@ -35,8 +37,8 @@
 # repeat-tunes:  the same three shapes tuned REPEATS (5) times at TUNE_BUDGET, a fresh store each; every run's
 #                winner scored against an interleaved oracle of all runs' finalists (benchmarks/tune_reproducibility.py):
 #                the winner-flip rate and each run's regret. On a GPU examples/triton_matmul (bf16 M=16,N=K=4096,
-#                4096³ and M=4096,N=14336,K=4096; 12s/shape), on a CPU examples/opencl_matmul (128³, 256³, 512³;
-#                8s/shape).
+#                4096³ and M=4096,N=14336,K=4096; 12s/shape), the oracle timed by profiler kernel records call by
+#                call; on a CPU examples/opencl_matmul (128³, 256³, 512³; 8s/shape), the oracle `kerntune ab`.
 planted() {
   if [ -n "$GPU" ]; then PLANTED=(benchmarks/specs/planted_matmul @EXTRA=0 @EXTRA=2)
   else PLANTED=(examples/opencl_planted_slowdown @ITERS=200 @ITERS=206); fi

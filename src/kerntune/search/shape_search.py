@@ -35,6 +35,10 @@ class Lines(Protocol):
     def finished(self, label: str, status: str, detail: str) -> None: ...
 
 
+MIN_SCREENED = 8
+"""Configs a shape's search times before predicted costs may stop it (``ShapeSearch._budget_spent``)."""
+
+
 class SearchHost(Protocol):
     """What one shape's search needs from the run that hosts it (``kerntune.tune.run`` provides it): the run
     record, settings, store and progress lines, what the store already holds, and the timing worker's calls.
@@ -204,6 +208,13 @@ class ShapeSearch:
         # Hazard guarded: a race told to stop still times its survivors (a quarter at rung 1, up to 8 at the full
         # protocol); checked against the next evaluation alone, a shape overran its share by those (on the H200,
         # 15 s shares ended 2-10 s late and left confirmation no time). So the search stops where they still fit.
+        # Second hazard: those costs are predicted from the evaluations so far, and a run's first ones pay one-time
+        # costs (the timing worker's first kernel load and launcher build); priced from them, the wind-down of a
+        # run's first shape looked as long as its share (on the H200 at 12 s/shape, twice in a day, that shape
+        # stopped after one config: a winner 5.9x and 6.3x the best one's time). Before MIN_SCREENED configs only
+        # the share itself, reached, stops a search.
+        if len(self.evaluated) < MIN_SCREENED:
+            return self.tuner.search_spent(self.begun_s, self.later, 0.0)
         return self.tuner.search_spent(self.begun_s, self.later, self.tuner.evaluation_s + self._wind_down_s())
 
     def _rung_s(self, rung: int | None) -> float:

@@ -2,7 +2,8 @@
 searches have left (early shapes that overran never leave the later ones nothing), a fresh race's wind-down is
 priced at screening costs (on the H200, 20 shapes at 12 s/shape, pricing it at the full protocol left fourteen
 shapes their baselines only), confirmation's first pass is reserved at the costs measured, and a comparison
-running past the bound is stopped there."""
+running past the bound is stopped there; a search is not stopped on predicted costs before it has timed a few
+configs."""
 
 from __future__ import annotations
 
@@ -138,3 +139,24 @@ def test_a_shape_waits_for_the_compile_pool_as_start_up_not_as_its_share() -> No
         # back), a run's clock counts it (the shape's start moves on).
         assert abs((clock.elapsed() - begun) - (before - 1.0 - 3.0)) < 0.05
         assert clock.phases["pool_start_s"] == 3.0 and clock.phases["search_s"] == -3.0
+
+
+def test_a_search_is_not_stopped_on_predicted_costs_before_it_has_timed_a_few_configs() -> None:
+    # A run's first evaluations pay one-time costs: priced from them, a first shape's wind-down filled its share
+    # and it stopped after one config (the H200, 12 s/shape). Until MIN_SCREENED configs only the share, reached,
+    # stops the search; then the next evaluation and the wind-down are priced again.
+    from kerntune.model import Config, Shape
+    from kerntune.search import make_strategy
+    from kerntune.search.shape_search import MIN_SCREENED, ShapeSearch
+
+    asked: list[float] = []
+    configs = [Config.of({"X": i}) for i in range(200)]
+    host = SimpleNamespace(full_evaluation_s=4.0, screening_evaluation_s=4.0, evaluation_s=4.0, run=SimpleNamespace(
+        budget=Budget(shape_seconds=12.0)), search_spent=lambda begun, later, next_s: asked.append(next_s) or "")
+    search = ShapeSearch(host, Shape.of({"N": 1}), make_strategy("race", configs, 0, configs[0]), None, {},
+                         {})  # type: ignore[arg-type]
+    search.evaluated.update(c.key for c in configs[:MIN_SCREENED - 1])
+    assert search._budget_spent() == "" and asked == [0.0]
+    search.evaluated.add(configs[MIN_SCREENED].key)
+    search._budget_spent()
+    assert asked[-1] >= 4.0  # priced again: the next evaluation at least

@@ -5,7 +5,8 @@ against an interleaved oracle of every finalist any run found.
         [--repeats 5] [--budget 5s/shape] [--dtype D] [--oracle profiler|ab] [--runs-from JSON] --out DIR
 
 1. ``kerntune tune SPEC --shape ... --budget B --json``, REPEATS times, each with a fresh store (no run sees
-   another's results) — each run's winner and finalists per shape.
+   another's results) — each run's winner, finalists and three runners-up (by search median) per shape: a short
+   budget confirms few finalists, and the oracle should see what came close.
 2. The oracle, per shape: every distinct winner and finalist of all runs, each timed against the first run's
    winner, interleaved call by call. On a CUDA device (``--oracle profiler``, the default there) by the
    profiler's kernel records in this process, as benchmarks/claims_check.py times (BLOCKS blocks of first,
@@ -64,7 +65,8 @@ def _tune(opts: argparse.Namespace, run: int) -> dict[str, Any]:
     shapes = []
     for s in json.loads(out)["shapes"]:
         winner = s.get("winner") or {}
-        finalists = [f.get("config") for f in s.get("finalists") or [] if f.get("config")]
+        finalists = [f.get("config") for f in [*(s.get("finalists") or []), *(s.get("runners_up") or [])[:3]]
+                     if f.get("config")]
         shapes.append({"shape": s["shape"], "winner": winner.get("config"), "finalists": finalists})
     return {"run": run, "wall_s": wall, "shapes": shapes}
 

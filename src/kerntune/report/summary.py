@@ -71,6 +71,13 @@ class ShapeReport:
     reference: Candidate | None = None
     """What the confirmation rounds timed every finalist beside (``kerntune.tune.confirm.reference``)."""
 
+    def runners_up(self, count: int = 5) -> list[Candidate]:
+        """The fastest ``count`` searched configs after the winner by their full-protocol search medians
+        (confirmed or not): where a reproducibility oracle or a user looks for what came close."""
+        done = [c for c in self.all_candidates if c.role == "search" and c.status == "ok" and c.measurement
+                and (self.winner is None or c.id != self.winner.id)]
+        return sorted(done, key=lambda c: c.measurement.median_ms if c.measurement else 0.0)[:count]
+
     def speed_of_light(self, c: Candidate | None) -> dict[str, Any] | None:
         """The candidate's best time against the calibrated roofline (None without cost or calibration)."""
         m = c.best_measurement if c is not None else None
@@ -282,6 +289,9 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "failed": [_candidate_json(f) for f in s.failed],
             "reference": s.reference.name if s.reference else None,
             "interleaved": {str(cid): _ratio_json(r) for cid, r in s.interleaved.items()},
+            "runners_up": [{"id": c.id, "config": c.config.as_dict(),
+                            "search_median_ms": c.measurement.median_ms if c.measurement else None}
+                           for c in s.runners_up()],
             "finalists": [{"id": f.id, "name": f.name, "role": f.role, "config": f.config.as_dict(),
                            "ratio": _headline_json(s.headline(f)),
                            "interleaved_ratio": _ratio_json(s.interleaved[f.id]) if f.id in s.interleaved else None,

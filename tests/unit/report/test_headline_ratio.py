@@ -75,3 +75,20 @@ def test_the_json_report_gives_each_finalist_its_headline_ratio_and_timer() -> N
     assert rows[0]["interleaved_ratio"]["ratio"] == 5.11  # the events' figure kept beside it
     plain = dataclasses.replace(_report(PROFILER), second_timer={})
     assert plain.headline(plain.winner) == (5.11, "events")
+
+
+def test_the_json_report_names_the_runners_up_by_search_median() -> None:
+    # A short budget confirms few finalists: the runners-up are what came close in the search, fastest first,
+    # the winner, baselines and screening rungs left out.
+    def searched(cid: int, block: int, ms: float, role: str = "search") -> Candidate:
+        m = Measurement((ms,) * 5, Conditions("events"))
+        return Candidate(SHAPE, Config.of({"BLOCK_M": block}), role=role, status="ok", id=cid, measurement=m)
+
+    pool = [searched(7, 16, 0.10), searched(9, 64, 0.30), searched(10, 128, 0.20), searched(11, 256, 0.05, "screen")]
+    report = dataclasses.replace(_report(PROFILER), all_candidates=[*pool, *_report(PROFILER).baselines])
+    assert [c.id for c in report.runners_up()] == [10, 9]
+    run = Run("r1", "triton_matmul", "spec.py", "abc", Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132),
+              "race", Budget(), (SHAPE,), "bfloat16", 0)
+    rows = report_json(RunReport(run, [report]))["shapes"][0]["runners_up"]
+    assert rows == [{"id": 10, "config": {"BLOCK_M": 128}, "search_median_ms": 0.2},
+                    {"id": 9, "config": {"BLOCK_M": 64}, "search_median_ms": 0.3}]

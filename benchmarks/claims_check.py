@@ -76,6 +76,22 @@ def block_ratio(times: list[float]) -> dict[str, Any]:
             "torch_us": float(np.median(blocks[:, [0, 3]])), "winner_us": float(np.median(blocks[:, [1, 2]]))}
 
 
+def matmul_calls(problem: Any, args: dict[str, Any], shape: dict[str, Any],
+                 config: dict[str, Any]) -> dict[str, Any]:
+    """torch.matmul (the spec's library baseline) and the spec's kernel at ``config``, on ``args``."""
+    library = next(b for b in problem.baselines if b.name == "torch.matmul").kernel
+    return {"torch": lambda: library.fn(args, {**shape, **config}),
+            "winner": lambda: problem.kernel.launch(problem.kernel.fn, args, config)}
+
+
+def warm_up(calls: Any) -> None:
+    """Three calls of each, then the device drained: compiles, caches and clocks settled before timing."""
+    for _ in range(3):
+        for call in calls:
+            call()
+    torch.cuda.synchronize()
+
+
 def timed_blocks(first: Any, second: Any, flush: torch.Tensor, blocks: int, drained: bool = False) -> dict[str, Any]:
     """``blocks`` blocks of (first, second, second, first), a fill of ``flush`` before every call, under one
     profiler session: ``block_ratio`` of the calls' kernel times (``winner_us`` is ``second``'s, ``torch_us``
@@ -116,10 +132,7 @@ def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.T
     shape = {k: found["shape"][k] for k in problem.shape_fields()}
     config = found["winner"]["config"]
     args = problem.make_inputs(shape, "bfloat16", 1)
-    meta = {**shape, **config}
-    library = next(b for b in problem.baselines if b.name == "torch.matmul").kernel
-    calls = {"torch": lambda: library.fn(args, meta), "winner": lambda: problem.kernel.launch(problem.kernel.fn,
-                                                                                              args, config)}
+    calls = matmul_calls(problem, args, shape, config)
     ref = problem.reference(args, shape)
     errors = {}
     for name, call in calls.items():
@@ -127,10 +140,7 @@ def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.T
         call()
         torch.cuda.synchronize()
         errors[name] = _relative_error(args["c"], ref)
-    for _ in range(3):  # warm-up: compile, caches, clocks
-        for call in calls.values():
-            call()
-    torch.cuda.synchronize()
+    warm_up(calls.values())
     checked = timed_blocks(calls["torch"], calls["winner"], flush, blocks)
     printed = printed_ratio(found)
     return {"shape": shape, "config": config, "errors": errors, "gated": all(e <= GATE for e in errors.values()),

@@ -1,5 +1,6 @@
 """Whether an idle device before each launch moves the profiler's kernel durations: the winner/torch.matmul ratio
-of `examples/triton_matmul` at a config, timed by CUPTI kernel records in two protocols alternated block by block.
+of `examples/triton_matmul` at a config, timed by CUPTI kernel records in three protocols alternated block by block
+(the run of 2026-12-03 13:51 UTC had the first two; the third was added after and has not run).
 
 - ``drained``: the host waits for the device after the flush and after the launch (the device idles between the
   flush's end and the kernel's start, and between calls), as kerntune's second timer did up to 2026-12-03;
@@ -23,22 +24,16 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from claims_check import FLUSH_BYTES, _problem, timed_blocks
+from claims_check import FLUSH_BYTES, _problem, matmul_calls, timed_blocks, warm_up
 
 BLOCKS, REPEATS = 40, 6
 
 
 def both_protocols(problem: Any, shape: dict[str, Any], config: dict[str, int],
                    flush: torch.Tensor) -> dict[str, list[dict[str, Any]]]:
-    """REPEATS blocks of each protocol, alternating which goes first."""
-    args = problem.make_inputs(shape, "bfloat16", 1)
-    library = next(b for b in problem.baselines if b.name == "torch.matmul").kernel
-    calls = {"torch": lambda: library.fn(args, {**shape, **config}),
-             "winner": lambda: problem.kernel.launch(problem.kernel.fn, args, config)}
-    for _ in range(3):
-        for call in calls.values():
-            call()
-    torch.cuda.synchronize()
+    """REPEATS blocks of each protocol, rotating which goes first."""
+    calls = matmul_calls(problem, problem.make_inputs(shape, "bfloat16", 1), shape, config)
+    warm_up(calls.values())
     l2 = int(torch.cuda.get_device_properties(0).L2_cache_size)
     small = flush[:max(2 * l2, 64 << 20)]  # kerntune's flush: twice the L2
     found: dict[str, list[dict[str, Any]]] = {"drained": [], "back-to-back": [], "2xL2 flush": []}

@@ -103,7 +103,7 @@ def _oracle_profiled(opts: argparse.Namespace, shape: dict[str, Any],
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from claims_check import FLUSH_BYTES, timed_blocks
+    from claims_check import FLUSH_BYTES, timed_blocks, warm_up
 
     from kerntune.tune.spec import load_spec
 
@@ -115,7 +115,7 @@ def _oracle_profiled(opts: argparse.Namespace, shape: dict[str, Any],
         return lambda: problem.kernel.launch(problem.kernel.fn, args, config)
 
     reference = launch(candidates[0])
-    reference()
+    warm_up([reference])
     same = timed_blocks(reference, reference, flush, ORACLE_BLOCKS)
     band = max(BAND_FLOOR, same["ci"][1] - 1, 1 - same["ci"][0], abs(same["ratio"] - 1))
     rows: list[dict[str, Any]] = [{"config": candidates[0], "ratio": 1.0, "ci": [1.0, 1.0],
@@ -123,7 +123,7 @@ def _oracle_profiled(opts: argparse.Namespace, shape: dict[str, Any],
     for other in candidates[1:]:
         try:
             call = launch(other)
-            call()  # compiled outside the timed blocks
+            warm_up([call])  # compiled outside the timed blocks
             found = timed_blocks(reference, call, flush, ORACLE_BLOCKS)
         except Exception as exc:  # a candidate that no longer launches is reported, never the whole oracle lost
             rows.append({"config": other, "error": f"{type(exc).__name__}: {exc}"})
@@ -149,6 +149,8 @@ def main() -> int:
                         help="score the tune runs of an earlier reproducibility.json instead of tuning again")
     parser.add_argument("--out", type=Path, required=True)
     opts = parser.parse_args()
+    if opts.runs_from and not opts.runs_from.is_file():
+        parser.error(f"--runs-from {opts.runs_from}: no such file (give the reproducibility.json of an earlier run)")
     opts.out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"spec": opts.spec, "shapes": opts.shape, "budget": opts.budget,
                               "repeats": opts.repeats, "runs": [], "oracle": []}
@@ -161,10 +163,12 @@ def main() -> int:
         print(f"run {run}: {report['runs'][-1].get('error') or 'ok'} in {report['runs'][-1]['wall_s']:.1f} s",
               flush=True)
     if not opts.oracle:
-        import importlib.util
+        try:
+            import torch
 
-        on_gpu = importlib.util.find_spec("torch") is not None and __import__("torch").cuda.is_available()
-        opts.oracle = "profiler" if on_gpu else "ab"
+            opts.oracle = "profiler" if torch.cuda.is_available() else "ab"
+        except ImportError:
+            opts.oracle = "ab"
     report["oracle_timer"] = opts.oracle
     done = [r for r in report["runs"] if "shapes" in r]
     if not done:

@@ -67,6 +67,9 @@ class Settings:
     vulkan_memory: str = "device-local"
     """KERNTUNE_VULKAN_MEMORY: where the Vulkan backend places buffers: device-local (filled and read through a
     staging buffer) or host-visible (host-coherent, mapped); part of the Target, so the two are never mixed."""
+    flush_mb: int = 0
+    """KERNTUNE_FLUSH_MB: the cache flush written before each cold-regime launch, in MiB (0: twice the device's
+    last-level cache, at least the backend's floor; Triton's do_bench writes 256 MiB)."""
     capture_max_mb: float = 4096.0
     """KERNTUNE_CAPTURE_MAX_MB: the most tensor data one lab capture saves (inputs, and as much again for outputs);
     a launch or call holding more is refused before anything is written."""
@@ -123,4 +126,11 @@ class Settings:
             raise UsageError(f"KERNTUNE_DISPATCH={settings.dispatch!r}: on or off")
         if settings.gate_seeds < 2:
             raise UsageError("KERNTUNE_GATE_SEEDS must be at least 2: one seed can hide a wrong kernel")
+        if settings.flush_mb < 0:
+            raise UsageError("KERNTUNE_FLUSH_MB is a size in MiB (0: twice the last-level cache)")
         return settings
+
+    def flush_bytes(self, last_level_cache: int, floor: int) -> int:
+        """Bytes a cold-regime flush writes: KERNTUNE_FLUSH_MB when set, else twice the cache and at least
+        ``floor`` (a partial flush leaves part of the working set warm)."""
+        return self.flush_mb << 20 if self.flush_mb else max(2 * last_level_cache, floor)

@@ -18,6 +18,7 @@ from kerntune.devices.telemetry import Telemetry, Unavailable
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.model import FailureKind, Kernel, Meta, OpenCLKernel, Target
 from kerntune.runtime.keys import opencl_device_fields
+from kerntune.settings import Settings
 
 try:
     import pyopencl as cl
@@ -73,7 +74,7 @@ class OpenCLBackend(Backend):
         cache = int(self.device.global_mem_cache_size or 0)
         # Twice the last-level cache, at least 32 MiB: PoCL reports one cache level, and a flush smaller
         # than the real LLC would leave part of the working set warm.
-        self._flush_bytes = max(2 * cache, 32 << 20)
+        self._flush_bytes = Settings.from_env().flush_bytes(cache, 32 << 20)
         self._flush = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, self._flush_bytes)
 
     def target(self) -> Target:

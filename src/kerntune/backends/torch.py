@@ -19,6 +19,7 @@ from kerntune.devices.telemetry import Telemetry, Unavailable, open_telemetry
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.model import FailureKind, Kernel, Meta, Target, TorchCallable
 from kerntune.runtime.keys import arch_name
+from kerntune.settings import Settings
 
 try:
     import torch
@@ -63,8 +64,7 @@ class TorchBackend(Backend):
         if self.on_gpu:
             props = torch.cuda.get_device_properties(self.device)
             l2 = int(getattr(props, "L2_cache_size", 0) or 0)
-            # Twice the L2 (at least 64 MiB): a partial flush leaves part of the working set warm.
-            self._flush_bytes = max(2 * l2, 64 << 20)
+            self._flush_bytes = Settings.from_env().flush_bytes(l2, 64 << 20)
             self._flush = torch.empty(self._flush_bytes, dtype=torch.uint8, device=self.device)
             self._hold = StreamHold(self.device)
         else:

@@ -105,7 +105,7 @@ class VulkanBackend(Backend):
         # 256 MB is memory-side and not flushed by this): 256 MiB, as do_bench fills; a CPU's last level (lavapipe)
         # is covered twice by 64 MiB, and a larger fill there would cost tens of ms per sample.
         cpu = self.props.deviceType == vk.VK_PHYSICAL_DEVICE_TYPE_CPU
-        self._flush_bytes = (64 if cpu else 256) << 20
+        self._flush_bytes = Settings.from_env().flush_bytes(0, (64 if cpu else 256) << 20)
         self._flush = self._buffer(self._flush_bytes, host=False)
 
     # ------------------------------------------------------------------ memory

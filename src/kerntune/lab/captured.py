@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from kerntune.lab.snapshot import restore
+from kerntune.settings import Settings
 
 
 class CapturedCall:
@@ -76,10 +77,12 @@ class CapturedCall:
         return [float(a.elapsed_time(b)) for a, b in zip(starts, ends, strict=True)]
 
     def flush_buffer(self) -> torch.Tensor:
-        """Twice the device's L2 (64 MB at least), zeroed before a cold launch to evict what the restore left."""
+        """The flush (twice the device's L2, 64 MiB at least, or KERNTUNE_FLUSH_MB), zeroed before a cold launch to
+        evict what the restore left."""
         if self._flush is None:
             l2 = int(getattr(torch.cuda.get_device_properties(self.groups[0].device), "L2_cache_size", 0) or 0)
-            self._flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device=self.groups[0].device)
+            size = Settings.from_env().flush_bytes(l2, 64 << 20)
+            self._flush = torch.empty(size, dtype=torch.uint8, device=self.groups[0].device)
         return self._flush
 
     def cache(self, restore_each: bool) -> str:

@@ -34,3 +34,11 @@ def test_settings_from_env() -> None:
         Settings.from_env({"KERNTUNE_MIN_SAMPLES": "many"})
     with pytest.raises(UsageError, match="at least 2"):
         Settings.from_env({"KERNTUNE_GATE_SEEDS": "1"})
+
+
+def test_flush_size_is_twice_the_cache_unless_set() -> None:
+    assert Settings.from_env({}).flush_bytes(50 << 20, 64 << 20) == 100 << 20
+    assert Settings.from_env({}).flush_bytes(8 << 20, 64 << 20) == 64 << 20
+    assert Settings.from_env({"KERNTUNE_FLUSH_MB": "256"}).flush_bytes(50 << 20, 64 << 20) == 256 << 20
+    with pytest.raises(UsageError, match="KERNTUNE_FLUSH_MB"):
+        Settings.from_env({"KERNTUNE_FLUSH_MB": "-1"})

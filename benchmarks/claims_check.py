@@ -13,7 +13,10 @@ spec is loaded only to launch the kernel under test (its ``launch`` at the winni
    of the block ratios with a bootstrap 95% interval (2,000 resamples, fixed seed);
 4. the report's printed ratio for the winner (its finalist row's headline ratio over torch.matmul: kerntune's own
    profiler-timed ratio where it has one, else its CUDA events' interleaved ratio) is set beside it: agreement is
-   |printed / checked - 1| ≤ 1%.
+   |printed / checked - 1| ≤ 1%;
+5. beside it, kerntune's own kernel medians for the two (its second timer, the winner's last confirmation round)
+   and whether the winner's launch compiles here to the binary the report names (its ``binary_hash``): which side
+   moved, and whether both timed the same code, when the ratios differ.
 
 Usage: python benchmarks/claims_check.py REPORT.json OUT.json [BLOCKS]   (prints one line per shape and a summary;
 exit 1 when a gate failed or the profiler's records could not be tied to the calls)
@@ -128,6 +131,26 @@ def printed_ratio(found: dict[str, Any]) -> float | None:
     return None
 
 
+def kerntune_medians_us(found: dict[str, Any]) -> dict[str, float] | None:
+    """The winner's and torch.matmul's kernel medians in µs from kerntune's own second timer (the winner's last
+    confirmation round, where it ran): set beside the check's, they say which side moved when the ratios differ."""
+    second = (((found.get("winner") or {}).get("confirmed") or {}).get("conditions") or {}).get(
+        "telemetry", {}).get("second_timer") or {}
+    if "original_ms" not in second or "variant_ms" not in second:
+        return None
+    return {"torch_us": 1e3 * float(second["original_ms"]), "winner_us": 1e3 * float(second["variant_ms"])}
+
+
+def binary_here(call: Any) -> str | None:
+    """The hash of the binary the winner's launch compiles to in this process (kerntune's digest of its cubin,
+    as the report's ``binary_hash``): a different hash means the two did not time the same code."""
+    from kerntune.backends.triton import compile_only, kernel_resources  # reads the binary; times nothing
+
+    with compile_only() as launched:
+        call()
+    return kernel_resources(launched[0][0])[1] if launched else None
+
+
 def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.Tensor) -> dict[str, Any]:
     shape = {k: found["shape"][k] for k in problem.shape_fields()}
     config = found["winner"]["config"]
@@ -143,8 +166,11 @@ def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.T
     warm_up(calls.values())
     checked = timed_blocks(calls["torch"], calls["winner"], flush, blocks)
     printed = printed_ratio(found)
+    binary, reported = binary_here(calls["winner"]), found["winner"].get("binary_hash")
     return {"shape": shape, "config": config, "errors": errors, "gated": all(e <= GATE for e in errors.values()),
-            "checked": checked, "printed": printed,
+            "checked": checked, "printed": printed, "kerntune_us": kerntune_medians_us(found),
+            "binary": {"here": binary, "reported": reported, "same": None if not (binary and reported)
+                       else binary == reported},
             "disagreement": None if printed is None else printed / checked["ratio"] - 1}
 
 
@@ -175,6 +201,11 @@ def main() -> int:
         print(f"{s['M']}x{s['N']}x{s['K']} {s.get('layout', 'NN')}: checked {c['ratio']:.4f} "
               f"({c['ci'][0]:.4f}-{c['ci'][1]:.4f}, {c['blocks']} blocks; torch {c['torch_us']:.1f} us, winner "
               f"{c['winner_us']:.1f} us); {said}; gate {'ok' if row['gated'] else 'FAILED'}", flush=True)
+        k, b = row["kerntune_us"], row["binary"]["same"]
+        print("    kerntune's CUPTI medians: " + ("none" if k is None else
+              f"torch {k['torch_us']:.2f} us, winner {k['winner_us']:.2f} us") + "; winner binary "
+              + {True: "the one kerntune timed", False: "DIFFERS from the one kerntune timed",
+                 None: "not compared"}[b], flush=True)
     done = [r for r in rows if "checked" in r]
     both = [r for r in done if r["printed"] is not None]
     summary = {

@@ -54,3 +54,12 @@ def test_the_printed_ratio_is_the_winners_finalist_row() -> None:
                                                "interleaved_ratio": {"ratio": 0.97}}]}
     assert claims_check.printed_ratio(led) == 0.98
     assert claims_check.printed_ratio({"winner": {"id": 9}, "finalists": found["finalists"]}) is None
+
+
+def test_kerntunes_own_medians_are_read_from_the_winners_last_round() -> None:
+    second = {"original_ms": 0.015456, "variant_ms": 0.0143205, "ratio": 0.93}
+    found = {"winner": {"confirmed": {"conditions": {"telemetry": {"second_timer": second}}}}}
+    assert claims_check.kerntune_medians_us(found) == pytest.approx({"torch_us": 15.456, "winner_us": 14.3205})
+    assert claims_check.kerntune_medians_us({"winner": {"confirmed": None}}) is None
+    assert claims_check.kerntune_medians_us({"winner": {"confirmed": {"conditions": {"telemetry": {
+        "second_timer": {"timer": "x", "error": "refused"}}}}}}) is None

@@ -15,7 +15,8 @@
 #                call by call (torch W W torch, 256 MiB flush before each, BLOCKS=100 blocks) by the profiler's kernel
 #                records, split by its own reading of the trace; agreement within 1% per shape.
 #                (benchmarks/profiled_idle_gap.py, run by hand: the same ratio by CUPTI with the device drained
-#                around each launch, back to back, and with a flush of twice the L2.)
+#                around each launch, back to back, and with a flush of twice the L2; benchmarks/placement_spread.py,
+#                run by hand: the same ratio on several fresh placements of the operands in one process.)
 # ab-power:      AA (20) A/A verdicts and SLOW (10) planted-slowdown verdicts, each one `kerntune ab --json`
 #                process at default settings (benchmarks/ab_power.py): on a GPU the planted bf16 matmul with 3.1%
 #                more masked-off K work (benchmarks/specs/planted_matmul @EXTRA=0 vs @EXTRA=2), on a CPU the

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +34,7 @@ PROFILED_RANGE = "kerntune.launch"
 AGREE = 0.01
 """The two timers' ratios agree when they differ by at most this fraction."""
 PAIRS = 40
-"""Pairs the second timer takes first."""
+"""Pairs the second timer takes first where nothing says how many it needs (``planned_pairs`` does)."""
 TARGET = {PROFILER: 0.004}
 """Half-width of the ratio's 95% interval the second timer times more pairs to reach, by timer: the profiler's 0.4%
 holds a ratio to the 1% within which an independent check must find it; the host clock, a coarse agreement check,
@@ -98,6 +99,26 @@ def host_clock_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int]
         synchronize()
         out.append((time.perf_counter() - start) * 1e3)
     return out
+
+
+def planned_pairs(a_ms: Sequence[float], b_ms: Sequence[float], target: float | None) -> int:
+    """Pairs the second timer takes first, from the first timer's pairs (``a_ms[i]`` beside ``b_ms[i]``): enough
+    for the median log ratio's 95% interval to reach ``target`` at the first timer's spread of adjacent log
+    ratios (n = (1.96 × 1.2533 × sd / target)², sd = 1.4826 × MAD: the events' spread includes their own jitter,
+    so this errs long), at most MAX_PAIRS and what MAX_S holds at the first timer's pair time, at least
+    min(PAIRS, pairs the first timer took). Without a target: that minimum. One profiler session of the right
+    size instead of several doubling ones: each session's start and trace export cost more than its launches."""
+    floor = min(PAIRS, len(a_ms), len(b_ms))
+    if target is None or floor < 3:
+        return floor
+    logs = [math.log(b / a) for a, b in zip(a_ms, b_ms, strict=False) if a > 0 and b > 0]
+    if len(logs) < 3:
+        return floor
+    middle = statistics.median(logs)
+    sd = 1.4826 * statistics.median(abs(x - middle) for x in logs)
+    needed = math.ceil((1.96 * 1.2533 * sd / target) ** 2)
+    pair_ms = statistics.median(a_ms) + statistics.median(b_ms)
+    return max(floor, min(needed, MAX_PAIRS, int(MAX_S * 1e3 / pair_ms) if pair_ms > 0 else MAX_PAIRS))
 
 
 def agrees(ratio: float, other: float) -> bool:

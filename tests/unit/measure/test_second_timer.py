@@ -16,6 +16,7 @@ from kerntune.measure.second_timer import (
     check_pairs,
     combine,
     host_clock_ms,
+    planned_pairs,
     said,
 )
 
@@ -81,3 +82,16 @@ def test_a_pair_check_times_more_pairs_until_its_interval_is_narrow_enough() -> 
                         target=1e-9)
     assert tight is not None and 8 <= tight["pairs"] <= MAX_PAIRS and tight["half_width"] > 1e-9
     assert tight["pairs"] == MAX_PAIRS or tight["pairs"] & (tight["pairs"] - 1) == 0
+
+
+def test_the_first_timers_spread_plans_the_second_timers_pairs() -> None:
+    steady = [1.0] * 50
+    assert planned_pairs(steady, steady, None) == 40  # no target: the first PAIRS
+    assert planned_pairs(steady[:10], steady[:10], 0.004) == 10  # never more to start than the first timer took
+    assert planned_pairs(steady, steady, 0.004) == 40  # no spread: the minimum
+    jitter = [1.0 + 0.04 * ((i * 7) % 11 - 5) / 5 for i in range(50)]  # adjacent ratios spread about ±4%
+    wanted = planned_pairs(steady, jitter, 0.004)
+    assert 40 < wanted <= MAX_PAIRS
+    assert planned_pairs(steady, jitter, 0.02) < wanted  # a looser target needs fewer
+    slow = [200.0] * 50  # 0.4 s a pair: MAX_S holds 5 of them, and the first timer's 40 stay the floor
+    assert planned_pairs(slow, [x * 200 for x in jitter], 0.004) == 40

@@ -68,9 +68,10 @@ class SearchHost(Protocol):
     def measure(self) -> dict[str, Any]:
         """The full measurement protocol's options; a race rung shortens them (``rung_options``)."""
 
-    def search_spent(self, begun_s: float, later: int, next_s: float) -> str:
+    def search_spent(self, begun_s: float, later: int, next_s: float, predicted: bool = True) -> str:
         """Why a shape's search stops before an evaluation of ``next_s`` seconds, or "": the shape began at
-        ``begun_s`` on the run's clock with ``later`` shapes of this slot to come (``tune.run._Tuner``)."""
+        ``begun_s`` on the run's clock with ``later`` shapes of this slot to come (``tune.run._Tuner``);
+        ``predicted``: the searches' end moved by confirmation's predicted costs, else the plan's fixed share."""
 
     @property
     def full_evaluation_s(self) -> float:
@@ -212,9 +213,10 @@ class ShapeSearch:
         # costs (the timing worker's first kernel load and launcher build); priced from them, the wind-down of a
         # run's first shape looked as long as its share (on the H200 at 12 s/shape, twice in a day, that shape
         # stopped after one config: a winner 5.9x and 6.3x the best one's time). Before MIN_SCREENED configs only
-        # the share itself, reached, stops a search.
+        # the share itself, reached, stops a search — the plan's share, not one moved by predicted confirmation
+        # costs (``RunClock.search_spent``).
         if len(self.evaluated) < MIN_SCREENED:
-            return self.tuner.search_spent(self.begun_s, self.later, 0.0)
+            return self.tuner.search_spent(self.begun_s, self.later, 0.0, predicted=False)
         return self.tuner.search_spent(self.begun_s, self.later, self.tuner.evaluation_s + self._wind_down_s())
 
     def _rung_s(self, rung: int | None) -> float:

@@ -44,17 +44,22 @@ class RunClock:
         first = first_comparison_s(self.full_evaluation_s, bool(self.settings.second_timer))
         return min(seconds, run_s - self.start_up_s - first - (len(self.run.shapes) - 1) * self.full_evaluation_s)
 
-    def search_spent(self, begun_s: float, later: int, next_s: float) -> str:
+    def search_spent(self, begun_s: float, later: int, next_s: float, predicted: bool = True) -> str:
         """Why a shape's search stops before an evaluation of ``next_s`` seconds (its likely cost, and what
         winding down would add), or "". The shape began at ``begun_s`` on the run's clock with ``later`` of this
         slot's shapes still to come: it has the per-shape bound, and at most its even part of the time the
         searches have left — a shape that overran never takes a later one's turn (each later one still gets
-        its baselines and a search)."""
+        its baselines and a search). ``predicted``: the searches end where confirmation's first pass still fits
+        at the costs measured so far (``search_end_s``); else at the plan's fixed search share.
+
+        Hazard guarded: a run's first full evaluation carries the worker's one-time costs, and confirmation's
+        first pass priced from it alone (five of them on two shapes) moved the searches' end so early that the
+        first shape searched nothing (PoCL on a 2-core host, 6 s/shape: its winner the untuned default)."""
         now = self.elapsed() + next_s
         per_shape = self.plan.search_shape_s
         if per_shape is not None and now - begun_s >= per_shape:
             return f"time budget reached ({self.plan.search_limit(per_shape=True)})"
-        end = self.search_end_s()
+        end = self.search_end_s() if predicted else self.plan.search_run_s
         if end is not None and now >= begun_s + (end - begun_s) / (1 + later):
             return f"time budget reached ({self.plan.search_limit(per_shape=False)})"
         return ""

@@ -149,14 +149,26 @@ def test_a_search_is_not_stopped_on_predicted_costs_before_it_has_timed_a_few_co
     from kerntune.search import make_strategy
     from kerntune.search.shape_search import MIN_SCREENED, ShapeSearch
 
-    asked: list[float] = []
+    asked: list[tuple[float, bool]] = []
     configs = [Config.of({"X": i}) for i in range(200)]
     host = SimpleNamespace(full_evaluation_s=4.0, screening_evaluation_s=4.0, evaluation_s=4.0, run=SimpleNamespace(
-        budget=Budget(shape_seconds=12.0)), search_spent=lambda begun, later, next_s: asked.append(next_s) or "")
+        budget=Budget(shape_seconds=12.0)),
+        search_spent=lambda begun, later, next_s, predicted=True: asked.append((next_s, predicted)) or "")
     search = ShapeSearch(host, Shape.of({"N": 1}), make_strategy("race", configs, 0, configs[0]), None, {},
                          {})  # type: ignore[arg-type]
     search.evaluated.update(c.key for c in configs[:MIN_SCREENED - 1])
-    assert search._budget_spent() == "" and asked == [0.0]
+    assert search._budget_spent() == "" and asked == [(0.0, False)]  # nothing predicted: the plan's share
     search.evaluated.add(configs[MIN_SCREENED].key)
     search._budget_spent()
-    assert asked[-1] >= 4.0  # priced again: the next evaluation at least
+    assert asked[-1][0] >= 4.0 and asked[-1][1]  # priced again: the next evaluation at least, the predicted end
+
+
+def test_the_plans_share_not_a_predicted_one_holds_until_a_shape_has_screened_a_few() -> None:
+    # PoCL on a 2-core host, 2 shapes at 6 s/shape: the run's first full evaluation (1.6 s, a fresh worker's first
+    # build in it) priced confirmation's first pass so high that the searches' end came at 3 s, and the first
+    # shape's even part (1.5 s) was gone with its baseline: it searched nothing. The plan's share is 4.5 s each.
+    fake = _tuner(1.62, shapes=2, per_shape=6.0, start_up_s=1.0, full_evaluation_s=1.6)
+    assert RunClock.search_spent(fake, 0.0, 1, 0.0) != ""  # type: ignore[arg-type]
+    assert RunClock.search_spent(fake, 0.0, 1, 0.0, predicted=False) == ""  # type: ignore[arg-type]
+    late = _tuner(4.6, shapes=2, per_shape=6.0, start_up_s=1.0, full_evaluation_s=1.6)
+    assert RunClock.search_spent(late, 0.0, 1, 0.0, predicted=False).startswith("time budget reached")  # type: ignore[arg-type]

@@ -351,7 +351,12 @@ SEEDS = [_tutorial(*c) for c in (
     _tutorial(128, 256, 64, 3, 8, TMA=1), _tutorial(128, 256, 64, 3, 8, TMA=1, PERSISTENT=1),
     _tutorial(128, 128, 64, 4, 4, TMA=1), _tutorial(128, 128, 64, 4, 4, TMA=1, PERSISTENT=1)] + [
     _tutorial(*tile, SPLIT_K=split, FUSED=1) for split in (2, 4, 8)
-    for tile in ((128, 128, 64, 4, 4), (128, 64, 128, 4, 4), (64, 128, 128, 4, 4), (128, 256, 64, 3, 8))]
+    for tile in ((128, 128, 64, 4, 4), (128, 64, 128, 4, 4), (64, 128, 128, 4, 4), (128, 256, 64, 3, 8))] + [
+    # Decode (M <= 16, where BLOCK_M is 16 and no tile above applies): the fastest configs of the H200's
+    # interleaved CUPTI oracle and claims checks at 16×4096×4096, 16×4096×14336 and 16×14336×4096 (bf16,
+    # 2026-12-03, benchmarks/RESULTS.md "Tuning reproducibility"), which a 12 s search found in 2 of 5 runs.
+    _tutorial(16, 32, 256, 5, 4, TMA=1, PERSISTENT=1), _tutorial(16, 128, 128, 5, 4), _tutorial(16, 64, 256, 4, 4),
+    _tutorial(16, 32, 256, 4, 4, TMA=1, PERSISTENT=1)]
 
 
 SERVED_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}

@@ -23,7 +23,7 @@ from typing import Any
 from kerntune.backends.base import Backend
 from kerntune.devices.telemetry import Recorder, Telemetry, Unavailable
 from kerntune.errors import UsageError
-from kerntune.measure.second_timer import PAIRS, check_pairs
+from kerntune.measure.second_timer import TARGET, check_pairs, planned_pairs, timer_of
 from kerntune.measure.stats import block_half_width, median_ci, paired_log_ratio
 from kerntune.model import Conditions, Measurement
 
@@ -273,7 +273,8 @@ def measure_interleaved(backend: Backend, launch_a: Callable[[], Any], launch_b:
                                     "interleaved": True}))
     if options.second_timer:
         events_ratio = math.exp(paired_log_ratio(samples[0], samples[1]))
-        check = check_pairs(backend, launch_a, launch_b, flush, events_ratio, min(PAIRS, len(samples[0])))
+        planned = planned_pairs(samples[0], samples[1], TARGET.get(timer_of(backend) or ""))
+        check = check_pairs(backend, launch_a, launch_b, flush, events_ratio, planned)
         if check is not None:
             conditions = replace(conditions, telemetry={**(conditions.telemetry or {}), "second_timer": check})
     a_ci, b_ci = intervals

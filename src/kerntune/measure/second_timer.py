@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -33,7 +34,14 @@ PROFILED_RANGE = "kerntune.launch"
 AGREE = 0.01
 """The two timers' ratios agree when they differ by at most this fraction."""
 PAIRS = 40
-"""Pairs the second timer takes by default: enough for a ratio interval within about 1% on a GPU kernel."""
+"""Pairs the second timer takes first where nothing says how many it needs (``planned_pairs`` does)."""
+TARGET = {PROFILER: 0.004}
+"""Half-width of the ratio's 95% interval the second timer times more pairs to reach, by timer: the profiler's 0.4%
+holds a ratio to the 1% within which an independent check must find it; the host clock, a coarse agreement check,
+takes its first pairs only."""
+MAX_PAIRS = 640
+MAX_S = 2.0
+"""The second timer stops adding pairs at MAX_PAIRS pairs or after MAX_S seconds, whichever comes first."""
 
 
 def timer_of(backend: Any) -> str | None:
@@ -93,32 +101,67 @@ def host_clock_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int]
     return out
 
 
+def planned_pairs(a_ms: Sequence[float], b_ms: Sequence[float], target: float | None) -> int:
+    """Pairs the second timer takes first, from the first timer's pairs (``a_ms[i]`` beside ``b_ms[i]``): enough
+    for the median log ratio's 95% interval to reach ``target`` at the first timer's spread of adjacent log
+    ratios (n = (1.96 × 1.2533 × sd / target)², sd = 1.4826 × MAD: the events' spread includes their own jitter,
+    so this errs long), at most MAX_PAIRS and what MAX_S holds at the first timer's pair time, at least
+    min(PAIRS, pairs the first timer took). Without a target: that minimum. One profiler session of the right
+    size instead of several doubling ones: each session's start and trace export cost more than its launches."""
+    floor = min(PAIRS, len(a_ms), len(b_ms))
+    if target is None or floor < 3:
+        return floor
+    logs = [math.log(b / a) for a, b in zip(a_ms, b_ms, strict=False) if a > 0 and b > 0]
+    if len(logs) < 3:
+        return floor
+    middle = statistics.median(logs)
+    sd = 1.4826 * statistics.median(abs(x - middle) for x in logs)
+    needed = math.ceil((1.96 * 1.2533 * sd / target) ** 2)
+    pair_ms = statistics.median(a_ms) + statistics.median(b_ms)
+    return max(floor, min(needed, MAX_PAIRS, int(MAX_S * 1e3 / pair_ms) if pair_ms > 0 else MAX_PAIRS))
+
+
 def agrees(ratio: float, other: float) -> bool:
     return abs(math.log(other / ratio)) <= math.log1p(AGREE)
 
 
 def check_pairs(backend: Any, launch_a: Callable[[], Any], launch_b: Callable[[], Any], flush: bool,
-                events_ratio: float, pairs: int = PAIRS) -> dict[str, Any] | None:
-    """``pairs`` A B B A pairs of two launches timed by the backend's second timer (the cache flushed before each
-    launch when ``flush``), as ``lab.replay``'s ratio summary plus ``timer``, the first timer's ``events_ratio``
-    and whether the two ``agree`` within ``AGREE``; None where the backend has no second timer."""
+                events_ratio: float, pairs: int = PAIRS, target: float | None = None) -> dict[str, Any] | None:
+    """A B B A pairs of two launches timed by the backend's second timer (the cache flushed before each launch when
+    ``flush``), as ``lab.replay``'s ratio summary plus ``timer``, the first timer's ``events_ratio``, whether the
+    two ``agree`` within ``AGREE``, and ``half_width`` (the interval's, a fraction); None where the backend has no
+    second timer. ``pairs`` are timed first; then, while the interval's half-width exceeds ``target`` (default
+    ``TARGET`` for the profiler, none for the host clock), as many again, up to ``MAX_PAIRS`` pairs and
+    ``MAX_S`` seconds.
+
+    Hazard guarded: 40 pairs of a 15 µs kernel under a cold cache gave a ±1% interval on the H200 (single launches
+    spread 8%), so a headline ratio drawn from them could not be held to 1% by an independent check."""
     timer = timer_of(backend)
     if timer is None:
         return None
-    order = [(0, 1) if i % 2 == 0 else (1, 0) for i in range(pairs)]
-    launches = [(launch_a, launch_b)[side] for pair in order for side in pair]
+    target = TARGET.get(timer) if target is None else target
+    started, count = time.perf_counter(), pairs
+    paired: list[tuple[float, float]] = []
 
     def prepare(_: int) -> None:
         if flush:
             backend.flush_cache()
 
-    try:
-        timed = (profiled_ms if timer == PROFILER else host_clock_ms)(launches, prepare, backend.synchronize)
-    except Exception as exc:  # CUPTI refused, a trace this torch writes differently, a launch that failed
-        return {"timer": timer, "error": f"{type(exc).__name__}: {exc}"}
-    paired = [(timed[2 * i + p.index(0)], timed[2 * i + p.index(1)]) for i, p in enumerate(order)]
-    found = pair_ratio([(a, b) for a, b in paired if a > 0 and b > 0])
-    return {**found, "timer": timer, "events_ratio": events_ratio, "agrees": agrees(events_ratio, found["ratio"])}
+    while True:
+        order = [(0, 1) if (len(paired) + i) % 2 == 0 else (1, 0) for i in range(count)]
+        launches = [(launch_a, launch_b)[side] for pair in order for side in pair]
+        try:
+            timed = (profiled_ms if timer == PROFILER else host_clock_ms)(launches, prepare, backend.synchronize)
+        except Exception as exc:  # CUPTI refused, a trace this torch writes differently, a launch that failed
+            return {"timer": timer, "error": f"{type(exc).__name__}: {exc}"}
+        paired += [(timed[2 * i + p.index(0)], timed[2 * i + p.index(1)]) for i, p in enumerate(order)]
+        found = pair_ratio([(a, b) for a, b in paired if a > 0 and b > 0])
+        half_width = math.sqrt(found["ci"][1] / found["ci"][0]) - 1
+        count = min(len(paired), MAX_PAIRS - len(paired))
+        if target is None or half_width <= target or count <= 0 or time.perf_counter() - started >= MAX_S:
+            break
+    return {**found, "half_width": half_width, "timer": timer, "events_ratio": events_ratio,
+            "agrees": agrees(events_ratio, found["ratio"])}
 
 
 def combine(checks: Sequence[dict[str, Any]]) -> dict[str, Any] | None:

@@ -8,7 +8,17 @@ import time
 
 import pytest
 
-from kerntune.measure.second_timer import AGREE, HOST_CLOCK, agrees, check_pairs, combine, host_clock_ms, said
+from kerntune.measure.second_timer import (
+    AGREE,
+    HOST_CLOCK,
+    MAX_PAIRS,
+    agrees,
+    check_pairs,
+    combine,
+    host_clock_ms,
+    planned_pairs,
+    said,
+)
 
 
 def test_rounds_combine_by_geometric_mean_and_agreement_is_within_one_percent() -> None:
@@ -60,3 +70,28 @@ def test_a_pair_check_orders_a_b_b_a_and_names_what_it_found() -> None:
 
     failed = check_pairs(backend, broken, broken, False, 1.0, pairs=2)
     assert failed == {"timer": HOST_CLOCK, "error": "RuntimeError: the launch failed"}
+
+
+def test_a_pair_check_times_more_pairs_until_its_interval_is_narrow_enough() -> None:
+    backend = _SleepBackend()
+    wide = check_pairs(backend, lambda: time.sleep(0.001), lambda: time.sleep(0.001), False, 1.0, pairs=4,
+                       target=0.5)
+    assert wide is not None and wide["pairs"] == 4 and wide["half_width"] <= 0.5  # narrow enough at once
+    # A target no host clock reaches: pairs double (4, 8, 16, ...) up to MAX_PAIRS or MAX_S, never beyond.
+    tight = check_pairs(backend, lambda: time.sleep(0.0005), lambda: time.sleep(0.0005), False, 1.0, pairs=4,
+                        target=1e-9)
+    assert tight is not None and 8 <= tight["pairs"] <= MAX_PAIRS and tight["half_width"] > 1e-9
+    assert tight["pairs"] == MAX_PAIRS or tight["pairs"] & (tight["pairs"] - 1) == 0
+
+
+def test_the_first_timers_spread_plans_the_second_timers_pairs() -> None:
+    steady = [1.0] * 50
+    assert planned_pairs(steady, steady, None) == 40  # no target: the first PAIRS
+    assert planned_pairs(steady[:10], steady[:10], 0.004) == 10  # never more to start than the first timer took
+    assert planned_pairs(steady, steady, 0.004) == 40  # no spread: the minimum
+    jitter = [1.0 + 0.04 * ((i * 7) % 11 - 5) / 5 for i in range(50)]  # adjacent ratios spread about ±4%
+    wanted = planned_pairs(steady, jitter, 0.004)
+    assert 40 < wanted <= MAX_PAIRS
+    assert planned_pairs(steady, jitter, 0.02) < wanted  # a looser target needs fewer
+    slow = [200.0] * 50  # 0.4 s a pair: MAX_S holds 5 of them, and the first timer's 40 stay the floor
+    assert planned_pairs(slow, [x * 200 for x in jitter], 0.004) == 40

@@ -7,7 +7,9 @@ spec is loaded only to launch the kernel under test (its ``launch`` at the winni
 1. both are gated against the spec's float64 reference (relative Frobenius error ≤ 1e-2);
 2. after a few warm-up calls, BLOCKS blocks of four calls in the order torch, winner, winner, torch, each call
    preceded by a 256 MiB fill of a scratch buffer (the L2 flushed; the fill is the only one-byte fill kernel in
-   the run, so its records mark where each call starts), all under one torch.profiler session;
+   the run, so its records mark where each call starts), all under one torch.profiler session; block b runs on
+   operand set b % PLACEMENTS (PLACEMENTS sets of the same inputs at different device addresses: the ratio of
+   one kernel pair moves by a few percent with where its operands lie);
 3. from the exported trace, each call's time is the sum of the durations of the GPU kernels between its flush and
    the next one; each block's ratio is (its two winner calls) / (its two torch calls); the estimate is the median
    of the block ratios with a bootstrap 95% interval (2,000 resamples, fixed seed);
@@ -18,8 +20,8 @@ spec is loaded only to launch the kernel under test (its ``launch`` at the winni
    and whether the winner's launch compiles here to the binary the report names (its ``binary_hash``): which side
    moved, and whether both timed the same code, when the ratios differ.
 
-Usage: python benchmarks/claims_check.py REPORT.json OUT.json [BLOCKS]   (prints one line per shape and a summary;
-exit 1 when a gate failed or the profiler's records could not be tied to the calls)
+Usage: python benchmarks/claims_check.py REPORT.json OUT.json [BLOCKS [PLACEMENTS]]   (prints one line per shape
+and a summary; exit 1 when a gate failed or the profiler's records could not be tied to the calls)
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ ROOT = Path(__file__).resolve().parents[1]
 GATE = 1e-2
 FLUSH_BYTES = 256 << 20
 AGREE = 0.01
+PLACEMENTS = 4
+"""Operand sets the blocks take in turn: on the H200 one kernel pair's ratio moved 2.7–4.9% between fresh
+placements of its operands in one process (benchmarks/placement_spread.py); a check on one placement is one draw."""
 # The flush's own kernel: a fill of one-byte elements (torch's FillFunctor<unsigned char>). A memset record is
 # not a flush: a library call may clear its own workspace, and that time is the call's.
 FLUSH_KERNEL = re.compile(r"FillFunctor<unsigned char>")
@@ -76,7 +81,8 @@ def block_ratio(times: list[float]) -> dict[str, Any]:
     medians = np.median(rng.choice(ratios, size=(2000, len(ratios)), replace=True), axis=1)
     return {"ratio": float(np.median(ratios)), "ci": [float(np.quantile(medians, 0.025)),
                                                       float(np.quantile(medians, 0.975))], "blocks": len(ratios),
-            "torch_us": float(np.median(blocks[:, [0, 3]])), "winner_us": float(np.median(blocks[:, [1, 2]]))}
+            "torch_us": float(np.median(blocks[:, [0, 3]])), "winner_us": float(np.median(blocks[:, [1, 2]])),
+            "block_ratios": ratios.tolist()}
 
 
 def matmul_calls(problem: Any, args: dict[str, Any], shape: dict[str, Any],
@@ -98,9 +104,12 @@ def warm_up(calls: Any) -> None:
 def timed_blocks(first: Any, second: Any, flush: torch.Tensor, blocks: int, drained: bool = False) -> dict[str, Any]:
     """``blocks`` blocks of (first, second, second, first), a fill of ``flush`` before every call, under one
     profiler session: ``block_ratio`` of the calls' kernel times (``winner_us`` is ``second``'s, ``torch_us``
-    ``first``'s). ``drained``: the host waits for the device after each fill and each call (the device idles
-    between them); otherwise everything is enqueued back to back, as a program runs."""
-    order = [first, second, second, first] * blocks
+    ``first``'s). ``first`` and ``second`` may be lists, one call per placement of the operands: block ``b``
+    takes placement ``b % P``. ``drained``: the host waits for the device after each fill and each call (the
+    device idles between them); otherwise everything is enqueued back to back, as a program runs."""
+    firsts, seconds = (list(x) if isinstance(x, list) else [x] for x in (first, second))
+    order = [call for b in range(blocks) for call in (firsts[b % len(firsts)], seconds[b % len(seconds)],
+                                                       seconds[b % len(seconds)], firsts[b % len(firsts)])]
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for call in order:
             flush.fill_(1)
@@ -114,7 +123,13 @@ def timed_blocks(first: Any, second: Any, flush: torch.Tensor, blocks: int, drai
         trace = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(trace))
         events = json.loads(trace.read_text())["traceEvents"]
-    return block_ratio(call_times_us(events, len(order)))
+    found = block_ratio(call_times_us(events, len(order)))
+    if len(firsts) > 1:
+        ratios = np.array(found.pop("block_ratios")).reshape(-1)
+        found["placement_ratios"] = [float(np.median(ratios[p::len(firsts)])) for p in range(len(firsts))]
+    else:
+        found.pop("block_ratios")
+    return found
 
 
 def printed_ratio(found: dict[str, Any]) -> float | None:
@@ -151,10 +166,24 @@ def binary_here(call: Any) -> str | None:
     return kernel_resources(launched[0][0])[1] if launched else None
 
 
-def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.Tensor) -> dict[str, Any]:
+def placed_operands(problem: Any, shape: dict[str, Any], count: int,
+                    pads: list[torch.Tensor]) -> list[dict[str, Any]]:
+    """``count`` sets of the spec's inputs (the same data), each allocated behind a pad of a different size (kept
+    in ``pads``) and all alive together: each lies elsewhere in device memory."""
+    sets = []
+    for p in range(count):
+        pads.append(torch.empty((1 + 37 * p % 251) << 20, dtype=torch.uint8, device="cuda"))
+        sets.append(problem.make_inputs(shape, "bfloat16", 1))
+    return sets
+
+
+def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.Tensor,
+                placements: int = PLACEMENTS) -> dict[str, Any]:
     shape = {k: found["shape"][k] for k in problem.shape_fields()}
     config = found["winner"]["config"]
-    args = problem.make_inputs(shape, "bfloat16", 1)
+    pads: list[torch.Tensor] = []
+    sets = placed_operands(problem, shape, placements, pads)
+    args = sets[0]
     calls = matmul_calls(problem, args, shape, config)
     ref = problem.reference(args, shape)
     errors = {}
@@ -163,8 +192,9 @@ def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.T
         call()
         torch.cuda.synchronize()
         errors[name] = _relative_error(args["c"], ref)
-    warm_up(calls.values())
-    checked = timed_blocks(calls["torch"], calls["winner"], flush, blocks)
+    placed = [matmul_calls(problem, each, shape, config) for each in sets]
+    warm_up([c for each in placed for c in each.values()])
+    checked = timed_blocks([c["torch"] for c in placed], [c["winner"] for c in placed], flush, blocks)
     printed = printed_ratio(found)
     binary, reported = binary_here(calls["winner"]), found["winner"].get("binary_hash")
     return {"shape": shape, "config": config, "errors": errors, "gated": all(e <= GATE for e in errors.values()),
@@ -177,6 +207,7 @@ def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.T
 def main() -> int:
     report, out = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
     blocks = int(sys.argv[3]) if len(sys.argv) > 3 else 100
+    placements = int(sys.argv[4]) if len(sys.argv) > 4 else PLACEMENTS
     problem = _problem()
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     rows: list[dict[str, Any]] = []
@@ -185,7 +216,7 @@ def main() -> int:
         if not (found.get("winner") or {}).get("config"):
             continue
         try:
-            row = check_shape(problem, found, blocks, flush)
+            row = check_shape(problem, found, blocks, flush, placements)
         except RuntimeError as exc:
             row, ok = {"shape": found["shape"], "error": str(exc)}, False
         rows.append(row)
@@ -201,6 +232,8 @@ def main() -> int:
         print(f"{s['M']}x{s['N']}x{s['K']} {s.get('layout', 'NN')}: checked {c['ratio']:.4f} "
               f"({c['ci'][0]:.4f}-{c['ci'][1]:.4f}, {c['blocks']} blocks; torch {c['torch_us']:.1f} us, winner "
               f"{c['winner_us']:.1f} us); {said}; gate {'ok' if row['gated'] else 'FAILED'}", flush=True)
+        if "placement_ratios" in c:
+            print("    placements' ratios: " + ", ".join(f"{r:.4f}" for r in c["placement_ratios"]), flush=True)
         k, b = row["kerntune_us"], row["binary"]["same"]
         print("    kerntune's CUPTI medians: " + ("none" if k is None else
               f"torch {k['torch_us']:.2f} us, winner {k['winner_us']:.2f} us") + "; winner binary "

@@ -70,6 +70,12 @@ class Settings:
     flush_mb: int = 0
     """KERNTUNE_FLUSH_MB: the cache flush written before each cold-regime launch, in MiB (0: twice the device's
     last-level cache, at least the backend's floor; Triton's do_bench writes 256 MiB)."""
+    placements: int = 4
+    """KERNTUNE_PLACEMENTS: fresh copies of the inputs, alive together, that an interleaved A/B (confirmation,
+    ``kerntune ab``) takes in turn, both sides on the same copy; 1 times each side on its own gated copy. On the
+    H200 one pair of kernels' ratio moved 2.7–4.9% between placements of its operands, each known to ±0.55%."""
+    placements_mb: int = 2048
+    """KERNTUNE_PLACEMENTS_MB: the most those copies hold together, in MiB (fewer copies above it)."""
     capture_max_mb: float = 4096.0
     """KERNTUNE_CAPTURE_MAX_MB: the most tensor data one lab capture saves (inputs, and as much again for outputs);
     a launch or call holding more is refused before anything is written."""
@@ -126,6 +132,9 @@ class Settings:
             raise UsageError(f"KERNTUNE_DISPATCH={settings.dispatch!r}: on or off")
         if settings.gate_seeds < 2:
             raise UsageError("KERNTUNE_GATE_SEEDS must be at least 2: one seed can hide a wrong kernel")
+        if settings.placements < 1 or settings.placements_mb < 0:
+            raise UsageError("KERNTUNE_PLACEMENTS is a count of at least 1 (1: no placements taken in turn) and "
+                             "KERNTUNE_PLACEMENTS_MB a size in MiB")
         if settings.flush_mb < 0:
             raise UsageError("KERNTUNE_FLUSH_MB is a size in MiB (0: twice the last-level cache)")
         return settings

@@ -23,6 +23,7 @@ from typing import Any
 from kerntune.backends.base import Backend
 from kerntune.devices.telemetry import Recorder, Telemetry, Unavailable
 from kerntune.errors import UsageError
+from kerntune.measure.placements import Launches, placed_pair
 from kerntune.measure.second_timer import TARGET, check_pairs, planned_pairs, timer_of
 from kerntune.measure.stats import block_half_width, median_ci, paired_log_ratio
 from kerntune.model import Conditions, Measurement
@@ -224,15 +225,18 @@ def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: Me
     return Measurement(tuple(samples), conditions, ci)
 
 
-def measure_interleaved(backend: Backend, launch_a: Callable[[], Any], launch_b: Callable[[], Any],
+def measure_interleaved(backend: Backend, launch_a: Launches, launch_b: Launches,
                         options: MeasureOptions, telemetry: Telemetry | None = None) -> tuple[Measurement, Measurement]:
     """Time two launches interleaved, A B B A A B ..., so that sample ``i`` of A and sample ``i`` of B were
     taken next to each other: slow drift of the machine (clocks, temperature, neighbours) lands on both
-    alike. Eager mode only; sampling stops when both medians' bootstrap intervals are within ``ci_target`` or
-    the budget (twice the single budget: two things are timed) ends. No batch-means check here: the A/B's
-    precision comes from pairing adjacent samples and from its rounds, not from each side's interval."""
+    alike. Given one launch of each per placement of the inputs, the pairs take the placements in turn
+    (``placed_pair``). Eager mode only; sampling stops when both medians' bootstrap intervals are within
+    ``ci_target`` or the budget (twice the single budget: two things are timed) ends. No batch-means check here:
+    the A/B's precision comes from pairing adjacent samples and from its rounds, not from each side's
+    interval."""
     if options.mode != "eager":
         raise UsageError("interleaved A/B measurement is eager only: use --scheme fresh with --mode graph")
+    launch_of = placed_pair(launch_a, launch_b)
     recorder = Recorder(telemetry or Unavailable("not asked"))
     uncovered = backend.uncovered_chunks
     flush = options.regime == "cold"
@@ -242,7 +246,8 @@ def measure_interleaved(backend: Backend, launch_a: Callable[[], Any], launch_b:
         """Time ``count`` A/B pairs: even pairs run A first, odd pairs B first (ABBA)."""
         first = len(samples[0])
         order = [(0, 1) if (first + i) % 2 == 0 else (1, 0) for i in range(count)]
-        times = backend.time_launches([(launch_a, launch_b)[side] for pair in order for side in pair], flush)
+        times = backend.time_launches([launch_of(first + i)[side] for i, pair in enumerate(order) for side in pair],
+                                      flush)
         return ([times[2 * i + pair.index(0)] for i, pair in enumerate(order)],
                 [times[2 * i + pair.index(1)] for i, pair in enumerate(order)])
 
@@ -270,7 +275,8 @@ def measure_interleaved(backend: Backend, launch_a: Callable[[], Any], launch_b:
         cache_bytes=backend.flush_bytes if flush else 0,
         telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping,
                                     "uncovered_chunks": backend.uncovered_chunks - uncovered,
-                                    "interleaved": True}))
+                                    "interleaved": True,
+                                    "placements": len(launch_a) if isinstance(launch_a, Sequence) else 1}))
     if options.second_timer:
         events_ratio = math.exp(paired_log_ratio(samples[0], samples[1]))
         planned = planned_pairs(samples[0], samples[1], TARGET.get(timer_of(backend) or ""))

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kerntune.measure.placements import Launches, placed_pair
 from kerntune.measure.stats import pair_ratio
 
 PROFILER = "profiler kernel durations (CUPTI through torch.profiler)"
@@ -125,20 +126,22 @@ def agrees(ratio: float, other: float) -> bool:
     return abs(math.log(other / ratio)) <= math.log1p(AGREE)
 
 
-def check_pairs(backend: Any, launch_a: Callable[[], Any], launch_b: Callable[[], Any], flush: bool,
+def check_pairs(backend: Any, launch_a: Launches, launch_b: Launches, flush: bool,
                 events_ratio: float, pairs: int = PAIRS, target: float | None = None) -> dict[str, Any] | None:
     """A B B A pairs of two launches timed by the backend's second timer (the cache flushed before each launch when
-    ``flush``), as ``lab.replay``'s ratio summary plus ``timer``, the first timer's ``events_ratio``, whether the
-    two ``agree`` within ``AGREE``, and ``half_width`` (the interval's, a fraction); None where the backend has no
-    second timer. ``pairs`` are timed first; then, while the interval's half-width exceeds ``target`` (default
-    ``TARGET`` for the profiler, none for the host clock), as many again, up to ``MAX_PAIRS`` pairs and
-    ``MAX_S`` seconds.
+    ``flush``; with one launch of each per placement of the inputs, the placements in turn as the first timer
+    takes them: ``placements.placed_pair``), as ``lab.replay``'s ratio summary plus ``timer``, the first timer's
+    ``events_ratio``, whether the two ``agree`` within ``AGREE``, and ``half_width`` (the interval's, a
+    fraction); None where the backend has no second timer. ``pairs`` are timed first; then, while the interval's
+    half-width exceeds ``target`` (default ``TARGET`` for the profiler, none for the host clock), as many again,
+    up to ``MAX_PAIRS`` pairs and ``MAX_S`` seconds.
 
     Hazard guarded: 40 pairs of a 15 µs kernel under a cold cache gave a ±1% interval on the H200 (single launches
     spread 8%), so a headline ratio drawn from them could not be held to 1% by an independent check."""
     timer = timer_of(backend)
     if timer is None:
         return None
+    launch_of = placed_pair(launch_a, launch_b)
     target = TARGET.get(timer) if target is None else target
     started, count = time.perf_counter(), pairs
     paired: list[tuple[float, float]] = []
@@ -148,8 +151,9 @@ def check_pairs(backend: Any, launch_a: Callable[[], Any], launch_b: Callable[[]
             backend.flush_cache()
 
     while True:
-        order = [(0, 1) if (len(paired) + i) % 2 == 0 else (1, 0) for i in range(count)]
-        launches = [(launch_a, launch_b)[side] for pair in order for side in pair]
+        first = len(paired)
+        order = [(0, 1) if (first + i) % 2 == 0 else (1, 0) for i in range(count)]
+        launches = [launch_of(first + i)[side] for i, pair in enumerate(order) for side in pair]
         try:
             timed = (profiled_ms if timer == PROFILER else host_clock_ms)(launches, prepare, backend.synchronize)
         except Exception as exc:  # CUPTI refused, a trace this torch writes differently, a launch that failed

@@ -44,5 +44,12 @@ class Target:
         )
 
     @property
+    def on_host_cpu(self) -> bool:
+        """Whether the device is the host's own CPU (PoCL, Triton's interpreter, torch on the CPU, Mesa's
+        lavapipe): its vendor string names the CPU's maker (``AuthenticAMD``, ``GenuineIntel``), so the vendor
+        alone does not say it."""
+        return self.vendor == "cpu" or self.arch.startswith("cpu") or "llvmpipe" in self.device_name.lower()
+
+    @property
     def label(self) -> str:
         return f"{self.device_name} ({self.arch}, {self.compute_units} CU, {self.backend})"

@@ -20,6 +20,7 @@ from kerntune.backends.base import fail
 from kerntune.errors import CandidateFailed, SpecError
 from kerntune.measure.protocol import MeasureOptions, measure, measure_interleaved
 from kerntune.model import Config, FailureKind, Measurement, Problem, Shape, TorchCallable
+from kerntune.settings import Settings
 from kerntune.tune import gate
 from kerntune.tune.spec import load_spec, with_kernel_source
 
@@ -208,8 +209,13 @@ def evaluate_pair(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, A
             return {"failed": name.upper(), "result": result}
         prepared.append((result, launches[0]))
     options = MeasureOptions(**payload["measure"])
+    shape, dtype = Shape.of(payload["a"]["shape"]), str(payload["a"]["dtype"])
+    sets = _placements(state, shape, dtype, int(payload["a"]["seeds"][0]))
+    # One launch of each side per placement, both sides on the same operands (as a program swaps one kernel for
+    # another); a side's own gated copy is used where there is one placement.
+    sides = [[partial(launch.func, args) for args in sets] if len(sets) > 1 else [launch] for _, launch in prepared]
     try:
-        pair = measure_interleaved(backend, prepared[0][1], prepared[1][1], options, state["telemetry"])
+        pair = measure_interleaved(backend, sides[0], sides[1], options, state["telemetry"])
     except CandidateFailed:
         raise
     except Exception as exc:
@@ -311,6 +317,19 @@ def _set_bytes(args: dict[str, Any]) -> int:
             nbytes = math.prod(value.shape) * value.dtype.itemsize
         total += int(nbytes or 0)
     return total
+
+
+def _placements(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> list[dict[str, Any]]:
+    """Fresh device copies of the inputs, all alive together (so each lies elsewhere in device memory), that an
+    interleaved A/B takes in turn: KERNTUNE_PLACEMENTS of them, fewer where they would hold more than
+    KERNTUNE_PLACEMENTS_MB together; none (an empty list: time each side's own copy) where one is asked."""
+    settings = Settings.from_env()
+    host = _inputs(state, shape, dtype, seed)
+    count = min(settings.placements, max(1, (settings.placements_mb << 20) // max(1, _set_bytes(host))))
+    if count < 2:
+        return []
+    backend: Backend = state["backend"]
+    return [backend.place(host) for _ in range(count)]
 
 
 def _rotating_copies(backend: Backend, host: dict[str, Any]) -> int:

@@ -77,9 +77,10 @@ def compile_counts(slots: Sequence[Slot], requested: int, target: Target) -> lis
     if not target.claims_timing:
         return [0] * len(slots)
     ray_slots = [s for s in slots if isinstance(s, RaySlot)]
+    vendor = "cpu" if target.on_host_cpu else target.vendor  # a CPU device's compilers would take its cores
     if slots and len(ray_slots) == len(slots):
-        return ray_compile_counts(ray_slots, requested, target.vendor)
-    return [auto_workers(requested, target.vendor) // len(slots)] * len(slots)
+        return ray_compile_counts(ray_slots, requested, vendor)
+    return [auto_workers(requested, vendor) // len(slots)] * len(slots)
 
 
 def release(slots: Sequence[Any]) -> None:

@@ -107,3 +107,14 @@ def test_check_with_the_target_unknown_judges_only_what_does_not_read_it() -> No
     assert space.check(tma, shape, None, target_unknown=True) is None  # not judged until a worker names it
     assert space.check(tma, shape, TARGET) is None
     assert space.check(Config.of({"TMA": 1, "X": 2}), shape, None, target_unknown=True) == "X is 1"
+
+
+def test_a_cpu_device_is_known_by_more_than_its_vendor_string() -> None:
+    from kerntune.tune.pool import compile_counts
+
+    pocl = Target("opencl", "AuthenticAMD", "cpu-pocl", "pthread-AMD EPYC", 2)
+    lavapipe = Target("vulkan", "0x10005", "vulkan:0x0000", "llvmpipe (LLVM 15.0.6, 256 bits)", 1)
+    h200 = Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132)
+    assert pocl.on_host_cpu and lavapipe.on_host_cpu and not h200.on_host_cpu
+    assert compile_counts([object()], -1, pocl) == [0]  # no compilers taking the cores being timed
+    assert compile_counts([object()], -1, h200)[0] >= 1 and compile_counts([object()], 2, pocl) == [2]

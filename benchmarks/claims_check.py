@@ -124,12 +124,16 @@ def timed_blocks(first: Any, second: Any, flush: torch.Tensor, blocks: int, drai
         prof.export_chrome_trace(str(trace))
         events = json.loads(trace.read_text())["traceEvents"]
     found = block_ratio(call_times_us(events, len(order)))
+    ratios = found.pop("block_ratios")
     if len(firsts) > 1:
-        ratios = np.array(found.pop("block_ratios")).reshape(-1)
-        found["placement_ratios"] = [float(np.median(ratios[p::len(firsts)])) for p in range(len(firsts))]
-    else:
-        found.pop("block_ratios")
+        found["placement_ratios"] = placement_ratios(ratios, len(firsts))
     return found
+
+
+def placement_ratios(block_ratios: list[float], placements: int) -> list[float]:
+    """Each placement's median block ratio: block ``b`` ran on placement ``b % placements``."""
+    ratios = np.array(block_ratios)
+    return [float(np.median(ratios[p::placements])) for p in range(placements)]
 
 
 def printed_ratio(found: dict[str, Any]) -> float | None:

@@ -5,9 +5,10 @@
 starts ``kerntune serve --programs PROGRAMS_DIR`` (the store at $KERNTUNE_HOME, specs from the repository root) on
 loopback and, with the requests the page sends: lists ``app.py``'s dispatches by device-time share in its steady
 state ("by GPU time", region ``step``: ``kerntune scope --region step``), takes the hottest Inductor kernel and
-the hottest GEMM operator line ("Tune this kernel" on each), replays each capture, compares the GEMM call with
-``examples/triton_matmul`` at the config of $TABLE's entry for its shape (the spec's default without one) and at
-the configs $CANDIDATES (a ``benchmarks/decode_gemm.py`` report) checked for that shape, and saves the fastest into
+the hottest GEMM operator line, or the one of shape $GEMM (``MxNxK``) ("Tune this kernel" on each), replays each
+capture, compares the GEMM call with ``examples/triton_matmul`` at the config of $TABLE's entry for its shape (the
+spec's default without one), at the configs $CANDIDATES (a ``benchmarks/decode_gemm.py`` report) checked for that
+shape and at those $CONFIGS names (``NAME=VALUE,...;NAME=VALUE,...``), and saves the fastest into
 PROGRAMS_DIR/served.json when it is not slower than the library. Every request and its job's outcome go to
 OUT_DIR/web.jsonl; the dispatch list is kept as OUT_DIR/scope.json and PROGRAMS_DIR/scope.json (what the page's
 "stored scope" reads). Exit 0 when every step answered, 1 otherwise."""
@@ -90,14 +91,14 @@ def main() -> int:
                       {**program, "kernel": hottest["name"], "nth": 1})
             names["generated"] = row["started"].get("capture", "")
         if gemms:
-            gemm = max(gemms, key=lambda g: g.get("device_us", 0))
+            gemm = pick_gemm(gemms)
             row = job(f"tune this kernel: {gemm['op']} {gemm['shape']}", "/api/lab/captures",
                       {**program, "kernel": gemm["op"].removesuffix(".out"), "nth": 1, "gemm": gemm})
             names["gemm"] = row["started"].get("capture", "")
         for name in names.values():
             job(f"replay {name}", f"/api/lab/{name}/replay", {"mode": "isolated", "iterations": 100})
         if names.get("gemm"):
-            shape = max(gemms, key=lambda g: g.get("device_us", 0))["shape"]
+            shape = pick_gemm(gemms)["shape"]
             best: tuple[float, dict[str, Any]] | None = None
             for origin, sets in candidate_sets(shape):
                 variant = {"spec": "examples/triton_matmul", "sets": sets, "iterations": 100}
@@ -119,6 +120,21 @@ def main() -> int:
     return 1 if failed else 0
 
 
+def pick_gemm(gemms: list[dict[str, Any]]) -> dict[str, Any]:
+    """The GEMM line to capture: the one at $GEMM (``MxNxK``) where set (the hottest of them, if the program makes
+    several calls of that shape), else the hottest; a $GEMM the program never calls is an error naming those it
+    does."""
+    wanted = os.environ.get("GEMM", "")
+    if not wanted:
+        return max(gemms, key=lambda g: g.get("device_us", 0))
+    dims = [int(x) for x in wanted.lower().split("x")]
+    found = [g for g in gemms if [g["shape"].get(k) for k in "MNK"] == dims]
+    if not found:
+        named = sorted({"x".join(str(g["shape"].get(k)) for k in "MNK") for g in gemms})
+        raise SystemExit(f"GEMM={wanted}: the program makes no aten::mm call of that shape; it makes {named}")
+    return max(found, key=lambda g: g.get("device_us", 0))
+
+
 def candidate_sets(shape: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """The configs to compare at this M, N, K, as NAME=VALUE lists with where each came from: the one $TABLE (a
     deployed table of examples/triton_matmul) holds (the spec's default without one), then those $CANDIDATES (a
@@ -133,6 +149,8 @@ def candidate_sets(shape: dict[str, Any]) -> list[tuple[str, list[str]]]:
         for config in checked_configs(sweep, shape["M"], shape["N"], shape["K"]):
             if config != found:
                 out.append(("a decode sweep's CUPTI-checked config", [f"{k}={v}" for k, v in config.items()]))
+    for listed in filter(None, os.environ.get("CONFIGS", "").split(";")):
+        out.append(("a config named in $CONFIGS", listed.split(",")))
     return out
 
 

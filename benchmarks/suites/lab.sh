@@ -14,9 +14,10 @@
 #             slower; kerntune verify of kerntune run on that table shows whether it engaged.
 # web:        the same through the web page's HTTP API, as its buttons send it (benchmarks/lab_web_drive.py: kerntune
 #             serve --programs over a copy of examples/hf_llama): dispatch list by GPU time, "Tune this kernel"
-#             on the hottest Inductor kernel and the hottest aten::mm line, replay, compare with the tuned Triton
-#             GEMM at TABLE's config and at the configs CANDIDATES (a decode_gemm.py report) checked for that shape,
-#             save the fastest into served.json when not slower; then the other two replay modes of each capture and kerntune verify of
+#             on the hottest Inductor kernel and the hottest aten::mm line (or the one of shape GEMM=MxNxK), replay,
+#             compare with the tuned Triton GEMM at TABLE's config, at the configs CANDIDATES (a decode_gemm.py
+#             report) checked for that shape and at CONFIGS (NAME=VALUE,...;...), save the fastest into
+#             served.json when not slower; then the other two replay modes of each capture and kerntune verify of
 #             the program under kerntune run --table served.json (engagement by kernel identity).
 lab_capture() {  # lab_capture FOLDER [PROGRAM ARGS...]
   local cap=$1; shift

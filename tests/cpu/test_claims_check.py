@@ -45,6 +45,12 @@ def test_calls_are_split_at_the_flush_and_their_kernels_summed() -> None:
         claims_check.call_times_us(_trace([[100.0], []]), 2)
 
 
+def test_blocks_are_read_back_by_the_placement_they_ran_on() -> None:
+    # Blocks take placements 0, 1, 2 in turn: placement 1's blocks are the 2nd, 5th and 8th.
+    ratios = [1.00, 1.10, 0.90, 1.02, 1.12, 0.92, 1.01, 1.11, 0.91]
+    assert claims_check.placement_ratios(ratios, 3) == pytest.approx([1.01, 1.11, 0.91])
+
+
 def test_the_printed_ratio_is_the_winners_finalist_row() -> None:
     found = {"winner": {"id": 7}, "finalists": [
         {"id": 2, "interleaved_ratio": {"ratio": 1.0}}, {"id": 7, "interleaved_ratio": {"ratio": 0.97}}]}

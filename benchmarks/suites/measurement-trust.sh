@@ -1,11 +1,11 @@
 # about: whether kerntune's timings hold: repeatability beside do_bench, A/A false calls and a planted slowdown through `kerntune ab`, fresh-process A/B, confirmation
-# steps: repeatability ratio-repeatability claims-check ab-power ab-sources ab-fresh ab-power-fresh ab-env confirmation repeat-tunes
+# steps: repeatability ratio-repeatability claims-check sustained-load ab-power ab-sources ab-fresh ab-power-fresh ab-env confirmation repeat-tunes
 # needs: any
 # repeatability: (GPU) 20 measurements of one bf16 4096³ torch.matmul in one process, triton.testing.do_bench
 #                timing the same launch beside each; spread = (max − min) / median; VARIANTS of warm-up : min
 #                window : max samples (default: the current defaults); a graph-mode measurement with launch
 #                overhead apart (benchmarks/repeatability.py).
-# ratio-repeatability: (GPU) the winner/torch.matmul ratio at bf16 4096³ measured ROUNDS (20) times in one worker
+# ratio-repeatability: (GPU) the winner/torch.matmul ratio at bf16 4096³ (RATIO_SHAPE) measured ROUNDS (20) times in one worker
 #                (`kerntune ab --scheme in-process`, torch.matmul as A, the tuned config WINNER as B): each round's
 #                ratio is its interleaved pairs' median log ratio; spread = (max − min) / median of the 20, absolute
 #                medians beside them (benchmarks/ratio_repeatability.py).
@@ -14,6 +14,10 @@
 #                prints checked independently in the same run: benchmarks/claims_check.py times winner and torch.matmul
 #                call by call (torch W W torch, 256 MiB flush before each, BLOCKS=100 blocks) by the profiler's kernel
 #                records, split by its own reading of the trace; agreement within 1% per shape.
+# sustained-load: (GPU) the claims check's protocol at SUSTAIN_SHAPE (8192,8192,8192) and SUSTAIN_CONFIG (the tuned
+#                128×256×64 TMA persistent tile) in one profiler session of sustained load cut into windows of 8 blocks,
+#                NVML's SM clock and power after each, from idle and after idle gaps of 0.1, 0.5 and 2 s
+#                (benchmarks/sustained_load_ratio.py): how the ratio moves with the power cap's clock.
 #                (benchmarks/profiled_idle_gap.py, run by hand: the same ratio by CUPTI with the device drained
 #                around each launch, back to back, and with a flush of twice the L2; benchmarks/placement_spread.py,
 #                run by hand: the same ratio on several fresh placements of the operands in one process.)
@@ -57,6 +61,7 @@ step_ratio_repeatability() {
   [ -n "$GPU" ] || { note "  the ratio to torch.matmul times a bf16 matmul: needs a GPU, skipped"; return 0; }
   local out; out=$(step_dir ratio-repeatability)
   bounded "${RATIO_LIMIT:-300}" python3 benchmarks/ratio_repeatability.py --rounds "${ROUNDS:-20}" \
+    --shape "${RATIO_SHAPE:-M=4096,N=4096,K=4096,layout=NN}" \
     --winner "${WINNER:-BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,GROUP_M=8,TMA=1,PERSISTENT=1,num_warps=8,num_stages=3}" \
     --store "$W/ratio-store" --out "$out/ratio_repeatability.json" > "$out/ratio_repeatability.log" 2>&1
   local code=$?
@@ -77,6 +82,16 @@ step_claims_check() {
     "${BLOCKS:-100}" > "$out/claims_check.log" 2>&1
   local code=$?
   tail -12 "$out/claims_check.log" >> "$LOG"
+  return $code
+}
+step_sustained_load() {
+  [ -n "$GPU" ] || { note "  sustained-load times a bf16 matmul under the power cap: needs a GPU, skipped"; return 0; }
+  local out; out=$(step_dir sustained-load)
+  bounded "${SUSTAIN_LIMIT:-120}" python3 benchmarks/sustained_load_ratio.py "$out/sustained_load.json" \
+    "${SUSTAIN_SHAPE:-8192,8192,8192}=${SUSTAIN_CONFIG:-BLOCK_M:128,BLOCK_N:256,BLOCK_K:64,GROUP_M:8,SPLIT_K:1,FUSED:0,TMA:1,PERSISTENT:1,num_warps:8,num_stages:3}" \
+    > "$out/sustained_load.log" 2>&1
+  local code=$?
+  grep 'median ratio' "$out/sustained_load.log" >> "$LOG"
   return $code
 }
 # ab_power NAME SPEC A B [ab_power.py options]: AA A/A and SLOW planted-slowdown verdicts into $D/NAME/ (steps

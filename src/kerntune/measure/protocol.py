@@ -24,7 +24,7 @@ from kerntune.backends.base import Backend
 from kerntune.devices.telemetry import Recorder, Telemetry, Unavailable
 from kerntune.errors import UsageError
 from kerntune.measure.placements import Launches, placed_pair
-from kerntune.measure.second_timer import TARGET, check_pairs, planned_pairs, timer_of
+from kerntune.measure.second_timer import TARGET, check_pairs, planned_pairs, sustain_pairs, timer_of
 from kerntune.measure.stats import block_half_width, median_ci, paired_log_ratio
 from kerntune.model import Conditions, Measurement
 
@@ -41,6 +41,9 @@ GRAPH_MS = 2.0
 """Device time of one graph replay: long enough that the events' own resolution (~0.5 µs) is noise."""
 RAMP_TOLERANCE = 0.02
 """Warm-up ends only when two consecutive SM clock readings agree within this fraction."""
+HOST_SHARE = 0.05
+"""Most of the wall time the host's own work between blocks may take: the stopping rule's bootstrap intervals and
+the telemetry's reads, during which the device idles (see ``_Bookkeeping``)."""
 
 
 @dataclass(frozen=True)
@@ -96,11 +99,45 @@ class _Pace:
         return block
 
 
+class _Bookkeeping:
+    """Spaces the host's work between blocks so that the device idles for it at most HOST_SHARE of the wall time:
+    ``due()`` once the time since the last bookkeeping ended is ``cost / HOST_SHARE``, ``cost`` being what the last
+    one took (``with`` around it measures that).
+
+    Hazard guarded: a stopping check after every 10 ms block (two bootstrap intervals and an NVML reading) left the
+    H200 idle between blocks, so a bf16 8192³ matmul pair drew at most 391 W where the same launches back to back
+    draw 690 W under the power cap. The clock then stays near boost (torch.matmul 1.39 ms against 1.62 ms
+    sustained), and the winner/torch.matmul ratio read 0.993 where a program's sustained load gives 0.980
+    (benchmarks/sustained_load_ratio.py, 2026-12-03): the measurement's own pauses set the power state it
+    measured in."""
+
+    def __init__(self) -> None:
+        self.cost = 0.0
+        self.since = self.started = time.perf_counter()
+
+    def due(self) -> bool:
+        return time.perf_counter() - self.since >= self.cost / HOST_SHARE
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __exit__(self, *_: object) -> None:
+        self.since = time.perf_counter()
+        self.cost = self.since - self.started
+
+
 def _settled(recorder: Recorder) -> bool:
     clocks = [float(r["sm_mhz"]) for r in recorder.readings[-2:]]
     if not recorder.source.available or len(clocks) < 2:
         return not recorder.source.available
     return abs(clocks[1] - clocks[0]) <= RAMP_TOLERANCE * max(clocks)
+
+
+def _spent(count: int, elapsed_ms: float, options: MeasureOptions, budget_ms: float) -> bool:
+    """Out of budget or samples: sampling stops whatever the interval. The budget never cuts a measurement under
+    ``min_samples``: a median of fewer says nothing about its own spread (a 25 ms PoCL matmul got 4 samples from a
+    100 ms budget on a slower CPU)."""
+    return (elapsed_ms >= budget_ms and count >= options.min_samples) or count >= options.max_samples
 
 
 def _interval(samples: Sequence[float], blocks: Sequence[float] | None, elapsed_ms: float,
@@ -109,9 +146,7 @@ def _interval(samples: Sequence[float], blocks: Sequence[float] | None, elapsed_
     budget, with at least ``min_samples`` taken); None while it must go on. With ``blocks``, the interval is the
     wider of a bootstrap over samples and a batch-means interval over block medians (see ``_Sampler.sample``);
     without, the bootstrap alone."""
-    # The budget never cuts a measurement under ``min_samples``: a median of fewer says nothing about its own
-    # spread (a 25 ms PoCL matmul got 4 samples from a 100 ms budget on a slower CPU).
-    done = (elapsed_ms >= budget_ms and len(samples) >= options.min_samples) or len(samples) >= options.max_samples
+    done = _spent(len(samples), elapsed_ms, options, budget_ms)
     if not done and (len(samples) < options.min_samples or elapsed_ms < options.min_window_ms
                      or (blocks is not None and len(blocks) < MIN_BLOCKS)):
         return None
@@ -130,6 +165,7 @@ class _Sampler:
 
     def __init__(self, take: Callable[[int], list[float]], options: MeasureOptions, recorder: Recorder) -> None:
         self.take, self.options, self.recorder = _Pace(take), options, recorder
+        self.books = _Bookkeeping()
         self.ramp_ms = 0.0
         self.ramping = False
 
@@ -147,7 +183,9 @@ class _Sampler:
                     self.ramping = True  # the clock never settled: the measurement says so
                     break
             self.take(_batch(self.take.ms, 64))
-            self.recorder.take()
+            if self.books.due():
+                with self.books:
+                    self.recorder.take()
         self.ramp_ms = max(0.0, (time.perf_counter() - start) * 1e3 - self.options.warmup_ms)
         return self.take.ms
 
@@ -166,9 +204,13 @@ class _Sampler:
             block = self.take(_batch(pace, options.max_samples - len(samples)))
             samples.extend(block)
             blocks.append(statistics.median(block))
-            self.recorder.take()
             pace = self.take.ms
-            ci = _interval(samples, blocks, (time.perf_counter() - start) * 1e3, options, options.budget_ms)
+            elapsed = (time.perf_counter() - start) * 1e3
+            if not (self.books.due() or _spent(len(samples), elapsed, options, options.budget_ms)):
+                continue
+            with self.books:
+                self.recorder.take()
+                ci = _interval(samples, blocks, elapsed, options, options.budget_ms)
             if ci is not None:
                 return samples, ci
 
@@ -263,12 +305,16 @@ def measure_interleaved(backend: Backend, launch_a: Launches, launch_b: Launches
         return [a + b for a, b in zip(*got, strict=True)]
 
     timed_pairs = _Pace(keep)
+    books = sampler.books
     while None in intervals:
         timed_pairs(_batch(pace, options.max_samples - len(samples[0])))
         pace = timed_pairs.ms
-        recorder.take()
         elapsed = (time.perf_counter() - start) * 1e3
-        intervals = [_interval(samples[i], None, elapsed, options, 2 * options.budget_ms) for i in (0, 1)]
+        if not (books.due() or _spent(len(samples[0]), elapsed, options, 2 * options.budget_ms)):
+            continue
+        with books:
+            recorder.take()
+            intervals = [_interval(samples[i], None, elapsed, options, 2 * options.budget_ms) for i in (0, 1)]
     conditions = Conditions(
         timer=backend.timer, regime=options.regime,  # type: ignore[arg-type]
         warmup_ms=options.warmup_ms + sampler.ramp_ms, flush_bytes=backend.flush_bytes if flush else 0,
@@ -280,7 +326,8 @@ def measure_interleaved(backend: Backend, launch_a: Launches, launch_b: Launches
     if options.second_timer:
         events_ratio = math.exp(paired_log_ratio(samples[0], samples[1]))
         planned = planned_pairs(samples[0], samples[1], TARGET.get(timer_of(backend) or ""))
-        check = check_pairs(backend, launch_a, launch_b, flush, events_ratio, planned)
+        check = check_pairs(backend, launch_a, launch_b, flush, events_ratio, planned,
+                            sustain=sustain_pairs(samples[0], samples[1]))
         if check is not None:
             conditions = replace(conditions, telemetry={**(conditions.telemetry or {}), "second_timer": check})
     a_ci, b_ci = intervals

@@ -43,6 +43,14 @@ takes its first pairs only."""
 MAX_PAIRS = 640
 MAX_S = 2.0
 """The second timer stops adding pairs at MAX_PAIRS pairs or after MAX_S seconds, whichever comes first."""
+MIN_WINDOW_S = 0.1
+"""Shortest span of device time the counted pairs cover: under a power cap the clock swings over tens of
+milliseconds, and 10 pairs of a 1.6 ms kernel sit inside one swing (at bf16 8192³ on the H200, windows of 8 blocks
+read 0.979–0.985 a few tens of milliseconds apart)."""
+SUSTAIN_S = 0.2
+MAX_SUSTAIN_PAIRS = 256
+"""Load the second timer runs in its session before the counted pairs, untimed: SUSTAIN_S of the pairs, at most
+MAX_SUSTAIN_PAIRS of them (each adds records to the trace it reads back)."""
 
 
 def timer_of(backend: Any) -> str | None:
@@ -56,10 +64,17 @@ def timer_of(backend: Any) -> str | None:
 
 
 def profiled_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], None],
-                synchronize: Callable[[], None]) -> list[float]:
+                synchronize: Callable[[], None], sustain: int = 0) -> list[float]:
     """Each launch's device time in ms from the profiler's kernel records, in order; ``prepare(i)`` runs before
-    launch ``i`` outside its range (restore its inputs, flush the cache), so none of it is counted. Raises
-    RuntimeError when the profiler tied device work to fewer launches than ran.
+    launch ``i`` outside its range (restore its inputs, flush the cache), so none of it is counted. The first
+    ``sustain`` launches are load only: they run first, in the session but outside any range, and are neither
+    timed nor returned. Raises RuntimeError when the profiler tied device work to fewer launches than ran.
+
+    Hazard guarded (``sustain``): starting a profiler session idles the device, and under a power cap an idle
+    device comes back at boost clock for its first tens of milliseconds. On the H200, bf16 8192³ against
+    torch.matmul read 0.995 in the first 50 ms of load after an idle gap of 0.1–2 s and 0.980 from 100 ms on at
+    the capped clock (benchmarks/sustained_load_ratio.py, 2026-12-03): ten pairs timed right after the session
+    started were timed at a clock the program under sustained load does not run at.
 
     Hazard guarded: a host that waits for the device before and after each launch leaves the device idle between
     the flush's end and the kernel's start, and a kernel that starts on an idle device is not timed as it runs in
@@ -75,6 +90,9 @@ def profiled_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for i, launch in enumerate(launches):
             prepare(i)
+            if i < sustain:
+                launch()
+                continue
             with record_function(PROFILED_RANGE):
                 launch()
         synchronize()
@@ -82,18 +100,22 @@ def profiled_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], 
         trace = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(trace))
         per = device_us_per_range(json.loads(trace.read_text())["traceEvents"], PROFILED_RANGE)
-    if len(per) != len(launches) or min(per, default=0.0) <= 0:
-        raise RuntimeError(f"the profiler tied device work to {sum(1 for x in per if x > 0)} of {len(launches)} "
-                           "launches")
+    timed = len(launches) - sustain
+    if len(per) != timed or min(per, default=0.0) <= 0:
+        raise RuntimeError(f"the profiler tied device work to {sum(1 for x in per if x > 0)} of {timed} launches")
     return [us / 1e3 for us in per]
 
 
 def host_clock_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], None],
-                  synchronize: Callable[[], None]) -> list[float]:
-    """Each launch's time in ms by the host's monotonic clock, the queue drained before and after it."""
+                  synchronize: Callable[[], None], sustain: int = 0) -> list[float]:
+    """Each launch's time in ms by the host's monotonic clock, the queue drained before and after it; the first
+    ``sustain`` launches run first as load only, untimed and not returned."""
     out = []
     for i, launch in enumerate(launches):
         prepare(i)
+        if i < sustain:
+            launch()
+            continue
         synchronize()
         start = time.perf_counter()
         launch()
@@ -107,8 +129,9 @@ def planned_pairs(a_ms: Sequence[float], b_ms: Sequence[float], target: float | 
     for the median log ratio's 95% interval to reach ``target`` at the first timer's spread of adjacent log
     ratios (n = (1.96 × 1.2533 × sd / target)², sd = 1.4826 × MAD: the events' spread includes their own jitter,
     so this errs long), at most MAX_PAIRS and what MAX_S holds at the first timer's pair time, at least
-    min(PAIRS, pairs the first timer took). Without a target: that minimum. One profiler session of the right
-    size instead of several doubling ones: each session's start and trace export cost more than its launches."""
+    min(PAIRS, pairs the first timer took), and never fewer than cover MIN_WINDOW_S. Without a target: that
+    minimum. One profiler session of the right size instead of several doubling ones: each session's start and
+    trace export cost more than its launches."""
     floor = min(PAIRS, len(a_ms), len(b_ms))
     if target is None or floor < 3:
         return floor
@@ -118,8 +141,22 @@ def planned_pairs(a_ms: Sequence[float], b_ms: Sequence[float], target: float | 
     middle = statistics.median(logs)
     sd = 1.4826 * statistics.median(abs(x - middle) for x in logs)
     needed = math.ceil((1.96 * 1.2533 * sd / target) ** 2)
-    pair_ms = statistics.median(a_ms) + statistics.median(b_ms)
-    return max(floor, min(needed, MAX_PAIRS, int(MAX_S * 1e3 / pair_ms) if pair_ms > 0 else MAX_PAIRS))
+    pair_ms = _pair_ms(a_ms, b_ms)
+    if pair_ms <= 0:
+        return max(floor, min(needed, MAX_PAIRS))
+    window = math.ceil(MIN_WINDOW_S * 1e3 / pair_ms)
+    return max(floor, min(max(needed, window), MAX_PAIRS, int(MAX_S * 1e3 / pair_ms)))
+
+
+def sustain_pairs(a_ms: Sequence[float], b_ms: Sequence[float]) -> int:
+    """Pairs of load the second timer runs before its counted ones (``check_pairs``' ``sustain``): SUSTAIN_S at the
+    first timer's pair time, at most MAX_SUSTAIN_PAIRS; none where the first timer took no pairs."""
+    pair_ms = _pair_ms(a_ms, b_ms)
+    return 0 if pair_ms <= 0 else min(MAX_SUSTAIN_PAIRS, math.ceil(SUSTAIN_S * 1e3 / pair_ms))
+
+
+def _pair_ms(a_ms: Sequence[float], b_ms: Sequence[float]) -> float:
+    return statistics.median(a_ms) + statistics.median(b_ms) if a_ms and b_ms else 0.0
 
 
 def agrees(ratio: float, other: float) -> bool:
@@ -127,14 +164,16 @@ def agrees(ratio: float, other: float) -> bool:
 
 
 def check_pairs(backend: Any, launch_a: Launches, launch_b: Launches, flush: bool,
-                events_ratio: float, pairs: int = PAIRS, target: float | None = None) -> dict[str, Any] | None:
+                events_ratio: float, pairs: int = PAIRS, target: float | None = None,
+                sustain: int = 0) -> dict[str, Any] | None:
     """A B B A pairs of two launches timed by the backend's second timer (the cache flushed before each launch when
     ``flush``; with one launch of each per placement of the inputs, the placements in turn as the first timer
     takes them: ``placements.placed_pair``), as ``lab.replay``'s ratio summary plus ``timer``, the first timer's
     ``events_ratio``, whether the two ``agree`` within ``AGREE``, and ``half_width`` (the interval's, a
     fraction); None where the backend has no second timer. ``pairs`` are timed first; then, while the interval's
     half-width exceeds ``target`` (default ``TARGET`` for the profiler, none for the host clock), as many again,
-    up to ``MAX_PAIRS`` pairs and ``MAX_S`` seconds.
+    up to ``MAX_PAIRS`` pairs and ``MAX_S`` seconds. Each session first runs ``sustain`` pairs as load only
+    (``profiled_ms``), so the counted pairs run at the clock a sustained load holds.
 
     Hazard guarded: 40 pairs of a 15 µs kernel under a cold cache gave a ±1% interval on the H200 (single launches
     spread 8%), so a headline ratio drawn from them could not be held to 1% by an independent check."""
@@ -150,12 +189,14 @@ def check_pairs(backend: Any, launch_a: Launches, launch_b: Launches, flush: boo
         if flush:
             backend.flush_cache()
 
+    load = [launch_of(i)[side] for i in range(sustain) for side in ((0, 1) if i % 2 == 0 else (1, 0))]
     while True:
         first = len(paired)
         order = [(0, 1) if (first + i) % 2 == 0 else (1, 0) for i in range(count)]
         launches = [launch_of(first + i)[side] for i, pair in enumerate(order) for side in pair]
         try:
-            timed = (profiled_ms if timer == PROFILER else host_clock_ms)(launches, prepare, backend.synchronize)
+            timed = (profiled_ms if timer == PROFILER else host_clock_ms)(load + launches, prepare,
+                                                                          backend.synchronize, len(load))
         except Exception as exc:  # CUPTI refused, a trace this torch writes differently, a launch that failed
             return {"timer": timer, "error": f"{type(exc).__name__}: {exc}"}
         paired += [(timed[2 * i + p.index(0)], timed[2 * i + p.index(1)]) for i, p in enumerate(order)]
@@ -165,7 +206,7 @@ def check_pairs(backend: Any, launch_a: Launches, launch_b: Launches, flush: boo
         if target is None or half_width <= target or count <= 0 or time.perf_counter() - started >= MAX_S:
             break
     return {**found, "half_width": half_width, "timer": timer, "events_ratio": events_ratio,
-            "agrees": agrees(events_ratio, found["ratio"])}
+            "agrees": agrees(events_ratio, found["ratio"]), "sustain_pairs": sustain}
 
 
 def combine(checks: Sequence[dict[str, Any]]) -> dict[str, Any] | None:

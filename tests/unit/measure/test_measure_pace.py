@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from kerntune.backends.base import Backend
-from kerntune.measure.protocol import BATCH_MS, MeasureOptions, measure, measure_interleaved
+from kerntune.measure.protocol import BATCH_MS, HOST_SHARE, MeasureOptions, measure, measure_interleaved
 
 DEVICE_MS = 0.01
 HOST_MS = 0.2
@@ -72,3 +72,44 @@ def test_the_budget_never_cuts_a_measurement_under_its_minimum_samples() -> None
     assert got.n >= options.min_samples  # the 100 ms budget alone would stop after 3 or 4 launches
     a, b = measure_interleaved(cast(Backend, _NullSlowKernelBackend()), lambda: None, lambda: None, options)
     assert a.n >= options.min_samples and b.n >= options.min_samples
+
+
+class _NullSteadyBackend:
+    """Named null: no device. Each launch 'runs' 1 ms of host sleep, as a device would keep the host waiting."""
+
+    timer = "null"
+    flush_bytes = 0
+    uncovered_chunks = 0
+
+    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
+        time.sleep(1e-3 * len(launches))
+        return [1.0 + 0.01 * (i % 3) for i in range(len(launches))]
+
+
+class _SlowTelemetry:
+    """Named null: readings that cost the host 3 ms each, as a slow NVML would; the time they took is summed."""
+
+    available = True
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+
+    def read(self) -> dict[str, Any]:
+        start = time.perf_counter()
+        time.sleep(3e-3)
+        self.spent += time.perf_counter() - start
+        return {"sm_mhz": 1500, "mem_mhz": 3201, "power_w": 600.0, "temp_c": 50, "reasons": []}
+
+
+def test_the_hosts_bookkeeping_between_blocks_takes_a_small_share_of_the_wall_time() -> None:
+    # Read after every 10 ms block, 3 ms readings would idle the device 23% of the time (and let a power-capped
+    # clock recover); spaced by the host-share rule they take about HOST_SHARE.
+    options = MeasureOptions(warmup_ms=1.0, budget_ms=400.0, ci_target=1e-9, max_samples=100_000)
+    for run in (lambda t: measure(cast(Backend, _NullSteadyBackend()), [lambda: None], options, t),
+                lambda t: measure_interleaved(cast(Backend, _NullSteadyBackend()), lambda: None, lambda: None,
+                                              options, t)):
+        telemetry = _SlowTelemetry()
+        start = time.perf_counter()
+        run(telemetry)
+        share = telemetry.spent / (time.perf_counter() - start)
+        assert 0 < share <= 2.5 * HOST_SHARE, share

@@ -12,12 +12,15 @@ from kerntune.measure.second_timer import (
     AGREE,
     HOST_CLOCK,
     MAX_PAIRS,
+    MAX_SUSTAIN_PAIRS,
+    SUSTAIN_S,
     agrees,
     check_pairs,
     combine,
     host_clock_ms,
     planned_pairs,
     said,
+    sustain_pairs,
 )
 
 
@@ -75,8 +78,8 @@ def test_a_pair_check_orders_a_b_b_a_and_names_what_it_found() -> None:
 def test_a_pair_check_times_more_pairs_until_its_interval_is_narrow_enough() -> None:
     backend = _SleepBackend()
     wide = check_pairs(backend, lambda: time.sleep(0.001), lambda: time.sleep(0.001), False, 1.0, pairs=4,
-                       target=0.5)
-    assert wide is not None and wide["pairs"] == 4 and wide["half_width"] <= 0.5  # narrow enough at once
+                       target=1.0)
+    assert wide is not None and wide["pairs"] == 4 and wide["half_width"] <= 1.0  # narrow enough at once
     # A target no host clock reaches: pairs double (4, 8, 16, ...) up to MAX_PAIRS or MAX_S, never beyond.
     tight = check_pairs(backend, lambda: time.sleep(0.0005), lambda: time.sleep(0.0005), False, 1.0, pairs=4,
                         target=1e-9)
@@ -87,11 +90,29 @@ def test_a_pair_check_times_more_pairs_until_its_interval_is_narrow_enough() -> 
 def test_the_first_timers_spread_plans_the_second_timers_pairs() -> None:
     steady = [1.0] * 50
     assert planned_pairs(steady, steady, None) == 40  # no target: the first PAIRS
-    assert planned_pairs(steady[:10], steady[:10], 0.004) == 10  # never more to start than the first timer took
-    assert planned_pairs(steady, steady, 0.004) == 40  # no spread: the minimum
+    # No spread: the pairs that cover MIN_WINDOW_S (0.1 s at 2 ms a pair), however few the first timer took.
+    assert planned_pairs(steady[:10], steady[:10], 0.004) == 50
+    assert planned_pairs(steady, steady, 0.004) == 50
+    short = [0.01] * 50
+    assert planned_pairs(short, short, 0.004) == MAX_PAIRS  # 0.1 s of 20 µs pairs is 5000: capped
     jitter = [1.0 + 0.04 * ((i * 7) % 11 - 5) / 5 for i in range(50)]  # adjacent ratios spread about ±4%
     wanted = planned_pairs(steady, jitter, 0.004)
     assert 40 < wanted <= MAX_PAIRS
     assert planned_pairs(steady, jitter, 0.02) < wanted  # a looser target needs fewer
     slow = [200.0] * 50  # 0.4 s a pair: MAX_S holds 5 of them, and the first timer's 40 stay the floor
     assert planned_pairs(slow, [x * 200 for x in jitter], 0.004) == 40
+
+
+def test_the_second_timer_runs_its_load_first_and_times_only_the_pairs_after_it() -> None:
+    backend, ran = _SleepBackend(), []
+    found = check_pairs(backend, lambda: ran.append("A"), lambda: ran.append("B"), True, 1.0, pairs=4, sustain=3)
+    assert found is not None and found["pairs"] == 4 and found["sustain_pairs"] == 3
+    # Three pairs of load (A B, B A, A B), then the four counted pairs from the start of the A B B A order; every
+    # launch, load included, has its flush.
+    assert "".join(ran) == "ABBAAB" + "ABBAABBA" and backend.flushes == 14
+
+
+def test_the_load_before_the_second_timer_lasts_sustain_s_at_most_max_sustain_pairs() -> None:
+    assert sustain_pairs([1.0] * 5, [1.0] * 5) == math.ceil(SUSTAIN_S * 1e3 / 2.0)
+    assert sustain_pairs([0.001] * 5, [0.001] * 5) == MAX_SUSTAIN_PAIRS
+    assert sustain_pairs([], []) == 0

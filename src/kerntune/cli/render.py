@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kerntune.measure.second_timer import PROFILER, SHORT
+from kerntune.measure.second_timer import PROFILER, SHORT, at_clock
 from kerntune.measure.speed_of_light import describe
 from kerntune.model import Candidate, Run
 from kerntune.model.time_plan import TimePlan
@@ -88,13 +88,20 @@ def _device_led_text(s: ShapeReport, f: Candidate) -> str:
         return "—"
     if found[1] == "reference":
         return "1 (reference)"
-    return f"{found[0]:.4f}" if found[1] != "events" else f"{_ratio_text(s, f)} (events)"
+    if found[1] == "events":
+        return f"{_ratio_text(s, f)} (events)"
+    return f"{found[0]:.4f}{at_clock(s.second_timer.get(f.id or -1) or {})}"
 
 
 def _events_beside_text(s: ShapeReport, f: Candidate) -> str:
-    """The events' interleaved ratio beside a profiler-led headline, marked where the two are over 1% apart."""
+    """The events' interleaved ratio beside a profiler-led headline, with the SM clocks its last confirmation round
+    read, marked where the two timers are over 1% apart: under a power cap a long compute-bound pair's ratio
+    moves with the clock (bf16 8192³ on the H200: 0.995 at boost, 0.980 at the capped clock), so a disagreement
+    with a clock beside it says which state each timer saw."""
     x = s.second_timer.get(f.id or -1)
-    text = _ratio_text(s, f)
+    tel = (f.confirmed.conditions.telemetry or {}) if f.confirmed else {}
+    low, high = tel.get("sm_mhz_min"), tel.get("sm_mhz_max")
+    text = _ratio_text(s, f) + (at_clock({"sm_mhz_range": [low, high]}) if low and high else "")
     return f"[red]{text} (>1% apart)" if x is not None and "ratio" in x and not x["agrees"] else text
 
 

@@ -327,7 +327,7 @@ def measure_interleaved(backend: Backend, launch_a: Launches, launch_b: Launches
         events_ratio = math.exp(paired_log_ratio(samples[0], samples[1]))
         planned = planned_pairs(samples[0], samples[1], TARGET.get(timer_of(backend) or ""))
         check = check_pairs(backend, launch_a, launch_b, flush, events_ratio, planned,
-                            sustain=sustain_pairs(samples[0], samples[1]))
+                            sustain=sustain_pairs(samples[0], samples[1]), telemetry=recorder.source)
         if check is not None:
             conditions = replace(conditions, telemetry={**(conditions.telemetry or {}), "second_timer": check})
     a_ci, b_ci = intervals

@@ -64,11 +64,14 @@ def timer_of(backend: Any) -> str | None:
 
 
 def profiled_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], None],
-                synchronize: Callable[[], None], sustain: int = 0) -> list[float]:
+                synchronize: Callable[[], None], sustain: int = 0,
+                after: Callable[[], None] | None = None) -> list[float]:
     """Each launch's device time in ms from the profiler's kernel records, in order; ``prepare(i)`` runs before
     launch ``i`` outside its range (restore its inputs, flush the cache), so none of it is counted. The first
     ``sustain`` launches are load only: they run first, in the session but outside any range, and are neither
-    timed nor returned. Raises RuntimeError when the profiler tied device work to fewer launches than ran.
+    timed nor returned. ``after`` runs once the device has finished the last launch, before the trace is read
+    back (the idle that reading costs would let a capped clock recover: a telemetry reading there is the clock the
+    pairs ran at). Raises RuntimeError when the profiler tied device work to fewer launches than ran.
 
     Hazard guarded (``sustain``): starting a profiler session idles the device, and under a power cap an idle
     device comes back at boost clock for its first tens of milliseconds. On the H200, bf16 8192³ against
@@ -96,6 +99,8 @@ def profiled_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], 
             with record_function(PROFILED_RANGE):
                 launch()
         synchronize()
+        if after is not None:
+            after()
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(trace))
@@ -107,9 +112,10 @@ def profiled_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], 
 
 
 def host_clock_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], None],
-                  synchronize: Callable[[], None], sustain: int = 0) -> list[float]:
+                  synchronize: Callable[[], None], sustain: int = 0,
+                  after: Callable[[], None] | None = None) -> list[float]:
     """Each launch's time in ms by the host's monotonic clock, the queue drained before and after it; the first
-    ``sustain`` launches run first as load only, untimed and not returned."""
+    ``sustain`` launches run first as load only, untimed and not returned; ``after`` runs after the last."""
     out = []
     for i, launch in enumerate(launches):
         prepare(i)
@@ -121,6 +127,8 @@ def host_clock_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int]
         launch()
         synchronize()
         out.append((time.perf_counter() - start) * 1e3)
+    if after is not None:
+        after()
     return out
 
 
@@ -165,7 +173,7 @@ def agrees(ratio: float, other: float) -> bool:
 
 def check_pairs(backend: Any, launch_a: Launches, launch_b: Launches, flush: bool,
                 events_ratio: float, pairs: int = PAIRS, target: float | None = None,
-                sustain: int = 0) -> dict[str, Any] | None:
+                sustain: int = 0, telemetry: Any = None) -> dict[str, Any] | None:
     """A B B A pairs of two launches timed by the backend's second timer (the cache flushed before each launch when
     ``flush``; with one launch of each per placement of the inputs, the placements in turn as the first timer
     takes them: ``placements.placed_pair``), as ``lab.replay``'s ratio summary plus ``timer``, the first timer's
@@ -173,7 +181,9 @@ def check_pairs(backend: Any, launch_a: Launches, launch_b: Launches, flush: boo
     fraction); None where the backend has no second timer. ``pairs`` are timed first; then, while the interval's
     half-width exceeds ``target`` (default ``TARGET`` for the profiler, none for the host clock), as many again,
     up to ``MAX_PAIRS`` pairs and ``MAX_S`` seconds. Each session first runs ``sustain`` pairs as load only
-    (``profiled_ms``), so the counted pairs run at the clock a sustained load holds.
+    (``profiled_ms``), so the counted pairs run at the clock a sustained load holds. With ``telemetry`` (a
+    ``devices.telemetry.Telemetry``), ``sm_mhz`` is its SM clock read as the last counted pair ended: the clock the
+    ratio was timed at.
 
     Hazard guarded: 40 pairs of a 15 µs kernel under a cold cache gave a ±1% interval on the H200 (single launches
     spread 8%), so a headline ratio drawn from them could not be held to 1% by an independent check."""
@@ -190,13 +200,18 @@ def check_pairs(backend: Any, launch_a: Launches, launch_b: Launches, flush: boo
             backend.flush_cache()
 
     load = [launch_of(i)[side] for i in range(sustain) for side in ((0, 1) if i % 2 == 0 else (1, 0))]
+    clock: dict[str, Any] = {}
+
+    def read_clock() -> None:
+        if telemetry is not None and telemetry.available:
+            clock.update({k: v for k, v in telemetry.read().items() if k == "sm_mhz"})
     while True:
         first = len(paired)
         order = [(0, 1) if (first + i) % 2 == 0 else (1, 0) for i in range(count)]
         launches = [launch_of(first + i)[side] for i, pair in enumerate(order) for side in pair]
         try:
             timed = (profiled_ms if timer == PROFILER else host_clock_ms)(load + launches, prepare,
-                                                                          backend.synchronize, len(load))
+                                                                          backend.synchronize, len(load), read_clock)
         except Exception as exc:  # CUPTI refused, a trace this torch writes differently, a launch that failed
             return {"timer": timer, "error": f"{type(exc).__name__}: {exc}"}
         paired += [(timed[2 * i + p.index(0)], timed[2 * i + p.index(1)]) for i, p in enumerate(order)]
@@ -206,19 +221,21 @@ def check_pairs(backend: Any, launch_a: Launches, launch_b: Launches, flush: boo
         if target is None or half_width <= target or count <= 0 or time.perf_counter() - started >= MAX_S:
             break
     return {**found, "half_width": half_width, "timer": timer, "events_ratio": events_ratio,
-            "agrees": agrees(events_ratio, found["ratio"]), "sustain_pairs": sustain}
+            "agrees": agrees(events_ratio, found["ratio"]), "sustain_pairs": sustain, **clock}
 
 
 def combine(checks: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """Rounds' second-timer checks as one: ``timer``, the geometric means of their ``ratio`` and ``events_ratio``,
-    ``rounds``, and whether the two ``agree`` within 1% (None: no round has a second-timer ratio)."""
+    ``rounds``, whether the two ``agree`` within 1%, and ``sm_mhz_range`` (the lowest and highest clock the rounds
+    read, where they read one) (None: no round has a second-timer ratio)."""
     timed = [c for c in checks if "ratio" in c and "events_ratio" in c]
     if not timed:
         return None
     ratio = math.exp(sum(math.log(c["ratio"]) for c in timed) / len(timed))
     events = math.exp(sum(math.log(c["events_ratio"]) for c in timed) / len(timed))
+    clocks = [c["sm_mhz"] for c in timed if c.get("sm_mhz")]
     return {"timer": timed[0]["timer"], "ratio": ratio, "events_ratio": events, "rounds": len(timed),
-            "agrees": agrees(events, ratio)}
+            "agrees": agrees(events, ratio), **({"sm_mhz_range": [min(clocks), max(clocks)]} if clocks else {})}
 
 
 def said(check: dict[str, Any] | None) -> str:
@@ -228,4 +245,12 @@ def said(check: dict[str, Any] | None) -> str:
     if "ratio" not in check:
         return f"; second timer: {check.get('error', 'no ratio')}"
     verdict = "agrees" if check["agrees"] else "DISAGREES beyond 1%"
-    return f"; checked by {check['timer']}: {check['ratio']:.4f} ({verdict})"
+    return f"; checked by {check['timer']}: {check['ratio']:.4f}{at_clock(check)} ({verdict})"
+
+
+def at_clock(check: dict[str, Any]) -> str:
+    """" at 1500 MHz" (or a range over rounds) where the check read the clock its pairs ran at, else ""."""
+    low, high = check.get("sm_mhz_range") or [check.get("sm_mhz")] * 2
+    if not low:
+        return ""
+    return f" at {low} MHz" if low == high else f" at {low}–{high} MHz"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import Any
 
 import pytest
 
@@ -116,3 +117,24 @@ def test_the_load_before_the_second_timer_lasts_sustain_s_at_most_max_sustain_pa
     assert sustain_pairs([1.0] * 5, [1.0] * 5) == math.ceil(SUSTAIN_S * 1e3 / 2.0)
     assert sustain_pairs([0.001] * 5, [0.001] * 5) == MAX_SUSTAIN_PAIRS
     assert sustain_pairs([], []) == 0
+
+
+class _NullClock:
+    """Named null: a telemetry source whose SM clock reads 1500 MHz."""
+
+    available = True
+
+    def read(self) -> dict[str, Any]:
+        return {"sm_mhz": 1500, "power_w": 690.0}
+
+
+def test_the_second_timer_labels_its_ratio_with_the_clock_its_pairs_ran_at() -> None:
+    found = check_pairs(_SleepBackend(), lambda: None, lambda: None, False, 1.0, pairs=4, telemetry=_NullClock())
+    assert found is not None and found["sm_mhz"] == 1500
+    assert f"{found['ratio']:.4f} at 1500 MHz (" in said(found)
+    rounds = [{**found, "sm_mhz": 1500}, {**found, "sm_mhz": 1620}]
+    combined = combine(rounds)
+    assert combined is not None and combined["sm_mhz_range"] == [1500, 1620]
+    assert f"{combined['ratio']:.4f} at 1500–1620 MHz (" in said(combined)
+    bare = check_pairs(_SleepBackend(), lambda: None, lambda: None, False, 1.0, pairs=4)
+    assert bare is not None and "sm_mhz" not in bare and "MHz" not in said(bare)

@@ -104,12 +104,13 @@ class _Bookkeeping:
     ``due()`` once the time since the last bookkeeping ended is ``cost / HOST_SHARE``, ``cost`` being what the last
     one took (``with`` around it measures that).
 
-    Hazard guarded: a stopping check after every 10 ms block (two bootstrap intervals and an NVML reading) left the
-    H200 idle between blocks, so a bf16 8192³ matmul pair drew at most 391 W where the same launches back to back
-    draw 690 W under the power cap. The clock then stays near boost (torch.matmul 1.39 ms against 1.62 ms
-    sustained), and the winner/torch.matmul ratio read 0.993 where a program's sustained load gives 0.980
-    (benchmarks/sustained_load_ratio.py, 2026-12-03): the measurement's own pauses set the power state it
-    measured in."""
+    Hazard guarded: a stopping check after every block (bootstrap intervals over all samples so far and an NVML
+    reading, milliseconds each) is time the device idles, and under a power cap the idle share sets the clock a
+    measurement runs at: bf16 8192³ against torch.matmul on the H200 reads 0.995 at boost and 0.980 at the capped
+    clock of a sustained load (benchmarks/sustained_load_ratio.py, 2026-12-03). This bounds that share; it is not
+    the only pause: with it, the events' pass of an in-process A/B at 8192³ still drew at most 245 W (690 W back
+    to back) and kept the clock at 1815–1980 MHz, so the events' ratio there is a boost-clock ratio, which the
+    report labels with its clocks."""
 
     def __init__(self) -> None:
         self.cost = 0.0

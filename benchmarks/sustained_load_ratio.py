@@ -69,9 +69,14 @@ def phase(calls: dict[str, Any], flush: torch.Tensor, handle: Any, idle_s: float
 
 
 def main() -> int:
-    out, (dims, _, text) = Path(sys.argv[1]), sys.argv[2].partition("=")
-    shape = dict(zip("MNK", (int(x) for x in dims.split(",")), strict=True)) | {"layout": "NN", "bias": 0}
-    config = {k: int(v) for k, v in (kv.split(":") for kv in text.split(","))}
+    try:
+        out, (dims, _, text) = Path(sys.argv[1]), sys.argv[2].partition("=")
+        shape = dict(zip("MNK", (int(x) for x in dims.split(",")), strict=True)) | {"layout": "NN", "bias": 0}
+        config = {k: int(v) for k, v in (kv.split(":") for kv in text.split(","))}
+    except (IndexError, ValueError) as exc:
+        print(f"usage: python benchmarks/sustained_load_ratio.py OUT.json M,N,K=NAME:VALUE,... ({exc})",
+              file=sys.stderr)
+        return 2
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
     problem = _problem()

@@ -46,7 +46,7 @@ MAX_S = 2.0
 MIN_WINDOW_S = 0.1
 """Shortest span of device time the counted pairs cover: under a power cap the clock swings over tens of
 milliseconds, and 10 pairs of a 1.6 ms kernel sit inside one swing (at bf16 8192³ on the H200, windows of 8 blocks
-read 0.979–0.985 a few tens of milliseconds apart)."""
+read 0.978–0.985 a few tens of milliseconds apart)."""
 SUSTAIN_S = 0.2
 MAX_SUSTAIN_PAIRS = 256
 """Load the second timer runs in its session before the counted pairs, untimed: SUSTAIN_S of the pairs, at most

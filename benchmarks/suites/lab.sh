@@ -18,12 +18,21 @@
 #             compare with the tuned Triton GEMM at TABLE's config, at the configs CANDIDATES (a decode_gemm.py
 #             report) checked for that shape and at CONFIGS (NAME=VALUE,...;...), save the fastest into
 #             served.json when not slower; then the other two replay modes of each capture and kerntune verify of
-#             the program under kerntune run --table served.json (engagement by kernel identity).
+#             the program under kerntune run --table served.json (engagement by kernel identity; END_TO_END=1
+#             adds verify's end-to-end A/B of the table off against on, PROCESSES per side, within VERIFY_S).
 lab_capture() {  # lab_capture FOLDER [PROGRAM ARGS...]
   local cap=$1; shift
   [ -d "$W/examples" ] || cp -r examples "$W/examples"
   bounded 150 python3 -m kerntune capture --kernel matmul_kernel --nth 5 -o "$cap" --json -- \
     python3 "$W/examples/transformer_mlp/run.py" --steps 10 "$@"
+}
+verify_served() {  # verify_served OUT_DIR TABLE PROGRAM ARGS...: kerntune verify of the program under kerntune run
+  # Engagement only (one profiled run of the program) unless END_TO_END=1: the end-to-end A/B runs the compiled
+  # model in at least eight fresh processes, past what one device call holds beside the rest of the step.
+  local r=$1 table=$2; shift 2
+  local ab=(--no-ab); [ "${END_TO_END:-0}" = 1 ] && ab=(--processes "${PROCESSES:-2}")
+  KERNTUNE_HOME="$W/store" bounded "${VERIFY_S:-300}" python3 -m kerntune verify --json "${ab[@]}" \
+    --report "$r/verify.json" -- python3 -m kerntune run --table "$table" -- "$@" > "$r/verify.log" 2>&1
 }
 step_acceptance() {
   local r; r=$(step_dir acceptance); rm -rf "$W/cap" "$W/cap2" "$W/examples"
@@ -127,8 +136,7 @@ step_model() {
     > "$r/save_mm.json" 2>> "$LOG" || note "  (not saved: see the log)"
   cp "$W/served.json" "$r/" 2>/dev/null
   if [ -f "$W/served.json" ]; then
-    KERNTUNE_HOME="$W/store" bounded 300 python3 -m kerntune verify --json --processes 2 --report "$r/verify.json" -- \
-      python3 -m kerntune run --table "$W/served.json" -- python3 $app $args > "$r/verify.log" 2>&1
+    verify_served "$r" "$W/served.json" python3 $app $args
   fi
   for cap in gen mm; do
     mkdir -p "$r/$cap"; cp "$W/$cap/manifest.json" "$W/$cap/history.jsonl" "$r/$cap/" 2>/dev/null
@@ -149,9 +157,7 @@ step_web() {
     mkdir -p "$r/$cap"; cp "$W/webstore/captures/$cap/manifest.json" "$W/webstore/captures/$cap/history.jsonl" "$r/$cap/"
   done
   cp "$W/programs/served.json" "$r/" 2>/dev/null || return 1
-  KERNTUNE_HOME="$W/store" bounded 300 python3 -m kerntune verify --json --processes "${PROCESSES:-2}" \
-    --report "$r/verify.json" -- python3 -m kerntune run --table "$W/programs/served.json" -- python3 "$W/programs/app.py" "${args[@]}" \
-    > "$r/verify.log" 2>&1
+  verify_served "$r" "$W/programs/served.json" python3 "$W/programs/app.py" "${args[@]}"
   return 0
 }
 

@@ -285,6 +285,9 @@ def save(folder: Capture,
         done = save_config(folder, dict(_assignment(t) for t in overrides or []), table)
         text = (f"wrote {json.dumps(done['config'])} for {done['key']} into {done['table']}"
                 + (f" (was {json.dumps(done['replaced'])}; backup {done['backup']})" if done["replaced"] else ""))
+    from kerntune.lab.session import record
+
+    record(folder, {"job": "save", "saved": text})  # the capture's history says what was saved where
     if as_json:
         _emit_json(done)
         return

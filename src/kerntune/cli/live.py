@@ -188,14 +188,25 @@ def verify(
     as_json: JsonFlag = False,
 ) -> None:
     """Prove the deployed table engaged: every entry with the kernel and calls it served, every miss with its
-    key, the hit rate by calls; then a fresh-process A/B of table off vs on. Exit 1 if an entry never engaged."""
+    key, the hit rate by calls; then a fresh-process A/B of table off vs on. Exit 1 if an entry never engaged.
+    The engagement is said on stderr (and written to --report) before the A/B starts."""
     import json
 
     from kerntune.deploy.verify import verify as run_verify
     from kerntune.settings import Settings
 
+    def engaged(found: dict[str, Any]) -> None:  # said (and written) before the A/B: stopping it keeps this
+        if report is not None:
+            report.write_text(json.dumps(found, indent=1))
+        if not no_ab:
+            rate = "n/a" if found["hit_rate"] is None else f"{found['hit_rate']:.1%}"
+            typer.echo(f"engagement: {len(found['entries']) - len(found['never_engaged'])} of "
+                       f"{len(found['entries'])} entries engaged, hit rate {rate} of {found['calls']} calls"
+                       + (f" (report: {report})" if report is not None else "")
+                       + "; the end-to-end A/B, table off against on in fresh processes, runs next", err=True)
+
     found = run_verify(command, _store(store), Settings.from_env(), processes=processes, metric=metric,
-                       end_to_end=not no_ab)
+                       end_to_end=not no_ab, engaged=engaged)
     if report is not None:
         report.write_text(json.dumps(found, indent=1))
     if as_json:

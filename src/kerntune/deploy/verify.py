@@ -18,7 +18,7 @@ import json
 import shlex
 import tempfile
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,8 +135,12 @@ def served_op_counts(stats: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
 
 
 def verify(command: Sequence[str], store: Store, settings: Settings, *, processes: int | None = None,
-           metric: str | None = None, end_to_end: bool = True) -> dict[str, Any]:
-    """Engagement from one profiled run, then (``end_to_end``) the table-off vs table-on A/B."""
+           metric: str | None = None, end_to_end: bool = True,
+           engaged: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Engagement from one profiled run, then (``end_to_end``) the table-off vs table-on A/B. ``engaged`` is
+    handed the engagement report as soon as it is known, before the A/B: the A/B runs the program in at least
+    eight fresh processes (its A/A band, then A against B), minutes for a compiled model, and a caller that stops
+    it keeps what engaged."""
     with tempfile.TemporaryDirectory(prefix="kerntune-verify-") as folder:
         profile = profile_program(command, {"KERNTUNE_VERIFY_OUT": folder, "KERNTUNE_DISPATCH": "on"})
         reports = [r for f in sorted(Path(folder).glob("dispatch-*.json")) for r in json.loads(f.read_text())]
@@ -151,6 +155,8 @@ def verify(command: Sequence[str], store: Store, settings: Settings, *, processe
              "served_ops": served_op_counts(served),
              # entries deploy marked library_faster: kerntune run leaves their keys to the library (not a miss)
              "left_to_library": sorted({k for one in served for k in one.get("left_to_library") or []})}
+    if engaged is not None:
+        engaged(found)
     if end_to_end:
         line = shlex.join(command)
         record = run_ab(ABRequest(a=f"cmd:KERNTUNE_DISPATCH=off {line}", b=f"cmd:{line}", processes=processes,

@@ -261,33 +261,55 @@ def diff_page(run_id: str, a: Candidate, b: Candidate) -> str:
                 + "<style>.differs{font-weight:bold;color:#cc3311}</style>")
 
 
-def _comparison(row: dict[str, Any]) -> str:
-    """A comparison in a line: what was compared, its validation and its interleaved ratio with the interval."""
+def _compared(row: dict[str, Any]) -> str:
+    """What a comparison ran: a spec at its config changes, a variant source, or config changes."""
     what = (f"spec {row['spec'].rsplit('/', 1)[-1]}" if row.get("spec") else row.get("variant") or "") + (
         " " + " ".join(f"{k}={v}" for k, v in (row.get("overrides") or {}).items()) if row.get("overrides") else "")
-    check = row.get("validation") or {}
-    text = f"{what.strip()}, validation {'passed' if check.get('passed') else 'FAILED'}"
-    side = row.get("interleaved") or {}
-    if row.get("ratio") and side.get("ci"):
-        text += (f", variant/original time {row['ratio']:.3f} (95% CI {side['ci'][0]:.3f}–{side['ci'][1]:.3f}, "
-                 f"{side.get('pairs')} pairs)")
+    return what.strip() or "the original"
+
+
+def _comparisons(rows: list[dict[str, Any]]) -> str:
+    """A capture's comparisons, newest last: what ran, its validation, the variant/original time ratio by each
+    timer with its 95% interval; the fastest one that passed validation is marked."""
+    passed = [r for r in rows if (r.get("validation") or {}).get("passed") and r.get("ratio")]
+    best = min(passed, key=lambda r: float(r["ratio"])) if passed else None
+    lines = []
+    for r in rows:
+        side, check = r.get("interleaved") or {}, r.get("validation") or {}
         second = side.get("second_timer") or {}
-        if second.get("ratio"):
-            text += f", profiler-timed {second['ratio']:.3f} ({'agrees' if second['agrees'] else 'DISAGREES'})"
-    return text
+        events = (f"{r['ratio']:.3f} ({side['ci'][0]:.3f}–{side['ci'][1]:.3f})" if r.get("ratio") and side.get("ci")
+                  else "not timed")
+        profiler = (f"{second['ratio']:.3f} ({second['ci'][0]:.3f}–{second['ci'][1]:.3f})"
+                    + ("" if second.get("agrees", True) else " DISAGREES") if second.get("ratio") and second.get("ci")
+                    else "—")
+        verdict = "passed" if check.get("passed") else f"FAILED {check.get('argument') or ''}".strip()
+        lines.append((escape(_compared(r)), escape(verdict), escape(events), escape(profiler),
+                      "<b>fastest</b>" if r is best else ""))
+    return table(("compared with the original", "validation", "time ratio, events (95% CI)", "profiler (CUPTI)", ""),
+                 lines, "comparisons", markup=True)
+
+
+def _results(history: list[dict[str, Any]]) -> str:
+    """A capture's results as HTML: the latest replay median of each mode, its comparisons, its saves."""
+    medians = {}
+    for r in history:
+        if r.get("job") == "replay" and r.get("median_ms"):
+            spread = f", spread {r['spread']:.1%}" if r.get("spread") else ""
+            medians[str(r.get("mode"))] = f"{r.get('mode')} {r['median_ms'] * 1e3:.2f} µs{spread}"
+    parts = [escape("replay medians: " + " · ".join(medians.values()))] if medians else []
+    compared = [r for r in history if r.get("job") == "compare"]
+    if compared:
+        parts.append(_comparisons(compared))
+    parts += [escape(f"saved: {r.get('saved')}") for r in history if r.get("job") == "save"]
+    return "<br>".join(parts) or "nothing run yet"
 
 
 def lab_page(captures: list[dict[str, Any]]) -> str:
-    """Each capture with its latest result, and its actions: replay, compare a variant (a source file in the
-    programs folder, or NAME=VALUE config changes), save one that passed."""
+    """Each capture with its results (replay medians by mode, every comparison with both timers' ratios, the
+    fastest correct one marked, what was saved), and its actions: replay, compare a variant (a source file in the
+    programs folder, or NAME=VALUE config changes, or a spec for an operator call), save one that passed."""
     rows = []
     for c in captures:
-        last = c["history"][-1] if c["history"] else {}
-        latest = (f"{last.get('job', '')} median {last['median_ms'] * 1e3:.2f} µs ({last.get('mode')})"
-                  if last.get("median_ms") else str(last.get("job", "")))
-        compared = next((r for r in reversed(c["history"]) if r.get("job") == "compare"), None)
-        if compared is not None:
-            latest += "; last comparison: " + _comparison(compared)
         actions = ('<button onclick="replay(this.closest(\'tr\').dataset.capture)">Replay</button> '
                    '<input class="variant" size="14" placeholder="variant file"> '
                    '<input class="sets" size="14" placeholder="NAME=VALUE ..."> '
@@ -296,12 +318,16 @@ def lab_page(captures: list[dict[str, Any]]) -> str:
                    '<button onclick="labJob(this, \'compare\')">Compare</button> '
                    '<button onclick="labJob(this, \'save\')">Save</button>') if not c.get("closed") else "closed"
         name = escape(c["name"], quote=True)  # the row carries its capture's name, never the script
-        cells = (escape(c["name"]), escape(str(c.get("kernel", ""))), escape(str(len(c["history"]))),
-                 escape(latest), actions)
-        rows.append(f'<tr id="{name}" data-capture="{name}">' + "".join(f"<td>{v}</td>" for v in cells) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("capture", "kernel", "runs", "latest", ""))
-    body = f'<table class="captures"><tr>{head}</tr>{"".join(rows)}</table>'
-    return page("kerntune lab", '<h1>Lab captures</h1><div id="job" data-state="idle"></div>' + body)
+        head = (f'<td class="name"><b>{escape(c["name"])}</b><br><span class="kernel">'
+                f'{escape(str(c.get("kernel", "")))}</span><br>{len(c["history"])} runs</td>')
+        rows.append(f'<tr id="{name}" data-capture="{name}">{head}<td>{_results(c["history"])}</td>'
+                    f'<td class="actions">{actions}</td></tr>')
+    body = ('<table class="captures"><tr><th>capture, kernel</th><th>results</th><th></th></tr>'
+            f'{"".join(rows)}</table>')
+    style = ("<style>.captures td{vertical-align:top}.captures .name{max-width:22em;overflow-wrap:anywhere}"
+             ".kernel{font-family:monospace;font-size:12px}.captures .actions{width:15em}"
+             ".comparisons td,.comparisons th{font-size:12px}</style>")
+    return page("kerntune lab", '<h1>Lab captures</h1><div id="job" data-state="idle"></div>' + body + style)
 
 
 def dispatches_page(programs: Sequence[str]) -> str:
@@ -317,5 +343,7 @@ def dispatches_page(programs: Sequence[str]) -> str:
             '<button type="submit">List dispatches</button> or <label>a stored scope <input name="scope" size="24" '
             'placeholder="scope.json (kerntune scope --json)"></label> <button type="button" '
             'onclick="storedScope()">Show stored scope</button></form><div id="job" data-state="idle"></div>')
+    style = ("<style>.dispatches td:first-child{font-family:monospace;font-size:12px;overflow-wrap:anywhere;"
+             "max-width:44em}.dispatches button{white-space:nowrap}</style>")  # kernel names run to 300 characters
     return page("kerntune dispatches", "<h1>Dispatch list</h1>" + form
-                + table(("kernel", "class", "launches", "share", ""), [], "dispatches"))
+                + table(("kernel", "class", "launches", "share", ""), [], "dispatches") + style)

@@ -37,6 +37,7 @@ def test_verify_sees_every_entry_engage_then_admit_ranks_them(kerntune: Callable
     seen = kerntune("verify", "--processes", "2", "--report", str(report), "--json", "--",
                     sys.executable, LIVE, str(table), "--sizes", "65536,262144,4096", "--reps", "20")
     assert seen.code == 0, seen.stderr
+    assert "engagement: 2 of 2 entries engaged" in seen.stderr  # said before the A/B began
     data = seen.json()
     assert [e["engaged"] for e in data["entries"]] == [True, True] and data["never_engaged"] == []
     assert all(e["kernel"] == "vector_add" and e["calls"] == 21 for e in data["entries"])  # warm-up + 20 passes

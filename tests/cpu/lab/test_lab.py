@@ -81,7 +81,9 @@ def test_capture_replay_compare_save(kerntune: Callable[..., CliResult], lab: Pa
     assert again.code == 2 and "changed since the capture" in again.stderr
 
     rows = [json.loads(line) for line in (cap / "history.jsonl").read_text().splitlines()]
-    assert [r["job"] for r in rows] == ["replay", "replay", "replay", "compare", "compare", "compare"]
+    # Only what ran and what was written: refused saves and refused comparisons leave no row.
+    assert [r["job"] for r in rows] == ["replay", "replay", "replay", "compare", "compare", "compare", "save", "save"]
+    assert '{"BLOCK": 64}' in rows[6]["saved"] and "kernels.py" in rows[7]["saved"]
     closed = kerntune("lab", "close", str(cap), "--json")
     assert closed.code == 0 and set(closed.json()["removed"]) == {"inputs.safetensors", "outputs.safetensors"}
     assert {"manifest.json", "history.jsonl", "logs", "backups"} <= set(closed.json()["kept"])

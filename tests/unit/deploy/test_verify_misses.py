@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
 
 def test_verify_gives_a_missed_gemm_key_the_device_time_of_its_library_calls() -> None:
     from kerntune.deploy.verify import _gemm_time
@@ -53,3 +59,30 @@ def test_verify_ties_an_entry_to_the_kernels_its_own_calls_launched() -> None:
     assert found["untied_launches"] == 8
     assert row["engaged"] and row["profiled_by"] == "kernel name" and row["profiled_launches"] == 8
     assert engagement(_report(0), served)["never_engaged"]  # served no call
+
+
+
+def test_verify_hands_over_the_engagement_before_the_end_to_end_ab(monkeypatch: pytest.MonkeyPatch,
+                                                                   tmp_path: Path) -> None:
+    """The A/B after the profiled run takes minutes on a compiled model: a caller that stops it (a time limit, the
+    user) must already hold what engaged."""
+    from kerntune.deploy import verify as verify_module
+    from kerntune.settings import Settings
+    from kerntune.store import Store
+
+    def profiled(command: list[str], env: dict[str, str]) -> dict[str, Any]:
+        (Path(env["KERNTUNE_VERIFY_OUT"]) / "dispatch-1.json").write_text(json.dumps(_report(3)))
+        return {"exit_code": 0, "gpu": False, "kernels": [], "gemms": [], "stderr": ""}
+
+    handed: list[dict[str, Any]] = []
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        assert handed, "the A/B started before the engagement was handed over"
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(verify_module, "profile_program", profiled)
+    monkeypatch.setattr(verify_module, "run_ab", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        verify_module.verify(["prog"], Store(tmp_path / "store"), Settings.from_env(), engaged=handed.append)
+    (found,) = handed
+    assert found["entries"][0]["engaged"] and found["never_engaged"] == [] and "end_to_end" not in found

@@ -3,6 +3,7 @@ host clock around each launch, and a report clause for every outcome."""
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from typing import Any
@@ -19,6 +20,7 @@ from kerntune.measure.second_timer import (
     check_pairs,
     combine,
     host_clock_ms,
+    placement_spread,
     planned_pairs,
     said,
     sustain_pairs,
@@ -138,3 +140,24 @@ def test_the_second_timer_labels_its_ratio_with_the_clock_its_pairs_ran_at() -> 
     assert f"{combined['ratio']:.4f} at 1500–1620 MHz (" in said(combined)
     bare = check_pairs(_SleepBackend(), lambda: None, lambda: None, False, 1.0, pairs=4)
     assert bare is not None and "sm_mhz" not in bare and "MHz" not in said(bare)
+
+
+def test_a_ratio_over_placements_carries_the_error_of_its_placements() -> None:
+    # Four placements whose pairs agree within each placement but not across them (as at 128×4096×4096 on the
+    # H200): pair k ran on placement (k // 2) % 4; the interval widens to the placements' spread.
+    per_placement = [1.15, 1.17, 1.19, 1.16]
+    paired = [(1.0, per_placement[(k // 2) % 4] * (1 + 0.001 * (k % 3))) for k in range(64)]
+    placed = placement_spread(paired, 4)
+    assert placed is not None and [round(r, 2) for r in placed["ratios"]] == per_placement
+    assert 0.01 < placed["half_width"] < 0.05
+    assert placement_spread(paired, 1) is None and placement_spread(paired[:8], 4) is None  # 2 pairs a placement
+    # Through the second timer (the host clock of the null backend): B's launch on placement p sleeps longer by
+    # its own factor; the reported interval is at least the placements' interval, not the pairs' alone.
+    factors = [1.1, 1.3, 1.5, 1.2]
+    b_launches = [functools.partial(time.sleep, 2e-3 * f) for f in factors]
+    found = check_pairs(_SleepBackend(), [functools.partial(time.sleep, 2e-3)] * 4, b_launches, False, 1.0,
+                        pairs=24)
+    assert found is not None and len(found["placements"]["ratios"]) == 4
+    low, high = found["ci"]
+    assert high / low >= math.exp(2 * found["placements"]["half_width"]) * 0.999
+    assert found["placements"]["ratios"][2] > found["placements"]["ratios"][0]  # the 1.5 placement above the 1.1

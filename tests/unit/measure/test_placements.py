@@ -79,7 +79,7 @@ def test_the_first_and_second_timer_take_every_placement() -> None:
 
 
 def test_placements_are_a_setting_checked_on_read() -> None:
-    assert Settings.from_env({}).placements == 4
+    assert Settings.from_env({}).placements == 16
     assert Settings.from_env({"KERNTUNE_PLACEMENTS": "1"}).placements == 1
     with pytest.raises(UsageError, match="KERNTUNE_PLACEMENTS is a count of at least 1"):
         Settings.from_env({"KERNTUNE_PLACEMENTS": "0"})

@@ -102,18 +102,20 @@ def warm_up(calls: Any) -> None:
     torch.cuda.synchronize()
 
 
-def timed_blocks(first: Any, second: Any, flush: torch.Tensor, blocks: int, drained: bool = False) -> dict[str, Any]:
+def timed_blocks(first: Any, second: Any, flush: torch.Tensor, blocks: int, drained: bool = False,
+                 fill: int = 1) -> dict[str, Any]:
     """``blocks`` blocks of (first, second, second, first), a fill of ``flush`` before every call, under one
     profiler session: ``block_ratio`` of the calls' kernel times (``winner_us`` is ``second``'s, ``torch_us``
     ``first``'s). ``first`` and ``second`` may be lists, one call per placement of the operands: block ``b``
     takes placement ``b % P``. ``drained``: the host waits for the device after each fill and each call (the
-    device idles between them); otherwise everything is enqueued back to back, as a program runs."""
+    device idles between them); otherwise everything is enqueued back to back, as a program runs. ``fill``: the
+    byte value the flush writes (kerntune's own flush writes zeros)."""
     firsts, seconds = (list(x) if isinstance(x, list) else [x] for x in (first, second))
     order = [call for b in range(blocks) for call in (firsts[b % len(firsts)], seconds[b % len(seconds)],
                                                        seconds[b % len(seconds)], firsts[b % len(firsts)])]
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for call in order:
-            flush.fill_(1)
+            flush.fill_(fill)
             if drained:
                 torch.cuda.synchronize()
             call()

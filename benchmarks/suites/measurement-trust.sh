@@ -20,7 +20,9 @@
 #                (benchmarks/sustained_load_ratio.py): how the ratio moves with the power cap's clock.
 #                (benchmarks/profiled_idle_gap.py, run by hand: the same ratio by CUPTI with the device drained
 #                around each launch, back to back, and with a flush of twice the L2; benchmarks/placement_spread.py,
-#                run by hand: the same ratio on several fresh placements of the operands in one process.)
+#                run by hand: the same ratio on several fresh placements of the operands in one process;
+#                benchmarks/flush_and_placement.py, run by hand: the same ratio under each flush size, flush value
+#                and operand layout kerntune's measurement and the check differ in.)
 # ab-power:      AA (20) A/A verdicts and SLOW (10) planted-slowdown verdicts, each one `kerntune ab --json`
 #                process at default settings (benchmarks/ab_power.py): on a GPU the planted bf16 matmul with 3.1%
 #                more masked-off K work (benchmarks/specs/planted_matmul @EXTRA=0 vs @EXTRA=2), on a CPU the

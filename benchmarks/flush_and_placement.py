@@ -11,6 +11,9 @@ Why: at 128×4096×4096 (a fused split-K winner) kerntune printed 1.1782, 1.1686
 check read 1.1849, 1.1839 and 1.1934 (2026-12-03/04): always lower, 0.6–1.6%, and its absolute times lower too
 (winner 18.05 against 18.4 µs, torch.matmul 15.36 against 15.5 µs in the last run). A bias of one sign is not
 placement noise; a smaller flush that leaves part of the operands in L2 would make both sides faster.
+Found on the H200 (2026-12-04, `benchmarks/data/measurement-trust/2026-12-04/h200-0442/`): it is neither — in
+one process the eight combinations' means lie within 0.5% of each other (1.1730–1.1785), while fresh processes of
+the check read the same config at 1.18–1.20: the ratio moves with the process (benchmarks/RESULTS.md, claims-check).
 
 Usage: python benchmarks/flush_and_placement.py OUT.json M,N,K=CONFIG [M,N,K=CONFIG ...] with CONFIG NAME:VALUE,...
 (prints one line per variant and pass)

@@ -1,5 +1,5 @@
 # about: whether kerntune's timings hold: repeatability beside do_bench, A/A false calls and a planted slowdown through `kerntune ab`, fresh-process A/B, confirmation
-# steps: repeatability ratio-repeatability claims-check sustained-load ab-power ab-sources ab-fresh ab-power-fresh ab-env confirmation repeat-tunes
+# steps: repeatability ratio-repeatability claims-check process-spread sustained-load ab-power ab-sources ab-fresh ab-power-fresh ab-env confirmation repeat-tunes
 # needs: any
 # repeatability: (GPU) 20 measurements of one bf16 4096³ torch.matmul in one process, triton.testing.do_bench
 #                timing the same launch beside each; spread = (max − min) / median; VARIANTS of warm-up : min
@@ -14,6 +14,10 @@
 #                prints checked independently in the same run: benchmarks/claims_check.py times winner and torch.matmul
 #                call by call (torch W W torch, 256 MiB flush before each, BLOCKS=100 blocks) by the profiler's kernel
 #                records, split by its own reading of the trace; agreement within 1% per shape.
+# process-spread: (GPU) benchmarks/claims_check.py on one tune report (CHECK_REPORT: this run's claims-check report,
+#                else the stored one-shape report of 128×4096×4096's fused split-K winner) in PROCESSES (4) fresh
+#                processes: whether a ratio moves with the process that times it, each process's placements beside
+#                the others' (at that shape on 2026-12-04 four processes read 1.18–1.20, the placements in one 1.17–1.18).
 # sustained-load: (GPU) the claims check's protocol at SUSTAIN_SHAPE (8192,8192,8192) and SUSTAIN_CONFIG (the tuned
 #                128×256×64 TMA persistent tile) in one profiler session of sustained load cut into windows of 8 blocks,
 #                NVML's SM clock and power after each, from idle and after idle gaps of 0.1, 0.5 and 2 s
@@ -85,6 +89,30 @@ step_claims_check() {
   local code=$?
   tail -12 "$out/claims_check.log" >> "$LOG"
   return $code
+}
+step_process_spread() {
+  [ -n "$GPU" ] || { note "  process-spread times a bf16 matmul against cuBLAS: needs a GPU, skipped"; return 0; }
+  local out i report=${CHECK_REPORT:-$D/claims-check/tune.json}; out=$(step_dir process-spread)
+  [ -s "$report" ] || report=benchmarks/data/measurement-trust/2026-12-04/h200-0449/checker-processes/tune128.json
+  note "  report: $report"
+  for i in $(seq "${PROCESSES:-4}"); do
+    bounded "${CHECK_LIMIT:-120}" python3 benchmarks/claims_check.py "$report" "$out/check_$i.json" "${BLOCKS:-100}" \
+      > "$out/check_$i.log" 2>&1
+  done
+  python3 - "$out" >> "$LOG" <<'PY'
+import json, pathlib, statistics, sys
+found = {}
+for path in sorted(pathlib.Path(sys.argv[1]).glob("check_*.json")):
+    for row in json.loads(path.read_text())["rows"]:
+        if "checked" in row:
+            s = row["shape"]
+            found.setdefault(f"{s['M']}x{s['N']}x{s['K']}", []).append((row["checked"]["ratio"], row.get("printed")))
+for shape, got in found.items():
+    ratios = [r for r, _ in got]
+    sd = statistics.stdev(ratios) / statistics.mean(ratios) if len(ratios) > 1 else float("nan")
+    print(f"  {shape}: {len(ratios)} processes read {min(ratios):.4f}-{max(ratios):.4f} (SD {sd:.2%})"
+          + ("" if got[0][1] is None else f"; kerntune printed {got[0][1]:.4f}"))
+PY
 }
 step_sustained_load() {
   [ -n "$GPU" ] || { note "  sustained-load times a bf16 matmul under the power cap: needs a GPU, skipped"; return 0; }

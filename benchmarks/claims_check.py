@@ -44,7 +44,8 @@ AGREE = 0.01
 PLACEMENTS = 16
 """Operand sets the blocks take in turn: on the H200 one kernel pair's ratio moved 2.7–4.9% between fresh
 placements of its operands in one process (benchmarks/placement_spread.py); a check on one placement is one draw,
-and at 128×4096×4096 (a split-K winner, 1.3% standard deviation over placements) a mean of 4 erred by ±0.65%."""
+and at 128×4096×4096 (a split-K winner, 1.3% standard deviation over placements) a mean of 4 has a standard
+error of 0.65%."""
 # The flush's own kernel: a fill of one-byte elements (torch's FillFunctor<unsigned char>). A memset record is
 # not a flush: a library call may clear its own workspace, and that time is the call's.
 FLUSH_KERNEL = re.compile(r"FillFunctor<unsigned char>")

@@ -74,8 +74,8 @@ class Settings:
     """KERNTUNE_PLACEMENTS: fresh copies of the inputs, alive together, that an interleaved A/B (confirmation,
     ``kerntune ab``) takes in turn, both sides on the same copy; 1 times each side on its own gated copy. On the
     H200 one pair of kernels' ratio moved 2.7–4.9% between placements of its operands, each known to ±0.55%, and
-    a split-K winner's ratio had a 1.3% standard deviation over placements: the mean of 4 then errs by ±0.65%, of
-    16 by ±0.33%. Copies cost memory only (KERNTUNE_PLACEMENTS_MB bounds them), not timing."""
+    a split-K winner's ratio had a 1.3% standard deviation over placements: the mean of 4 then has a standard
+    error of 0.65%, of 16 0.33%. More copies cost memory (KERNTUNE_PLACEMENTS_MB bounds them), not more pairs."""
     placements_mb: int = 2048
     """KERNTUNE_PLACEMENTS_MB: the most those copies hold together, in MiB (fewer copies above it)."""
     capture_max_mb: float = 4096.0

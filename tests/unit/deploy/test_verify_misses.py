@@ -61,7 +61,6 @@ def test_verify_ties_an_entry_to_the_kernels_its_own_calls_launched() -> None:
     assert engagement(_report(0), served)["never_engaged"]  # served no call
 
 
-
 def test_verify_hands_over_the_engagement_before_the_end_to_end_ab(monkeypatch: pytest.MonkeyPatch,
                                                                    tmp_path: Path) -> None:
     """The A/B after the profiled run takes minutes on a compiled model: a caller that stops it (a time limit, the

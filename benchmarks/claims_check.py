@@ -107,10 +107,10 @@ def timed_blocks(first: Any, second: Any, flush: torch.Tensor, blocks: int, drai
                  fill: int = 1) -> dict[str, Any]:
     """``blocks`` blocks of (first, second, second, first), a fill of ``flush`` before every call, under one
     profiler session: ``block_ratio`` of the calls' kernel times (``winner_us`` is ``second``'s, ``torch_us``
-    ``first``'s). ``first`` and ``second`` may be lists, one call per placement of the operands: block ``b``
-    takes placement ``b % P``. ``drained``: the host waits for the device after each fill and each call (the
-    device idles between them); otherwise everything is enqueued back to back, as a program runs. ``fill``: the
-    byte value the flush writes (kerntune's own flush writes zeros)."""
+    ``first``'s) and ``call_us``, each call's time in call order. ``first`` and ``second`` may be lists, one call
+    per placement of the operands: block ``b`` takes placement ``b % P``. ``drained``: the host waits for the
+    device after each fill and each call (the device idles between them); otherwise everything is enqueued back to
+    back, as a program runs. ``fill``: the byte value the flush writes (kerntune's own flush writes zeros)."""
     firsts, seconds = (list(x) if isinstance(x, list) else [x] for x in (first, second))
     order = [call for b in range(blocks) for call in (firsts[b % len(firsts)], seconds[b % len(seconds)],
                                                        seconds[b % len(seconds)], firsts[b % len(firsts)])]
@@ -127,7 +127,9 @@ def timed_blocks(first: Any, second: Any, flush: torch.Tensor, blocks: int, drai
         trace = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(trace))
         events = json.loads(trace.read_text())["traceEvents"]
-    found = block_ratio(call_times_us(events, len(order)))
+    times = call_times_us(events, len(order))
+    found = block_ratio(times)
+    found["call_us"] = [round(t, 3) for t in times]  # raw, in call order: another estimator can be tried on them
     ratios = found.pop("block_ratios")
     if len(firsts) > 1:
         found["placement_ratios"] = placement_ratios(ratios, len(firsts))

@@ -242,17 +242,18 @@ def interleaved_ratio(original: Launch, variant: Launch, iterations: int) -> dic
     launch from pristine inputs with the L2 flushed before it (the isolated mode's conditions). Hazard guarded: two
     replays one after the other (the block medians) run under different clocks and power states — the power cap
     moves them within seconds — so the ratio of their medians carries that drift; a pair shares its moment. The
-    ratio is exp of the median log ratio over pairs, its 95% interval a bootstrap of that median."""
+    ratio is exp of the median log ratio over A B B A blocks (``stats.abba_block_logs``), its 95% interval a
+    bootstrap of that median."""
     pairs: list[tuple[float, float]] = []
     for i in range(iterations):
         order = (original, variant) if i % 2 == 0 else (variant, original)
         first, second = (launch.times(1, True)[0] for launch in order)
-        a, b = (first, second) if i % 2 == 0 else (second, first)
-        if a > 0 and b > 0:  # a zero-length event (a clock too coarse) has no ratio
-            pairs.append((a, b))
-    if not pairs:
-        raise UsageError("no launch pair had a measurable time: raise --iterations or use a finer timer")
-    return {**pair_ratio(pairs), "order": "A B B A, cold (inputs restored, L2 flushed before each launch)"}
+        pairs.append((first, second) if i % 2 == 0 else (second, first))
+    try:  # a zero-length event (a clock too coarse) has no ratio: its A B B A block is left out
+        found = pair_ratio(pairs)
+    except ValueError:
+        raise UsageError("no launch pair had a measurable time: raise --iterations or use a finer timer") from None
+    return {**found, "order": "A B B A, cold (inputs restored, L2 flushed before each launch)"}
 
 
 def profiled_ratio(original: Launch, variant: Launch, iterations: int, events_ratio: float) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kerntune.measure.placements import Launches, placed_pair
-from kerntune.measure.stats import block_half_width, pair_ratio
+from kerntune.measure.stats import abba_block_logs, block_half_width, pair_ratio
 
 PROFILER = "profiler kernel durations (CUPTI through torch.profiler)"
 HOST_CLOCK = "host wall clock around each launch, the queue drained before and after it"
@@ -134,21 +134,22 @@ def host_clock_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int]
 
 def planned_pairs(a_ms: Sequence[float], b_ms: Sequence[float], target: float | None) -> int:
     """Pairs the second timer takes first, from the first timer's pairs (``a_ms[i]`` beside ``b_ms[i]``): enough
-    for the median log ratio's 95% interval to reach ``target`` at the first timer's spread of adjacent log
-    ratios (n = (1.96 × 1.2533 × sd / target)², sd = 1.4826 × MAD: the events' spread includes their own jitter,
-    so this errs long), at most MAX_PAIRS and what MAX_S holds at the first timer's pair time, at least
+    for the median block log ratio's 95% interval to reach ``target`` at the first timer's spread of A B B A block
+    log ratios (n = 2 × (1.96 × 1.2533 × sd / target)² pairs, two a block, sd = 1.4826 × MAD: the events' spread
+    includes their own jitter, so this errs long), at most MAX_PAIRS and what MAX_S holds at the first timer's pair
+    time, at least
     min(PAIRS, pairs the first timer took), and never fewer than cover MIN_WINDOW_S. Without a target: that
     minimum. One profiler session of the right size instead of several doubling ones: each session's start and
     trace export cost more than its launches."""
     floor = min(PAIRS, len(a_ms), len(b_ms))
     if target is None or floor < 3:
         return floor
-    logs = [math.log(b / a) for a, b in zip(a_ms, b_ms, strict=False) if a > 0 and b > 0]
+    logs = abba_block_logs(a_ms[:len(b_ms)], b_ms[:len(a_ms)])
     if len(logs) < 3:
         return floor
     middle = statistics.median(logs)
     sd = 1.4826 * statistics.median(abs(x - middle) for x in logs)
-    needed = math.ceil((1.96 * 1.2533 * sd / target) ** 2)
+    needed = 2 * math.ceil((1.96 * 1.2533 * sd / target) ** 2)
     pair_ms = _pair_ms(a_ms, b_ms)
     if pair_ms <= 0:
         return max(floor, min(needed, MAX_PAIRS))
@@ -215,7 +216,7 @@ def check_pairs(backend: Any, launch_a: Launches, launch_b: Launches, flush: boo
         except Exception as exc:  # CUPTI refused, a trace this torch writes differently, a launch that failed
             return {"timer": timer, "error": f"{type(exc).__name__}: {exc}"}
         paired += [(timed[2 * i + p.index(0)], timed[2 * i + p.index(1)]) for i, p in enumerate(order)]
-        found = pair_ratio([(a, b) for a, b in paired if a > 0 and b > 0])
+        found = pair_ratio(paired)  # whole A B B A blocks: a pair dropped alone would misalign the order
         half_width = math.sqrt(found["ci"][1] / found["ci"][0]) - 1
         count = min(len(paired), MAX_PAIRS - len(paired))
         if target is None or half_width <= target or count <= 0 or time.perf_counter() - started >= MAX_S:
@@ -235,10 +236,11 @@ def placement_count(launches: Launches) -> int:
 
 
 def placement_spread(paired: Sequence[tuple[float, float]], count: int) -> dict[str, Any] | None:
-    """Each placement's median ratio over its pairs (pair ``k`` ran on placement ``(k // 2) % count``, as
-    ``placements.placed_pair`` hands them out) and ``half_width``: a Student-t 95% interval's half-width, in log
-    ratio, of their mean — the error of a ratio averaged over these placements, which timing more pairs on the same
-    placements does not shrink. None with fewer than 2 placements or 3 pairs on any of them.
+    """Each placement's median ratio over its A B B A blocks (pairs ``2j`` and ``2j + 1`` make block ``j``, which
+    ran on placement ``j % count``, as ``placements.placed_pair`` hands them out; ``stats.abba_block_logs``) and
+    ``half_width``: a Student-t 95% interval's half-width, in log ratio, of their mean — the error of a ratio
+    averaged over these placements, which timing more pairs on the same placements does not shrink. None with
+    fewer than 2 placements or 2 blocks on any of them.
 
     Hazard guarded: at 128×4096×4096 on the H200 the profiler's interval over 640 pairs on four placements was
     ±0.26% while the placements' ratios differ by several percent (eight fresh ones read 1.150–1.194 in one
@@ -246,10 +248,10 @@ def placement_spread(paired: Sequence[tuple[float, float]], count: int) -> dict[
     if count < 2:
         return None
     logs: list[list[float]] = [[] for _ in range(count)]
-    for k, (a, b) in enumerate(paired):
-        if a > 0 and b > 0:
-            logs[(k // 2) % count].append(math.log(b / a))
-    if min(len(x) for x in logs) < 3:
+    for j in range(len(paired) // 2):
+        (a1, b1), (a2, b2) = paired[2 * j], paired[2 * j + 1]
+        logs[j % count].extend(abba_block_logs([a1, a2], [b1, b2]))
+    if min(len(x) for x in logs) < 2:
         return None
     medians = [statistics.median(x) for x in logs]
     return {"ratios": [math.exp(m) for m in medians], "half_width": block_half_width(medians)}

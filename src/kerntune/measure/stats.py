@@ -2,8 +2,10 @@
 
 - ``median_ci``: bootstrap confidence interval of a median. Timing samples are skewed (a tail of
   interrupted or clock-dipped launches), so a normal-theory interval around the mean would mislead.
-- ``pair_ratio``: the ratio of launches timed side by side (A B B A ...): exp of the median log ratio, its
-  bootstrap interval, each side's median.
+- ``abba_block_logs``: launches timed side by side (A B B A ...) as one log ratio per A B B A block, which
+  carries each side once after the other side and once after itself.
+- ``pair_ratio``: the ratio of launches timed side by side: exp of the median block log ratio, its bootstrap
+  interval, each side's median.
 - ``ratio_ci``: confidence interval of a B/A time ratio from paired per-process medians. Each pair is two
   neighbouring processes of an ABBA sequence, so slow drift of the machine (clocks, temperature, other
   tenants) cancels within a pair instead of landing on whichever side ran later.
@@ -100,20 +102,47 @@ def robust_ratio_ci(pairs: Sequence[tuple[float, float]],
     return ratio_ci(pairs, confidence), None
 
 
-def paired_log_ratio(a_samples: Sequence[float], b_samples: Sequence[float]) -> float:
-    """The median of log(b_i / a_i) over samples taken side by side (interleaved A B B A ...): each pair shares
-    its moment, so a transient (an interrupt, a clock dip) moves one pair, not a side's whole median."""
+def abba_block_logs(a_samples: Sequence[float], b_samples: Sequence[float]) -> list[float]:
+    """One log ratio per A B B A block of samples taken side by side: pair ``2j`` ran A then B, pair ``2j + 1`` B
+    then A, and block ``j``'s value is log((b_2j + b_2j+1) / (a_2j + a_2j+1)). A trailing unmatched pair is left
+    out (taken alone when it is the only pair), and so is a block with a side of no measurable time (a timer too
+    coarse reads zero): drop whole blocks, never single samples, or the A-first and B-first pairs pair wrongly.
+
+    Hazard guarded: a launch that follows the other side's launch can run slower than one that follows its own,
+    cache flush or not. On the H200 a fused split-K GEMM took 19.30 µs after torch.matmul and 18.03 µs after
+    itself, with a 256 MiB flush before every launch (2026-12-04; the cause, instruction caches or address
+    translation the flush does not clear, not isolated). In A B B A order the even pairs put B after A and the odd
+    pairs A after B, so per-pair log ratios fall into two groups and their median lands anywhere between them: on
+    those calls 1.1824, where each block's ratio read 1.1982 and an independent check 1.19–1.20. A block carries
+    each side once in each position, so the carryover cancels within it."""
     if not a_samples or len(a_samples) != len(b_samples):
         raise ValueError(f"paired samples need equal, non-zero counts (got {len(a_samples)} and {len(b_samples)})")
-    return float(np.median([math.log(b / a) for a, b in zip(a_samples, b_samples, strict=True)]))
+    if len(a_samples) == 1:
+        sums = [(a_samples[0], b_samples[0])]
+    else:
+        sums = [(a_samples[i] + a_samples[i + 1], b_samples[i] + b_samples[i + 1])
+                for i in range(0, len(a_samples) - 1, 2)]
+    return [math.log(b / a) for a, b in sums if a > 0 and b > 0]
+
+
+def paired_log_ratio(a_samples: Sequence[float], b_samples: Sequence[float]) -> float:
+    """The median block log ratio (``abba_block_logs``) over samples taken side by side (A B B A ...): each block
+    shares its moment, so a transient (an interrupt, a clock dip) moves one block, not a side's whole median.
+    Raises ValueError when no block has a measurable time on both sides."""
+    logs = abba_block_logs(a_samples, b_samples)
+    if not logs:
+        raise ValueError("no A B B A block has a measurable time on both sides")
+    return float(np.median(logs))
 
 
 def pair_ratio(pairs: Sequence[tuple[float, float]]) -> dict[str, Any]:
-    """exp of the median log ratio b/a over the pairs, its 95% bootstrap interval, and each side's median (the
-    lab's names: ``original_ms`` for a, ``variant_ms`` for b)."""
-    if not pairs:
-        raise ValueError("a pair ratio needs at least one pair")
-    logs = [math.log(b / a) for a, b in pairs]
+    """exp of the median block log ratio b/a over pairs in A B B A order (``abba_block_logs``), its 95%
+    bootstrap interval, the ``pairs`` and ``blocks`` it rests on, and each side's median (the lab's names:
+    ``original_ms`` for a, ``variant_ms`` for b)."""
+    logs = abba_block_logs([a for a, _ in pairs], [b for _, b in pairs]) if pairs else []
+    if not logs:
+        raise ValueError("a pair ratio needs at least one pair with a measurable time on both sides")
     low, high = median_ci(logs)
     return {"ratio": math.exp(statistics.median(logs)), "ci": [math.exp(low), math.exp(high)], "pairs": len(pairs),
-            "original_ms": statistics.median(a for a, _ in pairs), "variant_ms": statistics.median(b for _, b in pairs)}
+            "blocks": len(logs), "original_ms": statistics.median(a for a, _ in pairs),
+            "variant_ms": statistics.median(b for _, b in pairs)}

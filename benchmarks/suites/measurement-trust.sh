@@ -26,7 +26,8 @@
 #                around each launch, back to back, and with a flush of twice the L2; benchmarks/placement_spread.py,
 #                run by hand: the same ratio on several fresh placements of the operands in one process;
 #                benchmarks/flush_and_placement.py, run by hand: the same ratio under each flush size, flush value
-#                and operand layout kerntune's measurement and the check differ in.)
+#                and operand layout kerntune's measurement and the check differ in; benchmarks/gate_step_state.py,
+#                run by hand: the check's ratio before and after its own gate step, every call's time kept.)
 # ab-power:      AA (20) A/A verdicts and SLOW (10) planted-slowdown verdicts, each one `kerntune ab --json`
 #                process at default settings (benchmarks/ab_power.py): on a GPU the planted bf16 matmul with 3.1%
 #                more masked-off K work (benchmarks/specs/planted_matmul @EXTRA=0 vs @EXTRA=2), on a CPU the

@@ -187,6 +187,19 @@ def placed_operands(problem: Any, shape: dict[str, Any], count: int,
     return sets
 
 
+def gate_errors(problem: Any, args: dict[str, Any], shape: dict[str, Any], calls: dict[str, Any]) -> dict[str, float]:
+    """Each call's relative error against the spec's float64 reference, run once into an output filled with NaN
+    (a call that writes nothing cannot pass)."""
+    ref = problem.reference(args, shape)
+    errors = {}
+    for name, call in calls.items():
+        args["c"].fill_(float("nan"))
+        call()
+        torch.cuda.synchronize()
+        errors[name] = _relative_error(args["c"], ref)
+    return errors
+
+
 def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.Tensor,
                 placements: int = PLACEMENTS) -> dict[str, Any]:
     shape = {k: found["shape"][k] for k in problem.shape_fields()}
@@ -195,13 +208,7 @@ def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.T
     sets = placed_operands(problem, shape, placements, pads)
     args = sets[0]
     calls = matmul_calls(problem, args, shape, config)
-    ref = problem.reference(args, shape)
-    errors = {}
-    for name, call in calls.items():
-        args["c"].fill_(float("nan"))
-        call()
-        torch.cuda.synchronize()
-        errors[name] = _relative_error(args["c"], ref)
+    errors = gate_errors(problem, args, shape, calls)
     placed = [matmul_calls(problem, each, shape, config) for each in sets]
     warm_up([c for each in placed for c in each.values()])
     checked = timed_blocks([c["torch"] for c in placed], [c["winner"] for c in placed], flush, blocks)
@@ -215,6 +222,13 @@ def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.T
 
 
 def main() -> int:
+    if not 3 <= len(sys.argv) <= 5 or not all(a.isdigit() for a in sys.argv[3:]):
+        print("usage: python benchmarks/claims_check.py REPORT.json OUT.json [BLOCKS [PLACEMENTS]] (whole numbers)",
+              file=sys.stderr)
+        return 2
+    if not Path(sys.argv[1]).is_file():
+        print(f"claims_check: no report at {sys.argv[1]}: give a `kerntune tune --json` report", file=sys.stderr)
+        return 2
     report, out = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
     blocks = int(sys.argv[3]) if len(sys.argv) > 3 else 100
     placements = int(sys.argv[4]) if len(sys.argv) > 4 else PLACEMENTS

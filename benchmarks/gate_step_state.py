@@ -17,6 +17,7 @@ per timing)
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -30,7 +31,7 @@ from claims_check import (
     FLUSH_BYTES,
     PLACEMENTS,
     _problem,
-    _relative_error,
+    gate_errors,
     matmul_calls,
     placed_operands,
     timed_blocks,
@@ -40,27 +41,20 @@ from claims_check import (
 BLOCKS, REPEATS = 100, 3
 
 
-def gate_step(problem: Any, args: dict[str, Any], shape: dict[str, Any], config: dict[str, Any]) -> dict[str, float]:
-    """The check's gate, as claims_check.check_shape runs it: each call once into a NaN-filled output, against the
-    float64 reference."""
-    ref = problem.reference(args, shape)
-    errors = {}
-    for name, call in matmul_calls(problem, args, shape, config).items():
-        args["c"].fill_(float("nan"))
-        call()
-        torch.cuda.synchronize()
-        errors[name] = _relative_error(args["c"], ref)
-    return errors
-
-
 def main() -> int:
-    out, order, spec = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-    if order not in ("gate-first", "gate-later"):
-        raise SystemExit(f"ORDER {order!r}: gate-first or gate-later")
-    dims, _, cfg = spec.partition("=")
-    m, n, k = (int(x) for x in dims.split(","))
+    parser = argparse.ArgumentParser(description="The check's ratio before and after its own gate step.")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("order", choices=("gate-first", "gate-later"))
+    parser.add_argument("spec", help="M,N,K=NAME:VALUE,... (the config)")
+    opts = parser.parse_args()
+    out, order = opts.out, opts.order
+    try:
+        dims, _, cfg = opts.spec.partition("=")
+        m, n, k = (int(x) for x in dims.split(","))
+        config = {a: int(b) for a, b in (kv.split(":") for kv in cfg.split(","))}
+    except ValueError:
+        parser.error(f"{opts.spec!r}: give M,N,K=NAME:VALUE,... with whole numbers, e.g. 128,4096,4096=BLOCK_M:64")
     shape = {"M": m, "N": n, "K": k, "layout": "NN", "bias": 0}
-    config = {a: int(b) for a, b in (kv.split(":") for kv in cfg.split(","))}
     problem = _problem()
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     pads: list[torch.Tensor] = []
@@ -70,7 +64,8 @@ def main() -> int:
     placed, gated = None, False
     for phase in phases:
         if phase == "gate":
-            errors, gated = gate_step(problem, sets[0], shape, config), True
+            errors = gate_errors(problem, sets[0], shape, matmul_calls(problem, sets[0], shape, config))
+            gated = True
             print(f"gate: relative errors {errors}", flush=True)
             continue
         if placed is None:

@@ -137,9 +137,10 @@ def planned_pairs(a_ms: Sequence[float], b_ms: Sequence[float], target: float | 
     for the median block log ratio's 95% interval to reach ``target`` at the first timer's spread of A B B A block
     log ratios (n = 2 × (1.96 × 1.2533 × sd / target)² pairs, two a block, sd = 1.4826 × MAD: the events' spread
     includes their own jitter, so this errs long), at most MAX_PAIRS and what MAX_S holds at the first timer's pair
-    time, at least min(PAIRS, pairs the first timer took), and never fewer than cover MIN_WINDOW_S. Without a
-    target: that minimum. One profiler session of the right size instead of several doubling ones: each session's
-    start and trace export cost more than its launches."""
+    time, at least
+    min(PAIRS, pairs the first timer took), and never fewer than cover MIN_WINDOW_S. Without a target: that
+    minimum. One profiler session of the right size instead of several doubling ones: each session's start and
+    trace export cost more than its launches."""
     floor = min(PAIRS, len(a_ms), len(b_ms))
     if target is None or floor < 3:
         return floor

@@ -168,7 +168,7 @@ class SpecRunner:
 
     def value(self, index: int) -> Value:
         """One fresh process measuring side ``index``: its median is the value, or, with a reference, its time
-        over the reference's, timed interleaved in that process (the median of adjacent log ratios)."""
+        over the reference's, timed interleaved in that process (the median log ratio over A B B A blocks)."""
         if self.reference is not None:
             return self._referenced_value(index)
         worker = self._worker(index)
@@ -200,7 +200,7 @@ class SpecRunner:
         return ratio, samples, info
 
     def pair(self) -> list[Value]:
-        """One interleaved round in the shared worker: A's and B's medians over adjacent samples."""
+        """One interleaved round in the shared worker: A's and B's medians over samples taken side by side."""
         if self.shared is None:
             self.shared = self._worker(0)
         gate = not self.gated

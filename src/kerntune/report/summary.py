@@ -158,7 +158,7 @@ def _rank_key(c: Candidate) -> tuple[int, float]:
 
 def interleaved_ratios(store: Store, mine: list[Candidate]) -> tuple[dict[int, RatioEstimate], Candidate | None]:
     """Each confirmed candidate's ratio to the reference it was timed beside, over its confirmation rounds (a
-    round's ratio is the median of its adjacent samples' log ratios), and the reference."""
+    round's ratio is the median of its samples' log ratios over A B B A blocks), and the reference."""
     rounds: dict[int, list[float]] = {}
     references: Counter[int] = Counter()
     for c in mine:

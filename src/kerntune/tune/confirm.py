@@ -7,10 +7,11 @@ starts a new worker (one for all shapes) and alternates the candidates' order. W
 is timed interleaved with the reference (the library baseline where the spec declares one, else the default
 config: A B B A ..., the same flush before each launch), so the power state, the clocks and the neighbours of the
 moment land on both: a block of one implementation, then a block of another, are not equal conditions under a
-power cap. The round's ratio is the median of the adjacent samples' log ratios; it is stored with the
-candidate's confirmation (``paired`` in its telemetry) and the report ranks by the ratios over rounds
-(``report.summary``). Graph-mode measurements (interleaving is eager only) and a shape without a reference are
-confirmed one candidate at a time, as before.
+power cap. The round's ratio is the median over A B B A blocks of the samples' log ratios
+(``stats.paired_log_ratio``: the launch before cancels within a block); it is stored with the candidate's
+confirmation (``paired`` in its telemetry) and the report ranks by the ratios over rounds (``report.summary``).
+Graph-mode measurements (interleaving is eager only) and a shape without a reference are confirmed one candidate
+at a time, as before.
 
 After the first round only the finalists within ``confirm_band`` (3%) of the best finalist's ratio are re-timed:
 a clear loser keeps its first round's ratio, and the rounds that decide between close finalists cost less

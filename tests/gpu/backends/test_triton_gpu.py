@@ -78,3 +78,44 @@ def test_race_with_compile_ahead_and_occupancy_pruning(kerntune: Callable[..., C
     winner = shape["winner"]
     assert winner["role"] == "search" and winner["gate"]["outcome"] == "pass"
     assert winner["compile_s"] > 0.05  # the compile-ahead worker's real compile, not the timing worker's cache hit
+
+
+def test_the_stream_k_partial_wave_and_gemv_forms_are_right_and_repeatable_under_real_concurrency() -> None:
+    # The interpreter runs one program at a time, so the forms' cross-program hand-offs (a cut tile's parts
+    # published by an acq_rel counter and summed by the last to arrive) meet real concurrency only here: each seed
+    # of each form valid at a shape is checked against float64 and launched 20 times more, bitwise the same.
+    import sys
+
+    import torch
+
+    from kerntune.model import Config, Shape, Target
+    from kerntune.tune.spec import load_spec
+
+    problem = load_spec(str(EXAMPLES / "triton_matmul")).problem
+    spec = sys.modules[problem.make_inputs.__module__]
+    props = torch.cuda.get_device_properties(0)
+    target = Target("triton", "nvidia", f"sm_{props.major}{props.minor}", props.name, props.multi_processor_count)
+    checked: dict[str, int] = {}
+    for fields in ({"M": 256, "N": 10240, "K": 8192, "layout": "NT", "bias": 1}, {"M": 128, "N": 4096, "K": 4096},
+                   {"M": 1, "N": 6144, "K": 4096, "layout": "NT"}, {"M": 512, "N": 4608, "K": 3584, "layout": "NN"}):
+        shape = dict(fields)
+        shape.setdefault("layout", "NN")
+        shape.setdefault("bias", 0)
+        args = problem.make_inputs(shape, "bfloat16", 1)
+        ref = problem.reference(args, shape)
+        for seed in problem.space.seed_configs():
+            config = seed.as_dict()
+            form = next((f for f in ("STREAM_K", "SK_TAIL", "GEMV") if config.get(f)), None)
+            if form is None or problem.space.check(Config.of(config), Shape.of(shape), target) is not None:
+                continue
+            args["c"].fill_(float("nan"))
+            spec.launch(spec.matmul_kernel, args, config)
+            first = args["c"].clone()
+            error = float((first.double() - ref).norm() / ref.norm())
+            assert error < 1e-2, (form, shape, config, error)
+            for _ in range(20):
+                spec.launch(spec.matmul_kernel, args, config)
+            torch.cuda.synchronize()
+            assert torch.equal(first, args["c"]), (form, shape, config, "a relaunch wrote another result")
+            checked[form] = checked.get(form, 0) + 1
+    assert set(checked) == {"STREAM_K", "SK_TAIL", "GEMV"}, checked

@@ -93,13 +93,10 @@ problem = kt.Problem(
     name="triton_bmm",
     kernel=kt.TritonKernel(fn=matmul_kernel, grid=lambda meta: (1,), launch=launch),
     space=kt.Space(
-        # The batched launch has no split-K, TMA, GEMV, partial-wave or stream-K form (they take single products only).
-        params={**base.params, "SPLIT_K": [1], "FUSED": [0], "TMA": [0], "PERSISTENT": [0], "GEMV": [0],
-                "SK_TAIL": [0], "STREAM_K": [0]},
+        params={**base.params, "SPLIT_K": [1], "FUSED": [0], "TMA": [0], "PERSISTENT": [0]},
         constraints=list(base.constraints),
         default=base.default,
-        seeds=[c for c in base.seeds
-               if not any(c.get(form) for form in ("TMA", "GEMV", "SK_TAIL", "STREAM_K")) and c.get("SPLIT_K", 1) == 1],
+        seeds=[c for c in base.seeds if not c.get("TMA") and c.get("SPLIT_K", 1) == 1],
     ),
     shapes=[{"B": 32, "M": 16, "N": 128, "K": 512, "layout": "NT"}],
     dtypes=("bfloat16", "float16"),

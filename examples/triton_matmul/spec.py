@@ -9,11 +9,8 @@ operators (``serve``): ``kerntune run --table T.json -- python app.py`` runs a p
 tuned kernel where the table has the call's key, on the library's elsewhere. SPLIT_K > 1 writes fp32 partial tiles to a
 workspace, summed in a fixed order (deterministic) either by a second kernel or, with FUSED = 1, by the last
 program of each tile to arrive (a per-tile counter: one launch, which decode shapes need). TMA = 1 loads tiles
-through host-made tensor descriptors (Hopper and newer), PERSISTENT = 1 walks the tiles with one program per
-multiprocessor. SK_TAIL = 1 runs whole waves of output tiles data-parallel and splits K only for the last, partial
-wave (two launches over column ranges of C); STREAM_K = 1 or 2 runs one program per multiprocessor, each streaming
-an equal share of the unbalanced tiles' K iterations, the cut tiles fixed up in the same launch; and GEMV = 1
-(decode, M <= 8) streams B in BLOCK_N-wide slabs and reduces on the vector units.
+through host-made tensor descriptors (Hopper and newer), and PERSISTENT = 1 walks the tiles with one program per
+multiprocessor.
 On a CPU machine the interpreter checks correctness (use ``--dtype float16``: Triton's interpreter mishandles
 bf16 loads) and no timing is claimed.
 """
@@ -134,89 +131,6 @@ def matmul_tma_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
 
 
 @triton.jit
-def _tile_span(a_ptr, b_ptr, pid_m, pid_n, k_lo, k_hi, M, N, stride_am, stride_ak, stride_bk, stride_bn,
-               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    """One output tile's fp32 partial product over the K iterations [k_lo, k_hi) (each BLOCK_K deep)."""
-    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    offs_k = k_lo * BLOCK_K + tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak
-    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for _ in range(k_lo, k_hi):
-        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
-    return acc
-
-
-@triton.jit
-def _store_tile(c_ptr, bias_ptr, acc, pid_m, pid_n, M, N, stride_cm, stride_cn,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HAS_BIAS: tl.constexpr):
-    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + offs_cn, mask=offs_cn < N, other=0.0).to(tl.float32)[None, :]
-    mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    tl.store(c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
-             mask=mask)
-
-
-@triton.jit
-def matmul_stream_k_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, lock_ptr, M, N, K, sk_tiles,
-                           stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                           GROUP_M: tl.constexpr, HAS_BIAS: tl.constexpr):
-    # Stream-K (one program per multiprocessor): the first ``sk_tiles`` output tiles' K iterations, laid end to
-    # end, are cut into one equal range per program, so every program does the same work whatever the tile
-    # count; the remaining tiles (whole waves) run data-parallel after them. A range that covers part of a tile
-    # stores its fp32 partial in its own workspace slot (slot 0: the range's first segment, 1: its last) and
-    # counts itself in on the tile's counter; the last to arrive sums every part in program order (the result is
-    # deterministic whoever arrives last) and writes C. Nobody waits on another program: no deadlock when the
-    # grid is not all resident.
-    pid = tl.program_id(0)
-    progs = tl.num_programs(0)
-    iters = K // BLOCK_K
-    total_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-    sk_iters = sk_tiles * iters
-    start = pid * sk_iters // progs
-    end = (pid + 1) * sk_iters // progs
-    offs_w = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-    it = start
-    while it < end:
-        tile = it // iters
-        tile_start = tile * iters
-        seg_end = tl.minimum(end, tile_start + iters)
-        pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        acc = _tile_span(a_ptr, b_ptr, pid_m, pid_n, it - tile_start, seg_end - tile_start, M, N, stride_am,
-                         stride_ak, stride_bk, stride_bn, BLOCK_M, BLOCK_N, BLOCK_K)
-        if (it == tile_start) & (seg_end == tile_start + iters):
-            _store_tile(c_ptr, bias_ptr, acc, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N, HAS_BIAS)
-        else:
-            slot = (it != start).to(tl.int32)
-            tl.store(ws_ptr + (pid * 2 + slot) * (BLOCK_M * BLOCK_N) + offs_w, acc)
-            # Programs first..last cover the tile: program q's range starts at q * sk_iters // progs.
-            first = ((tile_start + 1) * progs + sk_iters - 1) // sk_iters - 1
-            last = ((tile_start + iters) * progs + sk_iters - 1) // sk_iters - 1
-            tl.debug_barrier()  # every thread's part stored before the counter publishes it (acq_rel)
-            arrived = tl.atomic_add(lock_ptr + tile, 1, sem="acq_rel")
-            if arrived == last - first:
-                total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-                for q in range(first, last + 1):
-                    q_slot = ((q * sk_iters // progs) < tile_start).to(tl.int32)
-                    total += tl.load(ws_ptr + (q * 2 + q_slot) * (BLOCK_M * BLOCK_N) + offs_w, cache_modifier=".cg")
-                _store_tile(c_ptr, bias_ptr, total, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N,
-                            HAS_BIAS)
-                tl.atomic_xchg(lock_ptr + tile, 0)  # ready for the next launch
-        it = seg_end
-    for tile in range(sk_tiles + pid, total_tiles, progs):
-        pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        acc = _tile_span(a_ptr, b_ptr, pid_m, pid_n, 0, iters, M, N, stride_am, stride_ak, stride_bk, stride_bn,
-                         BLOCK_M, BLOCK_N, BLOCK_K)
-        _store_tile(c_ptr, bias_ptr, acc, pid_m, pid_n, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N, HAS_BIAS)
-
-
-@triton.jit
 def splitk_reduce_kernel(ws_ptr, c_ptr, bias_ptr, MN, N, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
                          HAS_BIAS: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -229,31 +143,6 @@ def splitk_reduce_kernel(ws_ptr, c_ptr, bias_ptr, MN, N, SPLIT_K: tl.constexpr, 
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
-def gemv_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
-                stride_cn, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, HAS_BIAS: tl.constexpr):
-    # Decode (M <= 8): a bandwidth-bound product whose MMA tile would idle 15 of its 16 rows. Each program streams
-    # a BLOCK_N-wide slab of B once, for all M rows together, multiplying in fp32 on the vector units; the products
-    # are summed per thread across the K loop and reduced across threads once at the end (a reduction per step
-    # costs a shared-memory round trip and a barrier each time).
-    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_m = tl.arange(0, ROWS)
-    rows = offs_m < M
-    partial = tl.zeros((ROWS, BLOCK_N, BLOCK_K), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        offs_k = k0 + tl.arange(0, BLOCK_K)
-        b = tl.load(b_ptr + offs_k[None, :] * stride_bk + offs_n[:, None] * stride_bn,
-                    mask=offs_n[:, None] < N, other=0.0).to(tl.float32)
-        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak, mask=rows[:, None],
-                    other=0.0).to(tl.float32)
-        partial += a[:, None, :] * b[None, :, :]
-    acc = tl.sum(partial, axis=2)
-    if HAS_BIAS:
-        acc += tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
-    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=rows[:, None] & (offs_n[None, :] < N))
-
-
 _workspaces: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor]] = {}
 _sms: dict[Any, int] = {}
 _counters: dict[tuple[int, int], torch.Tensor] = {}
@@ -262,13 +151,6 @@ _kept_counters: list[torch.Tensor] = []
 
 def _workspace(split_k: int, m: int, n: int, tiles: int, device: torch.device,
                per_call: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Split-K's fp32 partials (SPLIT_K × M × N) and its per-tile arrival counters."""
-    return _scratch((split_k, m, n), tiles, device, per_call)
-
-
-def _scratch(partials: tuple[int, ...], tiles: int, device: torch.device,
-             per_call: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """fp32 partials of the given shape and ``tiles`` arrival counters at zero."""
     # Tuning: allocated at the first (compile) launch and reused, since an allocation inside the timed region
     # would be host work the kernel does not do in a program that keeps its workspace. The per-tile arrival
     # counters start at zero and the fused reduction leaves them at zero. ``per_call`` (serving a program): the
@@ -276,11 +158,11 @@ def _scratch(partials: tuple[int, ...], tiles: int, device: torch.device,
     # workspace kept across calls would outlive the call inside torch.compile's CUDA-graph memory pool, which then
     # refuses to record ("live storage ... not accounted for"); a freed one is the graph pool's to keep.
     if per_call:
-        return torch.empty(partials, dtype=torch.float32, device=device), _arrival_counters(tiles, device)
-    key = (partials, tiles, str(device))
+        return (torch.empty((split_k, m, n), dtype=torch.float32, device=device), _arrival_counters(tiles, device))
+    key = (split_k, m, n, tiles, str(device))
     if key not in _workspaces:
         _workspaces.clear()
-        _workspaces[key] = (torch.empty(partials, dtype=torch.float32, device=device),
+        _workspaces[key] = (torch.empty((split_k, m, n), dtype=torch.float32, device=device),
                             torch.zeros(tiles, dtype=torch.int32, device=device))
     return _workspaces[key]
 
@@ -311,9 +193,7 @@ def _arrival_counters(tiles: int, device: torch.device) -> torch.Tensor:
     return made
 
 
-def _multiprocessors(device: torch.device | None) -> int:
-    if device is None or device.type != "cuda":
-        return 4  # the interpreter: a small device, so that its tests meet partial waves
+def _multiprocessors(device: torch.device) -> int:
     if device not in _sms:  # a property query per launch is host time the kernel does not need
         _sms[device] = torch.cuda.get_device_properties(device).multi_processor_count
     return _sms[device]
@@ -350,61 +230,11 @@ def _plain_args(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.T
             meta["BLOCK_N"], meta["BLOCK_K"], meta["GROUP_M"], meta["SPLIT_K"], meta["FUSED"], bias is not None)
 
 
-def _tail_columns(m: int, n: int, meta: dict[str, Any], device: torch.device | None, sms: int | None = None
-                  ) -> int | None:
-    """SK_TAIL's split of C's columns: the first ones fill whole waves of output tiles (as nearly as whole columns
-    of tiles allow), the rest are the last, partial wave; None where there is no partial wave to split."""
-    m_tiles, n_tiles = triton.cdiv(m, meta["BLOCK_M"]), triton.cdiv(n, meta["BLOCK_N"])
-    sms = sms or _multiprocessors(device)
-    head = min(n_tiles, (m_tiles * n_tiles // sms) * sms // m_tiles)
-    return head * meta["BLOCK_N"] if 0 < head < n_tiles else None
-
-
-def stream_k_split(tiles: int, iters: int, sms: int, mode: int) -> tuple[int, int]:
-    """Stream-K's grid and how many of the first output tiles it streams (the rest run data-parallel, in whole
-    waves): all of them where they underfill the device; else the partial last wave's (``mode`` 1) or that and
-    one whole wave more (``mode`` 2: each program streams more than one tile's worth, so fewer tiles are cut in
-    parts). The grid never exceeds the streamed iterations, so every program's range holds at least one."""
-    if tiles <= sms:
-        streamed = tiles
-    else:
-        partial = tiles % sms
-        streamed = partial + sms if mode == 2 and partial else partial
-    return (min(sms, streamed * iters) if streamed else sms), streamed
-
-
-def _stream_k(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, m: int, n: int,
-              k: int, meta: dict[str, Any], options: dict[str, Any], per_call: bool) -> Any:
-    bm, bn = meta["BLOCK_M"], meta["BLOCK_N"]
-    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    grid, streamed = stream_k_split(tiles, k // meta["BLOCK_K"], _multiprocessors(a.device), meta["STREAM_K"])
-    ws, locks = _scratch((2 * grid, bm, bn), max(streamed, 1), a.device, per_call)
-    return matmul_stream_k_kernel[(grid,)](a, b, c, c if bias is None else bias, ws, locks, m, n, k, streamed,
-                                           a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
-                                           c.stride(1), bm, bn, meta["BLOCK_K"], meta["GROUP_M"], bias is not None,
-                                           **options)
-
-
 def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
     a, b, c, bias = args["a"], args["b"], args["c"], args.get("bias")
     m, n, k = args["M"], args["N"], args["K"]
     bm, bn, split_k = meta["BLOCK_M"], meta["BLOCK_N"], meta["SPLIT_K"]
     options = {"num_warps": meta["num_warps"], "num_stages": meta["num_stages"]}
-    if meta.get("GEMV"):  # (tables written before GEMV existed have no such key)
-        return gemv_kernel[(triton.cdiv(n, bn),)](a, b, c, c if bias is None else bias, m, n, k, a.stride(0),
-                                                  a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-                                                  triton.next_power_of_2(m), bn, meta["BLOCK_K"], bias is not None,
-                                                  **options)
-    if meta.get("STREAM_K") and a.dim() == 2:
-        return _stream_k(a, b, c, bias, m, n, k, meta, options, bool(args.get("per_call")))
-    if meta.get("SK_TAIL") and a.dim() == 2:
-        split = _tail_columns(m, n, meta, a.device)
-        if split is None:  # no partial last wave on this device: every tile in one data-parallel pass
-            return launch(fn, args, {**meta, "SK_TAIL": 0, "SPLIT_K": 1, "FUSED": 0})
-        launch(fn, {**args, "b": b[:, :split], "c": c[:, :split], "N": split,
-                    "bias": None if bias is None else bias[:split]}, {**meta, "SK_TAIL": 0, "SPLIT_K": 1, "FUSED": 0})
-        return launch(fn, {**args, "b": b[:, split:], "c": c[:, split:], "N": n - split,
-                           "bias": None if bias is None else bias[split:]}, {**meta, "SK_TAIL": 0})
     if meta["TMA"]:
         kernel, call, grid = _tma_call(a, b, c, m, n, k, meta)
         return kernel[grid](*call, **options)
@@ -484,8 +314,8 @@ def smem_fits(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool
 
 
 def splitk_when_underfilled(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool:
-    """Split K only when the output tiles alone cannot fill the device (or, SK_TAIL, their last wave)."""
-    if c["SPLIT_K"] == 1 or c["SK_TAIL"]:
+    """Split K only when the output tiles alone cannot fill the device."""
+    if c["SPLIT_K"] == 1:
         return True
     tiles = triton.cdiv(s["M"], c["BLOCK_M"]) * triton.cdiv(s["N"], c["BLOCK_N"])
     return tiles < (t.compute_units if t else 132)
@@ -505,66 +335,14 @@ def tma_supported(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> 
     return plain and c["SPLIT_K"] == 1 and t is not None and t.arch.startswith(("sm_9", "sm_10", "sm_12"))
 
 
-def sk_tail_form(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool:
-    """SK_TAIL = 1: the output tiles run data-parallel in whole waves and SPLIT_K (fused) splits only the last,
-    partial wave's tiles over the idle multiprocessors — the data-parallel + stream-K hybrid without stream-K's
-    fix-up pass, for shapes whose tile count is just past a wave (160 tiles on 132 SMs: a fifth of the card idle
-    for a whole tile time). Valid where there is such a wave and its split tiles fit one wave."""
-    if not c["SK_TAIL"]:
-        return True
-    if c["SPLIT_K"] == 1 or not c["FUSED"] or c["TMA"]:
-        return False
-    sms = t.compute_units if t else 132
-    head = _tail_columns(s["M"], s["N"], c, None, sms)
-    if head is None:
-        return False
-    tail_tiles = triton.cdiv(s["M"], c["BLOCK_M"]) * triton.cdiv(s["N"] - head, c["BLOCK_N"])
-    return tail_tiles * c["SPLIT_K"] <= sms
-
-
-def stream_k_form(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool:
-    """STREAM_K = 1 or 2: one program per multiprocessor streams the K iterations of the tiles a wave would leave
-    unbalanced (``stream_k_split``), the plain kernel's loads otherwise (no split-K, TMA or other form). Valid
-    where that balances enough to pay for its fix-ups: the tiles underfill the device, or their waves leave at
-    least a tenth of the device's tile slots idle (160 tiles on 132 SMs: 39%; 1024 on 132: 3%, left to the
-    data-parallel kernels, which would otherwise see the space half again as large). Mode 2 only past one wave,
-    where it differs from mode 1."""
-    if not c["STREAM_K"]:
-        return True
-    if c["SPLIT_K"] > 1 or c["TMA"] or c["SK_TAIL"] or c["GEMV"]:
-        return False
-    sms = t.compute_units if t else 132
-    tiles = triton.cdiv(s["M"], c["BLOCK_M"]) * triton.cdiv(s["N"], c["BLOCK_N"])
-    if tiles > sms:
-        return tiles < STREAM_K_FILL * triton.cdiv(tiles, sms) * sms
-    return tiles < sms and c["STREAM_K"] == 1
-
-
-STREAM_K_FILL = 0.9
-"""Stream-K is tried where the data-parallel waves fill less than this share of the device's tile slots."""
-
-
-def gemv_form(c: dict[str, Any], s: dict[str, Any]) -> bool:
-    """GEMV = 1 is the decode kernel (at most 8 rows); BLOCK_N and BLOCK_K are its slab, whose fp32 partial sums
-    (rows × slab) stay within 64 registers a thread; the MMA tile's other parameters mean nothing to it and are
-    held at one value, so each GEMV config is proposed once."""
-    if not c["GEMV"]:
-        return True
-    partials = triton.next_power_of_2(s["M"]) * c["BLOCK_N"] * c["BLOCK_K"] // (32 * c["num_warps"])
-    return s["M"] <= 8 and partials <= 64 and (c["BLOCK_M"], c["GROUP_M"], c["SPLIT_K"], c["FUSED"], c["TMA"],
-                                                c["PERSISTENT"]) == (16, 8, 1, 0, 0, 0)
-
-
 def _tutorial(bm: int, bn: int, bk: int, stages: int, warps: int, **extra: int) -> dict[str, int]:
     return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_stages": stages, "num_warps": warps,
             **extra}
 
 
 # Known good configs tried first where valid: the 16 of the Triton matmul tutorial's autotune list (what a user
-# coming from triton.autotune carries over), TMA / persistent variants of its large tiles, split-K over its
-# large tiles (fused), the usual cure where a skinny product's output tiles alone leave SMs idle (valid only there),
-# the same split over only a partial last wave (SK_TAIL), GEMV slabs for decode (M <= 8), and stream-K over the
-# tutorial's common tiles.
+# coming from triton.autotune carries over), TMA / persistent variants of its large tiles, and split-K over its
+# large tiles (fused), the usual cure where a skinny product's output tiles alone leave SMs idle (valid only there).
 SEEDS = [_tutorial(*c) for c in (
     (128, 256, 64, 3, 8), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4),
     (128, 32, 32, 4, 4), (64, 32, 32, 5, 2), (32, 64, 32, 5, 2), (128, 256, 128, 3, 8), (256, 128, 128, 3, 8),
@@ -574,17 +352,11 @@ SEEDS = [_tutorial(*c) for c in (
     _tutorial(128, 128, 64, 4, 4, TMA=1), _tutorial(128, 128, 64, 4, 4, TMA=1, PERSISTENT=1)] + [
     _tutorial(*tile, SPLIT_K=split, FUSED=1) for split in (2, 4, 8)
     for tile in ((128, 128, 64, 4, 4), (128, 64, 128, 4, 4), (64, 128, 128, 4, 4), (128, 256, 64, 3, 8))] + [
-    _tutorial(*tile, SPLIT_K=split, FUSED=1, SK_TAIL=1) for split in (2, 4, 8)
-    for tile in ((128, 128, 64, 4, 4), (128, 256, 64, 3, 8), (64, 128, 64, 4, 4))] + [
     # Decode (M <= 16, where BLOCK_M is 16 and no tile above applies): the fastest configs of the H200's
     # interleaved CUPTI oracle and claims checks at 16×4096×4096, 16×4096×14336 and 16×14336×4096 (bf16,
     # 2026-12-03, benchmarks/RESULTS.md "Tuning reproducibility"), which a 12 s search found in 2 of 5 runs.
     _tutorial(16, 32, 256, 5, 4, TMA=1, PERSISTENT=1), _tutorial(16, 128, 128, 5, 4), _tutorial(16, 64, 256, 4, 4),
-    _tutorial(16, 32, 256, 4, 4, TMA=1, PERSISTENT=1)] + [
-    _tutorial(16, bn, bk, stages, warps, GEMV=1) for bn, bk, stages, warps in (
-        (16, 256, 3, 4), (32, 128, 3, 4), (8, 128, 4, 2), (32, 256, 2, 8), (16, 128, 3, 2))] + [
-    _tutorial(*tile, STREAM_K=mode) for mode in (1, 2)
-    for tile in ((128, 128, 64, 4, 4), (128, 256, 64, 3, 8), (128, 64, 64, 4, 4), (64, 128, 64, 4, 4))]
+    _tutorial(16, 32, 256, 4, 4, TMA=1, PERSISTENT=1)]
 
 
 SERVED_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -655,16 +427,14 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
     grid, integers and constexprs the key fixes. Its operands' strides are checked on every call (they decide
     the binary's specialization: a stride of 1, or one divisible by 16) and so is the device (a compiled kernel is
     loaded per device); ``served_shape`` checked alignment.
-    A split-K that is not fused runs two kernels and stays on the JIT path, as do SK_TAIL's two launches, the
-    GEMV kernel and stream-K."""
+    A split-K that is not fused runs two kernels and stays on the JIT path."""
     from kerntune.backends.triton_launch import direct_launcher
 
     m, n, k = int(shape["M"]), int(shape["N"]), int(shape["K"])
     addmm = op.startswith("aten::addmm")
     split_k, tma = config["SPLIT_K"], bool(config["TMA"])
     tiles = triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"])
-    own_path = any(config.get(form) for form in ("GEMV", "SK_TAIL", "STREAM_K"))
-    direct = not own_path and (tma or split_k == 1 or bool(config["FUSED"]))
+    direct = tma or split_k == 1 or bool(config["FUSED"])
     options = {"num_warps": config["num_warps"], "num_stages": config["num_stages"]}
     launchers: dict[tuple[Any, ...], Callable[..., None] | None] = {}
 
@@ -708,16 +478,13 @@ problem = kt.Problem(
     space=kt.Space(
         params={
             "BLOCK_M": [16, 32, 64, 128, 256],
-            "BLOCK_N": [8, 16, 32, 64, 128, 256],
+            "BLOCK_N": [32, 64, 128, 256],
             "BLOCK_K": [32, 64, 128, 256],
             "GROUP_M": [1, 4, 8, 16],
             "SPLIT_K": [1, 2, 4, 8, 16],
             "FUSED": [0, 1],
             "TMA": [0, 1],
-            "SK_TAIL": [0, 1],
-            "STREAM_K": [0, 1, 2],
             "PERSISTENT": [0, 1],
-            "GEMV": [0, 1],
             "num_warps": [2, 4, 8],
             "num_stages": [2, 3, 4, 5],
         },
@@ -741,13 +508,9 @@ problem = kt.Problem(
             kt.Constraint(tma_supported, "TMA needs sm_90+"),
             kt.Constraint(lambda c: c["TMA"] or not c["PERSISTENT"], "PERSISTENT only with TMA"),
             kt.Constraint(lambda c: c["SPLIT_K"] > 1 or not c["FUSED"], "FUSED only with split-K"),
-            kt.Constraint(gemv_form, "GEMV only for M <= 8, with the MMA tile's other parameters at one value"),
-            kt.Constraint(lambda c: c["GEMV"] or c["BLOCK_N"] >= 32, "BLOCK_N < 32 only for GEMV"),
-            kt.Constraint(sk_tail_form, "SK_TAIL only with fused split-K over a partial last wave"),
-            kt.Constraint(stream_k_form, "STREAM_K only alone, where tiles underfill the device or a wave"),
         ],
         default={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "TMA": 0,
-                 "PERSISTENT": 0, "GEMV": 0, "SK_TAIL": 0, "STREAM_K": 0, "num_warps": 4, "num_stages": 3},
+                 "PERSISTENT": 0, "num_warps": 4, "num_stages": 3},
         seeds=SEEDS,
     ),
     shapes=[{"M": 4096, "N": 4096, "K": 4096, "layout": "NN", "bias": 0}],

@@ -156,38 +156,14 @@ def printed_ratio(found: dict[str, Any]) -> float | None:
     return None
 
 
-def _second_timer(found: dict[str, Any]) -> dict[str, Any]:
-    """kerntune's second-timer entry for the winner's last confirmation round ({} where it has none)."""
-    return (((found.get("winner") or {}).get("confirmed") or {}).get("conditions") or {}).get(
-        "telemetry", {}).get("second_timer") or {}
-
-
 def kerntune_medians_us(found: dict[str, Any]) -> dict[str, float] | None:
     """The winner's and torch.matmul's kernel medians in µs from kerntune's own second timer (the winner's last
     confirmation round, where it ran): set beside the check's, they say which side moved when the ratios differ."""
-    second = _second_timer(found)
+    second = (((found.get("winner") or {}).get("confirmed") or {}).get("conditions") or {}).get(
+        "telemetry", {}).get("second_timer") or {}
     if "original_ms" not in second or "variant_ms" not in second:
         return None
     return {"torch_us": 1e3 * float(second["original_ms"]), "winner_us": 1e3 * float(second["variant_ms"])}
-
-
-def kerntune_carryover_us(found: dict[str, Any]) -> dict[str, float] | None:
-    """The winner's and torch.matmul's kernel medians in µs after their own launch and after the other's, from
-    kerntune's second timer (its ``carryover``; torch.matmul is its side A, the winner B), where it kept them."""
-    carried = _second_timer(found).get("carryover")
-    if not carried:
-        return None
-    names = {"a_after_a": "torch_after_torch", "a_after_b": "torch_after_winner", "b_after_a": "winner_after_torch",
-             "b_after_b": "winner_after_winner"}
-    return {names[k]: 1e3 * float(v) for k, v in carried.items() if k in names}
-
-
-def check_carryover_us(times: list[float]) -> dict[str, float]:
-    """The same four medians from the check's own calls (blocks of torch, winner, winner, torch: the first torch
-    of a block follows the last torch of the one before, the first block's left out)."""
-    blocks = np.array(times).reshape(-1, 4)
-    return {"torch_after_torch": float(np.median(blocks[1:, 0])), "winner_after_torch": float(np.median(blocks[:, 1])),
-            "winner_after_winner": float(np.median(blocks[:, 2])), "torch_after_winner": float(np.median(blocks[:, 3]))}
 
 
 def binary_here(call: Any) -> str | None:
@@ -240,8 +216,6 @@ def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.T
     binary, reported = binary_here(calls["winner"]), found["winner"].get("binary_hash")
     return {"shape": shape, "config": config, "errors": errors, "gated": all(e <= GATE for e in errors.values()),
             "checked": checked, "printed": printed, "kerntune_us": kerntune_medians_us(found),
-            "carryover_us": {"check": check_carryover_us(checked["call_us"]), "kerntune": kerntune_carryover_us(found)},
-            "kerntune_idle_before": _second_timer(found).get("idle_before"),
             "binary": {"here": binary, "reported": reported, "same": None if not (binary and reported)
                        else binary == reported},
             "disagreement": None if printed is None else printed / checked["ratio"] - 1}
@@ -289,16 +263,6 @@ def main() -> int:
               f"torch {k['torch_us']:.2f} us, winner {k['winner_us']:.2f} us") + "; winner binary "
               + {True: "the one kerntune timed", False: "DIFFERS from the one kerntune timed",
                  None: "not compared"}[b], flush=True)
-        idle = row["kerntune_idle_before"]
-        if idle:
-            print(f"    kerntune's launches that started on an idle device: torch {idle.get('a_idle_share', 0):.0%}, "
-                  f"winner {idle.get('b_idle_share', 0):.0%} (median gaps {idle.get('a_median_us', 0):.1f} and "
-                  f"{idle.get('b_median_us', 0):.1f} us)", flush=True)
-        for who, carried in row["carryover_us"].items():
-            if carried:
-                print(f"    {who}'s carryover: winner {carried['winner_after_torch']:.2f} us after torch, "
-                      f"{carried['winner_after_winner']:.2f} after itself; torch {carried['torch_after_winner']:.2f} "
-                      f"after the winner, {carried['torch_after_torch']:.2f} after itself", flush=True)
     done = [r for r in rows if "checked" in r]
     both = [r for r in done if r["printed"] is not None]
     summary = {

@@ -69,15 +69,3 @@ def test_kerntunes_own_medians_are_read_from_the_winners_last_round() -> None:
     assert claims_check.kerntune_medians_us({"winner": {"confirmed": None}}) is None
     assert claims_check.kerntune_medians_us({"winner": {"confirmed": {"conditions": {"telemetry": {
         "second_timer": {"timer": "x", "error": "refused"}}}}}}) is None
-
-
-def test_the_carryover_is_read_by_position_from_both_timers() -> None:
-    # The check's blocks: torch, winner, winner, torch; the winner slower right after torch than after itself.
-    times = [15.4, 19.3, 18.0, 15.6] * 5
-    assert claims_check.check_carryover_us(times) == pytest.approx(
-        {"torch_after_torch": 15.4, "winner_after_torch": 19.3, "winner_after_winner": 18.0,
-         "torch_after_winner": 15.6})
-    carried = {"a_after_a": 0.0154, "b_after_a": 0.0193, "b_after_b": 0.018, "a_after_b": 0.0156}
-    found = {"winner": {"confirmed": {"conditions": {"telemetry": {"second_timer": {"carryover": carried}}}}}}
-    assert claims_check.kerntune_carryover_us(found) == pytest.approx(claims_check.check_carryover_us(times))
-    assert claims_check.kerntune_carryover_us({"winner": {"confirmed": None}}) is None

@@ -65,15 +65,13 @@ def timer_of(backend: Any) -> str | None:
 
 def profiled_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], None],
                 synchronize: Callable[[], None], sustain: int = 0,
-                after: Callable[[], None] | None = None, idle_us: list[float] | None = None) -> list[float]:
+                after: Callable[[], None] | None = None) -> list[float]:
     """Each launch's device time in ms from the profiler's kernel records, in order; ``prepare(i)`` runs before
     launch ``i`` outside its range (restore its inputs, flush the cache), so none of it is counted. The first
     ``sustain`` launches are load only: they run first, in the session but outside any range, and are neither
     timed nor returned. ``after`` runs once the device has finished the last launch, before the trace is read
     back (the idle that reading costs would let a capped clock recover: a telemetry reading there is the clock the
-    pairs ran at). With ``idle_us``, each timed launch's idle gap before its work began is appended to it
-    (``scope.trace.device_idle_before_us``). Raises RuntimeError when the profiler tied device work to fewer
-    launches than ran.
+    pairs ran at). Raises RuntimeError when the profiler tied device work to fewer launches than ran.
 
     Hazard guarded (``sustain``): starting a profiler session idles the device, and under a power cap an idle
     device comes back at boost clock for its first tens of milliseconds. On the H200, bf16 8192³ against
@@ -89,7 +87,7 @@ def profiled_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], 
     host call that launched it (its correlation id), so no synchronisation is needed to attribute it."""
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from kerntune.scope.trace import device_idle_before_us, device_us_per_range
+    from kerntune.scope.trace import device_us_per_range
 
     synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -106,10 +104,7 @@ def profiled_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], 
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(trace))
-        events = json.loads(trace.read_text())["traceEvents"]
-        per = device_us_per_range(events, PROFILED_RANGE)
-        if idle_us is not None:
-            idle_us.extend(device_idle_before_us(events, PROFILED_RANGE))
+        per = device_us_per_range(json.loads(trace.read_text())["traceEvents"], PROFILED_RANGE)
     timed = len(launches) - sustain
     if len(per) != timed or min(per, default=0.0) <= 0:
         raise RuntimeError(f"the profiler tied device work to {sum(1 for x in per if x > 0)} of {timed} launches")
@@ -142,9 +137,10 @@ def planned_pairs(a_ms: Sequence[float], b_ms: Sequence[float], target: float | 
     for the median block log ratio's 95% interval to reach ``target`` at the first timer's spread of A B B A block
     log ratios (n = 2 × (1.96 × 1.2533 × sd / target)² pairs, two a block, sd = 1.4826 × MAD: the events' spread
     includes their own jitter, so this errs long), at most MAX_PAIRS and what MAX_S holds at the first timer's pair
-    time, at least min(PAIRS, pairs the first timer took), and never fewer than cover MIN_WINDOW_S. Without a
-    target: that minimum. One profiler session of the right size instead of several doubling ones: each session's
-    start and trace export cost more than its launches."""
+    time, at least
+    min(PAIRS, pairs the first timer took), and never fewer than cover MIN_WINDOW_S. Without a target: that
+    minimum. One profiler session of the right size instead of several doubling ones: each session's start and
+    trace export cost more than its launches."""
     floor = min(PAIRS, len(a_ms), len(b_ms))
     if target is None or floor < 3:
         return floor
@@ -205,7 +201,6 @@ def check_pairs(backend: Any, launch_a: Launches, launch_b: Launches, flush: boo
             backend.flush_cache()
 
     load = [launch_of(i)[side] for i in range(sustain) for side in ((0, 1) if i % 2 == 0 else (1, 0))]
-    idle: list[tuple[float, float]] = []  # each pair's idle gaps before A's work and B's (the profiler only)
     clock: dict[str, Any] = {}
 
     def read_clock() -> None:
@@ -215,65 +210,24 @@ def check_pairs(backend: Any, launch_a: Launches, launch_b: Launches, flush: boo
         first = len(paired)
         order = [(0, 1) if (first + i) % 2 == 0 else (1, 0) for i in range(count)]
         launches = [launch_of(first + i)[side] for i, pair in enumerate(order) for side in pair]
-        gaps: list[float] = []
         try:
-            if timer == PROFILER:
-                timed = profiled_ms(load + launches, prepare, backend.synchronize, len(load), read_clock, gaps)
-            else:
-                timed = host_clock_ms(load + launches, prepare, backend.synchronize, len(load), read_clock)
+            timed = (profiled_ms if timer == PROFILER else host_clock_ms)(load + launches, prepare,
+                                                                          backend.synchronize, len(load), read_clock)
         except Exception as exc:  # CUPTI refused, a trace this torch writes differently, a launch that failed
             return {"timer": timer, "error": f"{type(exc).__name__}: {exc}"}
         paired += [(timed[2 * i + p.index(0)], timed[2 * i + p.index(1)]) for i, p in enumerate(order)]
-        if len(gaps) == len(launches):
-            idle += [(gaps[2 * i + p.index(0)], gaps[2 * i + p.index(1)]) for i, p in enumerate(order)]
         found = pair_ratio(paired)  # whole A B B A blocks: a pair dropped alone would misalign the order
         half_width = math.sqrt(found["ci"][1] / found["ci"][0]) - 1
         count = min(len(paired), MAX_PAIRS - len(paired))
         if target is None or half_width <= target or count <= 0 or time.perf_counter() - started >= MAX_S:
             break
-    carried = carryover(paired)
     placed = placement_spread(paired, placement_count(launch_a))
     if placed is not None:  # the claim carries the error of its placements, which more pairs do not reduce
         low, high = math.exp(-placed["half_width"]), math.exp(placed["half_width"])
         found["ci"] = [min(found["ci"][0], found["ratio"] * low), max(found["ci"][1], found["ratio"] * high)]
     return {**found, "half_width": half_width, "timer": timer, "events_ratio": events_ratio,
             "agrees": agrees(events_ratio, found["ratio"]), "sustain_pairs": sustain, **clock,
-            **({"placements": placed} if placed is not None else {}),
-            **({"carryover": carried} if carried is not None else {}),
-            **({"idle_before": idle_before(idle)} if idle else {})}
-
-
-def carryover(paired: Sequence[tuple[float, float]]) -> dict[str, float] | None:
-    """Each side's median time (ms) right after its own launch and right after the other side's, from pairs in A
-    B B A order: pair ``k`` even ran A then B after a pair that ended with A (``a_after_a``, ``b_after_a``), odd
-    ran B then A (``b_after_b``, ``a_after_b``); the first pair, which follows the session's load, is left out.
-    None with fewer than 5 pairs. A side much slower after the other's launch than after its own is a carryover
-    (caches or translations a flush does not clear) that the block ratio cancels and a single pair's does not: on
-    the H200 a fused split-K GEMM took 19.30 µs after torch.matmul and 18.03 µs after itself (2026-12-04)."""
-    if len(paired) < 5:
-        return None
-    even, odd = paired[2::2], paired[1::2]
-    return {"a_after_a": statistics.median(a for a, _ in even), "b_after_a": statistics.median(b for _, b in even),
-            "b_after_b": statistics.median(b for _, b in odd), "a_after_b": statistics.median(a for a, _ in odd)}
-
-
-IDLE_US = 1.0
-"""A launch whose work began more than this long after the device's last work ended started on an idle device."""
-
-
-def idle_before(idle: Sequence[tuple[float, float]]) -> dict[str, float]:
-    """Pairs' idle gaps (µs, A's and B's: ``scope.trace.device_idle_before_us``) as each side's median gap and
-    the share of its launches that started on an idle device (a gap over ``IDLE_US``). Hazard named: the launches
-    are meant to queue back to back; a host too slow to keep ahead of short kernels leaves the device idle before
-    some of them, which changes how they run (the H200, 4096³ bf16: 1.0195 against torch.matmul drained, 1.0112
-    back to back)."""
-    out: dict[str, float] = {}
-    for side, gaps in (("a", [a for a, _ in idle if not math.isnan(a)]),
-                       ("b", [b for _, b in idle if not math.isnan(b)])):
-        if gaps:
-            out[f"{side}_median_us"] = statistics.median(gaps)
-            out[f"{side}_idle_share"] = sum(1 for g in gaps if g > IDLE_US) / len(gaps)
-    return out
+            **({"placements": placed} if placed is not None else {})}
 
 
 def placement_count(launches: Launches) -> int:

@@ -105,8 +105,8 @@ def robust_ratio_ci(pairs: Sequence[tuple[float, float]],
 def abba_block_logs(a_samples: Sequence[float], b_samples: Sequence[float]) -> list[float]:
     """One log ratio per A B B A block of samples taken side by side: pair ``2j`` ran A then B, pair ``2j + 1`` B
     then A, and block ``j``'s value is log((b_2j + b_2j+1) / (a_2j + a_2j+1)). A trailing unmatched pair is left
-    out (taken alone when it is the only pair), and so is a block with any sample of no measurable time (a timer
-    too coarse reads zero): drop whole blocks, never single samples, or the A-first and B-first pairs pair wrongly.
+    out (taken alone when it is the only pair), and so is a block with a side of no measurable time (a timer too
+    coarse reads zero): drop whole blocks, never single samples, or the A-first and B-first pairs pair wrongly.
 
     Hazard guarded: a launch that follows the other side's launch can run slower than one that follows its own,
     cache flush or not. On the H200 a fused split-K GEMM took 19.30 µs after torch.matmul and 18.03 µs after
@@ -117,9 +117,12 @@ def abba_block_logs(a_samples: Sequence[float], b_samples: Sequence[float]) -> l
     each side once in each position, so the carryover cancels within it."""
     if not a_samples or len(a_samples) != len(b_samples):
         raise ValueError(f"paired samples need equal, non-zero counts (got {len(a_samples)} and {len(b_samples)})")
-    step = 1 if len(a_samples) == 1 else 2
-    blocks = [(a_samples[i:i + step], b_samples[i:i + step]) for i in range(0, len(a_samples) - step + 1, step)]
-    return [math.log(sum(b) / sum(a)) for a, b in blocks if min(*a, *b) > 0]
+    if len(a_samples) == 1:
+        sums = [(a_samples[0], b_samples[0])]
+    else:
+        sums = [(a_samples[i] + a_samples[i + 1], b_samples[i] + b_samples[i + 1])
+                for i in range(0, len(a_samples) - 1, 2)]
+    return [math.log(b / a) for a, b in sums if a > 0 and b > 0]
 
 
 def paired_log_ratio(a_samples: Sequence[float], b_samples: Sequence[float]) -> float:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import bisect
 import gzip
 import json
-import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -175,31 +174,6 @@ def device_us_per_range(events: Sequence[dict[str, Any]], region: str) -> list[f
     found = [0.0] * len(spans)
     for e in _device_events(events, spans):
         found[e["span"]] += float(e.get("dur", 0))
-    return found
-
-
-def device_idle_before_us(events: Sequence[dict[str, Any]], region: str) -> list[float]:
-    """Per range the program marked ``region``, in the order the ranges started: how long the device sat idle
-    before the range's first device work began — its start less the latest end of any device activity (a flush
-    included) that began before it; 0 where the work queued behind earlier work, nan where the range launched
-    none. A kernel that starts on an idle device is not timed as it runs back to back (under a power cap, and with
-    caches the idle lets go cold): a host too slow to keep the queue ahead shows here."""
-    spans = _intervals(Window(region=region), events)
-    first = [math.inf] * len(spans)
-    for e in _device_events(events, spans):
-        first[e["span"]] = min(first[e["span"]], float(e["ts"]))
-    work = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in events
-                  if str(e.get("cat")) in DEVICE_CATEGORIES)
-    starts = [w[0] for w in work]
-    ends_before: list[float] = []
-    latest = -math.inf
-    for _, end in work:
-        latest = max(latest, end)
-        ends_before.append(latest)
-    found = []
-    for start in first:
-        i = bisect.bisect_left(starts, start)  # device work that began strictly before this range's first
-        found.append(math.nan if math.isinf(start) else 0.0 if i == 0 else max(0.0, start - ends_before[i - 1]))
     return found
 
 

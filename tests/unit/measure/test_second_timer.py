@@ -17,11 +17,9 @@ from kerntune.measure.second_timer import (
     MAX_SUSTAIN_PAIRS,
     SUSTAIN_S,
     agrees,
-    carryover,
     check_pairs,
     combine,
     host_clock_ms,
-    idle_before,
     placement_spread,
     planned_pairs,
     said,
@@ -163,21 +161,3 @@ def test_a_ratio_over_placements_carries_the_error_of_its_placements() -> None:
     low, high = found["ci"]
     assert high / low >= math.exp(2 * found["placements"]["half_width"]) * 0.999
     assert found["placements"]["ratios"][2] > found["placements"]["ratios"][0]  # the 1.5 placement above the 1.1
-
-
-def test_the_second_timer_names_a_carryover_from_the_launch_before() -> None:
-    # A B B A pairs where B runs 7% slower right after A than right after itself (the H200's fused split-K beside
-    # torch.matmul): the medians by position say so, and the first pair (after the session's load) is left out.
-    paired = [(15.4, 19.3) if k % 2 == 0 else (15.6, 18.0) for k in range(10)]
-    paired[0] = (99.0, 99.0)
-    assert carryover(paired) == {"a_after_a": 15.4, "b_after_a": 19.3, "b_after_b": 18.0, "a_after_b": 15.6}
-    assert carryover(paired[:4]) is None
-    found = check_pairs(_SleepBackend(), lambda: None, lambda: None, False, 1.0, pairs=8)
-    assert found is not None and set(found["carryover"]) == {"a_after_a", "b_after_a", "b_after_b", "a_after_b"}
-
-
-def test_the_second_timer_says_how_often_a_launch_started_on_an_idle_device() -> None:
-    # A's launches queued behind the flush (no gap); B's started 3 µs after the device went idle in half the pairs.
-    idle = [(0.0, 3.0 if k % 2 else 0.0) for k in range(8)] + [(math.nan, math.nan)]
-    assert idle_before(idle) == {"a_median_us": 0.0, "a_idle_share": 0.0, "b_median_us": 1.5, "b_idle_share": 0.5}
-    assert idle_before([]) == {}

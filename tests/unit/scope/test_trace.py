@@ -4,10 +4,9 @@ annotation ranges torch.compile draws. Each event is named for the hazard it che
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from kerntune.scope.trace import Window, analyze, device_idle_before_us, gemm_line, kernel_class, layout_letter
+from kerntune.scope.trace import Window, analyze, gemm_line, kernel_class, layout_letter
 
 
 def _op(name: str, ts: float, dur: float, ext: int, **args: Any) -> dict[str, Any]:
@@ -106,15 +105,3 @@ def test_a_kernel_replayed_in_a_cuda_graph_is_classed_by_its_own_launch() -> Non
               _device("kernel", "mystery_kernel", 1_100, 10, 2)]
     found = analyze(events, Window(region="step"))
     assert found["classes"] == {"Triton (user) or custom, driver-launched": 40, "custom CUDA or HIP": 10}
-
-
-def test_the_idle_before_each_range_is_measured_from_the_last_device_work_that_ended() -> None:
-    events = _trace()
-    # Step 0's first kernel starts 10 990 µs after the upload ended; step 1's 6 300 µs after step 0's last kernel.
-    assert device_idle_before_us(events, "decode") == [10_990.0, 6_300.0]
-    # Work queued behind earlier work (it starts while a flush still runs) has no idle before it.
-    events.append(_device("kernel", "flush", 104_800, 7_000, 999))
-    assert device_idle_before_us(events, "decode")[1] == 0.0
-    # A range that launched nothing on the device has no gap to measure.
-    events.append({"ph": "X", "cat": "user_annotation", "name": "decode", "ts": 130_000, "dur": 10})
-    assert math.isnan(device_idle_before_us(events, "decode")[2])

@@ -6,12 +6,13 @@ records (CUPTI through ``torch.profiler``): each launch runs in its own ``record
 back with the others, and its time is the summed durations of the device work it launched. Hazard guarded: events
 bracket whatever the device did between them — a host delay between the flush's end and the kernel's start, a split
 reduction's second kernel, a neighbour's work on the stream — where the kernel records hold only the kernels' own
-execution. On an OpenCL device the first timer is the queue's profiling events; the second is the host's wall clock
-around each launch with the queue drained before and after it (it includes the enqueue and the wait, so it agrees
-only where a launch outlasts them by far: a disagreement says so, never a silent average).
+execution. A ROCm build of torch takes the same path (its profiler's device activity comes from HIP's tracer, not
+CUPTI; not yet run on an AMD GPU). On an OpenCL device the first timer is the queue's profiling events; the second
+is the host's wall clock around each launch with the queue drained before and after it (it includes the enqueue and
+the wait, so it agrees only where a launch outlasts them by far: a disagreement says so, never a silent average).
 
-A second timer that cannot run (the profiler refused, no device work tied to a launch) is reported in ``error``:
-it clears nothing and fails nothing."""
+A second timer that cannot run (the profiler refused, no device work tied to a launch) is reported in ``error``: it
+clears nothing and fails nothing."""
 
 from __future__ import annotations
 

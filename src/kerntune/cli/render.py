@@ -153,7 +153,8 @@ def print_report(console: Console, report: RunReport) -> None:
                       highlight=False)
     for s in report.shapes:
         console.print(shape_table(run, s))
-        console.print("  configs: " + ", ".join(f"{n} {k}" for k, n in s.outcome_counts.items()), highlight=False)
+        console.print("  configs: " + ", ".join(f"{n} {k}" for k, n in s.outcome_counts.items())
+                      + (f"; {s.coverage}" if s.coverage else ""), highlight=False)
         for who, candidate in (("the winner", s.winner), *((b.name, b) for b in s.baselines)):
             sol = s.speed_of_light(candidate)
             if sol is not None:

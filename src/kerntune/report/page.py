@@ -64,7 +64,8 @@ def _shape_section(report: RunReport, s: ShapeReport, trace: list[tuple[int, str
     summary = [("winner", w.config.key if w else "none passed the gate"), ("median ms", _ms(best.median_ms if best
                                                                                           else None)),
                ("gate", w.verdict.outcome if w and w.verdict else "—"),
-               ("outcomes", ", ".join(f"{k} {v}" for k, v in s.outcome_counts.items())),
+               ("outcomes", ", ".join(f"{k} {v}" for k, v in s.outcome_counts.items())
+                + (f"; {s.coverage}" if s.coverage else "")),
                ("seconds", ", ".join(f"{k} {v:.3g}" for k, v in s.seconds.items()))]
     baselines = [(b.label or b.config.key, _ms(b.best_measurement.median_ms if b.best_measurement else None),
                   f"{s.speedup_over(b):.3f}×" if s.speedup_over(b) else "—") for b in s.baselines]

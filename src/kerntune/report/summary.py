@@ -31,6 +31,8 @@ class ShapeReport:
     reference where confirmation paired them, else by confirmed median."""
     pruned_by_constraint: int = 0
     """Configs the space's constraints excluded before the search (never compiled)."""
+    valid_configs: int | None = None
+    """Configs the constraints left at this shape (None: a run from before it was recorded)."""
     seconds: dict[str, float] = field(default_factory=dict)
     """Time split: ``compile`` (summed over candidates; compile workers run in parallel), ``gate`` and ``measure``
     (in the timing worker), and ``screened``/``timed`` counts of measurements by fidelity."""
@@ -55,6 +57,20 @@ class ShapeReport:
         ok = "timed" if self.timing_claimed else "gated"
         counts = Counter(ok if v == "ok" else v for v in searched.values())
         return {"pruned before compiling": self.pruned_by_constraint, **dict(counts)}
+
+    @property
+    def reached(self) -> int:
+        """Distinct configs of the space the run got to at this shape, whatever became of them (timed, failed,
+        pruned after compiling, a duplicate; a baseline that is a point of the space counts once)."""
+        return len({c.config.key for c in self.all_candidates if c.config.key and c.status != "pending"})
+
+    @property
+    def coverage(self) -> str:
+        """``"N of M valid configs reached"``, or "" where the valid count was not recorded. A search cut by its
+        budget has covered part of the space: its winner is the best of what it reached, which this says."""
+        if self.valid_configs is None:
+            return ""
+        return f"{min(self.reached, self.valid_configs)} of {self.valid_configs} valid configs reached"
 
     all_candidates: list[Candidate] = field(default_factory=list)
     cost: dict[str, float] | None = None
@@ -223,6 +239,7 @@ def build_report(store: Store, run: Run) -> RunReport:
                              key=lambda c: (0, ratios[c.id].ratio) if c.id in ratios else
                              (1, c.confirmed.median_ms if c.confirmed else 0.0)),
             pruned_by_constraint=pruned.get(shape.key, 0), seconds=_seconds(mine), all_candidates=mine,
+            valid_configs=(run.options.get("valid_configs") or {}).get(shape.key),
             cost=(run.options.get("costs") or {}).get(shape.key), ceilings=run.options.get("ceilings"),
             interleaved=ratios, reference=ref, second_timer=second_timer_ratios(store, mine),
         ))
@@ -276,6 +293,8 @@ def report_json(report: RunReport) -> dict[str, Any]:
             "timing_claimed": s.timing_claimed,
             "counts": s.counts,
             "outcomes": s.outcome_counts,
+            "valid_configs": s.valid_configs,
+            "reached": s.reached,
             "disturbed": s.disturbed,
             "seconds": s.seconds,
             "winner": _candidate_json(s.winner),

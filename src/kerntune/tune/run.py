@@ -192,6 +192,7 @@ class _Tuner(RunClock):
         """One shape's baselines and search; ``later``: this slot's shapes likely still to come (time shares)."""
         valid, rejected = self.valid(shape)
         self.store.record_pruned(self.run.id, shape, rejected)
+        self.store.set_run_option(self.run.id, "valid_configs", shape.key, len(valid))
         known_bad = {} if self.run.options.get("retry_failed") else prior_failures(
             self.store, run_id=self.run.id, problem=self.problem.name, spec_hash=self.run.spec_hash,
             target=self.target, shape_key=shape.key)

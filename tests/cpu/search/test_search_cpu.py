@@ -34,7 +34,11 @@ def test_a_target_time_stops_the_search_and_says_so(kerntune: Callable[..., CliR
     assert result.code == 0, result.stderr
     report = result.json()
     assert report["run"]["stop_reason"].startswith("target met: ")
-    assert report["shapes"][0]["outcomes"]["timed"] == 1
+    shape = report["shapes"][0]
+    assert shape["outcomes"]["timed"] == 1
+    # The report says how much of the space a stopped search reached: the default (a baseline that is a point of
+    # the space) and the one config timed, of the 9 valid.
+    assert (shape["reached"], shape["valid_configs"]) == (2, 9)
 
 
 def test_a_time_budget_per_shape_leaves_every_shape_its_share(kerntune: Callable[..., CliResult]) -> None:
@@ -45,13 +49,15 @@ def test_a_time_budget_per_shape_leaves_every_shape_its_share(kerntune: Callable
     report = result.json()
     # Each shape's search stops at its 5 s, or the run at 5 s × 2 shapes, start-up included, whichever comes first.
     # (5 s, not 2: on this 2-core VM the first PoCL compile of a shape's baseline alone has taken 2.2 s.) At these
-    # shapes the space holds 4 configs, 2 of them pruned before compiling: a quick machine times both inside the
-    # share, and then the space, not the budget, ends the search. What this test holds either way: the first
-    # shape leaves the second its share (both timed something).
+    # shapes the space holds 30 valid configs (2 more pruned before compiling): a quick machine may time them all
+    # inside the share, and then the space, not the budget, ends the search. What this test holds either way: the
+    # first shape leaves the second its share (both timed something), and each report says how much of its
+    # space the search reached.
     assert report["run"]["stop_reason"] in ("time budget reached (5 s per shape)",
                                             "time budget reached (10 s for the run)", "every valid config evaluated")
     assert report["run"]["budget"]["shape_seconds"] == 5.0
     assert [s["outcomes"]["timed"] >= 1 for s in report["shapes"]] == [True, True]
+    assert all(s["valid_configs"] == 30 and 2 <= s["reached"] <= 30 for s in report["shapes"]), report["shapes"]
 
 
 def test_a_shape_finished_earlier_in_the_run_warm_starts_the_next(kerntune: Callable[..., CliResult],

@@ -60,9 +60,11 @@ class ShapeReport:
 
     @property
     def reached(self) -> int:
-        """Distinct configs of the space the run got to at this shape, whatever became of them (timed, failed,
-        pruned after compiling, a duplicate; a baseline that is a point of the space counts once)."""
-        return len({c.config.key for c in self.all_candidates if c.config.key and c.status != "pending"})
+        """Distinct configs of the space the search got to at this shape, whatever became of them (timed, failed,
+        pruned after compiling, a duplicate), and the baselines' configs that ran (a spec's default counts once;
+        one its constraints refuse at this shape is not a point of the space). Never more than were reached."""
+        return len({c.config.key for c in self.all_candidates if c.config.key and c.status != "pending"
+                    and (c.role != "baseline" or c.status == "ok")})
 
     @property
     def coverage(self) -> str:

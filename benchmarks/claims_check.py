@@ -221,15 +221,35 @@ def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.T
             "disagreement": None if printed is None else printed / checked["ratio"] - 1}
 
 
+def refused(script: str, message: str) -> int:
+    """A bad argument or a missing device: one line on stderr, exit code 2 (no traceback)."""
+    print(f"{script}: {message}", file=sys.stderr)
+    return 2
+
+
+def read_report(path: Path) -> dict[str, Any] | str:
+    """A `kerntune tune --json` report, or why ``path`` is not one."""
+    if not path.is_file():
+        return f"no report at {path}: give a `kerntune tune --json` report"
+    try:
+        report = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        return f"{path} is not JSON ({exc}): give a `kerntune tune --json` report"
+    if not isinstance(report, dict) or not isinstance(report.get("shapes"), list):
+        return f"{path} has no 'shapes' list: give a `kerntune tune --json` report"
+    return report
+
+
 def main() -> int:
     if not 3 <= len(sys.argv) <= 5 or not all(a.isdigit() for a in sys.argv[3:]):
-        print("usage: python benchmarks/claims_check.py REPORT.json OUT.json [BLOCKS [PLACEMENTS]] (whole numbers)",
-              file=sys.stderr)
-        return 2
-    if not Path(sys.argv[1]).is_file():
-        print(f"claims_check: no report at {sys.argv[1]}: give a `kerntune tune --json` report", file=sys.stderr)
-        return 2
-    report, out = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
+        return refused("claims_check", "usage: python benchmarks/claims_check.py REPORT.json OUT.json [BLOCKS "
+                       "[PLACEMENTS]] (whole numbers)")
+    report = read_report(Path(sys.argv[1]))
+    if isinstance(report, str):
+        return refused("claims_check", report)
+    if not torch.cuda.is_available():
+        return refused("claims_check", "no CUDA device: the check times kernels on a GPU")
+    out = Path(sys.argv[2])
     blocks = int(sys.argv[3]) if len(sys.argv) > 3 else 100
     placements = int(sys.argv[4]) if len(sys.argv) > 4 else PLACEMENTS
     problem = _problem()

@@ -22,7 +22,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
@@ -34,6 +34,7 @@ from claims_check import (
     gate_errors,
     matmul_calls,
     placed_operands,
+    refused,
     timed_blocks,
     warm_up,
 )
@@ -41,8 +42,15 @@ from claims_check import (
 BLOCKS, REPEATS = 100, 3
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.exit(refused("gate_step_state", message))
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description="The check's ratio before and after its own gate step.")
+    parser = _OneLineParser(description="The check's ratio before and after its own gate step.")
     parser.add_argument("out", type=Path)
     parser.add_argument("order", choices=("gate-first", "gate-later"))
     parser.add_argument("spec", help="M,N,K=NAME:VALUE,... (the config)")
@@ -55,6 +63,8 @@ def main() -> int:
     except ValueError:
         parser.error(f"{opts.spec!r}: give M,N,K=NAME:VALUE,... with whole numbers, e.g. 128,4096,4096=BLOCK_M:64")
     shape = {"M": m, "N": n, "K": k, "layout": "NN", "bias": 0}
+    if not torch.cuda.is_available():
+        return refused("gate_step_state", "no CUDA device: it times kernels on a GPU")
     problem = _problem()
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     pads: list[torch.Tensor] = []

@@ -4,6 +4,10 @@ the flush's one-byte fill records, each call's kernels summed, block ratios, and
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -69,3 +73,23 @@ def test_kerntunes_own_medians_are_read_from_the_winners_last_round() -> None:
     assert claims_check.kerntune_medians_us({"winner": {"confirmed": None}}) is None
     assert claims_check.kerntune_medians_us({"winner": {"confirmed": {"conditions": {"telemetry": {
         "second_timer": {"timer": "x", "error": "refused"}}}}}}) is None
+
+
+def test_bad_arguments_to_the_check_scripts_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text("{bad")
+    (tmp_path / "empty.json").write_text("{}")
+    out = str(tmp_path / "out.json")
+    cases = [("claims_check.py", [str(tmp_path / "bad.json"), out], "is not JSON"),
+             ("claims_check.py", [str(tmp_path / "empty.json"), out], "no 'shapes' list"),
+             ("claims_check.py", [str(tmp_path / "none.json"), out], "no report at"),
+             ("claims_check.py", [str(tmp_path / "empty.json"), out, "many"], "usage:"),
+             ("gate_step_state.py", [out, "gate-sometimes", "1,2,3=A:1"], "invalid choice"),
+             ("gate_step_state.py", [out, "gate-first", "1,2=A"], "give M,N,K=NAME:VALUE")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    for script, args, said in cases:
+        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], capture_output=True,
+                              text=True, timeout=120, env=env)
+        assert done.returncode == 2 and said in done.stderr, (script, args, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr  # one line, no traceback
+    assert not Path(out).exists()
+

@@ -60,6 +60,9 @@ class MeasureOptions:
     median taken inside one swing of it differs from the next measurement's."""
     ramp_limit_ms: float = 1000.0
     """Longest extra warm-up granted while the clocks still climb; past it the measurement is flagged."""
+    block_ms: float = 10.0
+    """Wall time of a block of launches between host synchronizations (``BATCH_MS`` for a full measurement; a
+    race's screening rungs shorten it with their budget, see ``search.shape_search.rung_options``)."""
     second_timer: bool = False
     """Interleaved measurements only: time the same A B B A pairs again by the device's second timer
     (``measure.second_timer``) and record its ratio and whether it agrees with the first within 1%."""
@@ -72,12 +75,14 @@ class MeasureOptions:
         if self.mode == "graph" and self.regime == "cold":
             raise UsageError("graph mode replays launches back to back, so a cache flush between them would be "
                              "timed: use --regime warm or --regime rotating with --mode graph")
+        if self.block_ms <= 0:
+            raise UsageError("block_ms must be positive")
         if self.min_samples < 3 or self.max_samples < self.min_samples:
             raise UsageError("need 3 <= min_samples <= max_samples")
 
 
-def _batch(pace_ms: float, remaining: int) -> int:
-    return max(1, min(remaining, int(BATCH_MS / max(pace_ms, 1e-3))))
+def _batch(pace_ms: float, remaining: int, block_ms: float = BATCH_MS) -> int:
+    return max(1, min(remaining, int(block_ms / max(pace_ms, 1e-3))))
 
 
 class _Pace:
@@ -183,7 +188,7 @@ class _Sampler:
                 if elapsed >= self.options.warmup_ms + self.options.ramp_limit_ms:
                     self.ramping = True  # the clock never settled: the measurement says so
                     break
-            self.take(_batch(self.take.ms, 64))
+            self.take(_batch(self.take.ms, 64, self.options.block_ms))
             if self.books.due():
                 with self.books:
                     self.recorder.take()
@@ -202,7 +207,7 @@ class _Sampler:
         blocks: list[float] = []
         start = time.perf_counter()
         while True:
-            block = self.take(_batch(pace, options.max_samples - len(samples)))
+            block = self.take(_batch(pace, options.max_samples - len(samples), options.block_ms))
             samples.extend(block)
             blocks.append(statistics.median(block))
             pace = self.take.ms
@@ -308,7 +313,7 @@ def measure_interleaved(backend: Backend, launch_a: Launches, launch_b: Launches
     timed_pairs = _Pace(keep)
     books = sampler.books
     while None in intervals:
-        timed_pairs(_batch(pace, options.max_samples - len(samples[0])))
+        timed_pairs(_batch(pace, options.max_samples - len(samples[0]), options.block_ms))
         pace = timed_pairs.ms
         elapsed = (time.perf_counter() - start) * 1e3
         if not (books.due() or _spent(len(samples[0]), elapsed, options, 2 * options.budget_ms)):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kerntune.isa.occupancy import occupancy, prune_reason, registers_to_next_block
+from kerntune.measure.protocol import BATCH_MS
 from kerntune.measure.speed_of_light import describe, speed_of_light
 from kerntune.model import Config, FailureKind, Run, Shape
 from kerntune.model.time_plan import FULL, Durations, TimePlan
@@ -101,12 +102,18 @@ class SearchHost(Protocol):
 
 
 def rung_options(full: Mapping[str, Any], rung: int | None) -> dict[str, Any]:
-    """Measurement options for a screening rung: warm-up, sampling budget and window shortened by the rung's
-    fraction, the interval target loosened by its square root (the interval narrows as √n)."""
+    """Measurement options for a screening rung: warm-up, sampling budget, window and block length shortened by
+    the rung's fraction, the interval target loosened by its square root (the interval narrows as √n).
+
+    Hazard guarded: blocks left at the full protocol's 10 ms made every rung-0 screen take at least its five
+    blocks, 50 ms, plus its warm-up, whatever its 1/16 budget said: on the H200 a screen took 79 ms (median)
+    for kernels of 0.02-4.5 ms, and the timing worker, busy 91% of each shape's search, bounded the search at 8.3
+    configs a second (the 20-shape bounded run of 2026-12-02, re-read from its candidates' times)."""
     if rung is None:
         return dict(full)
     f = rung_fraction(rung)
     return {**full, "warmup_ms": full["warmup_ms"] * f, "budget_ms": full["budget_ms"] * f,
+            "block_ms": full.get("block_ms", BATCH_MS) * f,
             "min_window_ms": full["min_window_ms"] * f, "ramp_limit_ms": full.get("ramp_limit_ms", 1000.0) * f,
             "ci_target": min(0.05, full["ci_target"] / math.sqrt(f))}
 

@@ -113,3 +113,35 @@ def test_the_hosts_bookkeeping_between_blocks_takes_a_small_share_of_the_wall_ti
         run(telemetry)
         share = telemetry.spent / (time.perf_counter() - start)
         assert 0 < share <= 2.5 * HOST_SHARE, share
+
+
+class _NullSteadyBackend:
+    """Named null: no device. Each launch 'runs' 0.05 ms and costs the host as much; every sample alike."""
+
+    timer = "null"
+    flush_bytes = 0
+    uncovered_chunks = 0
+
+    def __init__(self) -> None:
+        self.blocks: list[int] = []
+
+    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
+        self.blocks.append(len(launches))
+        time.sleep(0.05 * len(launches) / 1e3)
+        return [0.05] * len(launches)
+
+
+def test_a_screen_with_short_blocks_stops_after_its_few_blocks_not_the_full_blocks() -> None:
+    # A steady kernel stops after MIN_BLOCKS blocks: at the full protocol's 10 ms that is 50 ms of sampling
+    # whatever the screen's budget (the H200's 79 ms rung-0 screens); blocks shortened with the rung end sooner.
+    walls = {}
+    for block_ms in (BATCH_MS, BATCH_MS / 16):
+        backend = _NullSteadyBackend()
+        options = MeasureOptions(warmup_ms=1.0, budget_ms=94.0, min_samples=10, ci_target=0.02, block_ms=block_ms)
+        start = time.perf_counter()
+        got = measure(cast(Backend, backend), [lambda: None], options)
+        walls[block_ms] = (time.perf_counter() - start) * 1e3
+        assert got.n >= options.min_samples and got.median_ms == 0.05
+    assert walls[BATCH_MS] >= 5 * BATCH_MS * 0.8, walls
+    assert walls[BATCH_MS / 16] < walls[BATCH_MS] / 3, walls
+

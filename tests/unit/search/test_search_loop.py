@@ -57,6 +57,7 @@ def test_screening_rungs_shorten_the_protocol_and_loosen_its_interval() -> None:
     first = rung_options(full, 0)
     assert (first["warmup_ms"], first["budget_ms"], first["ramp_limit_ms"]) == (16.0, 100.0, 62.5)
     assert first["ci_target"] == 0.02 and rung_options(full, 1)["ci_target"] == 0.01
+    assert (first["block_ms"], rung_options(full, 1)["block_ms"]) == (0.625, 2.5)  # 10 ms blocks, by the rung
 
 
 def test_a_register_bound_best_at_an_occupancy_step_stops_after_one_stale_round(tmp_path: Path) -> None:

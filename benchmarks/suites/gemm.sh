@@ -1,5 +1,5 @@
 # about: the tuned Triton GEMM against cuBLAS (torch.matmul) and the Triton tutorial's triton.autotune, bf16, on LLM shapes
-# steps: tune compare decode
+# steps: tune compare decode forms
 # needs: gpu
 # tune:    one `kerntune tune examples/triton_matmul` run over SHAPES ("M,N,K;..."; default the 10 LLM shapes of
 #          benchmarks/search_vs_anchors.py), default strategy, BUDGET per shape (20s/shape), no confirmation;
@@ -12,6 +12,11 @@
 #          cuBLAS, a sweep of the example kernel's decode configs and a read-only kernel over the same weight
 #          bytes (the ceiling), cold L2, CUDA events in rotating order and the best checked by CUPTI durations.
 #          DECODE_SHAPES "M,N,K;..." (default the five of the model).
+# forms:   benchmarks/gemm_forms.py: per shape of FORM_SHAPES (default benchmarks/specs/llm_gemm_shapes.txt), the
+#          example's seed configs of each form in FORMS (default split_k,tma) valid there and the winner of
+#          FORM_REPORT (default the time-budget suite's 20-shape run of 2026-12-04), each against torch.matmul by
+#          the claims check's protocol (CUPTI kernel durations, torch/config/config/torch blocks, a 256 MiB fill
+#          before every call, 4 operand placements). Not a search: what each form's known-good configs do.
 GEMM=$D/ten-shapes
 step_tune() {
   mkdir -p "$GEMM"
@@ -37,5 +42,15 @@ step_decode() {
     > "$out/decode.log" 2>&1
   local code=$?
   grep -v '^  ' "$out/decode.log" | tail -8 >> "$LOG"
+  return $code
+}
+step_forms() {
+  local out; out=$(step_dir forms)
+  bounded "${FORMS_LIMIT:-480}" python3 benchmarks/gemm_forms.py "$out/gemm_forms.json" \
+    --shapes "${FORM_SHAPES:-benchmarks/specs/llm_gemm_shapes.txt}" --forms "${FORMS:-split_k,tma}" \
+    --report "${FORM_REPORT:-benchmarks/data/time-budget/2026-12-04/bounded-screen-blocks/triton_matmul-12s-shape.json}" \
+    --limit-s $(( ${FORMS_LIMIT:-480} - 60 )) > "$out/forms.log" 2>&1
+  local code=$?
+  tail -23 "$out/forms.log" >> "$LOG"
   return $code
 }

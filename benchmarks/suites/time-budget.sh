@@ -1,11 +1,15 @@
 # about: a time budget bounds the whole run, confirmation included: wall time by phase against the bound, and what confirmation had to cut
-# steps: bounded against-max-autotune
+# steps: bounded winners against-max-autotune
 # needs: any
 # On a GPU: examples/triton_matmul at the shapes of SHAPES_FILE (default benchmarks/specs/llm_gemm_shapes.txt, 20
 # LLM shapes), bf16, each budget of BUDGETS (default "12s/shape"); on a CPU: three GEMM shapes of
 # examples/opencl_matmul at BUDGETS (default "5s/shape 10s/shape"). Default protocol, 3 confirmation rounds, a
 # fresh store per budget: each report (its run's phases and stop reason) and its JSON-lines progress are kept,
 # with the command's own wall time in the log.
+# winners (GPU): the latest bounded run's winners (labelled this-run) and those of WINNER_REPORTS ("LABEL=PATH ...",
+# other runs' reports, e.g. another tree's) timed side by side against torch.matmul in one process by
+# benchmarks/gemm_forms.py (CUPTI kernel durations, torch/config/config/torch blocks): two trees' searches compared
+# on what they chose, not on their own timers. The same config chosen by two runs is timed twice (an A/A).
 # against-max-autotune (GPU): the bounded run's winners, torch.compile max-autotune (tuned from an empty cache, its
 # tuning time per shape recorded), the Triton tutorial's triton.autotune (16 configs, tuned per shape, both layouts
 # through B's strides; not on a shape with a bias) and torch.mm, gated and timed call by call interleaved by CUPTI
@@ -29,9 +33,25 @@ step_bounded() {
   return $code
 }
 
+latest_report() { ls -t "$(ls -td "$D"/bounded*/ 2>/dev/null | head -1)"triton_matmul-*.json 2>/dev/null | head -1; }
+
+step_winners() {
+  local out report; out=$(step_dir winners); report=$(latest_report)
+  if [ -z "$GPU" ]; then note "   winners needs a GPU: skipped"; return 0; fi
+  [ -s "$report" ] || { note "   no triton_matmul report under $D/bounded*: run the bounded step first"; return 1; }
+  # shellcheck disable=SC2046  # WINNER_REPORTS is a list of words, one report each
+  bounded "${WINNERS_LIMIT:-240}" python3 benchmarks/gemm_forms.py "$out/winners.json" --forms '' \
+    --shapes "${SHAPES_FILE:-benchmarks/specs/llm_gemm_shapes.txt}" --report "this-run=$report" \
+    $(for r in ${WINNER_REPORTS:-}; do printf -- '--report %s ' "$r"; done) --limit-s $(( ${WINNERS_LIMIT:-240} - 40 )) \
+    > "$out/winners.log" 2>&1
+  local code=$?
+  grep -v -i warn "$out/winners.log" | tail -22 >> "$LOG"
+  return $code
+}
+
 step_against_max_autotune() {
   local out report; out=$(step_dir against-max-autotune)
-  report=$(ls -t "$(ls -td "$D"/bounded*/ | head -1)"triton_matmul-*.json 2>/dev/null | head -1)  # the latest run's
+  report=$(latest_report)
   if [ -z "$GPU" ]; then note "   against-max-autotune needs a GPU: skipped"; return 0; fi
   [ -s "$report" ] || { note "   no triton_matmul report under $D/bounded*: run the bounded step first"; return 1; }
   bounded 600 python3 benchmarks/against_max_autotune.py "$report" "$out/side-by-side.json" > "$out/side-by-side.log" 2>&1

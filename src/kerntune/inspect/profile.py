@@ -57,7 +57,9 @@ def _payload(report: RunReport, s: ShapeReport, c: Candidate) -> dict[str, Any]:
             "baseline": c.label if kernel_baseline else None, "warmup": 3}
 
 
-def _profile_one(tool: str, payload: dict[str, Any], workdir: Path) -> list[dict[str, Any]]:
+def profile_one(tool: str, payload: dict[str, Any], workdir: Path) -> list[dict[str, Any]]:
+    """One launch described by ``payload`` (spec_path, device, shape, dtype, config or baseline, warmup) profiled
+    by ``tool`` in its own process under ``workdir``: its kernels' counters, or a UsageError saying why none."""
     path = workdir / "payload.json"
     path.write_text(json.dumps(payload))
     harness = [sys.executable, "-m", "kerntune.inspect.profile_launch", str(path)]
@@ -87,7 +89,7 @@ def profile(request: ProfileRequest, store: Store) -> list[dict[str, Any]]:
                                "tool": tool}
         with tempfile.TemporaryDirectory(prefix="kerntune-profile-") as tmp:
             try:
-                row["kernels"] = _profile_one(tool, _payload(report, s, c), Path(tmp))
+                row["kernels"] = profile_one(tool, _payload(report, s, c), Path(tmp))
                 if c.id is not None:
                     save_profile(store, c.id, tool, {"kernels": row["kernels"]})
             except UsageError as exc:

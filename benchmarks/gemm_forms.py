@@ -1,0 +1,243 @@
+"""Does a kernel form of `examples/triton_matmul` move the ratio to cuBLAS where the tuned winner loses, and do two
+runs' winners differ? Per GEMM shape, the spec's seed configs of each form asked for (main's example has the plain,
+TMA and split-K forms; the stream-K, SK_TAIL and GEMV forms timed on 2026-12-04 live on branch gemm-levers) that are
+valid there, and the winner each `kerntune tune --json` report given chose for the shape, each timed against
+torch.matmul (cuBLAS) by
+the independent check's protocol (benchmarks/claims_check.py): gated against float64, then blocks of torch,
+config, config, torch, a 256 MiB fill before every call, the profiler's kernel durations (CUPTI through
+torch.profiler) summed per call, the median block ratio with a bootstrap 95% interval, the blocks taking
+PLACEMENTS operand sets in turn. No search and no kerntune timer: a fixed set of configs, so two trees (or two
+forms) compare on the same configs, and a form's best seed says what the form can do before a search spends a
+budget on it.
+
+Usage: python benchmarks/gemm_forms.py OUT.json [--shapes FILE] [--report [LABEL=]TUNE.json ...] [--forms stream_k,...]
+       [--blocks 30] [--placements 4] [--limit-s S]
+Prints one line per shape (torch.matmul's µs, the report winner's ratio, each form's best seed and its ratio; a
+ratio is the config's time over torch.matmul's, lower is faster) and a summary; OUT.json holds every timing
+(``call_us`` raw, in call order). Exit 1 if a config failed its gate, 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+FORMS = ("plain", "tma", "split_k", "sk_tail", "stream_k", "gemv")
+
+
+def form_of(config: dict[str, Any]) -> str:
+    """The kernel form a config runs: the one its form switches name, else split-K, TMA or the plain kernel."""
+    for key, form in (("STREAM_K", "stream_k"), ("SK_TAIL", "sk_tail"), ("GEMV", "gemv")):
+        if config.get(key):
+            return form
+    if config.get("SPLIT_K", 1) > 1:
+        return "split_k"
+    return "tma" if config.get("TMA") else "plain"
+
+
+def parse_shape(line: str) -> dict[str, Any]:
+    """``M=..,N=..,K=..[,layout=NT][,bias=1]`` as a shape dict (layout NN and no bias unless given)."""
+    shape: dict[str, Any] = {"layout": "NN", "bias": 0}
+    for item in line.split(","):
+        key, _, value = item.partition("=")
+        if not value:
+            raise ValueError(f"{line!r}: expected KEY=VALUE items, got {item!r}")
+        shape[key.strip()] = value.strip() if key.strip() == "layout" else int(value)
+    if not {"M", "N", "K"} <= shape.keys():
+        raise ValueError(f"{line!r}: M, N and K are needed")
+    return shape
+
+
+def read_shapes(path: Path) -> list[dict[str, Any]]:
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    return [parse_shape(line) for line in lines if line]
+
+
+def labelled_report(text: str, index: int) -> tuple[str, Path]:
+    """``LABEL=PATH`` or ``PATH`` (labelled ``prior``, ``prior-2``, ... by its place among the reports)."""
+    label, sep, path = text.partition("=")
+    if sep and label and "/" not in label:
+        return label, Path(path)
+    return ("prior" if index == 0 else f"prior-{index + 1}"), Path(text)
+
+
+def report_winners(path: Path) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """Each shape's winning config in a `kerntune tune --json` report, keyed by (M, N, K, layout, bias)."""
+    found = {}
+    for row in json.loads(path.read_text()).get("shapes", []):
+        config = (row.get("winner") or {}).get("config")
+        if config:
+            found[key_of(row["shape"])] = {k: int(v) for k, v in config.items()}
+    return found
+
+
+def key_of(shape: dict[str, Any]) -> tuple[Any, ...]:
+    return (int(shape["M"]), int(shape["N"]), int(shape["K"]), str(shape.get("layout", "NN")),
+            int(shape.get("bias", 0)))
+
+
+def candidates(problem: Any, shape: dict[str, Any], target: Any, forms: set[str],
+               priors: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """(label, config) to time: each report's winner under its label (``prior`` for the first report; completed
+    from the spec's default; two reports that chose the same config time it twice, an A/A of the protocol), then
+    every seed of a form asked for that the spec's constraints allow at this shape and target, each config once."""
+    from kerntune.model import Config, Shape
+
+    space, picked, seen = problem.space, [], set()
+    default = space.default_config().as_dict()
+    for label, prior in priors:
+        config = {**default, **prior}
+        picked.append((label, config))
+        seen.add(tuple(sorted(config.items())))
+    for seed in space.seed_configs():
+        config = seed.as_dict()
+        if form_of(config) not in forms or tuple(sorted(config.items())) in seen:
+            continue
+        if space.check(Config.of(config), Shape.of(shape), target) is None:
+            picked.append((form_of(config), config))
+            seen.add(tuple(sorted(config.items())))
+    return picked
+
+
+def time_shape(problem: Any, shape: dict[str, Any], picked: list[tuple[str, dict[str, Any]]], blocks: int,
+               placements: int, flush: Any) -> dict[str, Any]:
+    """Gate and time every picked config against torch.matmul at ``shape`` (claims_check's protocol)."""
+    import torch
+    from claims_check import GATE, gate_errors, matmul_calls, placed_operands, timed_blocks, warm_up
+
+    pads: list[torch.Tensor] = []
+    sets = placed_operands(problem, shape, placements, pads)
+    rows = []
+    for label, config in picked:
+        calls = matmul_calls(problem, sets[0], shape, config)
+        errors = gate_errors(problem, sets[0], shape, calls)
+        row: dict[str, Any] = {"label": label, "form": form_of(config), "config": config, "errors": errors}
+        if max(errors.values()) > GATE:
+            rows.append({**row, "gated": False})
+            continue
+        placed = [matmul_calls(problem, each, shape, config) for each in sets]
+        warm_up([c for each in placed for c in each.values()])
+        row["checked"] = timed_blocks([c["torch"] for c in placed], [c["winner"] for c in placed], flush, blocks)
+        rows.append({**row, "gated": True})
+    return {"shape": shape, "rows": rows}
+
+
+def best_by_form(found: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each label's fastest gated config (``prior`` is the report's winner, the others forms)."""
+    best: dict[str, dict[str, Any]] = {}
+    for row in found["rows"]:
+        if row["gated"] and (row["label"] not in best
+                             or row["checked"]["ratio"] < best[row["label"]]["checked"]["ratio"]):
+            best[row["label"]] = row
+    return best
+
+
+def summary(done: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per label, the geomean of its best ratio over the shapes where it ran; and the geomean of the best of all
+    (the report's winner or any form) against the report's winner alone, over the shapes that have both."""
+    per_label: dict[str, list[float]] = {}
+    gains = []
+    for found in done:
+        best = best_by_form(found)
+        for label, row in best.items():
+            per_label.setdefault(label, []).append(row["checked"]["ratio"])
+        if "prior" in best:
+            top = min(row["checked"]["ratio"] for row in best.values())
+            gains.append(best["prior"]["checked"]["ratio"] / top)
+
+    def geomean(values: list[float]) -> float:
+        return math.exp(sum(math.log(v) for v in values) / len(values))
+
+    return {"shapes": len(done), "geomean_ratio_by_label": {k: geomean(v) for k, v in per_label.items()},
+            "shapes_by_label": {k: len(v) for k, v in per_label.items()},
+            "prior_over_best_geomean": geomean(gains) if gains else None}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--shapes", type=Path, default=ROOT / "benchmarks" / "specs" / "llm_gemm_shapes.txt")
+    parser.add_argument("--report", action="append", default=[], metavar="[LABEL=]PATH",
+                        help="a kerntune tune --json report: its winners are timed too, labelled LABEL (the first "
+                             "report's default 'prior', the next 'prior-2', ...); repeat to time several side by side")
+    parser.add_argument("--forms", default="split_k,tma",
+                        help=f"comma-separated, of {', '.join(FORMS)}; empty to time the reports' winners alone")
+    parser.add_argument("--blocks", type=int, default=30)
+    parser.add_argument("--placements", type=int, default=4)
+    parser.add_argument("--limit-s", type=float, default=0.0, help="stop before a shape once this much has passed")
+    opts = parser.parse_args()
+    forms = {f.strip() for f in opts.forms.split(",") if f.strip()}
+    problems = [f"--forms: unknown form {f!r} (one of {', '.join(FORMS)})" for f in sorted(forms - set(FORMS))]
+    reports = [labelled_report(text, n) for n, text in enumerate(opts.report)]
+    problems += [f"--{name}: {path} is not a file" for name, path in
+                 (("shapes", opts.shapes), *(("report", path) for _, path in reports)) if not path.is_file()]
+    if len({label for label, _ in reports}) < len(reports):
+        problems.append("--report: two reports have the same label")
+    if opts.blocks < 2 or opts.placements < 1:
+        problems.append("--blocks must be at least 2 and --placements at least 1")
+    try:
+        shapes = read_shapes(opts.shapes) if opts.shapes.is_file() else []
+    except ValueError as exc:
+        problems.append(f"--shapes: {exc}")
+    if problems:
+        print("gemm_forms: " + "; ".join(problems), file=sys.stderr)
+        return 2
+
+    import torch
+    from claims_check import FLUSH_BYTES, _problem
+
+    from kerntune.model import Target
+
+    if not torch.cuda.is_available():
+        print("gemm_forms: no CUDA device: this benchmark times kernels on a GPU", file=sys.stderr)
+        return 2
+    props = torch.cuda.get_device_properties(0)
+    target = Target("triton", "nvidia", f"sm_{props.major}{props.minor}", props.name, props.multi_processor_count)
+    problem, winners = _problem(), [(label, report_winners(path)) for label, path in reports]
+    flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    began, done, ok = time.monotonic(), [], True
+    for shape in shapes:
+        if opts.limit_s and time.monotonic() - began > opts.limit_s:
+            print(f"stopped at the time limit before {shape}", flush=True)
+            break
+        priors = [(label, found[key_of(shape)]) for label, found in winners if key_of(shape) in found]
+        picked = candidates(problem, shape, target, forms, priors)
+        found = time_shape(problem, shape, picked, opts.blocks, opts.placements, flush)
+        done.append(found)
+        ok = ok and all(row["gated"] for row in found["rows"])
+        opts.out.write_text(json.dumps({"target": target.as_dict(), "shapes": done}, indent=1))
+        best, rows = best_by_form(found), found["rows"]
+        torch_us = next((r["checked"]["torch_us"] for r in rows if r["gated"]), float("nan"))
+        parts = [f"{label} {row['checked']['ratio']:.3f} ({row['checked']['ci'][0]:.3f}-{row['checked']['ci'][1]:.3f})"
+                 + ("" if label.startswith("prior") else f" [{_short(row['config'])}]") for label, row in best.items()]
+        failed = [r["label"] for r in rows if not r["gated"]]
+        s = shape
+        print(f"{s['M']}x{s['N']}x{s['K']} {s['layout']}{' +bias' if s['bias'] else ''}: torch {torch_us:.1f} us; "
+              + "; ".join(parts) + (f"; GATE FAILED: {', '.join(failed)}" if failed else "")
+              + f" ({len(rows)} configs)", flush=True)
+    result = summary(done)
+    opts.out.write_text(json.dumps({"target": target.as_dict(), "shapes": done, "summary": result}, indent=1))
+    print("summary:", json.dumps(result), flush=True)
+    return 0 if ok else 1
+
+
+def _short(config: dict[str, Any]) -> str:
+    """The fields that tell configs apart, e.g. ``128x128x64 w4 s4 SK2``."""
+    text = f"{config['BLOCK_M']}x{config['BLOCK_N']}x{config['BLOCK_K']} w{config['num_warps']} s{config['num_stages']}"
+    for key, tag in (("SPLIT_K", "split"), ("STREAM_K", "SK"), ("SK_TAIL", "tail"), ("TMA", "tma"),
+                     ("PERSISTENT", "pers"), ("GEMV", "gemv")):
+        if config.get(key) and not (key == "SPLIT_K" and config[key] == 1):
+            text += f" {tag}{config[key] if key in ('SPLIT_K', 'STREAM_K') else ''}"
+    return text
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""The kernel-forms benchmark's own logic (benchmarks/gemm_forms.py), without a GPU: which configs it picks at a
+shape, how it names their forms, how it summarizes, and how it refuses bad arguments."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EXAMPLES, ROOT
+
+pytest.importorskip("torch")
+pytest.importorskip("triton")
+sys.path.insert(0, str(ROOT / "benchmarks"))
+_spec = importlib.util.spec_from_file_location("gemm_forms", ROOT / "benchmarks" / "gemm_forms.py")
+assert _spec is not None and _spec.loader is not None
+gemm_forms = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gemm_forms)
+
+
+def _problem() -> Any:
+    from kerntune.tune.spec import load_spec
+
+    return load_spec(str(EXAMPLES / "triton_matmul")).problem
+
+
+def test_the_forms_picked_at_a_shape_are_the_seeds_valid_there_after_the_reports_winners() -> None:
+    from kerntune.model import Config, Shape, Target
+
+    h200 = Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132)
+    problem = _problem()
+    prior = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4}
+    for text in ("M=256,N=10240,K=8192,layout=NT", "M=1,N=6144,K=4096,layout=NT"):
+        shape = gemm_forms.parse_shape(text)
+        picked = gemm_forms.candidates(problem, shape, h200, {"split_k", "tma"}, [("prior", prior), ("later", prior)])
+        labels = [label for label, _ in picked]
+        assert labels[:2] == ["prior", "later"] and picked[0][1]["SPLIT_K"] == 1  # completed from the spec's default
+        assert picked[0][1] == picked[1][1]  # two reports' same winner is timed twice, an A/A of the protocol
+        assert set(labels[2:]) <= {"split_k", "tma"} and "tma" in labels  # only the forms asked for
+        for label, config in picked[2:]:
+            assert gemm_forms.form_of(config) == label
+            assert problem.space.check(Config.of(config), Shape.of(shape), h200) is None  # valid at the shape
+    assert gemm_forms.form_of({"STREAM_K": 2, "SPLIT_K": 1}) == "stream_k"  # forms the example may grow are named
+    assert gemm_forms.form_of({"SPLIT_K": 4, "TMA": 1}) == "split_k"
+
+
+def test_the_summary_sets_each_forms_best_beside_the_reports_winner() -> None:
+    def row(label: str, ratio: float, gated: bool = True) -> dict[str, Any]:
+        return {"label": label, "gated": gated, "checked": {"ratio": ratio}}
+
+    done = [{"rows": [row("prior", 1.25), row("stream_k", 1.05), row("stream_k", 0.99), row("sk_tail", 2.0, False)]},
+            {"rows": [row("prior", 1.0), row("stream_k", 1.1)]}]
+    found = gemm_forms.summary(done)
+    assert found["geomean_ratio_by_label"]["stream_k"] == pytest.approx((0.99 * 1.1) ** 0.5)
+    assert found["shapes_by_label"] == {"prior": 2, "stream_k": 2}  # a config that failed its gate is no best
+    assert found["prior_over_best_geomean"] == pytest.approx((1.25 / 0.99 * 1.0) ** 0.5)
+
+
+def test_bad_arguments_are_refused_with_one_line_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "shapes.txt"
+    bad.write_text("M=16,N=4096\n")
+    for args, said in ((["--forms", "streamk"], "unknown form 'streamk'"), (["--shapes", str(bad)], "M, N and K"),
+                       (["--report", str(tmp_path / "none.json")], "is not a file"), (["--blocks", "1"], "--blocks"),
+                       (["--report", f"a={bad}", "--report", f"a={bad}"], "the same label")):
+        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gemm_forms.py"), str(tmp_path / "o.json"),
+                               *args], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_a_reports_winners_are_read_by_shape(tmp_path: Path) -> None:
+    report = tmp_path / "tune.json"
+    report.write_text(json.dumps({"shapes": [
+        {"shape": {"M": 16, "N": 4096, "K": 4096, "layout": "NT", "bias": 0}, "winner": {"config": {"BLOCK_M": 16}}},
+        {"shape": {"M": 32, "N": 4096, "K": 4096}, "winner": None}]}))
+    assert gemm_forms.report_winners(report) == {(16, 4096, 4096, "NT", 0): {"BLOCK_M": 16}}
+
+
+def test_reports_are_labelled_by_name_or_by_their_place() -> None:
+    assert gemm_forms.labelled_report("screens=out/tune.json", 1) == ("screens", Path("out/tune.json"))
+    assert gemm_forms.labelled_report("out/a=b.json", 0) == ("prior", Path("out/a=b.json"))
+    assert gemm_forms.labelled_report("tune.json", 2) == ("prior-3", Path("tune.json"))
+
+
+def test_the_counters_script_refuses_bad_arguments_with_one_line_and_exit_2(tmp_path: Path) -> None:
+    script = str(ROOT / "benchmarks" / "forms_counters.py")
+    forms = tmp_path / "forms.json"
+    forms.write_text(json.dumps({"shapes": []}))
+    for args, said in (([], "Usage"), ([str(tmp_path / "none.json"), "examples/triton_matmul", "o.json", "1,2,3"],
+                                       "No such file"), ([str(forms), "examples/triton_matmul", "o.json", "1,x,3"],
+                                                         "shapes are M,N,K")):
+        done = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+        assert done.returncode == 2 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done

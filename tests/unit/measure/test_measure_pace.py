@@ -145,3 +145,34 @@ def test_a_screen_with_short_blocks_stops_after_its_few_blocks_not_the_full_bloc
     assert walls[BATCH_MS] >= 5 * BATCH_MS * 0.8, walls
     assert walls[BATCH_MS / 16] < walls[BATCH_MS] / 3, walls
 
+
+
+class _SteadySlowTelemetry:
+    """Named null telemetry: steady clocks, each read costing READ_MS of host time (NVML's can take ms)."""
+
+    available = True
+    READ_MS = 2.0
+
+    def read(self) -> dict[str, Any]:
+        time.sleep(self.READ_MS / 1e3)
+        return {"sm_mhz": 1980, "mem_mhz": 3201, "power_w": 200.0, "temp_c": 40, "reasons": []}
+
+
+def test_a_measurement_says_where_its_wall_time_went() -> None:
+    from kerntune.model import Conditions
+
+    backend = _NullSlowHostBackend()
+    options = MeasureOptions(warmup_ms=4.0, budget_ms=20.0, min_samples=10, block_ms=0.6)
+    start = time.perf_counter()
+    got = measure(cast(Backend, backend), [lambda: None], options, _SteadySlowTelemetry())
+    wall_ms = (time.perf_counter() - start) * 1e3
+    split = got.conditions.wall_ms
+    assert split is not None and set(split) == {"warm_up", "sampling", "bookkeeping", "reads"}
+    assert split["warm_up"] >= options.warmup_ms and split["reads"] >= 2  # warm-up ends on two agreeing readings
+    assert split["bookkeeping"] >= 0.9 * split["reads"] * _SteadySlowTelemetry.READ_MS  # each read is host time
+    assert split["warm_up"] + split["sampling"] <= wall_ms + 0.5  # phases within the call, measured by the host
+    assert split["warm_up"] + split["sampling"] >= 0.8 * wall_ms
+    assert Conditions.from_dict(got.conditions.as_dict()).wall_ms == split  # kept through the store
+    a, b = measure_interleaved(cast(Backend, backend), lambda: None, lambda: None, options, _SteadySlowTelemetry())
+    assert a.conditions.wall_ms == b.conditions.wall_ms and a.conditions.wall_ms is not None
+    assert a.conditions.wall_ms["bookkeeping"] > 0 and "wall_ms" not in str(a.conditions.key())

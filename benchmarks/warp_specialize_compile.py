@@ -1,14 +1,18 @@
-"""Does the installed Triton warp-specialize a Hopper TMA GEMM loop? Cross-compiles (no GPU needed) a TMA kernel
-shaped like examples/triton_matmul's, its K loop (or, persistent, its loop over output tiles as Triton's tutorial
-writes it) as ``tl.range(..., warp_specialize=WS)``, for sm_90, and prints
-what the PTX shows: wgmma and mbarrier instructions, and ``setmaxnreg`` (the register hand-off between a producer
-warp group and its consumers that Hopper warp specialization uses), or the compiler's error.
+"""Does the installed Triton warp-specialize a Hopper TMA GEMM loop, and in which form? Cross-compiles (no GPU
+needed) for sm_90 a TMA GEMM shaped like examples/triton_matmul's TMA kernel, its K loop as
+``tl.range(..., warp_specialize=WS, num_stages=S)``, in each form that matters to the example: descriptors made on
+the host (the example's ``TensorDescriptor.from_tensor``) or in the kernel (``tl.make_tensor_descriptor``, which
+needs ``triton.set_allocator`` at launch), B row-major (NN) or an ``nn.Linear`` weight read transposed (NT), 4 or 8
+warps. Per form it prints whether the compiled TTGIR holds ``ttg.warp_specialize`` (the loop was split into a
+TMA producer and wgmma consumers), how many ``setmaxnreg`` the PTX has (the register hand-off between them) and
+the shared memory, or the compiler's error.
 
-Usage: python benchmarks/warp_specialize_compile.py [--block 128,128,64] [--warps 4 8] [--stages 3]"""
+Usage: python benchmarks/warp_specialize_compile.py [--block 128,128,64] [--stages 3]"""
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 
 import triton
@@ -16,56 +20,73 @@ import triton.language as tl
 
 
 @triton.jit
-def tma_loop_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # type: ignore[no-untyped-def]
-                    BLOCK_K: tl.constexpr, WS: tl.constexpr):
+def host_descriptor_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr,  # type: ignore[no-untyped-def]
+                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, B_T: tl.constexpr, WS: tl.constexpr,
+                           STAGES: tl.constexpr):
     pid_m = tl.program_id(0) % tl.cdiv(M, BLOCK_M)
     pid_n = tl.program_id(0) // tl.cdiv(M, BLOCK_M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=WS):
-        acc = tl.dot(a_desc.load([pid_m * BLOCK_M, k * BLOCK_K]), b_desc.load([k * BLOCK_K, pid_n * BLOCK_N]), acc)
+    for k in tl.range(tl.cdiv(K, BLOCK_K), warp_specialize=WS, num_stages=STAGES):
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+        if B_T:
+            acc = tl.dot(a, b_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T, acc)
+        else:
+            acc = tl.dot(a, b_desc.load([k * BLOCK_K, pid_n * BLOCK_N]), acc)
     c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(tl.bfloat16))
 
 
 @triton.jit
-def tma_persistent_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr,  # type: ignore[no-untyped-def]
-                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, WS: tl.constexpr):
-    # The tutorial's form for warp specialization: the loop over output tiles specialized, the K loop inside.
-    tiles_m = tl.cdiv(M, BLOCK_M)
-    for tile in tl.range(tl.program_id(0), tiles_m * tl.cdiv(N, BLOCK_N), tl.num_programs(0), flatten=True,
-                         warp_specialize=WS):
-        pid_m, pid_n = tile % tiles_m, tile // tiles_m
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k in range(tl.cdiv(K, BLOCK_K)):
-            acc = tl.dot(a_desc.load([pid_m * BLOCK_M, k * BLOCK_K]), b_desc.load([k * BLOCK_K, pid_n * BLOCK_N]),
-                         acc)
-        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(tl.bfloat16))
+def device_descriptor_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr,  # type: ignore[no-untyped-def]
+                             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, B_T: tl.constexpr, WS: tl.constexpr,
+                             STAGES: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
+    if B_T:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BLOCK_N, BLOCK_K])
+    else:
+        b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, BLOCK_N])
+    pid_m = tl.program_id(0) % tl.cdiv(M, BLOCK_M)
+    pid_n = tl.program_id(0) // tl.cdiv(M, BLOCK_M)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in tl.range(tl.cdiv(K, BLOCK_K), warp_specialize=WS, num_stages=STAGES):
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+        if B_T:
+            acc = tl.dot(a, b_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T, acc)
+        else:
+            acc = tl.dot(a, b_desc.load([k * BLOCK_K, pid_n * BLOCK_N]), acc)
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(tl.bfloat16))
 
 
-def compile_once(bm: int, bn: int, bk: int, warps: int, stages: int, ws: bool, persistent: bool = False) -> str:
+def compile_once(block: tuple[int, int, int], stages: int, device_descriptors: bool, b_t: bool, warps: int,
+                 ws: bool) -> str:
+    """One form cross-compiled for sm_90: what its TTGIR and PTX show, or the compiler's last error line."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    def desc(rows: int, cols: int) -> str:
-        return f"tensordesc<bf16[{rows}, {cols}]>"
-
-    signature = {"a_desc": desc(bm, bk), "b_desc": desc(bk, bn), "c_desc": desc(bm, bn), "M": "i32", "N": "i32",
-                 "K": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr", "WS": "constexpr"}
-    source = ASTSource(tma_persistent_kernel if persistent else tma_loop_kernel, signature,
-                       constexprs={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "WS": ws})
+    bm, bn, bk = block
+    scalars = {"M": "i32", "N": "i32", "K": "i32"}
+    constexprs = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "B_T": b_t, "WS": ws, "STAGES": stages}
+    if device_descriptors:
+        kernel, operands = device_descriptor_kernel, {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16"}
+    else:
+        b_block = (bn, bk) if b_t else (bk, bn)
+        kernel, operands = host_descriptor_kernel, {
+            "a_desc": f"tensordesc<bf16[{bm}, {bk}]>", "b_desc": f"tensordesc<bf16[{b_block[0]}, {b_block[1]}]>",
+            "c_desc": f"tensordesc<bf16[{bm}, {bn}]>"}
+    signature = {**operands, **scalars, **dict.fromkeys(constexprs, "constexpr")}
     try:
-        compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32),
-                                  options={"num_warps": warps, "num_stages": stages})
+        compiled = triton.compile(ASTSource(kernel, signature, constexprs=constexprs),
+                                  target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
     except Exception as exc:  # the compiler's own failure is the finding
-        return f"failed: {str(exc).strip().splitlines()[-1][:160]}"
-    ptx = compiled.asm["ptx"]
-    return (f"compiled: wgmma {ptx.count('wgmma.mma_async')}, mbarrier {ptx.count('mbarrier')}, "
-            f"setmaxnreg {ptx.count('setmaxnreg')}, shared {compiled.metadata.shared} B")
+        return f"failed: {str(exc).strip().splitlines()[-1][:120]}"
+    specialized = "ttg.warp_specialize" in compiled.asm["ttgir"]
+    return (f"{'SPECIALIZED' if specialized else 'not specialized'}; setmaxnreg "
+            f"{compiled.asm['ptx'].count('setmaxnreg')}, shared {compiled.metadata.shared} B")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--block", default="128,128,64")
-    parser.add_argument("--warps", type=int, nargs="+", default=[4, 8])
     parser.add_argument("--stages", type=int, default=3)
     opts = parser.parse_args()
     try:
@@ -74,12 +95,10 @@ def main() -> int:
         print("warp_specialize_compile: --block is BLOCK_M,BLOCK_N,BLOCK_K, e.g. 128,128,64", file=sys.stderr)
         return 2
     print(f"Triton {triton.__version__}, sm_90, {bm}x{bn}x{bk}, {opts.stages} stages")
-    for persistent in (False, True):
-        for warps in opts.warps:
-            for ws in (False, True):
-                found = compile_once(bm, bn, bk, warps, opts.stages, ws, persistent)
-                print(f"  {'persistent tile loop' if persistent else 'K loop'}, {warps} warps, "
-                      f"warp_specialize={ws}: {found}", flush=True)
+    for device, b_t, warps, ws in itertools.product((False, True), (False, True), (4, 8), (False, True)):
+        found = compile_once((bm, bn, bk), opts.stages, device, b_t, warps, ws)
+        print(f"  {'device' if device else 'host'} descriptors, {'NT' if b_t else 'NN'}, {warps} warps, "
+              f"warp_specialize={ws}: {found}", flush=True)
     return 0
 
 

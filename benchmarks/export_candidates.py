@@ -38,13 +38,14 @@ def main(store: str, out: str) -> None:
     print(f"{out}: {len(configs)} configs, {len(search)} evaluations in {span:.1f} s of search "
           f"= {60 * len(configs) / max(span, 1e-9):.1f} configs/min; compile {sum(r[7] or 0 for r in search):.1f} s"
           f" summed, gate {sum(r[8] or 0 for r in search):.1f} s, measure {sum(r[9] or 0 for r in search):.1f} s")
-    split = [r for r in search if r[2] == "screen" and r[14] is not None]
+    split = [r for r in search if r[2] == "screen" and r[HEADER.index("sampling_ms")] is not None]
     if split:  # where a screen's wall time went, medians over the screens
-        def median(column: int) -> float:
-            return statistics.median(float(r[column]) for r in split)
-        print(f"  screens ({len(split)}, medians): warm-up {median(13):.1f} ms, sampling {median(14):.1f} ms, "
-              f"the host's bookkeeping within them {median(15):.1f} ms ({median(16):.0f} telemetry reads); worker's "
-              f"measure_s {1e3 * median(9):.1f} ms")
+        def median(name: str) -> float:
+            return statistics.median(float(r[HEADER.index(name)]) for r in split)
+        print(f"  screens ({len(split)}, medians): warm-up {median('warm_up_ms'):.1f} ms, sampling "
+              f"{median('sampling_ms'):.1f} ms, the host's bookkeeping within them {median('bookkeeping_ms'):.1f} ms "
+              f"({median('telemetry_reads'):.0f} telemetry reads); worker's measure_s "
+              f"{1e3 * median('measure_s'):.1f} ms")
 
 
 if __name__ == "__main__":

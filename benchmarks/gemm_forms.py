@@ -1,14 +1,13 @@
 """Does a kernel form of `examples/triton_matmul` move the ratio to cuBLAS where the tuned winner loses, and do two
 runs' winners differ? Per GEMM shape, the spec's seed configs of each form asked for (main's example has the plain,
-TMA and split-K forms; the stream-K, SK_TAIL and GEMV forms timed on 2026-12-04 live on branch gemm-levers) that are
-valid there, and the winner each `kerntune tune --json` report given chose for the shape, each timed against
-torch.matmul (cuBLAS) by
-the independent check's protocol (benchmarks/claims_check.py): gated against float64, then blocks of torch,
-config, config, torch, a 256 MiB fill before every call, the profiler's kernel durations (CUPTI through
-torch.profiler) summed per call, the median block ratio with a bootstrap 95% interval, the blocks taking
-PLACEMENTS operand sets in turn. No search and no kerntune timer: a fixed set of configs, so two trees (or two
-forms) compare on the same configs, and a form's best seed says what the form can do before a search spends a
-budget on it.
+TMA and split-K forms; the stream-K, SK_TAIL and GEMV forms timed on 2026-12-04 live on branch gemm-levers) that
+are valid there, and the winner each `kerntune tune --json` report given chose for the shape, each timed against
+torch.matmul (cuBLAS) by the independent check's protocol (benchmarks/claims_check.py): gated against float64,
+then blocks of torch, config, config, torch, a 256 MiB fill before every call, the profiler's kernel durations
+(CUPTI through torch.profiler) summed per call, the median block ratio with a bootstrap 95% interval, the blocks
+taking PLACEMENTS operand sets in turn. No search and no kerntune timer: a fixed set of configs, so two trees (or
+two forms) compare on the same configs, and a form's best seed says what the form can do before a search spends
+a budget on it.
 
 Usage: python benchmarks/gemm_forms.py OUT.json [--shapes FILE] [--report [LABEL=]TUNE.json ...] [--forms stream_k,...]
        [--blocks 30] [--placements 4] [--limit-s S]
@@ -44,15 +43,22 @@ def form_of(config: dict[str, Any]) -> str:
 
 
 def parse_shape(line: str) -> dict[str, Any]:
-    """``M=..,N=..,K=..[,layout=NT][,bias=1]`` as a shape dict (layout NN and no bias unless given)."""
-    shape: dict[str, Any] = {"layout": "NN", "bias": 0}
-    for item in line.split(","):
-        key, _, value = item.partition("=")
-        if not value:
-            raise ValueError(f"{line!r}: expected KEY=VALUE items, got {item!r}")
-        shape[key.strip()] = value.strip() if key.strip() == "layout" else int(value)
-    if not {"M", "N", "K"} <= shape.keys():
+    """``M=..,N=..,K=..[,layout=NT][,bias=1]`` as a shape dict (layout NN and no bias unless given), read by the
+    CLI's own ``--shape`` parser; a ValueError names what is wrong."""
+    from kerntune.cli.common import parse_shape as shape_fields
+    from kerntune.errors import UsageError
+
+    try:
+        fields = shape_fields(line)
+    except UsageError as exc:
+        raise ValueError(str(exc)) from exc
+    if not {"M", "N", "K"} <= fields.keys():
         raise ValueError(f"{line!r}: M, N and K are needed")
+    shape: dict[str, Any] = {"layout": "NN", "bias": 0}
+    for key, value in fields.items():
+        if key != "layout" and not value.isdigit():
+            raise ValueError(f"{line!r}: {key} is {value!r}, not a whole number")
+        shape[key] = value if key == "layout" else int(value)
     return shape
 
 

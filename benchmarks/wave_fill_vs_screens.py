@@ -20,8 +20,11 @@ from scipy.stats import spearmanr
 
 
 def fields(text: str) -> dict[str, str]:
-    """``A=1,B='x'`` as {"A": "1", "B": "x"} (the CSV's shape and config columns)."""
-    return {key: value.strip("'") for key, value in (item.split("=", 1) for item in text.split(","))}
+    """``A=1,B='x'`` as {"A": "1", "B": "x"} (the CSV's shape and config columns, read by the CLI's ``--shape``
+    parser, quotes dropped)."""
+    from kerntune.cli.common import parse_shape
+
+    return {key: value.strip("'") for key, value in parse_shape(text).items()}
 
 
 def wave_fill(shape: dict[str, str], config: dict[str, str], sms: int) -> float:

@@ -65,7 +65,10 @@ def test_the_summary_sets_each_forms_best_beside_the_reports_winner() -> None:
 def test_bad_arguments_are_refused_with_one_line_and_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "shapes.txt"
     bad.write_text("M=16,N=4096\n")
+    worse = tmp_path / "worse.txt"
+    worse.write_text("M=16,N=4k,K=8\n")
     for args, said in ((["--forms", "streamk"], "unknown form 'streamk'"), (["--shapes", str(bad)], "M, N and K"),
+                       (["--shapes", str(worse)], "N is '4k', not a whole number"),
                        (["--report", str(tmp_path / "none.json")], "is not a file"), (["--blocks", "1"], "--blocks"),
                        (["--report", f"a={bad}", "--report", f"a={bad}"], "the same label")):
         done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gemm_forms.py"), str(tmp_path / "o.json"),

@@ -181,11 +181,11 @@ class _Sampler:
     def wall_split(self) -> dict[str, float]:
         """``Conditions.wall_ms`` up to now: warm-up, sampling since it, the host's bookkeeping within both.
 
-        Hazard it exposes: a short measurement (a race's screen) waits on its bookkeeping's spacing. A stopping
-        check runs only once the device has worked ``cost / HOST_SHARE`` since the last one, and warm-up ends only
-        on two agreeing clock readings, so a telemetry read of a few ms sets a floor of tens of ms whatever the
-        screen's own budget (a rung-0 screen took 43 ms, median, on the H200 on 2026-12-04 for 20-700 µs
-        kernels)."""
+        The hazard it is there to confirm or clear: a short measurement (a race's screen) may wait on its
+        bookkeeping's spacing. A stopping check runs only once the device has worked ``cost / HOST_SHARE`` since
+        the last one, and warm-up ends only on two agreeing clock readings, so a slow telemetry read would set a
+        floor whatever the screen's own budget (a rung-0 screen took 43 ms, median, on the H200 on 2026-12-04 for
+        20-700 µs kernels; where those ms went was not recorded then)."""
         total = (time.perf_counter() - self.began) * 1e3
         return {"warm_up": round(self.warm_up_ms, 3), "sampling": round(total - self.warm_up_ms, 3),
                 "bookkeeping": round(self.books.total * 1e3 + self.first_read_ms, 3),

@@ -15,24 +15,31 @@ DEVICE_MS = 0.01
 HOST_MS = 0.2
 
 
-class _NullSlowHostBackend:
-    """Named null: no device. Each launch 'runs' DEVICE_MS and costs the host HOST_MS to enqueue."""
+class _NullBackend:
+    """Named null: no device. Each launch 'runs' ``device_ms`` (times 1, 1 + jitter, 1 + 2 jitter in turn) and keeps
+    the host ``host_ms`` (a sleep, as enqueueing or a device's wait would); the blocks asked for are recorded."""
 
     timer = "null"
     flush_bytes = 0
     uncovered_chunks = 0
 
-    def __init__(self) -> None:
+    def __init__(self, device_ms: float, host_ms: float, jitter: float = 0.0) -> None:
+        self.device_ms, self.host_ms, self.jitter = device_ms, host_ms, jitter
         self.blocks: list[int] = []
 
     def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
         self.blocks.append(len(launches))
-        time.sleep(HOST_MS * len(launches) / 1e3)
-        return [DEVICE_MS] * len(launches)
+        time.sleep(self.host_ms * len(launches) / 1e3)
+        return [self.device_ms * (1 + self.jitter * (i % 3)) for i in range(len(launches))]
+
+
+def _slow_host() -> _NullBackend:
+    """A launch that 'runs' DEVICE_MS and costs the host HOST_MS to enqueue (20x slower)."""
+    return _NullBackend(DEVICE_MS, HOST_MS)
 
 
 def test_a_slow_host_keeps_blocks_and_budget_near_their_length() -> None:
-    backend = _NullSlowHostBackend()
+    backend = _slow_host()
     options = MeasureOptions(warmup_ms=2.0, budget_ms=12.5, min_samples=10)
     start = time.perf_counter()
     got = measure(cast(Backend, backend), [lambda: None], options)
@@ -44,7 +51,7 @@ def test_a_slow_host_keeps_blocks_and_budget_near_their_length() -> None:
 
 
 def test_interleaved_pairs_are_paced_too() -> None:
-    backend = _NullSlowHostBackend()
+    backend = _slow_host()
     options = MeasureOptions(warmup_ms=2.0, budget_ms=10.0, min_samples=10)
     start = time.perf_counter()
     a, b = measure_interleaved(cast(Backend, backend), lambda: None, lambda: None, options)
@@ -54,36 +61,13 @@ def test_interleaved_pairs_are_paced_too() -> None:
     assert a.median_ms == b.median_ms == DEVICE_MS
 
 
-class _NullSlowKernelBackend:
-    """Named null: no device. Each launch 'runs' 30 ms, longer than a fifth of the budget below."""
-
-    timer = "null"
-    flush_bytes = 0
-    uncovered_chunks = 0
-
-    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
-        time.sleep(0.03 * len(launches))
-        return [30.0] * len(launches)
-
-
 def test_the_budget_never_cuts_a_measurement_under_its_minimum_samples() -> None:
     options = MeasureOptions(warmup_ms=1.0, budget_ms=100.0, min_samples=5, max_samples=30)
-    got = measure(cast(Backend, _NullSlowKernelBackend()), [lambda: None], options)
+    slow_kernel = _NullBackend(30.0, 30.0)  # each launch 30 ms: more than a fifth of the budget
+    got = measure(cast(Backend, slow_kernel), [lambda: None], options)
     assert got.n >= options.min_samples  # the 100 ms budget alone would stop after 3 or 4 launches
-    a, b = measure_interleaved(cast(Backend, _NullSlowKernelBackend()), lambda: None, lambda: None, options)
+    a, b = measure_interleaved(cast(Backend, slow_kernel), lambda: None, lambda: None, options)
     assert a.n >= options.min_samples and b.n >= options.min_samples
-
-
-class _NullSteadyBackend:
-    """Named null: no device. Each launch 'runs' 1 ms of host sleep, as a device would keep the host waiting."""
-
-    timer = "null"
-    flush_bytes = 0
-    uncovered_chunks = 0
-
-    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
-        time.sleep(1e-3 * len(launches))
-        return [1.0 + 0.01 * (i % 3) for i in range(len(launches))]
 
 
 class _SlowTelemetry:
@@ -105,8 +89,8 @@ def test_the_hosts_bookkeeping_between_blocks_takes_a_small_share_of_the_wall_ti
     # Read after every 10 ms block, 3 ms readings would idle the device 23% of the time (and let a power-capped
     # clock recover); spaced by the host-share rule they take about HOST_SHARE.
     options = MeasureOptions(warmup_ms=1.0, budget_ms=400.0, ci_target=1e-9, max_samples=100_000)
-    for run in (lambda t: measure(cast(Backend, _NullSteadyBackend()), [lambda: None], options, t),
-                lambda t: measure_interleaved(cast(Backend, _NullSteadyBackend()), lambda: None, lambda: None,
+    for run in (lambda t: measure(cast(Backend, _NullBackend(1.0, 1.0, 0.01)), [lambda: None], options, t),
+                lambda t: measure_interleaved(cast(Backend, _NullBackend(1.0, 1.0, 0.01)), lambda: None, lambda: None,
                                               options, t)):
         telemetry = _SlowTelemetry()
         start = time.perf_counter()
@@ -115,28 +99,12 @@ def test_the_hosts_bookkeeping_between_blocks_takes_a_small_share_of_the_wall_ti
         assert 0 < share <= 2.5 * HOST_SHARE, share
 
 
-class _NullSteadyBackend:
-    """Named null: no device. Each launch 'runs' 0.05 ms and costs the host as much; every sample alike."""
-
-    timer = "null"
-    flush_bytes = 0
-    uncovered_chunks = 0
-
-    def __init__(self) -> None:
-        self.blocks: list[int] = []
-
-    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
-        self.blocks.append(len(launches))
-        time.sleep(0.05 * len(launches) / 1e3)
-        return [0.05] * len(launches)
-
-
 def test_a_screen_with_short_blocks_stops_after_its_few_blocks_not_the_full_blocks() -> None:
     # A steady kernel stops after MIN_BLOCKS blocks: at the full protocol's 10 ms that is 50 ms of sampling
     # whatever the screen's budget (the H200's 79 ms rung-0 screens); blocks shortened with the rung end sooner.
     walls = {}
     for block_ms in (BATCH_MS, BATCH_MS / 16):
-        backend = _NullSteadyBackend()
+        backend = _NullBackend(0.05, 0.05)  # a steady kernel: every sample alike
         options = MeasureOptions(warmup_ms=1.0, budget_ms=94.0, min_samples=10, ci_target=0.02, block_ms=block_ms)
         start = time.perf_counter()
         got = measure(cast(Backend, backend), [lambda: None], options)
@@ -146,33 +114,22 @@ def test_a_screen_with_short_blocks_stops_after_its_few_blocks_not_the_full_bloc
     assert walls[BATCH_MS / 16] < walls[BATCH_MS] / 3, walls
 
 
-
-class _SteadySlowTelemetry:
-    """Named null telemetry: steady clocks, each read costing READ_MS of host time (NVML's can take ms)."""
-
-    available = True
-    READ_MS = 2.0
-
-    def read(self) -> dict[str, Any]:
-        time.sleep(self.READ_MS / 1e3)
-        return {"sm_mhz": 1980, "mem_mhz": 3201, "power_w": 200.0, "temp_c": 40, "reasons": []}
-
-
 def test_a_measurement_says_where_its_wall_time_went() -> None:
     from kerntune.model import Conditions
 
-    backend = _NullSlowHostBackend()
+    backend = _slow_host()
     options = MeasureOptions(warmup_ms=4.0, budget_ms=20.0, min_samples=10, block_ms=0.6)
     start = time.perf_counter()
-    got = measure(cast(Backend, backend), [lambda: None], options, _SteadySlowTelemetry())
+    telemetry = _SlowTelemetry()  # steady clocks, 3 ms a reading
+    got = measure(cast(Backend, backend), [lambda: None], options, telemetry)
     wall_ms = (time.perf_counter() - start) * 1e3
     split = got.conditions.wall_ms
     assert split is not None and set(split) == {"warm_up", "sampling", "bookkeeping", "reads"}
     assert split["warm_up"] >= options.warmup_ms and split["reads"] >= 2  # warm-up ends on two agreeing readings
-    assert split["bookkeeping"] >= 0.9 * split["reads"] * _SteadySlowTelemetry.READ_MS  # each read is host time
+    assert split["bookkeeping"] >= telemetry.spent * 1e3 * 0.99  # every reading's host time is counted
     assert split["warm_up"] + split["sampling"] <= wall_ms + 0.5  # phases within the call, measured by the host
     assert split["warm_up"] + split["sampling"] >= 0.8 * wall_ms
     assert Conditions.from_dict(got.conditions.as_dict()).wall_ms == split  # kept through the store
-    a, b = measure_interleaved(cast(Backend, backend), lambda: None, lambda: None, options, _SteadySlowTelemetry())
+    a, b = measure_interleaved(cast(Backend, backend), lambda: None, lambda: None, options, _SlowTelemetry())
     assert a.conditions.wall_ms == b.conditions.wall_ms and a.conditions.wall_ms is not None
     assert a.conditions.wall_ms["bookkeeping"] > 0 and "wall_ms" not in str(a.conditions.key())

@@ -118,7 +118,7 @@ class _Bookkeeping:
     report labels with its clocks."""
 
     def __init__(self) -> None:
-        self.cost = 0.0
+        self.cost = self.total = 0.0
         self.since = self.started = time.perf_counter()
 
     def due(self) -> bool:
@@ -130,6 +130,7 @@ class _Bookkeeping:
     def __exit__(self, *_: object) -> None:
         self.since = time.perf_counter()
         self.cost = self.since - self.started
+        self.total += self.cost
 
 
 def _settled(recorder: Recorder) -> bool:
@@ -174,12 +175,29 @@ class _Sampler:
         self.books = _Bookkeeping()
         self.ramp_ms = 0.0
         self.ramping = False
+        self.warm_up_ms = self.first_read_ms = 0.0
+        self.began = time.perf_counter()
+
+    def wall_split(self) -> dict[str, float]:
+        """``Conditions.wall_ms`` up to now: warm-up, sampling since it, the host's bookkeeping within both.
+
+        The hazard it is there to confirm or clear: a short measurement (a race's screen) may wait on its
+        bookkeeping's spacing. A stopping check runs only once the device has worked ``cost / HOST_SHARE`` since
+        the last one, and warm-up ends only on two agreeing clock readings, so a slow telemetry read would set a
+        floor whatever the screen's own budget (a rung-0 screen took 43 ms, median, on the H200 on 2026-12-04 for
+        20-700 µs kernels; where those ms went was not recorded then)."""
+        total = (time.perf_counter() - self.began) * 1e3
+        return {"warm_up": round(self.warm_up_ms, 3), "sampling": round(total - self.warm_up_ms, 3),
+                "bookkeeping": round(self.books.total * 1e3 + self.first_read_ms, 3),
+                "reads": float(len(self.recorder.readings))}
 
     def warm_up(self) -> float:
         """Run for ``warmup_ms``, longer while the clock climbs; return the pace of a launch (ms, wall)."""
-        start = time.perf_counter()
+        start = self.began = time.perf_counter()
         self.take(1)
-        self.recorder.take()
+        read = time.perf_counter()
+        self.recorder.take()  # outside the spacing on purpose: the next reading may follow the next block
+        self.first_read_ms = (time.perf_counter() - read) * 1e3
         while True:
             elapsed = (time.perf_counter() - start) * 1e3
             if elapsed >= self.options.warmup_ms:
@@ -192,7 +210,8 @@ class _Sampler:
             if self.books.due():
                 with self.books:
                     self.recorder.take()
-        self.ramp_ms = max(0.0, (time.perf_counter() - start) * 1e3 - self.options.warmup_ms)
+        self.warm_up_ms = (time.perf_counter() - start) * 1e3
+        self.ramp_ms = max(0.0, self.warm_up_ms - self.options.warmup_ms)
         return self.take.ms
 
     def sample(self, pace: float) -> tuple[list[float], tuple[float, float]]:
@@ -237,6 +256,7 @@ def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: Me
             return backend.time_launches(list(islice(stream, count)), flush)
         sampler = _Sampler(take, options, recorder)
         samples, ci = sampler.sample(sampler.warm_up())
+        wall = sampler.wall_split()
     else:
         per_launch = max(backend.time_launches(list(islice(stream, 3)), False))
         length = max(len(used), min(1000, math.ceil(GRAPH_MS / max(per_launch, 1e-4))))
@@ -248,6 +268,7 @@ def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: Me
 
         sampler = _Sampler(take, options, recorder)
         samples, ci = sampler.sample(sampler.warm_up())
+        wall = sampler.wall_split()
 
         # Launch overhead, apart: the same launches issued eagerly, timed from the first to the last with the
         # device left to wait on the host (fed=False); the difference per launch is what the host's launch
@@ -269,6 +290,7 @@ def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: Me
         launch_overhead_ms=overhead,
         telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping,
                                     "uncovered_chunks": backend.uncovered_chunks - uncovered}),
+        wall_ms=wall,
     )
     return Measurement(tuple(samples), conditions, ci)
 
@@ -321,6 +343,7 @@ def measure_interleaved(backend: Backend, launch_a: Launches, launch_b: Launches
         with books:
             recorder.take()
             intervals = [_interval(samples[i], None, elapsed, options, 2 * options.budget_ms) for i in (0, 1)]
+    wall = sampler.wall_split()
     conditions = Conditions(
         timer=backend.timer, regime=options.regime,  # type: ignore[arg-type]
         warmup_ms=options.warmup_ms + sampler.ramp_ms, flush_bytes=backend.flush_bytes if flush else 0,
@@ -328,7 +351,8 @@ def measure_interleaved(backend: Backend, launch_a: Launches, launch_b: Launches
         telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping,
                                     "uncovered_chunks": backend.uncovered_chunks - uncovered,
                                     "interleaved": True,
-                                    "placements": len(launch_a) if isinstance(launch_a, Sequence) else 1}))
+                                    "placements": len(launch_a) if isinstance(launch_a, Sequence) else 1}),
+        wall_ms=wall)
     if options.second_timer:
         events_ratio = math.exp(paired_log_ratio(samples[0], samples[1]))
         planned = planned_pairs(samples[0], samples[1], TARGET.get(timer_of(backend) or ""))

@@ -29,6 +29,11 @@ class Conditions:
     """Graph mode only: eager per-launch time minus graph per-launch time on the same launches."""
     telemetry: Mapping[str, Any] | None = None
     """Clocks, power, temperature and throttle reasons seen; None where not available (the CPU)."""
+    wall_ms: Mapping[str, float] | None = None
+    """Where the measurement's wall time went (host clock, ms): ``warm_up`` and ``sampling`` (the two phases, the
+    interleaved second timer apart), ``bookkeeping`` (inside them: telemetry reads and stopping checks, the
+    device idle meanwhile) and ``reads`` (telemetry readings taken). Not part of ``key()``: a diagnosis of what a
+    measurement cost, not a condition it was taken under; None in records from before it existed."""
 
     @property
     def throttled(self) -> bool:
@@ -59,6 +64,7 @@ class Conditions:
             "cache_bytes": self.cache_bytes,
             "launch_overhead_ms": self.launch_overhead_ms,
             "telemetry": dict(self.telemetry) if self.telemetry is not None else None,
+            "wall_ms": dict(self.wall_ms) if self.wall_ms is not None else None,
         }
 
     @classmethod
@@ -74,6 +80,7 @@ class Conditions:
             cache_bytes=int(data.get("cache_bytes", data.get("flush_bytes", 0))),
             launch_overhead_ms=float(overhead) if overhead is not None else None,
             telemetry=data.get("telemetry"),
+            wall_ms=data.get("wall_ms"),
         )
 
 

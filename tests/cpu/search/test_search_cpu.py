@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import csv
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, CliResult
+from tests.conftest import EXAMPLES, ROOT, CliResult
 
 pytest.importorskip("pyopencl")
 
 
-def test_race_with_compile_ahead_workers_ranks_only_full_measurements(kerntune: Callable[..., CliResult]) -> None:
+def test_race_with_compile_ahead_workers_ranks_only_full_measurements(kerntune: Callable[..., CliResult],
+                                                                    tmp_path: Path) -> None:
     result = kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--shape", "M=128,N=128,K=128", "--strategy",
                       "race", "--json", env={"KERNTUNE_COMPILE_WORKERS": "2"})
     assert result.code == 0, result.stderr
@@ -26,6 +30,16 @@ def test_race_with_compile_ahead_workers_ranks_only_full_measurements(kerntune: 
     assert winner["role"] == "search" and winner["gate"]["outcome"] == "pass" and winner["compile_s"] > 0
     assert winner["measurement"]["n"] >= 5
     assert all(f["confirmed_n"] > 0 for f in shape["finalists"])
+    # Each screen's measurement says where its wall time went, and the benchmarks' export reads it from the store.
+    csv_path = tmp_path / "candidates.csv"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "export_candidates.py"), str(tmp_path / "store"),
+                           str(csv_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    screens = [row for row in csv.DictReader(csv_path.read_text().splitlines()) if row["role"] == "screen"]
+    assert screens and all(float(row["warm_up_ms"]) > 0 and float(row["sampling_ms"]) > 0 for row in screens)
+    assert all(float(row["warm_up_ms"]) + float(row["sampling_ms"]) <= 1e3 * float(row["measure_s"]) + 1
+               for row in screens)  # the protocol's phases lie inside the worker's measuring time
+    assert f"screens ({len(screens)}, medians): warm-up" in done.stdout
 
 
 def test_a_target_time_stops_the_search_and_says_so(kerntune: Callable[..., CliResult]) -> None:

@@ -13,7 +13,8 @@ Usage: python benchmarks/gemm_forms.py OUT.json [--shapes FILE] [--report [LABEL
        [--blocks 30] [--placements 4] [--limit-s S]
 Prints one line per shape (torch.matmul's µs, the report winner's ratio, each form's best seed and its ratio; a
 ratio is the config's time over torch.matmul's, lower is faster) and a summary; OUT.json holds every timing
-(``call_us`` raw, in call order). Exit 1 if a config failed its gate, 2 on bad arguments.
+(``call_us`` raw, in call order). Exit 1 if a config failed its gate or did not compile or run (each shape's line
+names those as DID NOT RUN, the other configs still timed), 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -123,9 +124,15 @@ def time_shape(problem: Any, shape: dict[str, Any], picked: list[tuple[str, dict
     sets = placed_operands(problem, shape, placements, pads)
     rows = []
     for label, config in picked:
-        calls = matmul_calls(problem, sets[0], shape, config)
-        errors = gate_errors(problem, sets[0], shape, calls)
-        row: dict[str, Any] = {"label": label, "form": form_of(config), "config": config, "errors": errors}
+        row: dict[str, Any] = {"label": label, "form": form_of(config), "config": config}
+        try:  # a config the installed compiler rejects is reported, and the other configs still run
+            calls = matmul_calls(problem, sets[0], shape, config)
+            errors = gate_errors(problem, sets[0], shape, calls)
+        except Exception as exc:  # Triton raises RuntimeError, CompilationError, OutOfResources...
+            last = (str(exc).strip().splitlines() or [""])[-1]
+            rows.append({**row, "gated": False, "failed": f"{type(exc).__name__}: {last}"})
+            continue
+        row["errors"] = errors
         if max(errors.values()) > GATE:
             rows.append({**row, "gated": False})
             continue
@@ -224,10 +231,12 @@ def main() -> int:
         torch_us = next((r["checked"]["torch_us"] for r in rows if r["gated"]), float("nan"))
         parts = [f"{label} {row['checked']['ratio']:.3f} ({row['checked']['ci'][0]:.3f}-{row['checked']['ci'][1]:.3f})"
                  + ("" if label.startswith("prior") else f" [{_short(row['config'])}]") for label, row in best.items()]
-        failed = [r["label"] for r in rows if not r["gated"]]
+        failed = [r["label"] for r in rows if not r["gated"] and "failed" not in r]
+        crashed = [f"{r['label']} [{_short(r['config'])}]" for r in rows if "failed" in r]
         s = shape
         print(f"{s['M']}x{s['N']}x{s['K']} {s['layout']}{' +bias' if s['bias'] else ''}: torch {torch_us:.1f} us; "
               + "; ".join(parts) + (f"; GATE FAILED: {', '.join(failed)}" if failed else "")
+              + (f"; DID NOT RUN: {', '.join(crashed)}" if crashed else "")
               + f" ({len(rows)} configs)", flush=True)
     result = summary(done)
     opts.out.write_text(json.dumps({"target": target.as_dict(), "shapes": done, "summary": result}, indent=1))

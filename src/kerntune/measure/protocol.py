@@ -25,8 +25,8 @@ from kerntune.devices.telemetry import Recorder, Telemetry, Unavailable
 from kerntune.errors import UsageError
 from kerntune.measure.placements import Launches, placed_pair
 from kerntune.measure.second_timer import TARGET, check_pairs, planned_pairs, sustain_pairs, timer_of
-from kerntune.measure.stats import block_half_width, median_ci, paired_log_ratio
-from kerntune.model import Conditions, Measurement
+from kerntune.measure.stats import block_half_width, paired_log_ratio
+from kerntune.model import Conditions, Measurement, median_ci
 
 REGIMES = ("cold", "warm", "rotating")
 MODES = ("eager", "graph")
@@ -161,7 +161,12 @@ def _interval(samples: Sequence[float], blocks: Sequence[float] | None, elapsed_
     block_half = block_half_width(blocks) if blocks is not None else 0.0
     if not done and block_half > options.ci_target * median:
         return None
-    lo, hi = median_ci(samples)
+    # Hazard: this runs between blocks while the device idles, and _Bookkeeping then waits 1/HOST_SHARE times
+    # its cost before the next check. A bootstrap of the median (1000 resamples) took 3-22 ms for 100-1000
+    # samples (the CI machine's CPU), which made every rung-0 screen sample ~25 ms of kernels it could have
+    # stopped on in a few (H200, 2026-12-04: screens' median split 16 ms warm-up, 25 ms sampling). The
+    # distribution-free order-statistics interval needs one sort.
+    lo, hi = median_ci(sorted(samples))
     if math.isfinite(block_half):
         lo, hi = min(lo, median - block_half), max(hi, median + block_half)
     return (lo, hi) if done or (hi - lo) / 2 <= options.ci_target * median else None

@@ -1,7 +1,9 @@
 """The statistics measurements and A/B verdicts rest on (SciPy), in one place.
 
-- ``median_ci``: bootstrap confidence interval of a median. Timing samples are skewed (a tail of
-  interrupted or clock-dipped launches), so a normal-theory interval around the mean would mislead.
+- ``bootstrap_median_ci``: bootstrap confidence interval of a median (the lab's pair ratios). Timing samples
+  are skewed (a tail of interrupted or clock-dipped launches), so a normal-theory interval around the mean would
+  mislead. A measurement's stopping rule uses the order-statistics interval (``kerntune.model.median_ci``),
+  which costs one sort where this costs milliseconds.
 - ``abba_block_logs``: launches timed side by side (A B B A ...) as one log ratio per A B B A block, which
   carries each side once after the other side and once after itself.
 - ``pair_ratio``: the ratio of launches timed side by side: exp of the median block log ratio, its bootstrap
@@ -26,7 +28,7 @@ BOOTSTRAP_RESAMPLES = 1000
 """Enough for a stopping rule: the interval's ends move by well under the 1% target between reruns."""
 
 
-def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+def bootstrap_median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
     """Percentile-bootstrap interval of the median (fixed seed: the same samples give the same interval)."""
     data = np.asarray(samples, dtype=np.float64)
     if data.size < 3 or float(data.min()) == float(data.max()):
@@ -142,7 +144,7 @@ def pair_ratio(pairs: Sequence[tuple[float, float]]) -> dict[str, Any]:
     logs = abba_block_logs([a for a, _ in pairs], [b for _, b in pairs]) if pairs else []
     if not logs:
         raise ValueError("a pair ratio needs at least one pair with a measurable time on both sides")
-    low, high = median_ci(logs)
+    low, high = bootstrap_median_ci(logs)
     return {"ratio": math.exp(statistics.median(logs)), "ci": [math.exp(low), math.exp(high)], "pairs": len(pairs),
             "blocks": len(logs), "original_ms": statistics.median(a for a, _ in pairs),
             "variant_ms": statistics.median(b for _, b in pairs)}

@@ -13,7 +13,7 @@ from kerntune.measure.stats import (
     RatioEstimate,
     abba_block_logs,
     block_half_width,
-    median_ci,
+    bootstrap_median_ci,
     pair_ratio,
     paired_log_ratio,
     ratio_ci,
@@ -24,11 +24,11 @@ def test_median_ci_contains_the_median_and_narrows_with_more_samples() -> None:
     rng = random.Random(1)
     small = [1.0 + rng.gauss(0, 0.05) for _ in range(20)]
     large = [1.0 + rng.gauss(0, 0.05) for _ in range(2000)]
-    lo_s, hi_s = median_ci(small)
-    lo_l, hi_l = median_ci(large)
+    lo_s, hi_s = bootstrap_median_ci(small)
+    lo_l, hi_l = bootstrap_median_ci(large)
     assert lo_s <= sorted(small)[10] <= hi_s
     assert hi_l - lo_l < (hi_s - lo_s) / 3
-    assert median_ci([2.0] * 50) == (2.0, 2.0)
+    assert bootstrap_median_ci([2.0] * 50) == (2.0, 2.0)
 
 
 def test_block_half_width_grows_when_blocks_disagree() -> None:

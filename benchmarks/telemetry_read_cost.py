@@ -13,6 +13,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 
@@ -43,8 +44,8 @@ def main() -> int:
         step = n // 10  # ten blocks: past MIN_BLOCKS, so the check computes its interval
         blocks = [statistics.median(samples[i:i + step]) for i in range(0, n, step)]
         options = MeasureOptions(ci_target=0.05)
-        check = median_us(lambda s=samples, b=blocks, o=options: _interval(s, b, 1.0, o, 1e9), opts.repeats)
-        boot = median_us(lambda s=samples: bootstrap_median_ci(s), max(1, opts.repeats // 10))
+        check = median_us(partial(_interval, samples, blocks, 1.0, options, 1e9), opts.repeats)
+        boot = median_us(partial(bootstrap_median_ci, samples), max(1, opts.repeats // 10))
         print(f"{n} samples: stopping check {check:.0f} us; a bootstrap of the median {boot:.0f} us", flush=True)
     try:
         from kerntune.devices.telemetry import Nvml

@@ -101,3 +101,27 @@ def test_the_counters_script_refuses_bad_arguments_with_one_line_and_exit_2(tmp_
         done = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=120,
                               env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
         assert done.returncode == 2 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done
+
+
+def test_a_config_the_compiler_rejects_is_reported_and_the_others_still_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    # On the H200's Triton 3.6 one warp-specialized seed failed in the compiler's LLVM lowering, and the raise
+    # had ended the whole forms step: every other config's timing at every later shape was lost.
+    claims_check = importlib.import_module("claims_check")  # the module time_shape imports from benchmarks/
+
+    def calls(problem: Any, operands: Any, shape: Any, config: dict[str, Any]) -> dict[str, Any]:
+        if config.get("WS"):
+            raise RuntimeError("PassManager::run failed")
+        return {"torch": "torch", "winner": config["BLOCK_M"]}
+
+    monkeypatch.setattr(claims_check, "placed_operands", lambda problem, shape, placements, pads: [None] * placements)
+    monkeypatch.setattr(claims_check, "matmul_calls", calls)
+    monkeypatch.setattr(claims_check, "gate_errors", lambda problem, operands, shape, calls: {"winner": 0.0})
+    monkeypatch.setattr(claims_check, "warm_up", lambda launches: None)
+    monkeypatch.setattr(claims_check, "timed_blocks", lambda a, b, flush, blocks: {"ratio": 1.0, "ci": [1.0, 1.0]})
+    base = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3}
+    picked = [("prior", base), ("ws", {**base, "WS": 1}), ("tma", {**base, "BLOCK_M": 128, "TMA": 1})]
+    found = gemm_forms.time_shape(None, {"M": 256}, picked, blocks=2, placements=2, flush=None)
+    rows = {row["label"]: row for row in found["rows"]}
+    assert rows["ws"]["gated"] is False and rows["ws"]["failed"] == "RuntimeError: PassManager::run failed"
+    assert rows["prior"]["gated"] and rows["tma"]["gated"] and rows["tma"]["checked"]["ratio"] == 1.0
+    assert set(gemm_forms.best_by_form(found)) == {"prior", "tma"}  # a config that did not run is no best

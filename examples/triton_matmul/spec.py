@@ -9,8 +9,10 @@ operators (``serve``): ``kerntune run --table T.json -- python app.py`` runs a p
 tuned kernel where the table has the call's key, on the library's elsewhere. SPLIT_K > 1 writes fp32 partial tiles to a
 workspace, summed in a fixed order (deterministic) either by a second kernel or, with FUSED = 1, by the last
 program of each tile to arrive (a per-tile counter: one launch, which decode shapes need). TMA = 1 loads tiles
-through host-made tensor descriptors (Hopper and newer), and PERSISTENT = 1 walks the tiles with one program per
-multiprocessor.
+through host-made tensor descriptors (Hopper and newer), PERSISTENT = 1 walks the tiles with one program per
+multiprocessor, and GEMV = 1 (decode, M <= 8) streams BLOCK_N rows of B's transpose (an ``nn.Linear`` weight's
+rows) BLOCK_K at a time on the vector units, a reduction over K per output as Inductor writes a matrix-vector
+product.
 On a CPU machine the interpreter checks correctness (use ``--dtype float16``: Triton's interpreter mishandles
 bf16 loads) and no timing is claimed.
 """
@@ -149,6 +151,32 @@ _counters: dict[tuple[int, int], torch.Tensor] = {}
 _kept_counters: list[torch.Tensor] = []
 
 
+@triton.jit
+def gemv_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+                stride_cn, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, HAS_BIAS: tl.constexpr):
+    # GEMV = 1, decode (M <= 8): bandwidth-bound, and an MMA tile would idle 15 of its 16 rows. Each program
+    # owns BLOCK_N outputs per row and streams their BLOCK_N columns of B (for NT, contiguous rows of the weight)
+    # in BLOCK_K-long strips, multiplying in fp32 and summing per thread across the K loop; one reduction across
+    # threads at the end (one per step would cost a shared-memory round trip and a barrier each time). Long
+    # strips and few columns per program give many programs, each with many bytes in flight: what keeps HBM busy.
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_m = tl.arange(0, ROWS)
+    rows = offs_m < M
+    partial = tl.zeros((ROWS, BLOCK_N, BLOCK_K), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        b = tl.load(b_ptr + offs_k[None, :] * stride_bk + offs_n[:, None] * stride_bn,
+                    mask=offs_n[:, None] < N, other=0.0).to(tl.float32)
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak, mask=rows[:, None],
+                    other=0.0).to(tl.float32)
+        partial += a[:, None, :] * b[None, :, :]
+    acc = tl.sum(partial, axis=2)
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=rows[:, None] & (offs_n[None, :] < N))
+
+
 def _workspace(split_k: int, m: int, n: int, tiles: int, device: torch.device,
                per_call: bool) -> tuple[torch.Tensor, torch.Tensor]:
     # Tuning: allocated at the first (compile) launch and reused, since an allocation inside the timed region
@@ -235,6 +263,11 @@ def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
     m, n, k = args["M"], args["N"], args["K"]
     bm, bn, split_k = meta["BLOCK_M"], meta["BLOCK_N"], meta["SPLIT_K"]
     options = {"num_warps": meta["num_warps"], "num_stages": meta["num_stages"]}
+    if meta.get("GEMV"):  # (tables written before GEMV existed have no such key)
+        return gemv_kernel[(triton.cdiv(n, bn),)](a, b, c, c if bias is None else bias, m, n, k, a.stride(0),
+                                                  a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+                                                  triton.next_power_of_2(m), bn, meta["BLOCK_K"], bias is not None,
+                                                  **options)
     if meta["TMA"]:
         kernel, call, grid = _tma_call(a, b, c, m, n, k, meta)
         return kernel[grid](*call, **options)
@@ -306,7 +339,10 @@ SMEM_BYTES = {"sm_80": 166912, "sm_86": 101376, "sm_89": 101376, "sm_90": 232448
 
 
 def smem_fits(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool:
-    """Capability: the pipelined A and B tiles (and a persistent epilogue's C tile) must fit shared memory."""
+    """Capability: the pipelined A and B tiles (and a persistent epilogue's C tile) must fit shared memory (the
+    GEMV kernel keeps its strips in registers)."""
+    if c.get("GEMV"):  # (configs written before GEMV existed have no such key)
+        return True
     need = (c["BLOCK_M"] * c["BLOCK_K"] + c["BLOCK_K"] * c["BLOCK_N"]) * 2 * c["num_stages"]
     if c["PERSISTENT"]:
         need += c["BLOCK_M"] * c["BLOCK_N"] * 2  # the epilogue stages C in shared memory for the TMA store
@@ -335,6 +371,20 @@ def tma_supported(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> 
     return plain and c["SPLIT_K"] == 1 and t is not None and t.arch.startswith(("sm_9", "sm_10", "sm_12"))
 
 
+def gemv_form(c: dict[str, Any], s: dict[str, Any]) -> bool:
+    """GEMV = 1 is the decode kernel (M <= 8, B's rows along K contiguous: layout NT) and the only form with
+    BLOCK_N < 32 or BLOCK_K > 256; its fp32 partial sums (rows × BLOCK_N × BLOCK_K) stay within 64 registers a
+    thread; the MMA tile's other parameters mean nothing to it and are held at one value, so each GEMV config is
+    proposed once."""
+    if not c.get("GEMV"):  # (configs written before GEMV existed have no such key)
+        return c["BLOCK_N"] >= 32 and c["BLOCK_K"] <= 256
+    if s["M"] > 8 or str(s.get("layout", "NN"))[1] != "T":
+        return False
+    partials = triton.next_power_of_2(s["M"]) * c["BLOCK_N"] * c["BLOCK_K"] // (32 * c["num_warps"])
+    return partials <= 64 and (c["BLOCK_M"], c["GROUP_M"], c["SPLIT_K"], c["FUSED"], c["TMA"],
+                               c["PERSISTENT"]) == (16, 8, 1, 0, 0, 0)
+
+
 def _tutorial(bm: int, bn: int, bk: int, stages: int, warps: int, **extra: int) -> dict[str, int]:
     return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_stages": stages, "num_warps": warps,
             **extra}
@@ -356,7 +406,12 @@ SEEDS = [_tutorial(*c) for c in (
     # interleaved CUPTI oracle and claims checks at 16×4096×4096, 16×4096×14336 and 16×14336×4096 (bf16,
     # 2026-12-03, benchmarks/RESULTS.md "Tuning reproducibility"), which a 12 s search found in 2 of 5 runs.
     _tutorial(16, 32, 256, 5, 4, TMA=1, PERSISTENT=1), _tutorial(16, 128, 128, 5, 4), _tutorial(16, 64, 256, 4, 4),
-    _tutorial(16, 32, 256, 4, 4, TMA=1, PERSISTENT=1)]
+    _tutorial(16, 32, 256, 4, 4, TMA=1, PERSISTENT=1)] + [
+    # Matrix-vector (GEMV, M <= 8, NT): long strips of few weight rows, as Inductor's reduction kernel for a
+    # one-row product reads them (max-autotune's choice at 1×6144×4096 on the H200, 2026-12-04).
+    _tutorial(16, bn, bk, stages, warps, GEMV=1) for bn, bk, stages, warps in (
+        (2, 2048, 2, 8), (4, 1024, 2, 8), (4, 2048, 2, 8), (8, 1024, 2, 8), (8, 512, 2, 4), (2, 1024, 2, 4),
+        (4, 512, 3, 4), (16, 512, 2, 8))]
 
 
 SERVED_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -427,14 +482,14 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
     grid, integers and constexprs the key fixes. Its operands' strides are checked on every call (they decide
     the binary's specialization: a stride of 1, or one divisible by 16) and so is the device (a compiled kernel is
     loaded per device); ``served_shape`` checked alignment.
-    A split-K that is not fused runs two kernels and stays on the JIT path."""
+    A split-K that is not fused runs two kernels and stays on the JIT path, as does the GEMV kernel."""
     from kerntune.backends.triton_launch import direct_launcher
 
     m, n, k = int(shape["M"]), int(shape["N"]), int(shape["K"])
     addmm = op.startswith("aten::addmm")
     split_k, tma = config["SPLIT_K"], bool(config["TMA"])
     tiles = triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"])
-    direct = tma or split_k == 1 or bool(config["FUSED"])
+    direct = not config.get("GEMV") and (tma or split_k == 1 or bool(config["FUSED"]))
     options = {"num_warps": config["num_warps"], "num_stages": config["num_stages"]}
     launchers: dict[tuple[Any, ...], Callable[..., None] | None] = {}
 
@@ -478,13 +533,14 @@ problem = kt.Problem(
     space=kt.Space(
         params={
             "BLOCK_M": [16, 32, 64, 128, 256],
-            "BLOCK_N": [32, 64, 128, 256],
-            "BLOCK_K": [32, 64, 128, 256],
+            "BLOCK_N": [2, 4, 8, 16, 32, 64, 128, 256],
+            "BLOCK_K": [32, 64, 128, 256, 512, 1024, 2048],
             "GROUP_M": [1, 4, 8, 16],
             "SPLIT_K": [1, 2, 4, 8, 16],
             "FUSED": [0, 1],
             "TMA": [0, 1],
             "PERSISTENT": [0, 1],
+            "GEMV": [0, 1],
             "num_warps": [2, 4, 8],
             "num_stages": [2, 3, 4, 5],
         },
@@ -493,8 +549,10 @@ problem = kt.Problem(
             kt.Constraint(lambda c, s: s["K"] % (c["SPLIT_K"] * c["BLOCK_K"]) == 0, "K divisible by SPLIT_K*BLOCK_K"),
             kt.Constraint(lambda c: c["BLOCK_M"] * c["BLOCK_N"] // (32 * c["num_warps"]) <= 128,
                           "accumulator <= 128 registers/thread"),
-            kt.Constraint(lambda c: c["BLOCK_M"] >= 64 or c["num_warps"] <= 4, "small BLOCK_M with at most 4 warps"),
-            kt.Constraint(lambda c: c["BLOCK_M"] * c["BLOCK_N"] >= 64 * 64 or c["num_warps"] <= 4,
+            kt.Constraint(gemv_form, "GEMV only for M <= 8 and NT, the only form with BLOCK_N < 32 or BLOCK_K > 256"),
+            kt.Constraint(lambda c: c.get("GEMV") or c["BLOCK_M"] >= 64 or c["num_warps"] <= 4,
+                          "small BLOCK_M with at most 4 warps"),
+            kt.Constraint(lambda c: c.get("GEMV") or c["BLOCK_M"] * c["BLOCK_N"] >= 64 * 64 or c["num_warps"] <= 4,
                           "8 warps only for tiles of 64x64 or more"),
             kt.Constraint(lambda c: c["num_warps"] >= 4 or c["BLOCK_M"] * c["BLOCK_N"] <= 64 * 64,
                           "2 warps only for small tiles"),
@@ -510,7 +568,7 @@ problem = kt.Problem(
             kt.Constraint(lambda c: c["SPLIT_K"] > 1 or not c["FUSED"], "FUSED only with split-K"),
         ],
         default={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "TMA": 0,
-                 "PERSISTENT": 0, "num_warps": 4, "num_stages": 3},
+                 "PERSISTENT": 0, "GEMV": 0, "num_warps": 4, "num_stages": 3},
         seeds=SEEDS,
     ),
     shapes=[{"M": 4096, "N": 4096, "K": 4096, "layout": "NN", "bias": 0}],

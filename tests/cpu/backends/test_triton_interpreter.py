@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +61,61 @@ def test_library_ops_as_candidates_on_the_torch_backend(kerntune: Callable[..., 
     report = result.json()
     assert report["run"]["target"]["backend"] == "torch" and report["run"]["target"]["claims_timing"] is False
     assert report["shapes"][0]["counts"] == {"ok": 3}
+
+
+GEMV_CHECK = """
+import importlib.util, sys
+loaded = importlib.util.spec_from_file_location("spec", sys.argv[1])
+spec = importlib.util.module_from_spec(loaded)
+loaded.loader.exec_module(spec)
+import torch
+
+# Rows masked below the power of two (3, 5), N not a multiple of BLOCK_N (38, 42), one strip or several along K,
+# a bias; B as an nn.Linear weight's transpose (NT: GEMV's only layout).
+for m, n, k, bias in [(1, 64, 512, 0), (3, 38, 1024, 1), (8, 32, 256, 1), (5, 42, 2048, 0)]:
+    shape = {"M": m, "N": n, "K": k, "layout": "NT", "bias": bias}
+    for bn, bk in [(2, 256), (4, 512), (16, 256)]:
+        if k % bk:
+            continue
+        args = spec.make_inputs(shape, "float16", 1)
+        meta = {**spec.problem.space.default, "BLOCK_M": 16, "BLOCK_N": bn, "BLOCK_K": bk, "GEMV": 1,
+                "num_warps": 4, "num_stages": 2}
+        args["c"].fill_(float("nan"))
+        spec.launch(spec.matmul_kernel, args, meta)
+        ref = spec.reference(args, shape)
+        print("gemv", m, n, k, bn, bk, float((args["c"].double() - ref).norm() / ref.norm()))
+"""
+
+
+def test_the_gemv_form_is_right_at_masked_rows_partial_columns_and_with_a_bias(tmp_path: Path) -> None:
+    script = tmp_path / "gemv_check.py"
+    script.write_text(GEMV_CHECK)
+    done = subprocess.run([sys.executable, str(script), str(EXAMPLES / "triton_matmul" / "spec.py")],
+                          env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    errors = [float(line.split()[-1]) for line in done.stdout.splitlines() if line.startswith("gemv")]
+    assert len(errors) == 11 and max(errors) < 2e-3, done.stdout  # fp16 rounding ~3e-4; a NaN fails the max
+
+
+def test_gemv_configs_exist_only_for_decode_with_a_transposed_weight() -> None:
+    from kerntune.model import Shape, Target
+    from kerntune.tune.spec import load_spec
+
+    problem = load_spec(str(EXAMPLES / "triton_matmul")).problem
+    h200 = Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132)
+
+    def gemv(m: int, layout: str) -> list[dict[str, int]]:
+        valid, _ = problem.space.valid_configs(Shape.of({"M": m, "N": 6144, "K": 4096, "layout": layout,
+                                                         "bias": 0}), h200)
+        return [dict(c.items) for c in valid if dict(c.items)["GEMV"]]
+
+    decode = gemv(1, "NT")
+    assert decode and all((c["BLOCK_M"], c["SPLIT_K"], c["TMA"], c["GROUP_M"]) == (16, 1, 0, 8) for c in decode)
+    assert {c["BLOCK_K"] for c in decode} >= {512, 1024, 2048} and {c["BLOCK_N"] for c in decode} >= {2, 4, 8}
+    assert gemv(16, "NT") == [] and gemv(1, "NN") == []  # not past 8 rows; not where B's rows run along N
+    # the strips and narrow columns are the GEMV kernel's alone: no MMA tile takes them
+    tiles, _ = problem.space.valid_configs(Shape.of({"M": 1, "N": 6144, "K": 4096, "layout": "NT", "bias": 0}), h200)
+    assert all(c["BLOCK_N"] >= 32 and c["BLOCK_K"] <= 256 for c in (dict(t.items) for t in tiles) if not c["GEMV"])
+    seeds = [s for s in problem.space.seed_configs() if s.as_dict()["GEMV"]]
+    assert seeds and all(problem.space.check(s, Shape.of({"M": 1, "N": 6144, "K": 4096, "layout": "NT", "bias": 0}),
+                                             h200) is None for s in seeds)

@@ -408,11 +408,13 @@ SEEDS = [_tutorial(*c) for c in (
     # 2026-12-03, benchmarks/RESULTS.md "Tuning reproducibility"), which a 12 s search found in 2 of 5 runs.
     _tutorial(16, 32, 256, 5, 4, TMA=1, PERSISTENT=1), _tutorial(16, 128, 128, 5, 4), _tutorial(16, 64, 256, 4, 4),
     _tutorial(16, 32, 256, 4, 4, TMA=1, PERSISTENT=1)] + [
-    # Matrix-vector (GEMV, M <= 8, NT): long strips of few weight rows, as Inductor's reduction kernel for a
-    # one-row product reads them (max-autotune's choice at 1×6144×4096 on the H200, 2026-12-04).
+    # Matrix-vector (GEMV, M <= 8, NT): Inductor's reduction configs for a one-row product (max-autotune's choice
+    # at 1x6144x4096 on the H200, 2026-12-04): one output row per program in a 2048-long strip at 16 warps (its
+    # "contiguous" config), 8 rows x 512 (its make_config(8, 512), 16 warps); and the same with fewer warps, which
+    # put more programs on each SM (on the H200, 8 rows x 512 at 4 warps was this form's fastest of eight seeds).
     _tutorial(16, bn, bk, stages, warps, GEMV=1) for bn, bk, stages, warps in (
-        (1, 512, 2, 2), (1, 1024, 2, 4), (1, 2048, 2, 8), (2, 512, 2, 2), (2, 256, 2, 2), (4, 256, 2, 2),
-        (8, 256, 2, 4), (8, 512, 2, 4), (16, 256, 2, 4), (16, 512, 2, 8), (4, 1024, 2, 8), (2, 2048, 2, 8))]
+        (1, 2048, 2, 16), (1, 1024, 2, 8), (1, 512, 2, 4), (1, 512, 2, 2), (1, 1024, 2, 4), (1, 2048, 2, 8),
+        (2, 1024, 2, 16), (2, 512, 2, 2), (4, 256, 2, 2), (8, 512, 2, 16), (8, 512, 2, 4), (16, 256, 2, 4))]
 
 
 SERVED_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -542,7 +544,7 @@ problem = kt.Problem(
             "TMA": [0, 1],
             "PERSISTENT": [0, 1],
             "GEMV": [0, 1],
-            "num_warps": [2, 4, 8],
+            "num_warps": [2, 4, 8, 16],
             "num_stages": [2, 3, 4, 5],
         },
         constraints=[
@@ -557,6 +559,7 @@ problem = kt.Problem(
                           "8 warps only for tiles of 64x64 or more"),
             kt.Constraint(lambda c: c["num_warps"] >= 4 or c["BLOCK_M"] * c["BLOCK_N"] <= 64 * 64,
                           "2 warps only for small tiles"),
+            kt.Constraint(lambda c: c.get("GEMV") or c["num_warps"] <= 8, "16 warps only for GEMV"),
             kt.Constraint(lambda c: c["BLOCK_K"] <= 128 or c["BLOCK_M"] <= 64, "BLOCK_K 256 only for BLOCK_M <= 64"),
             kt.Constraint(group_matters, "GROUP_M varies only with several row tiles"),
             kt.Constraint(lambda c, s: c["BLOCK_M"] >= min(64, s["M"]), "BLOCK_M >= min(64, M)"),

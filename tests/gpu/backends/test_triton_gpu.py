@@ -78,3 +78,42 @@ def test_race_with_compile_ahead_and_occupancy_pruning(kerntune: Callable[..., C
     winner = shape["winner"]
     assert winner["role"] == "search" and winner["gate"]["outcome"] == "pass"
     assert winner["compile_s"] > 0.05  # the compile-ahead worker's real compile, not the timing worker's cache hit
+
+
+def test_the_gemv_form_is_right_and_repeatable_under_real_concurrency() -> None:
+    # GEMV = 1 (decode with an nn.Linear weight): every seed valid at the shape computes the product (against
+    # float64, with and without a bias, rows masked below the power of two) and writes the same bits on every
+    # relaunch, with thousands of programs in flight on the GPU where the interpreter ran them one at a time.
+    import sys
+
+    import torch
+
+    from kerntune.model import Config, Shape, Target
+    from kerntune.tune.spec import load_spec
+
+    problem = load_spec(str(EXAMPLES / "triton_matmul")).problem
+    spec = sys.modules[problem.make_inputs.__module__]
+    props = torch.cuda.get_device_properties(0)
+    target = Target("triton", "nvidia", f"sm_{props.major}{props.minor}", props.name, props.multi_processor_count)
+    default = problem.space.default_config().as_dict()
+    checked = 0
+    for fields in ({"M": 1, "N": 6144, "K": 4096}, {"M": 3, "N": 4104, "K": 4096, "bias": 1},
+                   {"M": 8, "N": 14336, "K": 4096}):
+        shape = {"layout": "NT", "bias": 0, **fields}
+        args = problem.make_inputs(shape, "bfloat16", 1)
+        ref = problem.reference(args, shape)
+        for seed in problem.space.seed_configs():
+            config = {**default, **seed.as_dict()}
+            if not config["GEMV"] or problem.space.check(Config.of(config), Shape.of(shape), target) is not None:
+                continue
+            args["c"].fill_(float("nan"))
+            spec.launch(spec.matmul_kernel, args, config)
+            first = args["c"].clone()
+            error = float((first.double() - ref).norm() / ref.norm())
+            assert error < 1e-2, (shape, config, error)
+            for launch in range(10):
+                args["c"].fill_(float("nan"))
+                spec.launch(spec.matmul_kernel, args, config)
+                assert torch.equal(first, args["c"]), (shape, config, f"relaunch {launch} wrote another result")
+            checked += 1
+    assert checked >= 24, checked

@@ -10,7 +10,7 @@ two forms) compare on the same configs, and a form's best seed says what the for
 a budget on it.
 
 Usage: python benchmarks/gemm_forms.py OUT.json [--shapes FILE] [--report [LABEL=]TUNE.json ...] [--forms stream_k,...]
-       [--blocks 30] [--placements 4] [--limit-s S]
+       [--blocks 30] [--placements 4] [--limit-s S] [--best-report BEST.json]
 Prints one line per shape (torch.matmul's µs, the report winner's ratio, each form's best seed and its ratio; a
 ratio is the config's time over torch.matmul's, lower is faster) and a summary; OUT.json holds every timing
 (``call_us`` raw, in call order). Exit 1 if a config failed its gate or did not compile or run (each shape's line
@@ -153,6 +153,18 @@ def best_by_form(found: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return best
 
 
+def best_report(done: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each shape's fastest gated config of any label, as a `kerntune tune --json` report's ``shapes`` (what
+    benchmarks/against_max_autotune.py reads), so a form's best seed can meet max-autotune side by side."""
+    shapes = []
+    for found in done:
+        best = best_by_form(found)
+        if best:
+            top = min(best.values(), key=lambda row: row["checked"]["ratio"])
+            shapes.append({"shape": found["shape"], "winner": {"config": top["config"], "label": top["label"]}})
+    return {"shapes": shapes}
+
+
 def summary(done: list[dict[str, Any]]) -> dict[str, Any]:
     """Per label, the geomean of its best ratio over the shapes where it ran; and the geomean of the best of all
     (the report's winner or any form) against the report's winner alone, over the shapes that have both."""
@@ -186,6 +198,8 @@ def main() -> int:
     parser.add_argument("--blocks", type=int, default=30)
     parser.add_argument("--placements", type=int, default=4)
     parser.add_argument("--limit-s", type=float, default=0.0, help="stop before a shape once this much has passed")
+    parser.add_argument("--best-report", type=Path, help="also write each shape's fastest config of any label as a "
+                        "tune report (for benchmarks/against_max_autotune.py)")
     opts = parser.parse_args()
     forms = {f.strip() for f in opts.forms.split(",") if f.strip()}
     problems = [f"--forms: unknown form {f!r} (one of {', '.join(FORMS)})" for f in sorted(forms - set(FORMS))]
@@ -240,6 +254,8 @@ def main() -> int:
               + f" ({len(rows)} configs)", flush=True)
     result = summary(done)
     opts.out.write_text(json.dumps({"target": target.as_dict(), "shapes": done, "summary": result}, indent=1))
+    if opts.best_report:
+        opts.best_report.write_text(json.dumps(best_report(done), indent=1))
     print("summary:", json.dumps(result), flush=True)
     return 0 if ok else 1
 

@@ -60,6 +60,13 @@ def test_the_summary_sets_each_forms_best_beside_the_reports_winner() -> None:
     assert found["geomean_ratio_by_label"]["stream_k"] == pytest.approx((0.99 * 1.1) ** 0.5)
     assert found["shapes_by_label"] == {"prior": 2, "stream_k": 2}  # a config that failed its gate is no best
     assert found["prior_over_best_geomean"] == pytest.approx((1.25 / 0.99 * 1.0) ** 0.5)
+    for shape, rows in zip(({"M": 1}, {"M": 2}), done, strict=True):
+        rows["shape"] = shape
+        for n, each in enumerate(rows["rows"]):
+            each["config"] = {"BLOCK_M": n}
+    best = gemm_forms.best_report(done)  # each shape's fastest gated config, whatever its label
+    assert best == {"shapes": [{"shape": {"M": 1}, "winner": {"config": {"BLOCK_M": 2}, "label": "stream_k"}},
+                               {"shape": {"M": 2}, "winner": {"config": {"BLOCK_M": 0}, "label": "prior"}}]}
 
 
 def test_bad_arguments_are_refused_with_one_line_and_exit_2(tmp_path: Path) -> None:

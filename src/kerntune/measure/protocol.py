@@ -6,7 +6,8 @@ cache is flushed before every sample, outside the timed region), ``warm`` (back-
 inputs) and ``rotating`` (cycling through input copies larger than the cache together). Two modes:
 ``eager`` (one event pair per launch) and ``graph`` (CUDA-graph replays of many launches: for kernels so
 short that launch overhead would dominate; the overhead is measured and reported apart). Sampling goes on
-until the median's bootstrap 95% confidence interval is within ``ci_target`` of it, or the budget ends.
+until the median's 95% confidence interval (order statistics, widened by batch means) is within ``ci_target``
+of it, or the budget ends.
 Every raw sample is kept: summaries are computed from them, never stored instead of them.
 """
 
@@ -42,7 +43,7 @@ GRAPH_MS = 2.0
 RAMP_TOLERANCE = 0.02
 """Warm-up ends only when two consecutive SM clock readings agree within this fraction."""
 HOST_SHARE = 0.05
-"""Most of the wall time the host's own work between blocks may take: the stopping rule's bootstrap intervals and
+"""Most of the wall time the host's own work between blocks may take: the stopping rule's intervals and
 the telemetry's reads, during which the device idles (see ``_Bookkeeping``)."""
 
 
@@ -109,13 +110,13 @@ class _Bookkeeping:
     ``due()`` once the time since the last bookkeeping ended is ``cost / HOST_SHARE``, ``cost`` being what the last
     one took (``with`` around it measures that).
 
-    Hazard guarded: a stopping check after every block (bootstrap intervals over all samples so far and an NVML
-    reading, milliseconds each) is time the device idles, and under a power cap the idle share sets the clock a
-    measurement runs at: bf16 8192³ against torch.matmul on the H200 reads 0.995 at boost and 0.980 at the capped
-    clock of a sustained load (benchmarks/sustained_load_ratio.py, 2026-12-03). This bounds that share; it is not
-    the only pause: with it, the events' pass of an in-process A/B at 8192³ still drew at most 245 W (690 W back
-    to back) and kept the clock at 1815–1980 MHz, so the events' ratio there is a boost-clock ratio, which the
-    report labels with its clocks."""
+    Hazard guarded: a stopping check after every block (an interval over all samples so far and an NVML reading:
+    0.1-0.25 ms on the H200, milliseconds while the interval was a bootstrap) is time the device idles, and under a
+    power cap the idle share sets the clock a measurement runs at: bf16 8192³ against torch.matmul on the H200 reads
+    0.995 at boost and 0.980 at the capped clock of a sustained load (benchmarks/sustained_load_ratio.py,
+    2026-12-03). This bounds that share; it is not the only pause: with it, the events' pass of an in-process A/B at
+    8192³ still drew at most 245 W (690 W back to back) and kept the clock at 1815–1980 MHz, so the events' ratio
+    there is a boost-clock ratio, which the report labels with its clocks."""
 
     def __init__(self) -> None:
         self.cost = self.total = 0.0
@@ -151,8 +152,8 @@ def _interval(samples: Sequence[float], blocks: Sequence[float] | None, elapsed_
               options: MeasureOptions, budget_ms: float) -> tuple[float, float] | None:
     """The median's 95% interval once sampling may stop (precise to ``ci_target``, or out of samples or
     budget, with at least ``min_samples`` taken); None while it must go on. With ``blocks``, the interval is the
-    wider of a bootstrap over samples and a batch-means interval over block medians (see ``_Sampler.sample``);
-    without, the bootstrap alone."""
+    wider of the order-statistics interval over samples and a batch-means interval over block medians (see
+    ``_Sampler.sample``); without, the order-statistics interval alone."""
     done = _spent(len(samples), elapsed_ms, options, budget_ms)
     if not done and (len(samples) < options.min_samples or elapsed_ms < options.min_window_ms
                      or (blocks is not None and len(blocks) < MIN_BLOCKS)):
@@ -223,7 +224,7 @@ class _Sampler:
         """Sample in blocks of ~BATCH_MS until the median is known to ``ci_target`` or the budget ends.
 
         Neighbouring samples are not independent: under a power cap the clock swings over tens of
-        milliseconds, so a bootstrap over samples alone calls a median precise that the next measurement
+        milliseconds, so an interval over samples alone calls a median precise that the next measurement
         will not reproduce. The stopping rule also asks the medians of the blocks to agree (batch means):
         the interval is the wider of the two, and a steady kernel stops after MIN_BLOCKS blocks."""
         options = self.options
@@ -305,7 +306,7 @@ def measure_interleaved(backend: Backend, launch_a: Launches, launch_b: Launches
     """Time two launches interleaved, A B B A A B ..., so that sample ``i`` of A and sample ``i`` of B were
     taken next to each other: slow drift of the machine (clocks, temperature, neighbours) lands on both
     alike. Given one launch of each per placement of the inputs, the pairs take the placements in turn
-    (``placed_pair``). Eager mode only; sampling stops when both medians' bootstrap intervals are within
+    (``placed_pair``). Eager mode only; sampling stops when both medians' intervals are within
     ``ci_target`` or the budget (twice the single budget: two things are timed) ends. No batch-means check here:
     the A/B's precision comes from pairing adjacent samples and from its rounds, not from each side's
     interval."""

@@ -4,9 +4,10 @@ GEMM shapes (bf16, one GPU).
 Given the report of a `kerntune tune examples/triton_matmul --json` run (the time-budget suite's), per shape:
 1. max-autotune tunes ``torch.mm`` at the shape and layout, from an empty Inductor cache (nothing an earlier run
    left is reused; persistent TMA templates on), its tuning wall time (the first call: trace, compile, autotune)
-   recorded, with the kernels its choice launches; the Triton matmul tutorial's ``triton.autotune`` over its 16
-   configs (benchmarks/search_vs_anchors.py's kernel, a fresh autotuner per shape, B read through its strides so
-   both layouts run; not where the shape has a bias, which the tutorial's kernel does not add) likewise;
+   recorded, with the kernels its choice launches and, where Inductor tuned a generated kernel by coordinate descent
+   (a one-row product's reduction), the config it settled on; the Triton matmul tutorial's ``triton.autotune`` over
+   its 16 configs (benchmarks/search_vs_anchors.py's kernel, a fresh autotuner per shape, B read through its strides
+   so both layouts run; not where the shape has a bias, which the tutorial's kernel does not add) likewise;
 2. kerntune's winner (the spec's ``launch`` at the winning config), max-autotune's compiled call, the tutorial's
    choice and ``torch.mm`` are gated against a float64 reference;
 3. they are timed call by call, the order rotating through every permutation, the L2 flushed (256 MB
@@ -20,13 +21,16 @@ gate failed)
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import logging
 import math
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +52,39 @@ def _problem() -> Any:
     return load_spec(ROOT / "examples" / "triton_matmul").problem
 
 
-def _max_autotune(a: torch.Tensor, b: torch.Tensor) -> tuple[Any, float, list[str]]:
-    """A freshly compiled max-autotune ``torch.mm`` for these operands, its tuning seconds, its kernels' names."""
+COORDINATE_DESCENT_LOG = "torch._inductor.runtime.coordinate_descent_tuner"
+
+
+@contextlib.contextmanager
+def coordinate_descent_record() -> Iterator[list[str]]:
+    """Inductor's coordinate-descent results while the block runs, one line per tuned kernel: its starting config
+    and time and the config it settled on ("<kernel>: Improve from <config> <ms> -> <config> <ms>, <x>"), which
+    the profiler's kernel names do not say (max-autotune tunes a one-row product's reduction this way). Read from
+    the tuner's own debug log; empty where it did not run or words its result otherwise."""
+    found: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            text = record.getMessage()
+            if "Improve from" in text:
+                found.append(text)
+
+    logger, handler = logging.getLogger(COORDINATE_DESCENT_LOG), Keep(logging.DEBUG)
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False  # its debug lines are kept here, not printed among the results
+    try:
+        yield found
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def _max_autotune(a: torch.Tensor, b: torch.Tensor) -> tuple[Any, float, list[str], list[str]]:
+    """A freshly compiled max-autotune ``torch.mm`` for these operands, its tuning seconds, its kernels' names and
+    its coordinate-descent results (``coordinate_descent_record``)."""
     import torch._dynamo
     import torch._inductor.config as inductor
 
@@ -65,8 +100,9 @@ def _max_autotune(a: torch.Tensor, b: torch.Tensor) -> tuple[Any, float, list[st
 
     compiled = torch.compile(mm, mode="max-autotune-no-cudagraphs", dynamic=False)
     start = time.perf_counter()
-    compiled(a, b)
-    torch.cuda.synchronize()
+    with coordinate_descent_record() as tuned:
+        compiled(a, b)
+        torch.cuda.synchronize()
     tuning_s = time.perf_counter() - start
     from torch.profiler import ProfilerActivity, profile
 
@@ -74,7 +110,7 @@ def _max_autotune(a: torch.Tensor, b: torch.Tensor) -> tuple[Any, float, list[st
         compiled(a, b)
         torch.cuda.synchronize()
     names = sorted({e.name for e in prof.events() if str(e.device_type).endswith("CUDA")})
-    return compiled, tuning_s, names
+    return compiled, tuning_s, names, tuned
 
 
 def _error(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -115,7 +151,7 @@ def compare_shape(problem: Any, shape: dict[str, Any], config: dict[str, Any], r
     args = problem.make_inputs(shape, "bfloat16", 1)
     a, b, c = args["a"], args["b"], args["c"]
     ref = a.double() @ b.double()
-    compiled, tuning_s, kernels = _max_autotune(a, b)
+    compiled, tuning_s, kernels, tuned = _max_autotune(a, b)
     calls = {
         "kerntune": lambda: problem.kernel.launch(problem.kernel.fn, args, config),
         "max-autotune": lambda: compiled(a, b),
@@ -145,6 +181,7 @@ def compare_shape(problem: Any, shape: dict[str, Any], config: dict[str, Any], r
 
     medians = {name: sorted(v)[len(v) // 2] for name, v in per.items()}
     row = {"shape": shape, "config": config, "max_autotune_tuning_s": tuning_s, "max_autotune_kernels": kernels,
+           "max_autotune_coordinate_descent": tuned,
            "errors": errors, "gated": all(e <= GATE for e in errors.values()), "median_ms": medians,
            "kerntune_over_torch": ratio("kerntune", "torch.mm"),
            "max_autotune_over_torch": ratio("max-autotune", "torch.mm"),
@@ -182,6 +219,7 @@ def main() -> int:
               f"{1 / row['max_autotune_over_torch']['ratio']:.3f}; kerntune / max-autotune time "
               f"{row['kerntune_over_max_autotune']['ratio']:.3f}, table / max-autotune "
               f"{row['table_over_max_autotune']['ratio']:.3f}; "
+              + "".join(f"max-autotune's {line}; " for line in row["max_autotune_coordinate_descent"])
               + (f"tutorial autotune {1 / row['tutorial_over_torch']['ratio']:.3f} over torch.mm (tuned in "
                  f"{row['tutorial_tuning_s']:.1f} s); " if "tutorial_over_torch" in row else "")
               + f"gate {'ok' if row['gated'] else 'FAILED'} "

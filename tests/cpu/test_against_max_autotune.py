@@ -1,0 +1,32 @@
+"""benchmarks/against_max_autotune.py's record of Inductor's coordinate-descent results, without a GPU: the
+tuner's "Improve from" lines are kept, its other debug lines are not, and its logger is left as it was."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytest.importorskip("torch")
+sys.path.insert(0, str(ROOT / "benchmarks"))
+_spec = importlib.util.spec_from_file_location("against_max_autotune", ROOT / "benchmarks" / "against_max_autotune.py")
+assert _spec is not None and _spec.loader is not None
+against = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(against)
+
+
+def test_the_tuners_settled_config_is_kept_and_its_logger_restored() -> None:
+    logger = logging.getLogger(against.COORDINATE_DESCENT_LOG)
+    before = (logger.level, logger.propagate, list(logger.handlers))
+    with against.coordinate_descent_record() as found:
+        logger.debug("Try config %s", "XBLOCK: 2, R0_BLOCK: 2048")
+        logger.debug("%s: Improve from %s %f -> %s %f, %.3fx", "triton_red_fused_mm_0",
+                     "XBLOCK: 1, R0_BLOCK: 2048, num_warps: 16", 0.0200, "XBLOCK: 4, R0_BLOCK: 1024, num_warps: 8",
+                     0.0160, 1.25)
+    assert found == ["triton_red_fused_mm_0: Improve from XBLOCK: 1, R0_BLOCK: 2048, num_warps: 16 0.020000 -> "
+                     "XBLOCK: 4, R0_BLOCK: 1024, num_warps: 8 0.016000, 1.250x"]
+    assert (logger.level, logger.propagate, list(logger.handlers)) == before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sqlite3
@@ -11,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -39,6 +41,21 @@ class CliResult:
 
     def json(self) -> Any:
         return json.loads(self.stdout)
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` as the module ``name`` (benchmarks/ on the path, as when the script runs: the
+    scripts import each other), registered in ``sys.modules`` so a script's own imports of it get this one."""
+    if name in sys.modules:
+        return sys.modules[name]
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+    found = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert found is not None and found.loader is not None
+    module = importlib.util.module_from_spec(found)
+    sys.modules[name] = module
+    found.loader.exec_module(module)
+    return module
 
 
 def poll_store(db: Path, sql: str) -> list[tuple[Any, ...]]:

@@ -3,20 +3,14 @@ tuner's "Improve from" lines are kept, its other debug lines are not, and its lo
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import load_benchmark
 
 pytest.importorskip("torch")
-sys.path.insert(0, str(ROOT / "benchmarks"))
-_spec = importlib.util.spec_from_file_location("against_max_autotune", ROOT / "benchmarks" / "against_max_autotune.py")
-assert _spec is not None and _spec.loader is not None
-against = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(against)
+against = load_benchmark("against_max_autotune")
 
 
 def test_the_tuners_settled_config_is_kept_and_its_logger_restored() -> None:

@@ -3,7 +3,6 @@ the flush's one-byte fill records, each call's kernels summed, block ratios, and
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -12,13 +11,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_benchmark
 
 pytest.importorskip("torch")
-_spec = importlib.util.spec_from_file_location("claims_check", ROOT / "benchmarks" / "claims_check.py")
-assert _spec is not None and _spec.loader is not None
-claims_check = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(claims_check)
+claims_check = load_benchmark("claims_check")
 
 FLUSH = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, "
          "std::array<char*, 1ul> >")

@@ -3,7 +3,6 @@ shape, how it names their forms, how it summarizes, and how it refuses bad argum
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -13,15 +12,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, ROOT
+from tests.conftest import EXAMPLES, ROOT, load_benchmark
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
-sys.path.insert(0, str(ROOT / "benchmarks"))
-_spec = importlib.util.spec_from_file_location("gemm_forms", ROOT / "benchmarks" / "gemm_forms.py")
-assert _spec is not None and _spec.loader is not None
-gemm_forms = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gemm_forms)
+gemm_forms = load_benchmark("gemm_forms")
 
 
 def _problem() -> Any:
@@ -113,7 +108,7 @@ def test_the_counters_script_refuses_bad_arguments_with_one_line_and_exit_2(tmp_
 def test_a_config_the_compiler_rejects_is_reported_and_the_others_still_run(monkeypatch: pytest.MonkeyPatch) -> None:
     # On the H200's Triton 3.6 one warp-specialized seed failed in the compiler's LLVM lowering, and the raise
     # had ended the whole forms step: every other config's timing at every later shape was lost.
-    claims_check = importlib.import_module("claims_check")  # the module time_shape imports from benchmarks/
+    claims_check = load_benchmark("claims_check")  # the module time_shape imports
 
     def calls(problem: Any, operands: Any, shape: Any, config: dict[str, Any]) -> dict[str, Any]:
         if config.get("WS"):

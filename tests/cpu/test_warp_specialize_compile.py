@@ -3,23 +3,19 @@ and a bad --block is refused on one line."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_benchmark
 
 pytest.importorskip("triton")
 SCRIPT = ROOT / "benchmarks" / "warp_specialize_compile.py"
 
 
 def test_an_unspecialized_form_compiles_and_is_reported_so() -> None:
-    spec = importlib.util.spec_from_file_location("warp_specialize_compile", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
+    probe = load_benchmark("warp_specialize_compile")
     said = probe.compile_once((64, 64, 64), 2, device_descriptors=False, b_t=False, warps=4, ws=False)
     assert said.startswith("not specialized; setmaxnreg 0, shared "), said
 

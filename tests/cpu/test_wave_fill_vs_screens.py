@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_benchmark
 
-_spec = importlib.util.spec_from_file_location("wave_fill", ROOT / "benchmarks" / "wave_fill_vs_screens.py")
-assert _spec is not None and _spec.loader is not None
-wave_fill = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(wave_fill)
+wave_fill = load_benchmark("wave_fill_vs_screens")
 SCRIPT = str(ROOT / "benchmarks" / "wave_fill_vs_screens.py")
 
 

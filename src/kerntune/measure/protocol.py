@@ -191,10 +191,10 @@ def _interval(samples: Sequence[float], blocks: Sequence[float] | None, elapsed_
     if not done and block_half > options.ci_target * median:
         return None
     # Hazard: this runs between blocks while the device idles, and _Bookkeeping then waits 1/HOST_SHARE times
-    # its cost before the next check. A bootstrap of the median (1000 resamples) took 3-22 ms for 100-1000
-    # samples (the CI machine's CPU), which made every rung-0 screen sample ~25 ms of kernels it could have
-    # stopped on in a few (H200, 2026-12-04: screens' median split 16 ms warm-up, 25 ms sampling). The
-    # distribution-free order-statistics interval needs one sort.
+    # its cost before the next check. A bootstrap of the median (1000 resamples) took 4-31 ms for 100-1000
+    # samples on the H200's host, which made every rung-0 screen sample ~25 ms of kernels it could have stopped
+    # on in a few (2026-12-04, benchmarks/telemetry_read_cost.py). The distribution-free order-statistics
+    # interval needs one sort (0.1-0.23 ms there).
     lo, hi = median_ci(sorted(samples))
     if math.isfinite(block_half):
         lo, hi = min(lo, median - block_half), max(hi, median + block_half)
@@ -217,11 +217,11 @@ class _Sampler:
     def wall_split(self) -> dict[str, float]:
         """``Conditions.wall_ms`` up to now: warm-up, sampling since it, the host's bookkeeping within both.
 
-        The hazard it is there to confirm or clear: a short measurement (a race's screen) may wait on its
-        bookkeeping's spacing. A stopping check runs only once the device has worked ``cost / HOST_SHARE`` since
-        the last one, and warm-up ends only on two agreeing clock readings, so a slow telemetry read would set a
-        floor whatever the screen's own budget (a rung-0 screen took 43 ms, median, on the H200 on 2026-12-04 for
-        20-700 µs kernels; where those ms went was not recorded then)."""
+        The hazard it shows: a short measurement (a race's screen) waits on its bookkeeping's spacing. A stopping
+        check runs only once the device has worked ``cost / HOST_SHARE`` since the last one, so a costly check sets
+        a floor whatever the screen's own budget. On the H200 (2026-12-04) it showed rung-0 screens' medians at
+        16 ms warm-up and 25 ms sampling for 20-700 µs kernels, the sampling set by the check's bootstrap (see
+        ``_interval``)."""
         total = (time.perf_counter() - self.began) * 1e3
         return {"warm_up": round(self.warm_up_ms, 3), "sampling": round(total - self.warm_up_ms, 3),
                 "bookkeeping": round(self.books.total * 1e3 + self.first_read_ms, 3),

@@ -25,7 +25,7 @@ import numpy as np
 from scipy import stats
 
 BOOTSTRAP_RESAMPLES = 1000
-"""Enough for a stopping rule: the interval's ends move by well under the 1% target between reruns."""
+"""Enough for a pair ratio's interval: its ends move by well under 1% between reruns."""
 
 
 def bootstrap_median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:

@@ -42,6 +42,11 @@ GRAPH_MS = 2.0
 """Device time of one graph replay: long enough that the events' own resolution (~0.5 µs) is noise."""
 RAMP_TOLERANCE = 0.02
 """Warm-up ends only when two consecutive SM clock readings agree within this fraction."""
+CARRY_MS = 50.0
+"""A measurement that starts within this long of the last one's end, at the clock that one ended settled at,
+inherits its warm clock: its warm-up shrinks to CARRIED_SHARE of ``warmup_ms`` (first-launch costs of its own
+kernel; the clock needs no ramp). Past it, or at another clock, the full warm-up runs."""
+CARRIED_SHARE = 0.25
 HOST_SHARE = 0.05
 """Most of the wall time the host's own work between blocks may take: the stopping rule's intervals and
 the telemetry's reads, during which the device idles (see ``_Bookkeeping``)."""
@@ -134,6 +139,29 @@ class _Bookkeeping:
         self.total += self.cost
 
 
+class _WarmClock:
+    """The SM clock and the time the last measurement of this process ended at, if its clock had settled.
+
+    Hazard guarded: a race's screens come back to back, each warmed up from scratch (a rung-0 screen's median
+    split on the H200, 2026-12-04: 16.4 ms warm-up of 38 ms) although the clock was already where the previous
+    screen left it. Inherited only when the telemetry can say so: a first reading at that clock, soon enough."""
+
+    def __init__(self) -> None:
+        self.ended_at, self.sm_mhz = -math.inf, 0.0
+
+    def note(self, recorder: Recorder, settled: bool) -> None:
+        clocks = [float(r["sm_mhz"]) for r in recorder.readings[-1:] if "sm_mhz" in r]
+        self.ended_at, self.sm_mhz = (time.perf_counter(), clocks[0]) if settled and clocks else (-math.inf, 0.0)
+
+    def carries(self, recorder: Recorder) -> bool:
+        clocks = [float(r["sm_mhz"]) for r in recorder.readings[-1:] if "sm_mhz" in r]
+        return (bool(clocks) and (time.perf_counter() - self.ended_at) * 1e3 <= CARRY_MS
+                and abs(clocks[0] - self.sm_mhz) <= RAMP_TOLERANCE * max(clocks[0], self.sm_mhz))
+
+
+_warm_clock = _WarmClock()
+
+
 def _settled(recorder: Recorder) -> bool:
     clocks = [float(r["sm_mhz"]) for r in recorder.readings[-2:]]
     if not recorder.source.available or len(clocks) < 2:
@@ -182,6 +210,8 @@ class _Sampler:
         self.ramp_ms = 0.0
         self.ramping = False
         self.warm_up_ms = self.first_read_ms = 0.0
+        self.warm_target_ms = options.warmup_ms
+        self.carried = False
         self.began = time.perf_counter()
 
     def wall_split(self) -> dict[str, float]:
@@ -204,12 +234,14 @@ class _Sampler:
         read = time.perf_counter()
         self.recorder.take()  # outside the spacing on purpose: the next reading may follow the next block
         self.first_read_ms = (time.perf_counter() - read) * 1e3
+        self.carried = _warm_clock.carries(self.recorder)
+        self.warm_target_ms = self.options.warmup_ms * (CARRIED_SHARE if self.carried else 1.0)
         while True:
             elapsed = (time.perf_counter() - start) * 1e3
-            if elapsed >= self.options.warmup_ms:
+            if elapsed >= self.warm_target_ms:
                 if _settled(self.recorder):
                     break
-                if elapsed >= self.options.warmup_ms + self.options.ramp_limit_ms:
+                if elapsed >= self.warm_target_ms + self.options.ramp_limit_ms:
                     self.ramping = True  # the clock never settled: the measurement says so
                     break
             self.take(_batch(self.take.ms, 64, self.options.block_ms))
@@ -217,7 +249,7 @@ class _Sampler:
                 with self.books:
                     self.recorder.take()
         self.warm_up_ms = (time.perf_counter() - start) * 1e3
-        self.ramp_ms = max(0.0, self.warm_up_ms - self.options.warmup_ms)
+        self.ramp_ms = max(0.0, self.warm_up_ms - self.warm_target_ms)
         return self.take.ms
 
     def sample(self, pace: float) -> tuple[list[float], tuple[float, float]]:
@@ -243,6 +275,7 @@ class _Sampler:
                 self.recorder.take()
                 ci = _interval(samples, blocks, elapsed, options, options.budget_ms)
             if ci is not None:
+                _warm_clock.note(self.recorder, settled=not self.ramping and _settled(self.recorder))
                 return samples, ci
 
 
@@ -290,11 +323,12 @@ def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: Me
         timer=backend.timer,
         regime=options.regime,  # type: ignore[arg-type]
         mode=options.mode,  # type: ignore[arg-type]
-        warmup_ms=options.warmup_ms + sampler.ramp_ms,
+        warmup_ms=sampler.warm_target_ms + sampler.ramp_ms,
         flush_bytes=backend.flush_bytes if flush else 0,
         cache_bytes=cache,
         launch_overhead_ms=overhead,
         telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping,
+                                    "warm_clock_carried": sampler.carried,
                                     "uncovered_chunks": backend.uncovered_chunks - uncovered}),
         wall_ms=wall,
     )
@@ -352,9 +386,10 @@ def measure_interleaved(backend: Backend, launch_a: Launches, launch_b: Launches
     wall = sampler.wall_split()
     conditions = Conditions(
         timer=backend.timer, regime=options.regime,  # type: ignore[arg-type]
-        warmup_ms=options.warmup_ms + sampler.ramp_ms, flush_bytes=backend.flush_bytes if flush else 0,
+        warmup_ms=sampler.warm_target_ms + sampler.ramp_ms, flush_bytes=backend.flush_bytes if flush else 0,
         cache_bytes=backend.flush_bytes if flush else 0,
         telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping,
+                                    "warm_clock_carried": sampler.carried,
                                     "uncovered_chunks": backend.uncovered_chunks - uncovered,
                                     "interleaved": True,
                                     "placements": len(launch_a) if isinstance(launch_a, Sequence) else 1}),

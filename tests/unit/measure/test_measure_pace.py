@@ -133,3 +133,40 @@ def test_a_measurement_says_where_its_wall_time_went() -> None:
     a, b = measure_interleaved(cast(Backend, backend), lambda: None, lambda: None, options, _SlowTelemetry())
     assert a.conditions.wall_ms == b.conditions.wall_ms and a.conditions.wall_ms is not None
     assert a.conditions.wall_ms["bookkeeping"] > 0 and "wall_ms" not in str(a.conditions.key())
+
+
+class _SteadyClock:
+    """Named null: free readings of one SM clock (``sm_mhz``, settable), as NVML on a busy, steady device."""
+
+    available = True
+
+    def __init__(self) -> None:
+        self.sm_mhz = 1980
+
+    def read(self) -> dict[str, Any]:
+        return {"sm_mhz": self.sm_mhz, "mem_mhz": 3201, "power_w": 600.0, "temp_c": 50, "reasons": []}
+
+
+def test_a_measurement_right_after_a_settled_one_at_its_clock_warms_up_briefly() -> None:
+    # Back-to-back screens at a steady clock need no ramp: the next warms up CARRIED_SHARE of warmup_ms, and says
+    # so; after a pause past CARRY_MS, or at another clock, the whole warm-up runs again.
+    from kerntune.measure.protocol import CARRIED_SHARE, CARRY_MS
+
+    backend, clock = _NullBackend(0.05, 0.05), _SteadyClock()
+    options = MeasureOptions(warmup_ms=20.0, budget_ms=5.0, min_samples=10)
+
+    def warm_up() -> tuple[float, bool]:
+        got = measure(cast(Backend, backend), [lambda: None], options, telemetry=clock)
+        return got.conditions.wall_ms["warm_up"], got.conditions.telemetry["warm_clock_carried"]
+
+    warm_up()  # whatever came before: this one ends settled at 1980 MHz
+    full, carried = warm_up()
+    assert carried and CARRIED_SHARE * 20.0 <= full < 0.6 * 20.0, full
+    time.sleep(2 * CARRY_MS / 1e3)
+    after_pause, carried = warm_up()
+    assert not carried and after_pause >= 20.0
+    clock.sm_mhz = 1500  # the clock moved between measurements: a ramp again
+    moved, carried = warm_up()
+    assert not carried and moved >= 20.0
+    got = measure(cast(Backend, backend), [lambda: None], options, telemetry=clock)
+    assert got.conditions.warmup_ms < 0.6 * 20.0  # the record says the shorter warm-up it had

@@ -159,23 +159,29 @@ def gemv_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_ak, st
     # in BLOCK_K-long strips, multiplying in fp32 and summing per thread across the K loop; one reduction across
     # threads at the end (one per step would cost a shared-memory round trip and a barrier each time). Long
     # strips and few columns per program give many programs, each with many bytes in flight: what keeps HBM busy.
+    # The pointers are built in three dimensions (rows, outputs, K) so that both loads land in the layout of the
+    # product: a product of 2-D loads broadcast to 3-D made the compiler convert layouts through shared memory,
+    # four barriers per step (seen in the PTX for sm_90), where Inductor's one-row reduction has none.
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_m = tl.arange(0, ROWS)
-    rows = offs_m < M
+    n3 = offs_n[None, :, None]
+    m3 = tl.arange(0, ROWS)[:, None, None]
     partial = tl.zeros((ROWS, BLOCK_N, BLOCK_K), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
-        offs_k = k0 + tl.arange(0, BLOCK_K)
+        k3 = (k0 + tl.arange(0, BLOCK_K))[None, None, :]
         # the weight is read once: evict it first, keep the activations (read by every program) in L2
-        b = tl.load(b_ptr + offs_k[None, :] * stride_bk + offs_n[:, None] * stride_bn,
-                    mask=offs_n[:, None] < N, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        a = tl.load(a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak, mask=rows[:, None],
-                    other=0.0, eviction_policy="evict_last").to(tl.float32)
-        partial += a[:, None, :] * b[None, :, :]
+        b = tl.load(b_ptr + k3 * stride_bk + n3 * stride_bn, mask=n3 < N, other=0.0,
+                    eviction_policy="evict_first").to(tl.float32)
+        # the activations' pointers span all three dimensions too (each thread loads the K strip its outputs
+        # need; repeats hit L1): broadcast from (rows, 1, K), they were loaded once and moved through shared memory
+        a = tl.load(a_ptr + m3 * stride_am + k3 * stride_ak + n3 * 0, mask=(m3 < M) & (n3 < N), other=0.0,
+                    eviction_policy="evict_last").to(tl.float32)
+        partial += a * b
     acc = tl.sum(partial, axis=2)
     if HAS_BIAS:
         acc += tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
+    offs_m = tl.arange(0, ROWS)
     c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=rows[:, None] & (offs_n[None, :] < N))
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 def _workspace(split_k: int, m: int, n: int, tiles: int, device: torch.device,
@@ -411,10 +417,13 @@ SEEDS = [_tutorial(*c) for c in (
     # Matrix-vector (GEMV, M <= 8, NT): Inductor's reduction configs for a one-row product (max-autotune's choice
     # at 1x6144x4096 on the H200, 2026-12-04): one output row per program in a 2048-long strip at 16 warps (its
     # "contiguous" config), 8 rows x 512 (its make_config(8, 512), 16 warps); and the same with fewer warps, which
-    # put more programs on each SM (on the H200, 8 rows x 512 at 4 warps was this form's fastest of eight seeds).
-    _tutorial(16, bn, bk, stages, warps, GEMV=1) for bn, bk, stages, warps in (
-        (1, 2048, 2, 16), (1, 1024, 2, 8), (1, 512, 2, 4), (1, 512, 2, 2), (1, 1024, 2, 4), (1, 2048, 2, 8),
-        (2, 1024, 2, 16), (2, 512, 2, 2), (4, 256, 2, 2), (8, 512, 2, 16), (8, 512, 2, 4), (16, 256, 2, 4))]
+    # put more programs on each SM. One stage, as Inductor runs every reduction: its coordinate descent settled on
+    # one row x 2048 at 8 warps, 1 stage (0.76x torch.matmul there), where the same tile at 2 stages ran 1.11x
+    # (the loop's loads pipelined through shared memory). Three 2-stage configs stay, the fastest at 2 stages.
+    _tutorial(16, bn, bk, 1, warps, GEMV=1) for bn, bk, warps in (
+        (1, 2048, 8), (1, 2048, 16), (1, 1024, 8), (1, 512, 4), (1, 512, 2), (1, 1024, 4),
+        (2, 1024, 16), (2, 512, 2), (4, 256, 2), (8, 512, 16), (8, 512, 4), (16, 256, 4))] + [
+    _tutorial(16, bn, bk, 2, warps, GEMV=1) for bn, bk, warps in ((8, 512, 4), (1, 1024, 4), (4, 256, 2))]
 
 
 SERVED_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -545,7 +554,7 @@ problem = kt.Problem(
             "PERSISTENT": [0, 1],
             "GEMV": [0, 1],
             "num_warps": [2, 4, 8, 16],
-            "num_stages": [2, 3, 4, 5],
+            "num_stages": [1, 2, 3, 4, 5],
         },
         constraints=[
             kt.Constraint(lambda c, s: c["BLOCK_M"] <= max(16, s["M"]), "BLOCK_M <= M"),
@@ -560,6 +569,8 @@ problem = kt.Problem(
             kt.Constraint(lambda c: c["num_warps"] >= 4 or c["BLOCK_M"] * c["BLOCK_N"] <= 64 * 64,
                           "2 warps only for small tiles"),
             kt.Constraint(lambda c: c.get("GEMV") or c["num_warps"] <= 8, "16 warps only for GEMV"),
+            kt.Constraint(lambda c: c["num_stages"] <= 2 if c.get("GEMV") else c["num_stages"] >= 2,
+                          "GEMV with 1 or 2 stages, the MMA forms with 2 or more"),
             kt.Constraint(lambda c: c["BLOCK_K"] <= 128 or c["BLOCK_M"] <= 64, "BLOCK_K 256 only for BLOCK_M <= 64"),
             kt.Constraint(group_matters, "GROUP_M varies only with several row tiles"),
             kt.Constraint(lambda c, s: c["BLOCK_M"] >= min(64, s["M"]), "BLOCK_M >= min(64, M)"),

@@ -11,6 +11,7 @@ a budget on it.
 
 Usage: python benchmarks/gemm_forms.py OUT.json [--shapes FILE] [--report [LABEL=]TUNE.json ...] [--forms stream_k,...]
        [--blocks 30] [--placements 4] [--limit-s S] [--best-report BEST.json]
+Reports given the same label are the parts of one run, split by shapes (they must not share a shape).
 Prints one line per shape (torch.matmul's µs, the report winner's ratio, each form's best seed and its ratio; a
 ratio is the config's time over torch.matmul's, lower is faster) and a summary; OUT.json holds every timing
 (``call_us`` raw, in call order). Exit 1 if a config failed its gate or did not compile or run (each shape's line
@@ -84,6 +85,21 @@ def report_winners(path: Path) -> dict[tuple[Any, ...], dict[str, Any]]:
         if config:
             found[key_of(row["shape"])] = {k: int(v) for k, v in config.items()}
     return found
+
+
+def merged_winners(reports: list[tuple[str, Path]]) -> list[tuple[str, dict[tuple[Any, ...], dict[str, Any]]]]:
+    """Each label's winners by shape, in the labels' first order. Reports that share a label are one run done in
+    parts (a long run split by shapes across calls: the time-budget suite's ``unbounded`` step); a shape two of
+    them tuned is refused, since which winner stands for the run would be a guess."""
+    merged: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {}
+    for label, path in reports:
+        part, found = report_winners(path), merged.setdefault(label, {})
+        twice = sorted(set(part) & set(found))
+        if twice:
+            raise ValueError(f"two reports labelled {label!r} both tuned {'x'.join(map(str, twice[0][:3]))} "
+                             f"{twice[0][3]}: the parts of one run must not share a shape")
+        found.update(part)
+    return list(merged.items())
 
 
 def key_of(shape: dict[str, Any]) -> tuple[Any, ...]:
@@ -192,7 +208,8 @@ def main() -> int:
     parser.add_argument("--shapes", type=Path, default=ROOT / "benchmarks" / "specs" / "llm_gemm_shapes.txt")
     parser.add_argument("--report", action="append", default=[], metavar="[LABEL=]PATH",
                         help="a kerntune tune --json report: its winners are timed too, labelled LABEL (the first "
-                             "report's default 'prior', the next 'prior-2', ...); repeat to time several side by side")
+                             "report's default 'prior', the next 'prior-2', ...); repeat to time several side by side; "
+                             "reports with one label are one run's parts")
     parser.add_argument("--forms", default="split_k,tma",
                         help=f"comma-separated, of {', '.join(FORMS)}; empty to time the reports' winners alone")
     parser.add_argument("--blocks", type=int, default=30)
@@ -206,8 +223,12 @@ def main() -> int:
     reports = [labelled_report(text, n) for n, text in enumerate(opts.report)]
     problems += [f"--{name}: {path} is not a file" for name, path in
                  (("shapes", opts.shapes), *(("report", path) for _, path in reports)) if not path.is_file()]
-    if len({label for label, _ in reports}) < len(reports):
-        problems.append("--report: two reports have the same label")
+    winners: list[tuple[str, dict[tuple[Any, ...], dict[str, Any]]]] = []
+    if not any(p.startswith("--report") for p in problems):
+        try:
+            winners = merged_winners(reports)
+        except (ValueError, KeyError, json.JSONDecodeError) as exc:
+            problems.append(f"--report: {exc}")
     if opts.blocks < 2 or opts.placements < 1:
         problems.append("--blocks must be at least 2 and --placements at least 1")
     try:
@@ -228,7 +249,7 @@ def main() -> int:
         return 2
     props = torch.cuda.get_device_properties(0)
     target = Target("triton", "nvidia", f"sm_{props.major}{props.minor}", props.name, props.multi_processor_count)
-    problem, winners = _problem(), [(label, report_winners(path)) for label, path in reports]
+    problem = _problem()
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     began, done, ok = time.monotonic(), [], True
     for shape in shapes:

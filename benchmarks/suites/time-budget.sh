@@ -1,5 +1,5 @@
 # about: a time budget bounds the whole run, confirmation included: wall time by phase against the bound, and what confirmation had to cut
-# steps: bounded winners against-max-autotune
+# steps: bounded winners against-max-autotune unbounded
 # needs: any
 # On a GPU: examples/triton_matmul at the shapes of SHAPES_FILE (default benchmarks/specs/llm_gemm_shapes.txt, 20
 # LLM shapes), bf16, each budget of BUDGETS (default "12s/shape"); on a CPU: three GEMM shapes of
@@ -10,6 +10,11 @@
 # other runs' reports, e.g. another tree's) timed side by side against torch.matmul in one process by
 # benchmarks/gemm_forms.py (CUPTI kernel durations, torch/config/config/torch blocks): two trees' searches compared
 # on what they chose, not on their own timers. The same config chosen by two runs is timed twice (an A/A).
+# unbounded (GPU): the same command without --budget (the search ends where its plateau rule says, confirmation
+# runs all its rounds), for the winners a budget must not cost more than 1% against. Twenty shapes outlast one
+# device call, so PART=i/n (default 1/1) runs the i-th of n contiguous slices of the shapes, each its own report;
+# the winners step times the parts as one run when WINNER_REPORTS gives them one label
+# ("unbounded=PART1.json unbounded=PART2.json ...").
 # against-max-autotune (GPU): the bounded run's winners, torch.compile max-autotune (tuned from an empty cache, its
 # tuning time per shape recorded), the Triton tutorial's triton.autotune (16 configs, tuned per shape, both layouts
 # through B's strides; not on a shape with a bias) and torch.mm, gated and timed call by call interleaved by CUPTI
@@ -55,4 +60,26 @@ step_against_max_autotune() {
   if [ -z "$GPU" ]; then note "   against-max-autotune needs a GPU: skipped"; return 0; fi
   [ -s "$report" ] || { note "   no triton_matmul report under $D/bounded*: run the bounded step first"; return 1; }
   bounded 600 python3 benchmarks/against_max_autotune.py "$report" "$out/side-by-side.json" > "$out/side-by-side.log" 2>&1
+}
+
+step_unbounded() {
+  local out part n i shapes; out=$(step_dir unbounded)
+  part=${PART:-1/1}; i=${part%/*}; n=${part#*/}
+  if ! [[ $i =~ ^[0-9]+$ && $n =~ ^[0-9]+$ ]] || [ "$i" -lt 1 ] || [ "$i" -gt "$n" ]; then
+    note "   PART=$part: give i/n, the i-th of n slices of the shapes (1 <= i <= n)"; return 1
+  fi
+  # the i-th of n contiguous slices of the shape list, as even as whole shapes allow
+  shapes=$(grep -v '^#' "${SHAPES_FILE:-benchmarks/specs/llm_gemm_shapes.txt}" | grep . | awk -v i="$i" -v n="$n" \
+    '{ s[NR] = $0 } END { for (k = 1; k <= NR; k++) if (int((k - 1) * n / NR) + 1 == i) printf "--shape %s ", s[k] }')
+  [ -n "$shapes" ] || { note "   PART=$part holds no shape"; return 1; }
+  note "   part $i of $n: ${shapes//--shape /}"
+  if [ -z "$GPU" ]; then note "   unbounded needs a GPU: skipped"; return 0; fi
+  local tag=triton_matmul-unbounded-part${i}of${n}
+  KERNTUNE_HOME="$W/store-$tag" bounded "${UNBOUNDED_LIMIT:-560}" python3 -m kerntune tune examples/triton_matmul \
+    --dtype bfloat16 $shapes --json > "$out/$tag.json" 2> "$out/$tag.err"
+  local code=$?
+  grep '^{"event"' "$out/$tag.err" > "$out/$tag.progress.jsonl"
+  export_candidates "$W/store-$tag" "$out/$tag-candidates.csv"
+  rm -rf "$W/store-$tag"
+  return $code
 }

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT
 
@@ -69,3 +72,22 @@ def test_a_suite_run_keeps_its_raw_data_by_suite_and_date(tmp_path: Path) -> Non
     assert again.returncode == 0 and (dated / "dispatch-2" / "dispatch_cost.json").exists()  # never overwritten
     missing = _runner("dispatch-cost", env={"KT_DATA": str(tmp_path), "STEPS": "nope"})
     assert missing.returncode == 1 and "has no step 'nope'" in missing.stdout
+
+
+def test_an_unbounded_run_splits_its_shapes_into_parts(tmp_path: Path) -> None:
+    env = {"KT_DATA": str(tmp_path), "W": str(tmp_path / "scratch"), "STEPS": "unbounded", "PATH": "/usr/bin:/bin"}
+    if shutil.which("nvidia-smi", path=env["PATH"]):
+        pytest.skip("nvidia-smi is on the system path: the step would tune on the GPU, not skip")
+    shapes = [line for line in (ROOT / "benchmarks" / "specs" / "llm_gemm_shapes.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")]
+    said = []
+    for part in ("1/3", "2/3", "3/3"):
+        done = _runner("time-budget", env={**env, "PART": part})
+        assert done.returncode == 0, done.stdout + done.stderr
+        said.append(next(line for line in done.stdout.splitlines() if f"part {part[0]} of 3:" in line))
+    # every shape of the list in exactly one part, in order (PATH without nvidia-smi: the GPU run is skipped)
+    assert " ".join(line.split(":", 1)[1] for line in said).split() == [s.strip() for s in shapes]
+    assert "unbounded needs a GPU: skipped" in done.stdout
+    for bad in ("4/3", "0/3", "x/3"):
+        refused = _runner("time-budget", env={**env, "PART": bad})
+        assert refused.returncode == 1 and "give i/n" in refused.stdout, refused.stdout

@@ -65,6 +65,9 @@ def test_the_summary_sets_each_forms_best_beside_the_reports_winner() -> None:
 
 
 def test_bad_arguments_are_refused_with_one_line_and_exit_2(tmp_path: Path) -> None:
+    part = tmp_path / "part.json"
+    part.write_text(json.dumps({"shapes": [{"shape": {"M": 16, "N": 4096, "K": 4096, "layout": "NT"},
+                                            "winner": {"config": {"BLOCK_M": 16}}}]}))
     bad = tmp_path / "shapes.txt"
     bad.write_text("M=16,N=4096\n")
     worse = tmp_path / "worse.txt"
@@ -72,7 +75,8 @@ def test_bad_arguments_are_refused_with_one_line_and_exit_2(tmp_path: Path) -> N
     for args, said in ((["--forms", "streamk"], "unknown form 'streamk'"), (["--shapes", str(bad)], "M, N and K"),
                        (["--shapes", str(worse)], "N is '4k', not a whole number"),
                        (["--report", str(tmp_path / "none.json")], "is not a file"), (["--blocks", "1"], "--blocks"),
-                       (["--report", f"a={bad}", "--report", f"a={bad}"], "the same label")):
+                       (["--report", f"a={part}", "--report", f"a={part}"], "must not share a shape"),
+                       (["--report", str(bad)], "--report: Expecting value")):
         done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gemm_forms.py"), str(tmp_path / "o.json"),
                                *args], capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done
@@ -85,6 +89,21 @@ def test_a_reports_winners_are_read_by_shape(tmp_path: Path) -> None:
         {"shape": {"M": 16, "N": 4096, "K": 4096, "layout": "NT", "bias": 0}, "winner": {"config": {"BLOCK_M": 16}}},
         {"shape": {"M": 32, "N": 4096, "K": 4096}, "winner": None}]}))
     assert gemm_forms.report_winners(report) == {(16, 4096, 4096, "NT", 0): {"BLOCK_M": 16}}
+
+
+def test_reports_with_one_label_are_one_runs_parts(tmp_path: Path) -> None:
+    def report(name: str, m: int, block_m: int) -> Path:
+        path = tmp_path / name
+        path.write_text(json.dumps({"shapes": [{"shape": {"M": m, "N": 4096, "K": 4096, "layout": "NT"},
+                                                "winner": {"config": {"BLOCK_M": block_m}}}]}))
+        return path
+
+    merged = gemm_forms.merged_winners([("whole", report("a.json", 16, 16)), ("other", report("b.json", 16, 32)),
+                                        ("whole", report("c.json", 64, 64))])
+    assert [label for label, _ in merged] == ["whole", "other"]
+    assert merged[0][1] == {(16, 4096, 4096, "NT", 0): {"BLOCK_M": 16}, (64, 4096, 4096, "NT", 0): {"BLOCK_M": 64}}
+    with pytest.raises(ValueError, match="both tuned 16x4096x4096 NT"):
+        gemm_forms.merged_winners([("whole", tmp_path / "a.json"), ("whole", tmp_path / "b.json")])
 
 
 def test_reports_are_labelled_by_name_or_by_their_place() -> None:

@@ -9,7 +9,8 @@
 # winners (GPU): the latest bounded run's winners (labelled this-run) and those of WINNER_REPORTS ("LABEL=PATH ...",
 # other runs' reports, e.g. another tree's) timed side by side against torch.matmul in one process by
 # benchmarks/gemm_forms.py (CUPTI kernel durations, torch/config/config/torch blocks): two trees' searches compared
-# on what they chose, not on their own timers. The same config chosen by two runs is timed twice (an A/A).
+# on what they chose, not on their own timers. The same config chosen by two runs is timed twice (an A/A). Then
+# the latest run's printed ratios against that timing (benchmarks/printed_vs_independent.py).
 # unbounded (GPU): the same command without --budget (the search ends where its plateau rule says, confirmation
 # runs all its rounds), for the winners a budget must not cost more than 1% against. Twenty shapes outlast one
 # device call, so PART=i/n (default 1/1) runs the i-th of n contiguous slices of the shapes, each its own report;
@@ -51,6 +52,10 @@ step_winners() {
     > "$out/winners.log" 2>&1
   local code=$?
   grep -v -i warn "$out/winners.log" | tail -22 >> "$LOG"
+  # the run's printed ratios (and its events') against that independent timing of the same configs
+  python3 benchmarks/printed_vs_independent.py "$report" "$out/winners.json" this-run \
+    --json "$out/printed-vs-independent.json" > "$out/printed-vs-independent.log" 2>&1 || code=1
+  tail -2 "$out/printed-vs-independent.log" >> "$LOG"
   return $code
 }
 

@@ -265,16 +265,20 @@ def _plain_args(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.T
             meta["BLOCK_N"], meta["BLOCK_K"], meta["GROUP_M"], meta["SPLIT_K"], meta["FUSED"], bias is not None)
 
 
+def _gemv_args(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, m: int, n: int, k: int,
+               meta: dict[str, Any]) -> tuple[Any, ...]:
+    """gemv_kernel's arguments in signature order, constexprs included."""
+    return (a, b, c, c if bias is None else bias, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+            c.stride(0), c.stride(1), triton.next_power_of_2(m), meta["BLOCK_N"], meta["BLOCK_K"], bias is not None)
+
+
 def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
     a, b, c, bias = args["a"], args["b"], args["c"], args.get("bias")
     m, n, k = args["M"], args["N"], args["K"]
     bm, bn, split_k = meta["BLOCK_M"], meta["BLOCK_N"], meta["SPLIT_K"]
     options = {"num_warps": meta["num_warps"], "num_stages": meta["num_stages"]}
     if meta.get("GEMV"):  # (tables written before GEMV existed have no such key)
-        return gemv_kernel[(triton.cdiv(n, bn),)](a, b, c, c if bias is None else bias, m, n, k, a.stride(0),
-                                                  a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-                                                  triton.next_power_of_2(m), bn, meta["BLOCK_K"], bias is not None,
-                                                  **options)
+        return gemv_kernel[(triton.cdiv(n, bn),)](*_gemv_args(a, b, c, bias, m, n, k, meta), **options)
     if meta["TMA"]:
         kernel, call, grid = _tma_call(a, b, c, m, n, k, meta)
         return kernel[grid](*call, **options)
@@ -494,14 +498,16 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
     grid, integers and constexprs the key fixes. Its operands' strides are checked on every call (they decide
     the binary's specialization: a stride of 1, or one divisible by 16) and so is the device (a compiled kernel is
     loaded per device); ``served_shape`` checked alignment.
-    A split-K that is not fused runs two kernels and stays on the JIT path, as does the GEMV kernel."""
+    A split-K that is not fused runs two kernels and stays on the JIT path. The GEMV kernel launches directly too:
+    a decode step's matrix-vector products run for 15-20 µs each, where the JIT's host path would cost as much."""
     from kerntune.backends.triton_launch import direct_launcher
 
     m, n, k = int(shape["M"]), int(shape["N"]), int(shape["K"])
     addmm = op.startswith("aten::addmm")
     split_k, tma = config["SPLIT_K"], bool(config["TMA"])
     tiles = triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"])
-    direct = not config.get("GEMV") and (tma or split_k == 1 or bool(config["FUSED"]))
+    gemv = bool(config.get("GEMV"))  # (tables written before GEMV existed have no such key)
+    direct = gemv or tma or split_k == 1 or bool(config["FUSED"])
     options = {"num_warps": config["num_warps"], "num_stages": config["num_stages"]}
     launchers: dict[tuple[Any, ...], Callable[..., None] | None] = {}
 
@@ -517,6 +523,11 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
         if fast is None:
             if seen in launchers or not direct:  # no direct path here: the JIT's
                 return served_run(op, shape, config, args, {"out": c})
+            if gemv:
+                grid = (triton.cdiv(n, config["BLOCK_N"]),)
+                launchers[seen] = direct_launcher(gemv_kernel[grid](*_gemv_args(a, b, c, bias, m, n, k, config),
+                                                                    **options), grid)
+                return c
             if tma:
                 kernel, call, grid = _tma_call(a, b, c, m, n, k, config)
                 launchers[seen] = direct_launcher(kernel[grid](*call, **options), grid)
@@ -525,6 +536,9 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
             grid = (tiles, split_k, 1)
             compiled = matmul_kernel[grid](*_plain_args(a, b, c, bias, ws, locks, m, n, k, config), **options)
             launchers[seen] = direct_launcher(compiled, grid)
+            return c
+        if gemv:
+            fast(*_gemv_args(a, b, c, bias, m, n, k, config))
             return c
         if tma:
             fast(*_tma_call(a, b, c, m, n, k, config)[1])

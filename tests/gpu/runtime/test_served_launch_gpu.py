@@ -1,7 +1,8 @@
 """A served key's prepared launcher on a real GPU: its first call launches through Triton's JIT, later calls launch
 the compiled kernel directly; both give the library's answer, bit for bit the same as each other, for each kernel
-family (plain, fused split-K with a bias, TMA, TMA persistent) and for a ``.out`` call; the fused split-K's kept
-arrival counters stay right across calls and inside a CUDA graph (recorded once, replayed on new inputs)."""
+family (plain, fused split-K with a bias, TMA, TMA persistent, the one-row GEMV with a bias) and for a ``.out``
+call; the fused split-K's kept arrival counters stay right across calls and inside a CUDA graph (recorded once,
+replayed on new inputs)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,11 @@ CONFIGS = {
     "fused-split-k": {**BASE, "BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 128, "SPLIT_K": 4, "FUSED": 1},
     "tma": {**BASE, "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "TMA": 1},
     "tma-persistent": {**BASE, "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "TMA": 1, "PERSISTENT": 1},
+    "gemv": {**BASE, "BLOCK_M": 16, "BLOCK_N": 1, "BLOCK_K": 1024, "GEMV": 1, "num_warps": 8, "num_stages": 1},
 }
 M, N, K = 16, 256, 1024
+ROWS = {"gemv": 1}
+"""The GEMV form is decode's (M <= 8): its key is one row; the others keep M."""
 
 
 def _serve() -> Any:
@@ -32,9 +36,9 @@ def _serve() -> Any:
     return serve
 
 
-def _operands(bias: bool, seed: int) -> tuple[Any, ...]:
+def _operands(bias: bool, seed: int, m: int = M) -> tuple[Any, ...]:
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    a = torch.randn(M, K, device="cuda", generator=gen).bfloat16()
+    a = torch.randn(m, K, device="cuda", generator=gen).bfloat16()
     weight = torch.randn(N, K, device="cuda", generator=gen).bfloat16()  # nn.Linear's, seen by mm as its .t()
     return (torch.randn(N, device="cuda", generator=gen).bfloat16(), a, weight.t()) if bias else (a, weight.t())
 
@@ -42,9 +46,9 @@ def _operands(bias: bool, seed: int) -> tuple[Any, ...]:
 @pytest.mark.parametrize("family", list(CONFIGS))
 def test_the_direct_launch_gives_the_jit_launch_answer(family: str) -> None:
     serve, config = _serve(), CONFIGS[family]
-    bias = family == "fused-split-k"  # TMA takes no bias here (the spec's constraint)
+    bias = family in ("fused-split-k", "gemv")  # TMA takes no bias here (the spec's constraint)
     op = "aten::addmm" if bias else "aten::mm"
-    args = _operands(bias, 0)
+    args = _operands(bias, 0, ROWS.get(family, M))
     key = serve.shape(op, args, {})
     assert key is not None, "the spec must take this call"
     launcher = serve.prepare(op, dict(zip(("M", "N", "K", "layout", "bias"), key[1:], strict=True)), config)

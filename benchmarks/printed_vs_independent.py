@@ -20,13 +20,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gemm_forms import key_of  # a sibling script: the same shape key as the timing it reads
+
 AGREE = 0.01
 """Two ratios agree when they are within 1% of each other (the claims check's line)."""
-
-
-def _key(shape: dict[str, Any]) -> tuple[Any, ...]:
-    return (int(shape["M"]), int(shape["N"]), int(shape["K"]), str(shape.get("layout", "NN")),
-            int(shape.get("bias", 0)))
 
 
 def printed(report: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
@@ -37,7 +35,7 @@ def printed(report: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
         final = next((f for f in row.get("finalists", []) if f.get("id") == winner.get("id")), None)
         if final is None or not (final.get("ratio") or {}).get("value"):
             continue
-        found[_key(row["shape"])] = {"config": winner.get("config"), "ratio": final["ratio"]["value"],
+        found[key_of(row["shape"])] = {"config": winner.get("config"), "ratio": final["ratio"]["value"],
                                      "timer": final["ratio"].get("timer", ""),
                                      "events": (final.get("interleaved_ratio") or {}).get("ratio")}
     return found
@@ -49,7 +47,7 @@ def independent(winners: dict[str, Any], label: str) -> dict[tuple[Any, ...], di
     for shape in winners.get("shapes", []):
         for row in shape.get("rows", []):
             if row.get("label") == label and row.get("gated"):
-                found[_key(shape["shape"])] = {"config": row["config"], "ratio": row["checked"]["ratio"]}
+                found[key_of(shape["shape"])] = {"config": row["config"], "ratio": row["checked"]["ratio"]}
     return found
 
 

@@ -1,7 +1,7 @@
 """What the host's bookkeeping between a measurement's blocks costs: each NVML call of one telemetry reading
 (``kerntune.devices.telemetry.Nvml.read``) and the whole reading, and the stopping rule's interval over 20-1000
 samples. The protocol waits 1/HOST_SHARE times the last bookkeeping's cost before the next stopping check
-(``measure.protocol._Bookkeeping``), so these costs set the shortest a screening measurement can be.
+(``measure.pacing.Bookkeeping``), so these costs set the shortest a screening measurement can be.
 
 Usage: python benchmarks/telemetry_read_cost.py [--repeats 200]   (needs an NVIDIA GPU and pynvml for the reads)"""
 

@@ -20,21 +20,35 @@
 # tuning time per shape recorded), the Triton tutorial's triton.autotune (16 configs, tuned per shape, both layouts
 # through B's strides; not on a shape with a bias) and torch.mm, gated and timed call by call interleaved by CUPTI
 # kernel durations (benchmarks/against_max_autotune.py).
+# shape_args [I N]: --shape arguments for the GPU's shapes (SHAPES_FILE): all of them, or the I-th of N contiguous
+# slices, as even as whole shapes allow.
+shape_args() {
+  grep -v '^#' "${SHAPES_FILE:-benchmarks/specs/llm_gemm_shapes.txt}" | grep . | awk -v i="${1:-1}" -v n="${2:-1}" \
+    '{ s[NR] = $0 } END { for (k = 1; k <= NR; k++) if (int((k - 1) * n / NR) + 1 == i) printf "--shape %s ", s[k] }'
+}
+
+# tune_kept OUT TAG LIMIT ARGS...: `kerntune tune ARGS --json` in a fresh store under LIMIT seconds; its report,
+# JSON-lines progress and candidates kept in OUT as TAG.*, the store removed.
+tune_kept() {
+  local out=$1 tag=$2 limit=$3 code; shift 3
+  KERNTUNE_HOME="$W/store-$tag" bounded "$limit" python3 -m kerntune tune "$@" --json > "$out/$tag.json" 2> "$out/$tag.err"
+  code=$?
+  grep '^{"event"' "$out/$tag.err" > "$out/$tag.progress.jsonl"
+  export_candidates "$W/store-$tag" "$out/$tag-candidates.csv"
+  rm -rf "$W/store-$tag"
+  return $code
+}
+
 step_bounded() {
-  local out spec shapes b tag code=0; out=$(step_dir bounded)
+  local out spec shapes b code=0; out=$(step_dir bounded)
   if [ -n "$GPU" ]; then
-    spec=examples/triton_matmul; BUDGETS=${BUDGETS:-12s/shape}
-    shapes="--dtype bfloat16 $(grep -v '^#' "${SHAPES_FILE:-benchmarks/specs/llm_gemm_shapes.txt}" | grep . | sed 's/^/--shape /' | tr '\n' ' ')"
+    spec=examples/triton_matmul; BUDGETS=${BUDGETS:-12s/shape}; shapes="--dtype bfloat16 $(shape_args)"
   else
     spec=examples/opencl_matmul; shapes="--shape M=64,N=64,K=64 --shape M=128,N=128,K=128 --shape M=256,N=256,K=256"
   fi
   for b in ${BUDGETS:-5s/shape 10s/shape}; do
-    tag=$(basename "$spec")-$(echo "$b" | tr '/' '-')
-    KERNTUNE_HOME="$W/store-$tag" bounded 600 python3 -m kerntune tune "$spec" $shapes --budget "$b" --json \
-      > "$out/$tag.json" 2> "$out/$tag.err" || code=1
-    grep '^{"event"' "$out/$tag.err" > "$out/$tag.progress.jsonl"
-    export_candidates "$W/store-$tag" "$out/$tag-candidates.csv"
-    rm -rf "$W/store-$tag"
+    # shellcheck disable=SC2086  # $shapes is a list of arguments
+    tune_kept "$out" "$(basename "$spec")-$(echo "$b" | tr '/' '-')" 600 "$spec" $shapes --budget "$b" || code=1
   done
   return $code
 }
@@ -73,18 +87,11 @@ step_unbounded() {
   if ! [[ $i =~ ^[0-9]+$ && $n =~ ^[0-9]+$ ]] || [ "$i" -lt 1 ] || [ "$i" -gt "$n" ]; then
     note "   PART=$part: give i/n, the i-th of n slices of the shapes (1 <= i <= n)"; return 1
   fi
-  # the i-th of n contiguous slices of the shape list, as even as whole shapes allow
-  shapes=$(grep -v '^#' "${SHAPES_FILE:-benchmarks/specs/llm_gemm_shapes.txt}" | grep . | awk -v i="$i" -v n="$n" \
-    '{ s[NR] = $0 } END { for (k = 1; k <= NR; k++) if (int((k - 1) * n / NR) + 1 == i) printf "--shape %s ", s[k] }')
+  shapes=$(shape_args "$i" "$n")
   [ -n "$shapes" ] || { note "   PART=$part holds no shape"; return 1; }
   note "   part $i of $n: ${shapes//--shape /}"
   if [ -z "$GPU" ]; then note "   unbounded needs a GPU: skipped"; return 0; fi
-  local tag=triton_matmul-unbounded-part${i}of${n}
-  KERNTUNE_HOME="$W/store-$tag" bounded "${UNBOUNDED_LIMIT:-560}" python3 -m kerntune tune examples/triton_matmul \
-    --dtype bfloat16 $shapes --json > "$out/$tag.json" 2> "$out/$tag.err"
-  local code=$?
-  grep '^{"event"' "$out/$tag.err" > "$out/$tag.progress.jsonl"
-  export_candidates "$W/store-$tag" "$out/$tag-candidates.csv"
-  rm -rf "$W/store-$tag"
-  return $code
+  # shellcheck disable=SC2086  # $shapes is a list of arguments
+  tune_kept "$out" "triton_matmul-unbounded-part${i}of${n}" "${UNBOUNDED_LIMIT:-560}" examples/triton_matmul \
+    --dtype bfloat16 $shapes
 }

@@ -421,9 +421,10 @@ SEEDS = [_tutorial(*c) for c in (
     # Matrix-vector (GEMV, M <= 8, NT): Inductor's reduction configs for a one-row product (max-autotune's choice
     # at 1x6144x4096 on the H200, 2026-12-04): one output row per program in a 2048-long strip at 16 warps (its
     # "contiguous" config), 8 rows x 512 (its make_config(8, 512), 16 warps); and the same with fewer warps, which
-    # put more programs on each SM. One stage, as Inductor runs every reduction: its coordinate descent settled on
-    # one row x 2048 at 8 warps, 1 stage (0.76x torch.matmul there), where the same tile at 2 stages ran 1.11x
-    # (the loop's loads pipelined through shared memory). Three 2-stage configs stay, the fastest at 2 stages.
+    # put more programs on each SM. One stage, as Inductor compiles every reduction (its coordinate descent settled
+    # on one row x 2048 at 8 warps, 1 stage: 0.76-0.78x torch.matmul there). Whether the stage count matters is
+    # not shown: the one tile timed both ways (1 x 1024, 4 warps) ran 0.795x at 1 and at 2 stages, so three
+    # 2-stage configs stay beside them.
     _tutorial(16, bn, bk, 1, warps, GEMV=1) for bn, bk, warps in (
         (1, 2048, 8), (1, 2048, 16), (1, 1024, 8), (1, 512, 4), (1, 512, 2), (1, 1024, 4),
         (2, 1024, 16), (2, 512, 2), (4, 256, 2), (8, 512, 16), (8, 512, 4), (16, 256, 4))] + [

@@ -24,6 +24,7 @@ from typing import Any
 from kerntune.backends.base import Backend
 from kerntune.devices.telemetry import Recorder, Telemetry, Unavailable
 from kerntune.errors import UsageError
+from kerntune.measure.pacing import CARRIED_SHARE, Bookkeeping, Pace, block_size, clock_settled, warm_clock
 from kerntune.measure.placements import Launches, placed_pair
 from kerntune.measure.second_timer import TARGET, check_pairs, planned_pairs, sustain_pairs, timer_of
 from kerntune.measure.stats import block_half_width, paired_log_ratio
@@ -31,25 +32,10 @@ from kerntune.model import Conditions, Measurement, median_ci
 
 REGIMES = ("cold", "warm", "rotating")
 MODES = ("eager", "graph")
-BATCH_MS = 10.0
-"""Time per block between host synchronizations: one sync per launch would add host latency to the loop, one
-sync per thousand launches would overrun the budget on slow kernels; 10 ms blocks resolve the clock swings of
-a power-capped GPU, which the stopping rule looks at. A block is sized by the pace of a launch (see ``_Pace``),
-not by the kernel's time alone."""
 MIN_BLOCKS = 5
 """Fewest blocks before a measurement may stop: one block is one moment of the clock's swing."""
 GRAPH_MS = 2.0
 """Device time of one graph replay: long enough that the events' own resolution (~0.5 µs) is noise."""
-RAMP_TOLERANCE = 0.02
-"""Warm-up ends only when two consecutive SM clock readings agree within this fraction."""
-CARRY_MS = 50.0
-"""A measurement that starts within this long of the last one's end, at the clock that one ended settled at,
-inherits its warm clock: its warm-up shrinks to CARRIED_SHARE of ``warmup_ms`` (first-launch costs of its own
-kernel; the clock needs no ramp). Past it, or at another clock, the full warm-up runs."""
-CARRIED_SHARE = 0.25
-HOST_SHARE = 0.05
-"""Most of the wall time the host's own work between blocks may take: the stopping rule's intervals and
-the telemetry's reads, during which the device idles (see ``_Bookkeeping``)."""
 
 
 @dataclass(frozen=True)
@@ -87,88 +73,6 @@ class MeasureOptions:
             raise UsageError("need 3 <= min_samples <= max_samples")
 
 
-def _batch(pace_ms: float, remaining: int, block_ms: float = BATCH_MS) -> int:
-    return max(1, min(remaining, int(block_ms / max(pace_ms, 1e-3))))
-
-
-class _Pace:
-    """Wall time per launch of the last block: the slower of the kernel and the host around it.
-
-    Hazard: blocks sized by the kernel's time alone overrun every budget when the host is the slower side.
-    A 20 µs kernel whose enqueueing (the flush, the events, a Python launch path, the stream hold's cover)
-    costs 60 µs got blocks of 500 launches taking 60+ ms each, so a 12 ms screening budget ran 0.4 s (H200,
-    2026-11-30, the race under busy compile workers). Timing the block's wall clock keeps blocks near
-    BATCH_MS whichever side is slower."""
-
-    def __init__(self, take: Callable[[int], list[float]]) -> None:
-        self.take, self.ms = take, 0.0
-
-    def __call__(self, count: int) -> list[float]:
-        start = time.perf_counter()
-        block = self.take(count)
-        self.ms = max(block[-1], (time.perf_counter() - start) * 1e3 / max(1, len(block)))
-        return block
-
-
-class _Bookkeeping:
-    """Spaces the host's work between blocks so that the device idles for it at most HOST_SHARE of the wall time:
-    ``due()`` once the time since the last bookkeeping ended is ``cost / HOST_SHARE``, ``cost`` being what the last
-    one took (``with`` around it measures that).
-
-    Hazard guarded: a stopping check after every block (an interval over all samples so far and an NVML reading:
-    0.1-0.25 ms on the H200, milliseconds while the interval was a bootstrap) is time the device idles, and under a
-    power cap the idle share sets the clock a measurement runs at: bf16 8192³ against torch.matmul on the H200 reads
-    0.995 at boost and 0.980 at the capped clock of a sustained load (benchmarks/sustained_load_ratio.py,
-    2026-12-03). This bounds that share; it is not the only pause: with it, the events' pass of an in-process A/B at
-    8192³ still drew at most 245 W (690 W back to back) and kept the clock at 1815–1980 MHz, so the events' ratio
-    there is a boost-clock ratio, which the report labels with its clocks."""
-
-    def __init__(self) -> None:
-        self.cost = self.total = 0.0
-        self.since = self.started = time.perf_counter()
-
-    def due(self) -> bool:
-        return time.perf_counter() - self.since >= self.cost / HOST_SHARE
-
-    def __enter__(self) -> None:
-        self.started = time.perf_counter()
-
-    def __exit__(self, *_: object) -> None:
-        self.since = time.perf_counter()
-        self.cost = self.since - self.started
-        self.total += self.cost
-
-
-class _WarmClock:
-    """The SM clock and the time the last measurement of this process ended at, if its clock had settled.
-
-    Hazard guarded: a race's screens come back to back, each warmed up from scratch (a rung-0 screen's median
-    split on the H200, 2026-12-04: 16.4 ms warm-up of 38 ms) although the clock was already where the previous
-    screen left it. Inherited only when the telemetry can say so: a first reading at that clock, soon enough."""
-
-    def __init__(self) -> None:
-        self.ended_at, self.sm_mhz = -math.inf, 0.0
-
-    def note(self, recorder: Recorder, settled: bool) -> None:
-        clocks = [float(r["sm_mhz"]) for r in recorder.readings[-1:] if "sm_mhz" in r]
-        self.ended_at, self.sm_mhz = (time.perf_counter(), clocks[0]) if settled and clocks else (-math.inf, 0.0)
-
-    def carries(self, recorder: Recorder) -> bool:
-        clocks = [float(r["sm_mhz"]) for r in recorder.readings[-1:] if "sm_mhz" in r]
-        return (bool(clocks) and (time.perf_counter() - self.ended_at) * 1e3 <= CARRY_MS
-                and abs(clocks[0] - self.sm_mhz) <= RAMP_TOLERANCE * max(clocks[0], self.sm_mhz))
-
-
-_warm_clock = _WarmClock()
-
-
-def _settled(recorder: Recorder) -> bool:
-    clocks = [float(r["sm_mhz"]) for r in recorder.readings[-2:]]
-    if not recorder.source.available or len(clocks) < 2:
-        return not recorder.source.available
-    return abs(clocks[1] - clocks[0]) <= RAMP_TOLERANCE * max(clocks)
-
-
 def _spent(count: int, elapsed_ms: float, options: MeasureOptions, budget_ms: float) -> bool:
     """Out of budget or samples: sampling stops whatever the interval. The budget never cuts a measurement under
     ``min_samples``: a median of fewer says nothing about its own spread (a 25 ms PoCL matmul got 4 samples from a
@@ -190,7 +94,7 @@ def _interval(samples: Sequence[float], blocks: Sequence[float] | None, elapsed_
     block_half = block_half_width(blocks) if blocks is not None else 0.0
     if not done and block_half > options.ci_target * median:
         return None
-    # Hazard: this runs between blocks while the device idles, and _Bookkeeping then waits 1/HOST_SHARE times
+    # Hazard: this runs between blocks while the device idles, and Bookkeeping then waits 1/HOST_SHARE times
     # its cost before the next check. A bootstrap of the median (1000 resamples) took 4-31 ms for 100-1000
     # samples on the H200's host, which made every rung-0 screen sample ~25 ms of kernels it could have stopped
     # on in a few (2026-12-04, benchmarks/telemetry_read_cost.py). The distribution-free order-statistics
@@ -205,8 +109,8 @@ class _Sampler:
     """One way of producing samples (eager per launch, or graph replays), with warm-up and stopping."""
 
     def __init__(self, take: Callable[[int], list[float]], options: MeasureOptions, recorder: Recorder) -> None:
-        self.take, self.options, self.recorder = _Pace(take), options, recorder
-        self.books = _Bookkeeping()
+        self.take, self.options, self.recorder = Pace(take), options, recorder
+        self.books = Bookkeeping()
         self.ramp_ms = 0.0
         self.ramping = False
         self.warm_up_ms = self.first_read_ms = 0.0
@@ -227,6 +131,13 @@ class _Sampler:
                 "bookkeeping": round(self.books.total * 1e3 + self.first_read_ms, 3),
                 "reads": float(len(self.recorder.readings))}
 
+    def warm_record(self) -> tuple[float, dict[str, Any]]:
+        """The warm-up a measurement's ``Conditions`` record (ms: the target, carried or not, plus any ramp) and
+        the telemetry fields that say why."""
+        return self.warm_target_ms + self.ramp_ms, {"clock_ramp_ms": round(self.ramp_ms, 1),
+                                                    "clocks_ramping": self.ramping,
+                                                    "warm_clock_carried": self.carried}
+
     def warm_up(self) -> float:
         """Run for ``warmup_ms``, longer while the clock climbs; return the pace of a launch (ms, wall)."""
         start = self.began = time.perf_counter()
@@ -234,17 +145,17 @@ class _Sampler:
         read = time.perf_counter()
         self.recorder.take()  # outside the spacing on purpose: the next reading may follow the next block
         self.first_read_ms = (time.perf_counter() - read) * 1e3
-        self.carried = _warm_clock.carries(self.recorder)
+        self.carried = warm_clock.carries(self.recorder)
         self.warm_target_ms = self.options.warmup_ms * (CARRIED_SHARE if self.carried else 1.0)
         while True:
             elapsed = (time.perf_counter() - start) * 1e3
             if elapsed >= self.warm_target_ms:
-                if _settled(self.recorder):
+                if clock_settled(self.recorder):
                     break
                 if elapsed >= self.warm_target_ms + self.options.ramp_limit_ms:
                     self.ramping = True  # the clock never settled: the measurement says so
                     break
-            self.take(_batch(self.take.ms, 64, self.options.block_ms))
+            self.take(block_size(self.take.ms, 64, self.options.block_ms))
             if self.books.due():
                 with self.books:
                     self.recorder.take()
@@ -264,7 +175,7 @@ class _Sampler:
         blocks: list[float] = []
         start = time.perf_counter()
         while True:
-            block = self.take(_batch(pace, options.max_samples - len(samples), options.block_ms))
+            block = self.take(block_size(pace, options.max_samples - len(samples), options.block_ms))
             samples.extend(block)
             blocks.append(statistics.median(block))
             pace = self.take.ms
@@ -275,7 +186,7 @@ class _Sampler:
                 self.recorder.take()
                 ci = _interval(samples, blocks, elapsed, options, options.budget_ms)
             if ci is not None:
-                _warm_clock.note(self.recorder, settled=not self.ramping and _settled(self.recorder))
+                warm_clock.note(self.recorder, settled=not self.ramping and clock_settled(self.recorder))
                 return samples, ci
 
 
@@ -319,17 +230,16 @@ def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: Me
         eager_ms = statistics.median(t / length for t in backend.time_calls(eager, 5, fed=False))
         overhead = max(0.0, eager_ms - statistics.median(samples))
     cache = backend.flush_bytes if flush else (rotating_bytes if options.regime == "rotating" else 0)
+    warmup_ms, warm_fields = sampler.warm_record()
     conditions = Conditions(
         timer=backend.timer,
         regime=options.regime,  # type: ignore[arg-type]
         mode=options.mode,  # type: ignore[arg-type]
-        warmup_ms=sampler.warm_target_ms + sampler.ramp_ms,
+        warmup_ms=warmup_ms,
         flush_bytes=backend.flush_bytes if flush else 0,
         cache_bytes=cache,
         launch_overhead_ms=overhead,
-        telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping,
-                                    "warm_clock_carried": sampler.carried,
-                                    "uncovered_chunks": backend.uncovered_chunks - uncovered}),
+        telemetry=recorder.summary({**warm_fields, "uncovered_chunks": backend.uncovered_chunks - uncovered}),
         wall_ms=wall,
     )
     return Measurement(tuple(samples), conditions, ci)
@@ -372,10 +282,10 @@ def measure_interleaved(backend: Backend, launch_a: Launches, launch_b: Launches
             samples[side].extend(got[side])
         return [a + b for a, b in zip(*got, strict=True)]
 
-    timed_pairs = _Pace(keep)
+    timed_pairs = Pace(keep)
     books = sampler.books
     while None in intervals:
-        timed_pairs(_batch(pace, options.max_samples - len(samples[0]), options.block_ms))
+        timed_pairs(block_size(pace, options.max_samples - len(samples[0]), options.block_ms))
         pace = timed_pairs.ms
         elapsed = (time.perf_counter() - start) * 1e3
         if not (books.due() or _spent(len(samples[0]), elapsed, options, 2 * options.budget_ms)):
@@ -384,13 +294,12 @@ def measure_interleaved(backend: Backend, launch_a: Launches, launch_b: Launches
             recorder.take()
             intervals = [_interval(samples[i], None, elapsed, options, 2 * options.budget_ms) for i in (0, 1)]
     wall = sampler.wall_split()
+    warmup_ms, warm_fields = sampler.warm_record()
     conditions = Conditions(
         timer=backend.timer, regime=options.regime,  # type: ignore[arg-type]
-        warmup_ms=sampler.warm_target_ms + sampler.ramp_ms, flush_bytes=backend.flush_bytes if flush else 0,
+        warmup_ms=warmup_ms, flush_bytes=backend.flush_bytes if flush else 0,
         cache_bytes=backend.flush_bytes if flush else 0,
-        telemetry=recorder.summary({"clock_ramp_ms": round(sampler.ramp_ms, 1), "clocks_ramping": sampler.ramping,
-                                    "warm_clock_carried": sampler.carried,
-                                    "uncovered_chunks": backend.uncovered_chunks - uncovered,
+        telemetry=recorder.summary({**warm_fields, "uncovered_chunks": backend.uncovered_chunks - uncovered,
                                     "interleaved": True,
                                     "placements": len(launch_a) if isinstance(launch_a, Sequence) else 1}),
         wall_ms=wall)

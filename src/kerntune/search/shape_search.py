@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kerntune.isa.occupancy import occupancy, prune_reason, registers_to_next_block
-from kerntune.measure.protocol import BATCH_MS
+from kerntune.measure.pacing import BATCH_MS
 from kerntune.measure.speed_of_light import describe, speed_of_light
 from kerntune.model import Config, FailureKind, Run, Shape
 from kerntune.model.time_plan import FULL, Durations, TimePlan

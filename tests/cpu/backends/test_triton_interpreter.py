@@ -153,8 +153,8 @@ def test_gemv_configs_exist_only_for_decode_with_a_transposed_weight() -> None:
     # the strips and narrow columns are the GEMV kernel's alone: no MMA tile takes them
     tiles, _ = problem.space.valid_configs(Shape.of({"M": 1, "N": 6144, "K": 4096, "layout": "NT", "bias": 0}), h200)
     assert all(c["BLOCK_N"] >= 32 and c["BLOCK_K"] <= 256 for c in (dict(t.items) for t in tiles) if not c["GEMV"])
-    # one stage is the GEMV kernel's alone (a reduction's loads pipelined through shared memory were slower on
-    # the H200); the MMA forms keep 2 or more
+    # one stage (how Inductor compiles a reduction) is offered to the GEMV kernel alone; the MMA forms, whose
+    # loads the stages pipeline, keep 2 or more
     assert {c["num_stages"] for c in decode} == {1, 2}
     assert all(c["num_stages"] >= 2 for c in (dict(t.items) for t in tiles) if not c["GEMV"])
     seeds = [s for s in problem.space.seed_configs() if s.as_dict()["GEMV"]]

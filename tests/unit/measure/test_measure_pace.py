@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from kerntune.backends.base import Backend
-from kerntune.measure.protocol import BATCH_MS, HOST_SHARE, MeasureOptions, measure, measure_interleaved
+from kerntune.measure.pacing import BATCH_MS, HOST_SHARE
+from kerntune.measure.protocol import MeasureOptions, measure, measure_interleaved
 
 DEVICE_MS = 0.01
 HOST_MS = 0.2
@@ -150,7 +151,7 @@ class _SteadyClock:
 def test_a_measurement_right_after_a_settled_one_at_its_clock_warms_up_briefly() -> None:
     # Back-to-back screens at a steady clock need no ramp: the next warms up CARRIED_SHARE of warmup_ms, and says
     # so; after a pause past CARRY_MS, or at another clock, the whole warm-up runs again.
-    from kerntune.measure.protocol import CARRIED_SHARE, CARRY_MS
+    from kerntune.measure.pacing import CARRIED_SHARE, CARRY_MS
 
     backend, clock = _NullBackend(0.05, 0.05), _SteadyClock()
     options = MeasureOptions(warmup_ms=20.0, budget_ms=5.0, min_samples=10)
@@ -160,8 +161,8 @@ def test_a_measurement_right_after_a_settled_one_at_its_clock_warms_up_briefly()
         return got.conditions.wall_ms["warm_up"], got.conditions.telemetry["warm_clock_carried"]
 
     warm_up()  # whatever came before: this one ends settled at 1980 MHz
-    full, carried = warm_up()
-    assert carried and CARRIED_SHARE * 20.0 <= full < 0.6 * 20.0, full
+    short, carried = warm_up()
+    assert carried and CARRIED_SHARE * 20.0 <= short < 0.6 * 20.0, short
     time.sleep(2 * CARRY_MS / 1e3)
     after_pause, carried = warm_up()
     assert not carried and after_pause >= 20.0

@@ -229,6 +229,11 @@ def _arrival_counters(tiles: int, device: torch.device) -> torch.Tensor:
 
 
 def _multiprocessors(device: torch.device) -> int:
+    """The device's multiprocessor count (a persistent grid's size). Off a GPU (the interpreter, ``kerntune
+    inspect``'s cross-compile) a count of 4 stands in: it sizes the grid and constexpr only, not what a program
+    compiles to, and a small count makes the interpreter cut tiles across programs."""
+    if device.type != "cuda":
+        return 4
     if device not in _sms:  # a property query per launch is host time the kernel does not need
         _sms[device] = torch.cuda.get_device_properties(device).multi_processor_count
     return _sms[device]

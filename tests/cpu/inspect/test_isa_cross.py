@@ -77,6 +77,23 @@ def test_inspect_shows_a_spec_config_on_both_vendors(kerntune: Callable[..., Cli
     assert nvidia["config"].startswith("BLOCK_M=64,BLOCK_N=64,BLOCK_K=64")
 
 
+@pytest.mark.parametrize("form, kernel", [("", "matmul_tma_persistent_kernel")])
+def test_inspect_compiles_tma_descriptor_kernels_without_spills(kerntune: Callable[..., CliResult], form: str,
+                                                                kernel: str) -> None:
+    # The persistent TMA tile that leads at the large shapes: host-made descriptors become Triton's tensordesc
+    # types, as the JIT specializes them.
+    result = kerntune("inspect", str(EXAMPLES / "triton_matmul"), "--config",
+                      f"BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,TMA=1,PERSISTENT=1,num_warps=8,num_stages=3{form}",
+                      "--shape", "M=256,N=10240,K=8192,layout=NT", "--dtype", "bfloat16", "--target", "sm_90",
+                      "--json")
+    assert result.code == 0, result.stderr
+    (row,) = result.json()
+    assert row["kernel"] == kernel
+    assert row["census"]["TMA (UTMALDG/UTMASTG)"] > 0 and row["census"][TENSOR_CORE] > 0
+    # no spills, one 8-warp program per SM as the persistent grid assumes
+    assert row["spills"] == 0 and row["occupancy"]["blocks_per_sm"] == 1 and row["resources"]["registers"] <= 255
+
+
 @pytest.mark.parametrize("args, message", [
     (["--target", "sm_99"], "unknown target 'sm_99'"),
     (["--target", "sm_90", "--config", "TILE=3"], "unknown parameter 'TILE'"),

@@ -229,6 +229,11 @@ def _arrival_counters(tiles: int, device: torch.device) -> torch.Tensor:
 
 
 def _multiprocessors(device: torch.device) -> int:
+    """The device's multiprocessor count (a persistent grid's size). Off a GPU (the interpreter, ``kerntune
+    inspect``'s cross-compile) a count of 4 stands in: it sizes the grid and constexpr only, not what a program
+    compiles to, and a small count makes the interpreter cut tiles across programs."""
+    if device.type != "cuda":
+        return 4
     if device not in _sms:  # a property query per launch is host time the kernel does not need
         _sms[device] = torch.cuda.get_device_properties(device).multi_processor_count
     return _sms[device]
@@ -386,14 +391,26 @@ def gemv_form(c: dict[str, Any], s: dict[str, Any]) -> bool:
     """GEMV = 1 is the decode kernel (M <= 8, B's rows along K contiguous: layout NT) and the only form with
     BLOCK_N < 32 or BLOCK_K > 256; its fp32 partial sums (rows × BLOCK_N × BLOCK_K) stay within 64 registers a
     thread; the MMA tile's other parameters mean nothing to it and are held at one value, so each GEMV config is
-    proposed once."""
+    proposed once. Past one row, each thread loads at least GEMV_WEIGHT_PER_THREAD weight elements a step."""
     if not c.get("GEMV"):  # (configs written before GEMV existed have no such key)
         return c["BLOCK_N"] >= 32 and c["BLOCK_K"] <= 256
     if s["M"] > 8 or str(s.get("layout", "NN"))[1] != "T":
         return False
-    partials = triton.next_power_of_2(s["M"]) * c["BLOCK_N"] * c["BLOCK_K"] // (32 * c["num_warps"])
-    return partials <= 64 and (c["BLOCK_M"], c["GROUP_M"], c["SPLIT_K"], c["FUSED"], c["TMA"],
-                               c["PERSISTENT"]) == (16, 8, 1, 0, 0, 0)
+    rows, threads = triton.next_power_of_2(s["M"]), 32 * c["num_warps"]
+    if rows > 1 and c["BLOCK_N"] * c["BLOCK_K"] < GEMV_WEIGHT_PER_THREAD * threads:
+        return False
+    return rows * c["BLOCK_N"] * c["BLOCK_K"] // threads <= 64 and (
+        c["BLOCK_M"], c["GROUP_M"], c["SPLIT_K"], c["FUSED"], c["TMA"], c["PERSISTENT"]) == (16, 8, 1, 0, 0, 0)
+
+
+GEMV_WEIGHT_PER_THREAD = 8
+"""Past one row, a GEMV config whose threads load fewer weight elements a step than this (one 16-byte load of
+bf16) gets a weight layout other than the activations' (which have rows times as many elements a thread), and the
+compiler converts the weight through shared memory, two barriers in every step of the K loop: so the sm_90 PTX of
+every such config at 2, 4 and 8 rows shows (Triton 3.9, 2026-12-04; 108 of the 198-306 GEMV configs there), and
+of none that loads 8 or more, nor of any at one row. Those are left out where the rows exceed one: the one-row
+form lost a fifth of its speed to such conversions before its loads were reshaped (0.913 -> 0.795x torch.matmul
+at 1x6144x4096, H200)."""
 
 
 def _tutorial(bm: int, bn: int, bk: int, stages: int, warps: int, **extra: int) -> dict[str, int]:

@@ -59,18 +59,27 @@ def _argument_type(name: str, value: Any) -> tuple[str, bool]:
     import torch
 
     if isinstance(value, torch.Tensor):
-        dtype = str(value.dtype).removeprefix("torch.")
-        if dtype not in TRITON_TYPES:
-            raise UsageError(f"argument {name!r} has dtype {dtype}, which inspect cannot map to a Triton type")
-        return "*" + TRITON_TYPES[dtype], value.data_ptr() % 16 == 0
+        return "*" + _element_type(name, value), value.data_ptr() % 16 == 0
+    block_shape = getattr(value, "block_shape", None)
+    if isinstance(getattr(value, "base", None), torch.Tensor) and block_shape is not None:
+        # A host-made TMA descriptor (triton.tools.tensor_descriptor.TensorDescriptor): Triton specializes the
+        # kernel on its element type and block shape, not on its address or the tensor's extent.
+        return f"tensordesc<{_element_type(name, value.base)}[{', '.join(map(str, block_shape))}]>", False
     if isinstance(value, bool):
         return "i1", False
     if isinstance(value, int):
         return ("i32" if -(2**31) <= value < 2**31 else "i64"), value % 16 == 0
     if isinstance(value, float):
         return "fp32", False
-    raise UsageError(f"argument {name!r} is a {type(value).__name__}: inspect cross-compiles tensor, int and float "
-                     "arguments only (TMA descriptors are not supported yet)")
+    raise UsageError(f"argument {name!r} is a {type(value).__name__}: inspect cross-compiles tensor, TMA "
+                     "descriptor, int and float arguments only")
+
+
+def _element_type(name: str, tensor: Any) -> str:
+    dtype = str(tensor.dtype).removeprefix("torch.")
+    if dtype not in TRITON_TYPES:
+        raise UsageError(f"argument {name!r} has dtype {dtype}, which inspect cannot map to a Triton type")
+    return TRITON_TYPES[dtype]
 
 
 def _compile_inputs(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any],

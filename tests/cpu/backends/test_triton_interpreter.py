@@ -157,6 +157,12 @@ def test_gemv_configs_exist_only_for_decode_with_a_transposed_weight() -> None:
     # loads the stages pipeline, keep 2 or more
     assert {c["num_stages"] for c in decode} == {1, 2}
     assert all(c["num_stages"] >= 2 for c in (dict(t.items) for t in tiles) if not c["GEMV"])
+    # past one row, only configs whose threads load 8 or more weight elements a step (GEMV_WEIGHT_PER_THREAD);
+    # at one row the 4-element ones stay (one of them, 1 x 1024 at 8 warps, led at 1x6144x4096 on the H200)
+    for rows in (2, 4, 8):
+        assert all(c["BLOCK_N"] * c["BLOCK_K"] >= 8 * 32 * c["num_warps"] for c in gemv(rows, "NT")), rows
+    assert any((c["BLOCK_N"], c["BLOCK_K"], c["num_warps"]) == (1, 1024, 8) for c in decode)
+    assert len(gemv(4, "NT")) >= 50
     seeds = [s for s in problem.space.seed_configs() if s.as_dict()["GEMV"]]
     inductor_settled = {"BLOCK_N": 1, "BLOCK_K": 2048, "num_warps": 8, "num_stages": 1}  # its coordinate descent's
     assert any(inductor_settled.items() <= s.as_dict().items() for s in seeds)

@@ -77,6 +77,65 @@ def test_inspect_shows_a_spec_config_on_both_vendors(kerntune: Callable[..., Cli
     assert nvidia["config"].startswith("BLOCK_M=64,BLOCK_N=64,BLOCK_K=64")
 
 
+@pytest.mark.parametrize("form, kernel", [("", "matmul_tma_persistent_kernel")])
+def test_inspect_compiles_tma_descriptor_kernels_without_spills(kerntune: Callable[..., CliResult], form: str,
+                                                                kernel: str) -> None:
+    # The persistent TMA tile that leads at the large shapes: host-made descriptors become Triton's tensordesc
+    # types, as the JIT specializes them.
+    result = kerntune("inspect", str(EXAMPLES / "triton_matmul"), "--config",
+                      f"BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,TMA=1,PERSISTENT=1,num_warps=8,num_stages=3{form}",
+                      "--shape", "M=256,N=10240,K=8192,layout=NT", "--dtype", "bfloat16", "--target", "sm_90",
+                      "--json")
+    assert result.code == 0, result.stderr
+    (row,) = result.json()
+    assert row["kernel"] == kernel
+    assert row["census"]["TMA (UTMALDG/UTMASTG)"] > 0 and row["census"][TENSOR_CORE] > 0
+    # no spills, one 8-warp program per SM as the persistent grid assumes
+    assert row["spills"] == 0 and row["occupancy"]["blocks_per_sm"] == 1 and row["resources"]["registers"] <= 255
+
+
+def _k_loop_barriers(ptx: str) -> int:
+    """``bar.sync`` count inside the PTX's innermost loops (from LLVM's loop-header label to its back branch)."""
+    lines, inside, label, count = ptx.splitlines(), False, "", 0
+    for line in lines:
+        text = line.strip()
+        if "Inner Loop Header" in text:
+            inside, label = True, text.split(":")[0]
+        elif inside and "bra" in text and text.rstrip(";").endswith(label):
+            inside = False
+        elif inside and text.startswith("bar.sync"):
+            count += 1
+    return count
+
+
+@pytest.mark.parametrize("rows, block_n, block_k, warps, barriers", [
+    (4, 1, 1024, 8, True), (8, 2, 1024, 16, True),  # 4 weight elements a thread: converted in every step
+    (4, 1, 2048, 8, False), (8, 16, 256, 4, False),  # 8 or more: none
+    (1, 1, 1024, 8, False),  # one row: none at any count
+])
+def test_gemv_weight_loads_under_8_a_thread_past_one_row_convert_through_shared_memory(
+        rows: int, block_n: int, block_k: int, warps: int, barriers: bool) -> None:
+    # The premise of the matmul example's GEMV_WEIGHT_PER_THREAD rule, checked against the installed Triton: if
+    # a compiler stops converting, the rule has outlived its reason.
+    import sys
+
+    from kerntune.backends.triton_cross import cross_compile_source
+    from kerntune.tune.spec import load_spec
+
+    spec = sys.modules[load_spec(str(EXAMPLES / "triton_matmul")).problem.make_inputs.__module__]
+    assert (block_n * block_k < spec.GEMV_WEIGHT_PER_THREAD * 32 * warps) == barriers or rows == 1
+    names = ("a_ptr", "b_ptr", "c_ptr", "bias_ptr", "M", "N", "K", "stride_am", "stride_bn", "stride_cm")
+    signature = dict(zip(names, ("*bf16",) * 4 + ("i32",) * 6, strict=True))
+    constexprs = {"stride_ak": 1, "stride_bk": 1, "stride_cn": 1, "ROWS": rows, "BLOCK_N": block_n,
+                  "BLOCK_K": block_k, "HAS_BIAS": False}
+    ordered = list(spec.gemv_kernel.arg_names)
+    signature = {name: signature.get(name, "constexpr") for name in ordered}
+    attrs = {(ordered.index(name),): [["tt.divisibility", 16]] for name in names}
+    compiled = cross_compile_source(spec.gemv_kernel, signature, constexprs, attrs, "sm_90",
+                                    {"num_warps": warps, "num_stages": 1})
+    assert (_k_loop_barriers(compiled.asm["ptx"]) > 0) == barriers
+
+
 @pytest.mark.parametrize("args, message", [
     (["--target", "sm_99"], "unknown target 'sm_99'"),
     (["--target", "sm_90", "--config", "TILE=3"], "unknown parameter 'TILE'"),

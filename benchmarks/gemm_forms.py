@@ -1,6 +1,7 @@
 """Does a kernel form of `examples/triton_matmul` move the ratio to cuBLAS where the tuned winner loses, and do two
 runs' winners differ? Per GEMM shape, the spec's seed configs of each form asked for (main's example has the plain,
-TMA and split-K forms; the stream-K, SK_TAIL and GEMV forms timed on 2026-12-04 live on branch gemm-levers) that
+TMA, split-K and GEMV forms; SK_TAIL and a first, non-TMA stream-K timed on 2026-12-04 live on branch gemm-levers,
+a stream-K on the persistent TMA kernel on branch stream-k-tma) that
 are valid there, and the winner each `kerntune tune --json` report given chose for the shape, each timed against
 torch.matmul (cuBLAS) by the independent check's protocol (benchmarks/claims_check.py): gated against float64,
 then blocks of torch, config, config, torch, a 256 MiB fill before every call, the profiler's kernel durations

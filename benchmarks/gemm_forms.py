@@ -1,6 +1,7 @@
 """Does a kernel form of `examples/triton_matmul` move the ratio to cuBLAS where the tuned winner loses, and do two
 runs' winners differ? Per GEMM shape, the spec's seed configs of each form asked for (main's example has the plain,
-TMA and split-K forms; the stream-K, SK_TAIL and GEMV forms timed on 2026-12-04 live on branch gemm-levers) that
+TMA, split-K and GEMV forms; SK_TAIL and a first, non-TMA stream-K timed on 2026-12-04 live on branch gemm-levers,
+a stream-K on the persistent TMA kernel on branch stream-k-tma) that
 are valid there, and the winner each `kerntune tune --json` report given chose for the shape, each timed against
 torch.matmul (cuBLAS) by the independent check's protocol (benchmarks/claims_check.py): gated against float64,
 then blocks of torch, config, config, torch, a 256 MiB fill before every call, the profiler's kernel durations
@@ -10,8 +11,11 @@ two forms) compare on the same configs, and a form's best seed says what the for
 a budget on it.
 
 Usage: python benchmarks/gemm_forms.py OUT.json [--shapes FILE] [--report [LABEL=]TUNE.json ...] [--forms stream_k,...]
-       [--blocks 30] [--placements 4] [--limit-s S] [--best-report BEST.json]
-Reports given the same label are the parts of one run, split by shapes (they must not share a shape).
+       [--spec LABEL=SPEC.py ...] [--blocks 30] [--placements 4] [--limit-s S] [--best-report BEST.json]
+Reports given the same label are the parts of one run, split by shapes (they must not share a shape). A --spec is
+another version of the example's spec file (``git show BRANCH:examples/triton_matmul/spec.py > SPEC.py``): the
+reports' winners and its seeds of the forms asked for are launched through its kernels too, labelled LABEL:prior,
+LABEL:gemv, ..., in the same run, so two versions of a kernel meet on the same configs, inputs and torch.matmul.
 Prints one line per shape (torch.matmul's µs, the report winner's ratio, each form's best seed and its ratio; a
 ratio is the config's time over torch.matmul's, lower is faster) and a summary; OUT.json holds every timing
 (``call_us`` raw, in call order). Exit 1 if a config failed its gate or did not compile or run (each shape's line
@@ -130,19 +134,60 @@ def candidates(problem: Any, shape: dict[str, Any], target: Any, forms: set[str]
     return picked
 
 
-def time_shape(problem: Any, shape: dict[str, Any], picked: list[tuple[str, dict[str, Any]]], blocks: int,
+def variant_candidates(variants: list[tuple[str, Any]], shape: dict[str, Any], target: Any, forms: set[str],
+                       priors: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any], Any]]:
+    """(label, config, problem) for each other version of the spec: the reports' winners and its own seeds of the
+    forms asked for (``candidates``) that its constraints allow here, labelled ``VERSION:label``."""
+    return [(f"{name}:{label}", config, problem) for name, problem in variants
+            for label, config in candidates(problem, shape, target, forms, priors)
+            if label in forms or problem.space.check(_config(config), _shape(shape), target) is None]
+
+
+def _config(config: dict[str, Any]) -> Any:
+    from kerntune.model import Config
+
+    return Config.of(config)
+
+
+def _shape(shape: dict[str, Any]) -> Any:
+    from kerntune.model import Shape
+
+    return Shape.of(shape)
+
+
+def load_variants(texts: list[str]) -> list[tuple[str, Any]]:
+    """``LABEL=SPEC.py`` as (label, its problem); a ValueError names a bad one."""
+    from kerntune.errors import KerntuneError
+    from kerntune.tune.spec import load_spec
+
+    variants = []
+    for text in texts:
+        label, sep, path = text.partition("=")
+        if not sep or not label or "/" in label or ":" in label:
+            raise ValueError(f"{text!r} is not LABEL=SPEC.py")
+        if not Path(path).is_file():
+            raise ValueError(f"{path} is not a file")
+        try:
+            variants.append((label, load_spec(path).problem))
+        except KerntuneError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+    return variants
+
+
+def time_shape(problem: Any, shape: dict[str, Any], picked: list[tuple[str, dict[str, Any], Any]], blocks: int,
                placements: int, flush: Any) -> dict[str, Any]:
-    """Gate and time every picked config against torch.matmul at ``shape`` (claims_check's protocol)."""
+    """Gate and time every picked config, launched through the problem picked with it, against torch.matmul at
+    ``shape`` (claims_check's protocol; every config meets the same operands, made by ``problem``)."""
     import torch
     from claims_check import GATE, gate_errors, matmul_calls, placed_operands, timed_blocks, warm_up
 
     pads: list[torch.Tensor] = []
     sets = placed_operands(problem, shape, placements, pads)
     rows = []
-    for label, config in picked:
+    for label, config, launcher in picked:
         row: dict[str, Any] = {"label": label, "form": form_of(config), "config": config}
         try:  # a config the installed compiler rejects is reported, and the other configs still run
-            calls = matmul_calls(problem, sets[0], shape, config)
+            calls = matmul_calls(launcher, sets[0], shape, config)
             errors = gate_errors(problem, sets[0], shape, calls)
         except Exception as exc:  # Triton raises RuntimeError, CompilationError, OutOfResources...
             last = (str(exc).strip().splitlines() or [""])[-1]
@@ -152,7 +197,7 @@ def time_shape(problem: Any, shape: dict[str, Any], picked: list[tuple[str, dict
         if max(errors.values()) > GATE:
             rows.append({**row, "gated": False})
             continue
-        placed = [matmul_calls(problem, each, shape, config) for each in sets]
+        placed = [matmul_calls(launcher, each, shape, config) for each in sets]
         warm_up([c for each in placed for c in each.values()])
         row["checked"] = timed_blocks([c["torch"] for c in placed], [c["winner"] for c in placed], flush, blocks)
         rows.append({**row, "gated": True})
@@ -212,6 +257,8 @@ def main() -> int:
                              "reports with one label are one run's parts")
     parser.add_argument("--forms", default="split_k,tma",
                         help=f"comma-separated, of {', '.join(FORMS)}; empty to time the reports' winners alone")
+    parser.add_argument("--spec", action="append", default=[], metavar="LABEL=SPEC.py",
+                        help="another version of the example's spec: the same configs launched through its kernels")
     parser.add_argument("--blocks", type=int, default=30)
     parser.add_argument("--placements", type=int, default=4)
     parser.add_argument("--limit-s", type=float, default=0.0, help="stop before a shape once this much has passed")
@@ -229,6 +276,11 @@ def main() -> int:
             winners = merged_winners(reports)
         except (ValueError, KeyError, json.JSONDecodeError) as exc:
             problems.append(f"--report: {exc}")
+    variants: list[tuple[str, Any]] = []
+    try:
+        variants = load_variants(opts.spec)
+    except ValueError as exc:
+        problems.append(f"--spec: {exc}")
     if opts.blocks < 2 or opts.placements < 1:
         problems.append("--blocks must be at least 2 and --placements at least 1")
     try:
@@ -257,7 +309,8 @@ def main() -> int:
             print(f"stopped at the time limit before {shape}", flush=True)
             break
         priors = [(label, found[key_of(shape)]) for label, found in winners if key_of(shape) in found]
-        picked = candidates(problem, shape, target, forms, priors)
+        picked = [(label, config, problem) for label, config in candidates(problem, shape, target, forms, priors)]
+        picked += variant_candidates(variants, shape, target, forms, priors)
         found = time_shape(problem, shape, picked, opts.blocks, opts.placements, flush)
         done.append(found)
         ok = ok and all(row["gated"] for row in found["rows"])

@@ -14,9 +14,10 @@
 #          DECODE_SHAPES "M,N,K;..." (default the five of the model).
 # forms:   benchmarks/gemm_forms.py: per shape of FORM_SHAPES (default benchmarks/specs/llm_gemm_shapes.txt), the
 #          example's seed configs of each form in FORMS (default split_k,tma) valid there and the winner of
-#          FORM_REPORT (default the time-budget suite's 20-shape run of 2026-12-04), each against torch.matmul by
-#          the claims check's protocol (CUPTI kernel durations, torch/config/config/torch blocks, a 256 MiB fill
-#          before every call, 4 operand placements). Not a search: what each form's known-good configs do.
+#          FORM_REPORT (default the time-budget suite's 12 s/shape run of 2026-12-04, 20:09 UTC), each against
+#          torch.matmul by the claims check's protocol (CUPTI kernel durations, torch/config/config/torch blocks, a
+#          256 MiB fill before every call, 4 operand placements). Not a search: what each form's known-good configs
+#          do. FORM_SPECS "LABEL=SPEC.py ...": other versions of the spec file whose kernels run the same configs.
 GEMM=$D/ten-shapes
 step_tune() {
   mkdir -p "$GEMM"
@@ -45,11 +46,12 @@ step_decode() {
   return $code
 }
 step_forms() {
-  local out; out=$(step_dir forms)
+  local out spec specs=(); out=$(step_dir forms)
+  for spec in ${FORM_SPECS:-}; do specs+=(--spec "$spec"); done
   bounded "${FORMS_LIMIT:-480}" python3 benchmarks/gemm_forms.py "$out/gemm_forms.json" \
     --shapes "${FORM_SHAPES:-benchmarks/specs/llm_gemm_shapes.txt}" --forms "${FORMS:-split_k,tma}" \
-    --report "${FORM_REPORT:-benchmarks/data/time-budget/2026-12-04/bounded-screen-blocks/triton_matmul-12s-shape.json}" \
-    --limit-s $(( ${FORMS_LIMIT:-480} - 60 )) > "$out/forms.log" 2>&1
+    --report "${FORM_REPORT:-benchmarks/data/time-budget/2026-12-04/bounded-12s-gemv-warm-carry/triton_matmul-12s-shape.json}" \
+    "${specs[@]}" --limit-s $(( ${FORMS_LIMIT:-480} - 60 )) > "$out/forms.log" 2>&1
   local code=$?
   tail -23 "$out/forms.log" >> "$LOG"
   return $code

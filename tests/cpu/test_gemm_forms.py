@@ -73,6 +73,8 @@ def test_bad_arguments_are_refused_with_one_line_and_exit_2(tmp_path: Path) -> N
     worse = tmp_path / "worse.txt"
     worse.write_text("M=16,N=4k,K=8\n")
     for args, said in ((["--forms", "streamk"], "unknown form 'streamk'"), (["--shapes", str(bad)], "M, N and K"),
+                       (["--spec", str(bad)], "is not LABEL=SPEC.py"), (["--spec", f"v={tmp_path}/none.py"],
+                                                                        "none.py is not a file"),
                        (["--shapes", str(worse)], "N is '4k', not a whole number"),
                        (["--report", str(tmp_path / "none.json")], "is not a file"), (["--blocks", "1"], "--blocks"),
                        (["--report", f"a={part}", "--report", f"a={part}"], "must not share a shape"),
@@ -140,9 +142,26 @@ def test_a_config_the_compiler_rejects_is_reported_and_the_others_still_run(monk
     monkeypatch.setattr(claims_check, "warm_up", lambda launches: None)
     monkeypatch.setattr(claims_check, "timed_blocks", lambda a, b, flush, blocks: {"ratio": 1.0, "ci": [1.0, 1.0]})
     base = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3}
-    picked = [("prior", base), ("ws", {**base, "WS": 1}), ("tma", {**base, "BLOCK_M": 128, "TMA": 1})]
+    picked = [("prior", base, None), ("ws", {**base, "WS": 1}, None), ("tma", {**base, "BLOCK_M": 128, "TMA": 1}, None)]
     found = gemm_forms.time_shape(None, {"M": 256}, picked, blocks=2, placements=2, flush=None)
     rows = {row["label"]: row for row in found["rows"]}
     assert rows["ws"]["gated"] is False and rows["ws"]["failed"] == "RuntimeError: PassManager::run failed"
     assert rows["prior"]["gated"] and rows["tma"]["gated"] and rows["tma"]["checked"]["ratio"] == 1.0
     assert set(gemm_forms.best_by_form(found)) == {"prior", "tma"}  # a config that did not run is no best
+
+
+def test_another_version_of_the_spec_runs_the_same_configs_through_its_own_kernels(tmp_path: Path) -> None:
+    from kerntune.model import Target
+
+    copy = tmp_path / "spec.py"
+    copy.write_text((EXAMPLES / "triton_matmul" / "spec.py").read_text())
+    ((name, variant),) = gemm_forms.load_variants([f"constants={copy}"])
+    assert name == "constants" and variant.make_inputs.__module__ != _problem().make_inputs.__module__
+    h200 = Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132)
+    shape = gemm_forms.parse_shape("M=1,N=6144,K=4096,layout=NT")
+    winner = {"BLOCK_M": 16, "BLOCK_N": 1, "BLOCK_K": 1024, "GEMV": 1, "num_warps": 8, "num_stages": 1}
+    picked = gemm_forms.variant_candidates([(name, variant)], shape, h200, {"gemv"}, [("prior", winner)])
+    labels = [label for label, _, _ in picked]
+    assert labels[0] == "constants:prior" and picked[0][1]["GEMV"] == 1  # the report's winner, on its kernels
+    assert len(labels) > 2 and set(labels[1:]) == {"constants:gemv"}  # its own seeds of the form asked for
+    assert all(problem is variant for _, _, problem in picked)

@@ -138,21 +138,11 @@ def variant_candidates(variants: list[tuple[str, Any]], shape: dict[str, Any], t
                        priors: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any], Any]]:
     """(label, config, problem) for each other version of the spec: the reports' winners and its own seeds of the
     forms asked for (``candidates``) that its constraints allow here, labelled ``VERSION:label``."""
+    from kerntune.model import Config, Shape
+
     return [(f"{name}:{label}", config, problem) for name, problem in variants
             for label, config in candidates(problem, shape, target, forms, priors)
-            if label in forms or problem.space.check(_config(config), _shape(shape), target) is None]
-
-
-def _config(config: dict[str, Any]) -> Any:
-    from kerntune.model import Config
-
-    return Config.of(config)
-
-
-def _shape(shape: dict[str, Any]) -> Any:
-    from kerntune.model import Shape
-
-    return Shape.of(shape)
+            if label in forms or problem.space.check(Config.of(config), Shape.of(shape), target) is None]
 
 
 def load_variants(texts: list[str]) -> list[tuple[str, Any]]:

@@ -1,7 +1,7 @@
 """What does a kernel of `examples/triton_matmul` compile to when Triton knows the shape, as Inductor's kernels
 do? Cross-compiles (no GPU needed) for sm_90 the example's MMA kernel (``matmul_kernel``, cp.async loads) or its
-GEMV kernel at a shape and config, once with every integer argument at run time (as the JIT passes them:
-specialized only on divisibility by 16 and on a value of 1) and once per set of arguments given as constexprs, and
+GEMV kernel at a shape and config, once with every integer argument at run time (as the JIT specializes them, by
+``kerntune inspect``'s rules: divisibility by 16, a value of 1) and once per set of arguments given as constexprs, and
 prints per build: registers, spilled loads and stores (``LDL``/``STL``), the SASS instruction count of the longest
 loop (the K loop; 0 where the compiler unrolled it whole) and of the whole kernel, and the ``bar.sync`` count of
 the PTX.
@@ -34,40 +34,34 @@ def example() -> Any:
 
 
 def arguments(kernel: str, m: int, n: int, k: int, tile: tuple[int, ...]) -> dict[str, Any]:
-    """Every argument of the kernel by name: None for a pointer, else its value (a launch's, layout NT)."""
+    """Every argument of the kernel by name, as a launch at layout NT passes it (small host tensors stand in for the
+    operands: only their dtype and 16-byte alignment reach the compiler)."""
+    import torch
+
     bm, bn, bk = tile[:3]
+    operand = torch.empty(8, dtype=torch.bfloat16)
+    pointers = {"a_ptr": operand, "b_ptr": operand, "c_ptr": operand, "bias_ptr": operand}
     shape = {"M": m, "N": n, "K": k, "stride_am": k, "stride_ak": 1, "stride_bk": 1, "stride_bn": k, "stride_cm": n,
              "stride_cn": 1}
     if kernel == "gemv":
         rows = 1 << (m - 1).bit_length()
-        return {"a_ptr": None, "b_ptr": None, "c_ptr": None, "bias_ptr": None, **shape, "ROWS": rows, "BLOCK_N": bn,
-                "BLOCK_K": bk, "HAS_BIAS": False}
-    return {"a_ptr": None, "b_ptr": None, "c_ptr": None, "bias_ptr": None, "ws_ptr": None, "lock_ptr": None, **shape,
+        return {**pointers, **shape, "ROWS": rows, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": False}
+    return {**pointers, "ws_ptr": torch.empty(8), "lock_ptr": torch.empty(8, dtype=torch.int32), **shape,
             "stride_ab": 0, "stride_bb": 0, "stride_cb": 0, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8,
             "SPLIT_K": 1, "FUSED": 0, "HAS_BIAS": False}
 
 
 def build(fn: Any, values: dict[str, Any], constexprs: set[str], warps: int, stages: int) -> Any:
-    """``fn`` compiled for sm_90: the kernel's own constexprs, integers equal to 0 or 1 and ``constexprs`` fixed;
-    other integers at run time, divisible by 16 where they are (as the JIT specializes them)."""
+    """``fn`` compiled for sm_90 as the JIT would compile this launch (``kerntune inspect``'s specialization), with
+    the arguments named in ``constexprs`` fixed besides."""
     from kerntune.backends.triton_cross import cross_compile_source
+    from kerntune.inspect.resources import compile_inputs
 
     names = list(fn.arg_names)
-    declared = {names[i] for i in fn.constexprs}
-    signature: dict[str, str] = {}
-    fixed: dict[str, Any] = {}
-    attrs: dict[Any, Any] = {}
-    for index, name in enumerate(names):
-        value = values[name]
-        if value is None:
-            signature[name] = {"ws_ptr": "*fp32", "lock_ptr": "*i32"}.get(name, "*bf16")
-            attrs[(index,)] = [["tt.divisibility", 16]]
-        elif name in declared or name in constexprs or isinstance(value, bool) or value in (0, 1):
-            signature[name], fixed[name] = "constexpr", value
-        else:
-            signature[name] = "i32"
-            if value % 16 == 0:
-                attrs[(index,)] = [["tt.divisibility", 16]]
+    signature, fixed, attrs, _ = compile_inputs(fn, tuple(values[name] for name in names), {})
+    for name in constexprs:
+        signature[name], fixed[name] = "constexpr", values[name]
+        attrs.pop((names.index(name),), None)
     return cross_compile_source(fn, signature, fixed, attrs, "sm_90", {"num_warps": warps, "num_stages": stages})
 
 

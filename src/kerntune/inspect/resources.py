@@ -82,8 +82,10 @@ def _element_type(name: str, tensor: Any) -> str:
     return TRITON_TYPES[dtype]
 
 
-def _compile_inputs(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any],
-                                                                                      dict[Any, Any], dict[str, Any]]:
+def compile_inputs(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any],
+                                                                                     dict[Any, Any], dict[str, Any]]:
+    """What Triton's JIT would compile ``fn[grid](*args, **kwargs)`` as: its signature, constexprs, specialization
+    attributes and launch options (for ``triton_cross.cross_compile_source``)."""
     names = list(fn.arg_names)
     values = dict(zip(names, args, strict=False))
     values.update({k: v for k, v in kwargs.items() if k in names})
@@ -133,7 +135,7 @@ def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[di
         raise UsageError("the spec's launch ran no Triton kernel for this config")
     rows = []
     for fn, _grid, call_args, call_kwargs in calls:
-        signature, constexprs, attrs, options = _compile_inputs(fn, call_args, call_kwargs)
+        signature, constexprs, attrs, options = compile_inputs(fn, call_args, call_kwargs)
         for target in payload["targets"]:
             row: dict[str, Any] = {"kernel": fn.__name__, "target": target, "options": options}
             try:

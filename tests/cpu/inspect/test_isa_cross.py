@@ -14,7 +14,7 @@ pytest.importorskip("triton")
 from kerntune.backends.triton_cross import Inspection, cross_compile, inspect_compiled
 from kerntune.errors import CandidateFailed, UsageError
 from kerntune.isa.occupancy import AmdOccupancy
-from tests.conftest import EXAMPLES, SPECS, CliResult
+from tests.conftest import EXAMPLES, SPECS, CliResult, load_benchmark
 from tests.helpers.isa_kernels import SIGNATURE, matmul
 
 TENSOR_CORE = "tensor core (HGMMA/HMMA/IMMA/QGMMA)"
@@ -117,25 +117,12 @@ def test_gemv_weight_loads_under_8_a_thread_past_one_row_convert_through_shared_
         rows: int, block_n: int, block_k: int, warps: int, barriers: bool) -> None:
     # The premise of the matmul example's GEMV_WEIGHT_PER_THREAD rule, checked against the installed Triton: if
     # a compiler stops converting, the rule has outlived its reason.
-    import sys
-
-    from kerntune.backends.triton_cross import cross_compile_source
-    from kerntune.tune.spec import load_spec
-
-    spec = sys.modules[load_spec(str(EXAMPLES / "triton_matmul")).problem.make_inputs.__module__]
+    k_loop_sass = load_benchmark("k_loop_sass")  # the example's kernels compiled as the JIT would specialize them
+    spec = k_loop_sass.example()
     assert (block_n * block_k < spec.GEMV_WEIGHT_PER_THREAD * 32 * warps) == barriers or rows == 1
-    # rows x 6144 x 4096, the weight an nn.Linear's (NT); integers the kernel declares constexpr are given so
-    ordered = list(spec.gemv_kernel.arg_names)
-    declared = {ordered[i] for i in spec.gemv_kernel.constexprs}
-    integers = {"M": rows, "N": 6144, "K": 4096, "stride_am": 4096, "stride_bn": 4096, "stride_cm": 6144}
-    constexprs = {"stride_ak": 1, "stride_bk": 1, "stride_cn": 1, "ROWS": rows, "BLOCK_N": block_n,
-                  "BLOCK_K": block_k, "HAS_BIAS": False, **{k: v for k, v in integers.items() if k in declared}}
-    signature = {name: "*bf16" if name.endswith("_ptr") else "constexpr" if name in constexprs else "i32"
-                 for name in ordered}
-    attrs = {(ordered.index(name),): [["tt.divisibility", 16]] for name in ordered
-             if signature[name] in ("*bf16", "i32")}
-    compiled = cross_compile_source(spec.gemv_kernel, signature, constexprs, attrs, "sm_90",
-                                    {"num_warps": warps, "num_stages": 1})
+    # rows x 6144 x 4096, the weight an nn.Linear's (NT)
+    values = k_loop_sass.arguments("gemv", rows, 6144, 4096, (16, block_n, block_k))
+    compiled = k_loop_sass.build(spec.gemv_kernel, values, set(), warps, 1)
     ptx = compiled.asm["ptx"]
     # in the K loop, or (a K the kernel knows, unrolled whole) two a step in a straight line
     converts = _k_loop_barriers(ptx) > 0 or ptx.count("bar.sync") >= 2 * (4096 // block_k)

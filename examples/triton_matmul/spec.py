@@ -152,8 +152,10 @@ _kept_counters: list[torch.Tensor] = []
 
 
 @triton.jit
-def gemv_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
-                stride_cn, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, HAS_BIAS: tl.constexpr):
+def gemv_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                stride_am: tl.constexpr, stride_ak: tl.constexpr, stride_bk: tl.constexpr, stride_bn: tl.constexpr,
+                stride_cm: tl.constexpr, stride_cn: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
+                BLOCK_K: tl.constexpr, HAS_BIAS: tl.constexpr):
     # GEMV = 1, decode (M <= 8): bandwidth-bound, and an MMA tile would idle 15 of its 16 rows. Each program
     # owns BLOCK_N outputs per row and streams their BLOCK_N columns of B (for NT, contiguous rows of the weight)
     # in BLOCK_K-long strips, multiplying in fp32 and summing per thread across the K loop; one reduction across
@@ -162,6 +164,13 @@ def gemv_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_am, stride_ak, st
     # The pointers are built in three dimensions (rows, outputs, K) so that both loads land in the layout of the
     # product: a product of 2-D loads broadcast to 3-D made the compiler convert layouts through shared memory,
     # four barriers per step (seen in the PTX for sm_90), where Inductor's one-row reduction has none.
+    # The shape and strides are constexprs, as Inductor writes them into its kernel: a binary per shape (a served
+    # key is one shape), whose K loop the compiler unrolls whole (sm_90 SASS at 1x6144x4096, 1 x 1024 on 8 warps:
+    # 160 instructions and no loop, against 304 with one; benchmarks/k_loop_sass.py). Timed on the H200 at
+    # 1x6144x4096 (2026-12-05, benchmarks/gemm_forms.py, both kernels in one run): the tuned winner 0.802 -> 0.725x
+    # cuBLAS's time. K alone as a constexpr in the MMA kernel shortened its loop 15-23% in SASS but did not pay:
+    # of the two winners that run that kernel, 32x10240x8192 stayed within noise (0.869 -> 0.871) and
+    # 128x4096x4096 got slower (1.184 -> 1.210), so K stays a run-time argument there.
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     n3 = offs_n[None, :, None]
     m3 = tl.arange(0, ROWS)[:, None, None]

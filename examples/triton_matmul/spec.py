@@ -445,9 +445,9 @@ SEEDS = [_tutorial(*c) for c in (
     _tutorial(16, 32, 256, 5, 4, TMA=1, PERSISTENT=1), _tutorial(16, 128, 128, 5, 4), _tutorial(16, 64, 256, 4, 4),
     _tutorial(16, 32, 256, 4, 4, TMA=1, PERSISTENT=1)] + [
     # max-autotune's own choices at the suite's 16- and 32-row shapes (its mm template's configs cut to M; the
-    # `against_max_autotune.py` logs of 2026-12-04), where it led the tuned table by 0.4-1.3%: tried first, so a
-    # search times what max-autotune would pick (the 12 s/shape run of 2026-12-05 never reached 32x64x128 at 5
-    # stages at 32x8192x28672).
+    # `against_max_autotune.py` logs of 2026-12-04; at the two 32-row shapes its choice led the tuned table by 0.4%
+    # and 1.3%): tried first, so a search times what max-autotune would pick (the 12 s/shape run of 2026-12-05
+    # never reached 32x64x128 at 5 stages at 32x8192x28672).
     _tutorial(16, 64, 128, 5, 4), _tutorial(32, 128, 128, 4, 4), _tutorial(32, 64, 128, 5, 4)] + [
     # Matrix-vector (GEMV, M <= 8, NT): Inductor's reduction configs for a one-row product (max-autotune's choice
     # at 1x6144x4096 on the H200, 2026-12-04): one output row per program in a 2048-long strip at 16 warps (its

@@ -1,7 +1,8 @@
 """What does a kernel of `examples/triton_matmul` compile to when Triton knows the shape, as Inductor's kernels
 do? Cross-compiles (no GPU needed) for sm_90 the example's MMA kernel (``matmul_kernel``, cp.async loads) or its
-GEMV kernel at a shape and config, once with every integer argument at run time (as the JIT specializes them, by
-``kerntune inspect``'s rules: divisibility by 16, a value of 1) and once per set of arguments given as constexprs, and
+GEMV kernel at a shape and config, once as the kernel declares its arguments (the MMA kernel's integers at run time,
+as the JIT specializes them by ``kerntune inspect``'s rules: divisibility by 16, a value of 1; the GEMV kernel has
+taken its shape and strides as constexprs since 2026-12-05) and once per set of arguments given as constexprs, and
 prints per build: registers, spilled loads and stores (``LDL``/``STL``), the SASS instruction count of the longest
 loop (the K loop; 0 where the compiler unrolled it whole) and of the whole kernel, and the ``bar.sync`` count of
 the PTX.
@@ -133,9 +134,9 @@ def main() -> int:
         try:
             found = read(build(fn, values, fixed, tile[3], tile[4]))
         except Exception as exc:  # the compiler's own failure is the finding
-            print(f"k_loop_sass: {'+'.join(sorted(fixed)) or 'run-time'}: {exc}", file=sys.stderr)
+            print(f"k_loop_sass: {'+'.join(sorted(fixed)) or 'as declared'}: {exc}", file=sys.stderr)
             return 2
-        label = "+".join(sorted(fixed)) + " constexpr" if fixed else "run-time integers"
+        label = "+".join(sorted(fixed)) + " constexpr" if fixed else "as declared"
         print(f"  {label}: registers {found['registers']}, spill ops {found['spill_ops']}, K loop {found['k_loop']}, "
               f"instructions {found['instructions']}, bar.sync {found['bar_sync']}", flush=True)
     return 0

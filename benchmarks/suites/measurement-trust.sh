@@ -1,5 +1,5 @@
 # about: whether kerntune's timings hold: repeatability beside do_bench, A/A false calls and a planted slowdown through `kerntune ab`, fresh-process A/B, confirmation
-# steps: repeatability ratio-repeatability claims-check process-spread sustained-load ab-power ab-sources ab-fresh ab-power-fresh ab-env confirmation repeat-tunes
+# steps: repeatability ratio-repeatability claims-check process-spread sustained-load flush-dirty-lines ab-power ab-sources ab-fresh ab-power-fresh ab-env confirmation repeat-tunes
 # needs: any
 # repeatability: (GPU) 20 measurements of one bf16 4096³ torch.matmul in one process, triton.testing.do_bench
 #                timing the same launch beside each; spread = (max − min) / median; VARIANTS of warm-up : min
@@ -28,6 +28,12 @@
 #                benchmarks/flush_and_placement.py, run by hand: the same ratio under each flush size, flush value
 #                and operand layout kerntune's measurement and the check differ in; benchmarks/gate_step_state.py,
 #                run by hand: the check's ratio before and after its own gate step, every call's time kept.)
+# flush-dirty-lines: (GPU) whether a flush that writes costs the timed kernel its write-backs: the decode shapes
+#                (M <= 32 of benchmarks/specs/llm_gemm_shapes.txt) — torch.mm, FLUSH_REPORT's winners (default the
+#                2026-12-05 05:26 12 s/shape run) and a read of the weight — timed by CUPTI after a 2×L2 fill
+#                (kerntune's flush), the fill then a 2×L2 read (clean L2), and the read alone, interleaved
+#                (benchmarks/flush_dirty_lines.py); then, where ncu is installed, the read kernel's DRAM bytes read
+#                and written after each flush (ncu --cache-control none --clock-control none).
 # ab-power:      AA (20) A/A verdicts and SLOW (10) planted-slowdown verdicts, each one `kerntune ab --json`
 #                process at default settings (benchmarks/ab_power.py): on a GPU the planted bf16 matmul with 3.1%
 #                more masked-off K work (benchmarks/specs/planted_matmul @EXTRA=0 vs @EXTRA=2), on a CPU the
@@ -135,6 +141,24 @@ ab_power() {
     ${CALIBRATED:+--no-calibration} > "$out/ab_power.log" 2>&1
   local code=$?
   tail -3 "$out/ab_power.log" >> "$LOG"
+  return $code
+}
+step_flush_dirty_lines() {
+  [ -n "$GPU" ] || { note "  flush-dirty-lines times decode GEMMs: needs a GPU, skipped"; return 0; }
+  local out code=0 report=${FLUSH_REPORT:-benchmarks/data/time-budget/2026-12-05/bounded-12s-0526/triton_matmul-12s-shape.json}
+  out=$(step_dir flush-dirty-lines)
+  bounded "${FLUSH_LIMIT:-240}" python3 benchmarks/flush_dirty_lines.py "$out/flush_dirty_lines.json" \
+    --report "$report" > "$out/timing.log" 2>&1 || code=1
+  grep -v -i warn "$out/timing.log" | tail -6 >> "$LOG"
+  if command -v ncu > /dev/null; then
+    # ncu's own flush off (the script's are the ones compared) and the clocks as found
+    bounded 180 ncu --cache-control none --clock-control none --kernel-name regex:read_kernel --csv \
+      --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
+      python3 benchmarks/flush_dirty_lines.py "$out/unused.json" --ncu > "$out/ncu.csv" 2> "$out/ncu.err" || code=1
+    grep -c dram__bytes_write "$out/ncu.csv" >> "$LOG"
+  else
+    note "   ncu not installed: the DRAM byte count skipped"
+  fi
   return $code
 }
 step_ab_power() { planted; ab_power ab-power "${PLANTED[@]}"; }

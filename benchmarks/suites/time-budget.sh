@@ -6,11 +6,12 @@
 # examples/opencl_matmul at BUDGETS (default "5s/shape 10s/shape"). Default protocol, 3 confirmation rounds, a
 # fresh store per budget: each report (its run's phases and stop reason) and its JSON-lines progress are kept,
 # with the command's own wall time in the log.
-# winners (GPU): the latest bounded run's winners (labelled this-run) and those of WINNER_REPORTS ("LABEL=PATH ...",
-# other runs' reports, e.g. another tree's) timed side by side against torch.matmul in one process by
-# benchmarks/gemm_forms.py (CUPTI kernel durations, torch/config/config/torch blocks): two trees' searches compared
-# on what they chose, not on their own timers. The same config chosen by two runs is timed twice (an A/A). Then
-# the latest run's printed ratios against that timing (benchmarks/printed_vs_independent.py).
+# winners (GPU): the latest bounded run's winners (labelled this-run; BOUNDED_REPORT names another run's) and
+# those of WINNER_REPORTS ("LABEL=PATH ...", other runs' reports, e.g. another tree's) timed side by side against
+# torch.matmul in one process by benchmarks/gemm_forms.py (CUPTI kernel durations, torch/config/config/torch
+# blocks): two trees' searches compared on what they chose, not on their own timers. The same config chosen by
+# two runs is timed twice (an A/A). Then the latest run's printed ratios against that timing
+# (benchmarks/printed_vs_independent.py).
 # unbounded (GPU): the same command without --budget (the search ends where its plateau rule says, confirmation
 # runs all its rounds), for the winners a budget must not cost more than 1% against. Twenty shapes outlast one
 # device call, so PART=i/n (default 1/1) runs the i-th of n contiguous slices of the shapes, each its own report;
@@ -53,12 +54,17 @@ step_bounded() {
   return $code
 }
 
-latest_report() { ls -t "$(ls -td "$D"/bounded*/ 2>/dev/null | head -1)"triton_matmul-*.json 2>/dev/null | head -1; }
+# latest_report: BOUNDED_REPORT when set (a bounded run's report kept in the tree: the winners and
+# against-max-autotune steps on a machine that did not run it), else the newest report under $D/bounded*.
+latest_report() {
+  if [ -n "${BOUNDED_REPORT:-}" ]; then echo "$BOUNDED_REPORT"; return; fi
+  ls -t "$(ls -td "$D"/bounded*/ 2>/dev/null | head -1)"triton_matmul-*.json 2>/dev/null | head -1
+}
 
 step_winners() {
   local out report; out=$(step_dir winners); report=$(latest_report)
   if [ -z "$GPU" ]; then note "   winners needs a GPU: skipped"; return 0; fi
-  [ -s "$report" ] || { note "   no triton_matmul report under $D/bounded*: run the bounded step first"; return 1; }
+  [ -s "$report" ] || { note "   no triton_matmul report under $D/bounded* (nor BOUNDED_REPORT): run the bounded step first"; return 1; }
   # shellcheck disable=SC2046  # WINNER_REPORTS is a list of words, one report each
   bounded "${WINNERS_LIMIT:-240}" python3 benchmarks/gemm_forms.py "$out/winners.json" --forms '' \
     --shapes "${SHAPES_FILE:-benchmarks/specs/llm_gemm_shapes.txt}" --report "this-run=$report" \
@@ -77,7 +83,7 @@ step_against_max_autotune() {
   local out report; out=$(step_dir against-max-autotune)
   report=$(latest_report)
   if [ -z "$GPU" ]; then note "   against-max-autotune needs a GPU: skipped"; return 0; fi
-  [ -s "$report" ] || { note "   no triton_matmul report under $D/bounded*: run the bounded step first"; return 1; }
+  [ -s "$report" ] || { note "   no triton_matmul report under $D/bounded* (nor BOUNDED_REPORT): run the bounded step first"; return 1; }
   bounded 600 python3 benchmarks/against_max_autotune.py "$report" "$out/side-by-side.json" > "$out/side-by-side.log" 2>&1
 }
 

@@ -49,6 +49,11 @@ error of 0.65%."""
 # The flush's own kernel: a fill of one-byte elements (torch's FillFunctor<unsigned char>). A memset record is
 # not a flush: a library call may clear its own workspace, and that time is the call's.
 FLUSH_KERNEL = re.compile(r"FillFunctor<unsigned char>")
+# The clean flush's second kernel: torch's reduction over another buffer, after the fill. The fill leaves the L2
+# full of dirty lines whose write-back would fall inside the next call's time; they are written back during this
+# read, which leaves the L2 holding clean lines (benchmarks/flush_dirty_lines.py measures what that moves). No
+# GEMM this check times launches ``at::native::reduce_kernel`` (cuBLAS's split-K reduction is its own kernel).
+FLUSH_READ_KERNEL = re.compile(r"at::native::reduce_kernel")
 
 
 def _problem() -> Any:
@@ -62,14 +67,16 @@ def _relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def call_times_us(events: list[dict[str, Any]], calls: int) -> list[float]:
-    """Each call's GPU time in µs: the kernels between its flush record and the next, summed."""
+    """Each call's GPU time in µs: the kernels between its flush record and the next, summed (a clean flush's read
+    left out)."""
     gpu = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memset")),
                  key=lambda e: float(e["ts"]))
     starts = [i for i, e in enumerate(gpu) if e.get("cat") == "kernel" and FLUSH_KERNEL.search(str(e["name"]))]
     if len(starts) != calls:
         raise RuntimeError(f"found {len(starts)} flush records for {calls} calls: the trace cannot be split by call")
     bounds = [*starts, len(gpu)]
-    times = [sum(float(e["dur"]) for e in gpu[bounds[i] + 1:bounds[i + 1]]) for i in range(calls)]
+    times = [sum(float(e["dur"]) for e in gpu[bounds[i] + 1:bounds[i + 1]]
+                 if not FLUSH_READ_KERNEL.search(str(e["name"]))) for i in range(calls)]
     if min(times) <= 0:
         raise RuntimeError("a call with no kernel of its own between two flushes")
     return times
@@ -104,19 +111,23 @@ def warm_up(calls: Any) -> None:
 
 
 def timed_blocks(first: Any, second: Any, flush: torch.Tensor, blocks: int, drained: bool = False,
-                 fill: int = 1) -> dict[str, Any]:
+                 fill: int = 1, clean: torch.Tensor | None = None) -> dict[str, Any]:
     """``blocks`` blocks of (first, second, second, first), a fill of ``flush`` before every call, under one
     profiler session: ``block_ratio`` of the calls' kernel times (``winner_us`` is ``second``'s, ``torch_us``
     ``first``'s) and ``call_us``, each call's time in call order. ``first`` and ``second`` may be lists, one call
     per placement of the operands: block ``b`` takes placement ``b % P``. ``drained``: the host waits for the
     device after each fill and each call (the device idles between them); otherwise everything is enqueued back to
-    back, as a program runs. ``fill``: the byte value the flush writes (kerntune's own flush writes zeros)."""
+    back, as a program runs. ``fill``: the byte value the flush writes (kerntune's own flush writes zeros).
+    ``clean``: a buffer of at least the L2's size read after each fill (``FLUSH_READ_KERNEL``), so each call meets
+    an L2 of clean lines rather than the fill's dirty ones."""
     firsts, seconds = (list(x) if isinstance(x, list) else [x] for x in (first, second))
     order = [call for b in range(blocks) for call in (firsts[b % len(firsts)], seconds[b % len(seconds)],
                                                        seconds[b % len(seconds)], firsts[b % len(firsts)])]
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for call in order:
             flush.fill_(fill)
+            if clean is not None:
+                clean.sum()
             if drained:
                 torch.cuda.synchronize()
             call()

@@ -42,15 +42,15 @@ import torch
 import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from claims_check import GATE, _problem, gate_errors, matmul_calls, warm_up
+from claims_check import FLUSH_KERNEL, FLUSH_READ_KERNEL, GATE, _problem, gate_errors, matmul_calls, warm_up
 from decode_gemm import read_kernel
 from gemm_forms import key_of, read_shapes, report_winners
 
 ROOT = Path(__file__).resolve().parents[1]
 FLUSHES = ("write", "write-read", "read")
-FLUSH_KERNELS = re.compile(r"FillFunctor<unsigned char>|at::native::reduce_kernel")
-"""The flushes' own kernels: the fill of the uint8 buffer and torch's reduction over the read one. Neither a GEMM
-nor the read kernel is named so (cuBLAS's split-K reduction is ``splitKreduce_kernel``, not ``at::native``)."""
+FLUSH_KERNELS = re.compile(f"{FLUSH_KERNEL.pattern}|{FLUSH_READ_KERNEL.pattern}")
+"""The flushes' own kernels (the claims check's): the fill of the uint8 buffer and torch's reduction over the read
+one."""
 DECODE_ROWS = 32
 
 

@@ -165,9 +165,10 @@ def load_variants(texts: list[str]) -> list[tuple[str, Any]]:
 
 
 def time_shape(problem: Any, shape: dict[str, Any], picked: list[tuple[str, dict[str, Any], Any]], blocks: int,
-               placements: int, flush: Any) -> dict[str, Any]:
+               placements: int, flush: Any, clean: Any = None) -> dict[str, Any]:
     """Gate and time every picked config, launched through the problem picked with it, against torch.matmul at
-    ``shape`` (claims_check's protocol; every config meets the same operands, made by ``problem``)."""
+    ``shape`` (claims_check's protocol; every config meets the same operands, made by ``problem``; ``clean``: the
+    buffer its clean flush reads after each fill, or None)."""
     import torch
     from claims_check import GATE, gate_errors, matmul_calls, placed_operands, timed_blocks, warm_up
 
@@ -189,7 +190,8 @@ def time_shape(problem: Any, shape: dict[str, Any], picked: list[tuple[str, dict
             continue
         placed = [matmul_calls(launcher, each, shape, config) for each in sets]
         warm_up([c for each in placed for c in each.values()])
-        row["checked"] = timed_blocks([c["torch"] for c in placed], [c["winner"] for c in placed], flush, blocks)
+        row["checked"] = timed_blocks([c["torch"] for c in placed], [c["winner"] for c in placed], flush, blocks,
+                                      clean=clean)
         rows.append({**row, "gated": True})
     return {"shape": shape, "rows": rows}
 
@@ -252,6 +254,9 @@ def main() -> int:
     parser.add_argument("--blocks", type=int, default=30)
     parser.add_argument("--placements", type=int, default=4)
     parser.add_argument("--limit-s", type=float, default=0.0, help="stop before a shape once this much has passed")
+    parser.add_argument("--flush", choices=("write", "clean"), default="write",
+                        help="write: the check's fill before every call (the L2 left dirty); clean: the fill, then a "
+                             "read of another buffer, so each call meets clean lines")
     parser.add_argument("--best-report", type=Path, help="also write each shape's fastest config of any label as a "
                         "tune report (for benchmarks/against_max_autotune.py)")
     opts = parser.parse_args()
@@ -293,6 +298,7 @@ def main() -> int:
     target = Target("triton", "nvidia", f"sm_{props.major}{props.minor}", props.name, props.multi_processor_count)
     problem = _problem()
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    clean = torch.zeros(FLUSH_BYTES // 8, dtype=torch.int64, device="cuda") if opts.flush == "clean" else None
     began, done, ok = time.monotonic(), [], True
     for shape in shapes:
         if opts.limit_s and time.monotonic() - began > opts.limit_s:
@@ -301,10 +307,10 @@ def main() -> int:
         priors = [(label, found[key_of(shape)]) for label, found in winners if key_of(shape) in found]
         picked = [(label, config, problem) for label, config in candidates(problem, shape, target, forms, priors)]
         picked += variant_candidates(variants, shape, target, forms, priors)
-        found = time_shape(problem, shape, picked, opts.blocks, opts.placements, flush)
+        found = time_shape(problem, shape, picked, opts.blocks, opts.placements, flush, clean)
         done.append(found)
         ok = ok and all(row["gated"] for row in found["rows"])
-        opts.out.write_text(json.dumps({"target": target.as_dict(), "shapes": done}, indent=1))
+        opts.out.write_text(json.dumps({"target": target.as_dict(), "flush": opts.flush, "shapes": done}, indent=1))
         best, rows = best_by_form(found), found["rows"]
         torch_us = next((r["checked"]["torch_us"] for r in rows if r["gated"]), float("nan"))
         parts = [f"{label} {row['checked']['ratio']:.3f} ({row['checked']['ci'][0]:.3f}-{row['checked']['ci'][1]:.3f})"
@@ -317,7 +323,8 @@ def main() -> int:
               + (f"; DID NOT RUN: {', '.join(crashed)}" if crashed else "")
               + f" ({len(rows)} configs)", flush=True)
     result = summary(done)
-    opts.out.write_text(json.dumps({"target": target.as_dict(), "shapes": done, "summary": result}, indent=1))
+    opts.out.write_text(json.dumps({"target": target.as_dict(), "flush": opts.flush, "shapes": done,
+                                    "summary": result}, indent=1))
     if opts.best_report:
         opts.best_report.write_text(json.dumps(best_report(done), indent=1))
     print("summary:", json.dumps(result), flush=True)

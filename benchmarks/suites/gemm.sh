@@ -18,6 +18,8 @@
 #          torch.matmul by the claims check's protocol (CUPTI kernel durations, torch/config/config/torch blocks, a
 #          256 MiB fill before every call, 4 operand placements). Not a search: what each form's known-good configs
 #          do. FORM_SPECS "LABEL=SPEC.py ...": other versions of the spec file whose kernels run the same configs.
+#          FORM_FLUSH=clean: the fill, then a read of another 256 MiB, before every call (the L2 holds clean lines,
+#          not the fill's dirty ones; default write, the fill alone).
 GEMM=$D/ten-shapes
 step_tune() {
   mkdir -p "$GEMM"
@@ -51,7 +53,7 @@ step_forms() {
   bounded "${FORMS_LIMIT:-480}" python3 benchmarks/gemm_forms.py "$out/gemm_forms.json" \
     --shapes "${FORM_SHAPES:-benchmarks/specs/llm_gemm_shapes.txt}" --forms "${FORMS:-split_k,tma}" \
     --report "${FORM_REPORT:-benchmarks/data/time-budget/2026-12-04/bounded-12s-gemv-warm-carry/triton_matmul-12s-shape.json}" \
-    "${specs[@]}" --limit-s $(( ${FORMS_LIMIT:-480} - 60 )) > "$out/forms.log" 2>&1
+    "${specs[@]}" --flush "${FORM_FLUSH:-write}" --limit-s $(( ${FORMS_LIMIT:-480} - 60 )) > "$out/forms.log" 2>&1
   local code=$?
   tail -23 "$out/forms.log" >> "$LOG"
   return $code

@@ -45,6 +45,15 @@ def test_calls_are_split_at_the_flush_and_their_kernels_summed() -> None:
         claims_check.call_times_us(_trace([[100.0], []]), 2)
 
 
+def test_a_clean_flushs_read_after_the_fill_is_not_the_calls_time() -> None:
+    read = "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<long, at::native::func_wrapper_t<long> > >"
+    events = _trace([[100.0], [101.0]])
+    fills = sorted((e for e in events if e["name"] == FLUSH), key=lambda e: e["ts"])
+    for fill in fills:  # the read runs after each fill, before the call's own kernels
+        events.append({"ph": "X", "cat": "kernel", "name": read, "ts": fill["ts"] + 91.0, "dur": 8.0})
+    assert claims_check.call_times_us(events, 2) == [100.0, 101.0]
+
+
 def test_blocks_are_read_back_by_the_placement_they_ran_on() -> None:
     # Blocks take placements 0, 1, 2 in turn: placement 1's blocks are the 2nd, 5th and 8th.
     ratios = [1.00, 1.10, 0.90, 1.02, 1.12, 0.92, 1.01, 1.11, 0.91]

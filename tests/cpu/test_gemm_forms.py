@@ -140,7 +140,8 @@ def test_a_config_the_compiler_rejects_is_reported_and_the_others_still_run(monk
     monkeypatch.setattr(claims_check, "matmul_calls", calls)
     monkeypatch.setattr(claims_check, "gate_errors", lambda problem, operands, shape, calls: {"winner": 0.0})
     monkeypatch.setattr(claims_check, "warm_up", lambda launches: None)
-    monkeypatch.setattr(claims_check, "timed_blocks", lambda a, b, flush, blocks: {"ratio": 1.0, "ci": [1.0, 1.0]})
+    monkeypatch.setattr(claims_check, "timed_blocks",
+                        lambda a, b, flush, blocks, clean=None: {"ratio": 1.0, "ci": [1.0, 1.0]})
     base = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3}
     picked = [("prior", base, None), ("ws", {**base, "WS": 1}, None), ("tma", {**base, "BLOCK_M": 128, "TMA": 1}, None)]
     found = gemm_forms.time_shape(None, {"M": 256}, picked, blocks=2, placements=2, flush=None)

@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-FORMS = ("plain", "tma", "split_k", "sk_tail", "stream_k", "gemv")
+FORMS = ("plain", "tma", "split_k", "tma_split_k", "sk_tail", "stream_k", "gemv")
 
 
 def form_of(config: dict[str, Any]) -> str:
@@ -44,7 +44,7 @@ def form_of(config: dict[str, Any]) -> str:
         if config.get(key):
             return form
     if config.get("SPLIT_K", 1) > 1:
-        return "split_k"
+        return "tma_split_k" if config.get("TMA") else "split_k"
     return "tma" if config.get("TMA") else "plain"
 
 

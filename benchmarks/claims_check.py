@@ -31,6 +31,7 @@ import math
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +50,11 @@ error of 0.65%."""
 # The flush's own kernel: a fill of one-byte elements (torch's FillFunctor<unsigned char>). A memset record is
 # not a flush: a library call may clear its own workspace, and that time is the call's.
 FLUSH_KERNEL = re.compile(r"FillFunctor<unsigned char>")
-# The clean flush's second kernel: torch's reduction over another buffer, after the fill. The fill leaves the L2
-# full of dirty lines whose write-back would fall inside the next call's time; they are written back during this
-# read, which leaves the L2 holding clean lines (benchmarks/flush_dirty_lines.py measures what that moves). No
-# GEMM this check times launches ``at::native::reduce_kernel`` (cuBLAS's split-K reduction is its own kernel).
-FLUSH_READ_KERNEL = re.compile(r"at::native::reduce_kernel")
+# The clean flush's second kernel: a read of another buffer after the fill (benchmarks/flush_read.py). The fill
+# leaves the L2 full of dirty lines whose write-back would fall inside the next call's time; they are written back
+# during this read, which leaves the L2 holding clean lines (benchmarks/flush_dirty_lines.py measures what that
+# moves).
+FLUSH_READ_KERNEL = re.compile(r"flush_read_kernel")
 
 
 def _problem() -> Any:
@@ -111,15 +112,15 @@ def warm_up(calls: Any) -> None:
 
 
 def timed_blocks(first: Any, second: Any, flush: torch.Tensor, blocks: int, drained: bool = False,
-                 fill: int = 1, clean: torch.Tensor | None = None) -> dict[str, Any]:
+                 fill: int = 1, clean: Callable[[], Any] | None = None) -> dict[str, Any]:
     """``blocks`` blocks of (first, second, second, first), a fill of ``flush`` before every call, under one
     profiler session: ``block_ratio`` of the calls' kernel times (``winner_us`` is ``second``'s, ``torch_us``
     ``first``'s) and ``call_us``, each call's time in call order. ``first`` and ``second`` may be lists, one call
     per placement of the operands: block ``b`` takes placement ``b % P``. ``drained``: the host waits for the
     device after each fill and each call (the device idles between them); otherwise everything is enqueued back to
     back, as a program runs. ``fill``: the byte value the flush writes (kerntune's own flush writes zeros).
-    ``clean``: a buffer of at least the L2's size read after each fill (``FLUSH_READ_KERNEL``), so each call meets
-    an L2 of clean lines rather than the fill's dirty ones."""
+    ``clean``: a read of a buffer of at least the L2's size (``flush_read.CleanRead``), launched after each fill,
+    so each call meets an L2 of clean lines rather than the fill's dirty ones."""
     firsts, seconds = (list(x) if isinstance(x, list) else [x] for x in (first, second))
     order = [call for b in range(blocks) for call in (firsts[b % len(firsts)], seconds[b % len(seconds)],
                                                        seconds[b % len(seconds)], firsts[b % len(firsts)])]
@@ -127,7 +128,7 @@ def timed_blocks(first: Any, second: Any, flush: torch.Tensor, blocks: int, drai
         for call in order:
             flush.fill_(fill)
             if clean is not None:
-                clean.sum()
+                clean()
             if drained:
                 torch.cuda.synchronize()
             call()

@@ -9,14 +9,15 @@ would fit the fixed ~9 µs the suite's decode shapes lose against a straight lin
 (benchmarks/RESULTS.md, "Decode GEMMs against the read ceiling"). A decode step's GEMM follows kernels that mostly
 read (the previous layers' weights), so its L2 holds clean lines. The three flushes, before every launch:
 - ``write``: a fill of a 2×L2 buffer (kerntune's flush today);
-- ``write-read``: the same fill, then a read of another 2×L2 buffer (torch's sum): the dirty lines are written
-  back during that read, outside the timed kernel, and the L2 is left holding clean lines of neither operand;
+- ``write-read``: the same fill, then a read of another 2×L2 buffer (benchmarks/flush_read.py): the dirty lines
+  are written back during that read, outside the timed kernel, and the L2 is left holding clean lines of neither
+  operand;
 - ``read``: the read alone (a dirty line the previous launch left is written back during it).
 Sides per shape: torch.mm (the spec's library baseline), the winner of a tune report (``--report``) and a Triton
 kernel that only reads the weight (benchmarks/decode_gemm.py's). Every (flush, side) pair in each round, the
 flushes and the sides in rotating order, under one profiler session per shape; a launch's time is the CUPTI
 durations of its kernels between two flush groups (each flush's kernels are named: torch's one-byte fill and
-torch's reduction). Per pair: the median, the weight bandwidth it implies, and the median over rounds of the
+``flush_read_kernel``). Per pair: the median, the weight bandwidth it implies, and the median over rounds of the
 ``write`` time minus the ``write-read`` time.
 
 ``--ncu``: an independent count of the mechanism, run under Nsight Compute (``--cache-control none``, the flush
@@ -44,13 +45,13 @@ import triton
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from claims_check import FLUSH_KERNEL, FLUSH_READ_KERNEL, GATE, _problem, gate_errors, matmul_calls, warm_up
 from decode_gemm import read_kernel
+from flush_read import CleanRead
 from gemm_forms import key_of, read_shapes, report_winners
 
 ROOT = Path(__file__).resolve().parents[1]
 FLUSHES = ("write", "write-read", "read")
 FLUSH_KERNELS = re.compile(f"{FLUSH_KERNEL.pattern}|{FLUSH_READ_KERNEL.pattern}")
-"""The flushes' own kernels (the claims check's): the fill of the uint8 buffer and torch's reduction over the read
-one."""
+"""The flushes' own kernels (the claims check's): the fill of the uint8 buffer and the read of the other one."""
 DECODE_ROWS = 32
 
 
@@ -60,14 +61,14 @@ class Flush:
     def __init__(self) -> None:
         size = 2 * torch.cuda.get_device_properties(0).L2_cache_size
         self.written = torch.empty(size, dtype=torch.uint8, device="cuda")
-        self.read_from = torch.zeros(size // 8, dtype=torch.int64, device="cuda")
+        self.read = CleanRead(size)
         self.bytes = size
 
     def __call__(self, kind: str) -> None:
         if kind in ("write", "write-read"):
             self.written.fill_(0)
         if kind in ("write-read", "read"):
-            self.read_from.sum()
+            self.read()
 
 
 def weight_read(args: dict[str, Any]) -> Any:

@@ -168,7 +168,7 @@ def time_shape(problem: Any, shape: dict[str, Any], picked: list[tuple[str, dict
                placements: int, flush: Any, clean: Any = None) -> dict[str, Any]:
     """Gate and time every picked config, launched through the problem picked with it, against torch.matmul at
     ``shape`` (claims_check's protocol; every config meets the same operands, made by ``problem``; ``clean``: the
-    buffer its clean flush reads after each fill, or None)."""
+    read its clean flush launches after each fill, or None)."""
     import torch
     from claims_check import GATE, gate_errors, matmul_calls, placed_operands, timed_blocks, warm_up
 
@@ -298,7 +298,9 @@ def main() -> int:
     target = Target("triton", "nvidia", f"sm_{props.major}{props.minor}", props.name, props.multi_processor_count)
     problem = _problem()
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    clean = torch.zeros(FLUSH_BYTES // 8, dtype=torch.int64, device="cuda") if opts.flush == "clean" else None
+    from flush_read import CleanRead
+
+    clean = CleanRead(FLUSH_BYTES) if opts.flush == "clean" else None
     began, done, ok = time.monotonic(), [], True
     for shape in shapes:
         if opts.limit_s and time.monotonic() - began > opts.limit_s:

@@ -152,7 +152,7 @@ step_flush_dirty_lines() {
   grep -v -i warn "$out/timing.log" | tail -6 >> "$LOG"
   if command -v ncu > /dev/null; then
     # ncu's own flush off (the script's are the ones compared) and the clocks as found
-    bounded 180 ncu --cache-control none --clock-control none --kernel-name regex:read_kernel --csv \
+    bounded 180 ncu --cache-control none --clock-control none --kernel-name read_kernel --csv \
       --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
       python3 benchmarks/flush_dirty_lines.py "$out/unused.json" --ncu > "$out/ncu.csv" 2> "$out/ncu.err" || code=1
     grep -c dram__bytes_write "$out/ncu.csv" >> "$LOG"

@@ -1,5 +1,5 @@
 """The flush experiment's own reading of a profiler trace (benchmarks/flush_dirty_lines.py): launches split at
-either flush's kernels (the one-byte fill, torch's reduction), whatever the flush before them, and the per-side
+either flush's kernels (the one-byte fill, the read of another buffer), whatever the flush before them, and the per-side
 differences between flushes taken round by round."""
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ flush_dirty_lines = load_benchmark("flush_dirty_lines")
 
 FILL = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, "
         "std::array<char*, 1ul> >")
-SUM = "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<long, at::native::func_wrapper_t<long, sum> > >"
+SUM = "flush_read_kernel"
 CUBLAS_SPLIT_K = "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>"
 
 
 def _trace(launches: list[tuple[str, list[tuple[str, float]]]]) -> list[dict[str, Any]]:
-    """Each launch after its flush: ``write`` a fill, ``read`` a reduction, ``write-read`` both."""
+    """Each launch after its flush: ``write`` a fill, ``read`` the read kernel, ``write-read`` both."""
     events, ts = [], 0.0
     for kind, kernels in launches:
         flush = {"write": [FILL], "read": [SUM], "write-read": [FILL, SUM]}[kind]

@@ -68,16 +68,24 @@ def _relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def call_times_us(events: list[dict[str, Any]], calls: int) -> list[float]:
-    """Each call's GPU time in µs: the kernels between its flush record and the next, summed (a clean flush's read
-    left out)."""
+    """Each call's GPU time in µs: the kernels (and memsets) after its flush and before the next, summed. A call's
+    flush is a fill, a fill then a clean flush's read, or a read alone (benchmarks/flush_dirty_lines.py); the
+    flushes' own kernels are not the call's."""
     gpu = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memset")),
                  key=lambda e: float(e["ts"]))
-    starts = [i for i, e in enumerate(gpu) if e.get("cat") == "kernel" and FLUSH_KERNEL.search(str(e["name"]))]
+
+    def kind(e: dict[str, Any]) -> str:
+        name = str(e["name"]) if e.get("cat") == "kernel" else ""
+        return "fill" if FLUSH_KERNEL.search(name) else "read" if FLUSH_READ_KERNEL.search(name) else "call"
+
+    kinds = [kind(e) for e in gpu]
+    # a fill starts a call; a read starts one unless it follows the fill it belongs to
+    starts = [i for i, k in enumerate(kinds) if k == "fill" or (k == "read" and (i == 0 or kinds[i - 1] != "fill"))]
     if len(starts) != calls:
         raise RuntimeError(f"found {len(starts)} flush records for {calls} calls: the trace cannot be split by call")
     bounds = [*starts, len(gpu)]
-    times = [sum(float(e["dur"]) for e in gpu[bounds[i] + 1:bounds[i + 1]]
-                 if not FLUSH_READ_KERNEL.search(str(e["name"]))) for i in range(calls)]
+    times = [sum(float(e["dur"]) for e, k in zip(gpu[bounds[i]:bounds[i + 1]], kinds[bounds[i]:bounds[i + 1]],
+                                                   strict=True) if k == "call") for i in range(calls)]
     if min(times) <= 0:
         raise RuntimeError("a call with no kernel of its own between two flushes")
     return times

@@ -16,9 +16,9 @@ read (the previous layers' weights), so its L2 holds clean lines. The three flus
 Sides per shape: torch.mm (the spec's library baseline), the winner of a tune report (``--report``) and a Triton
 kernel that only reads the weight (benchmarks/decode_gemm.py's). Every (flush, side) pair in each round, the
 flushes and the sides in rotating order, under one profiler session per shape; a launch's time is the CUPTI
-durations of its kernels between two flush groups (each flush's kernels are named: torch's one-byte fill and
-``flush_read_kernel``). Per pair: the median, the weight bandwidth it implies, and the median over rounds of the
-``write`` time minus the ``write-read`` time.
+durations of its kernels between two flushes (the claims check's reading of the trace: each flush's kernels are
+named, torch's one-byte fill and ``flush_read_kernel``). Per pair: the median, the weight bandwidth it implies, and
+the median over rounds of the ``write`` time minus the ``write-read`` time.
 
 ``--ncu``: an independent count of the mechanism, run under Nsight Compute (``--cache-control none``, the flush
 being this script's): the read kernel of the first shape once to compile it, then three times after each flush, in
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -43,15 +42,13 @@ import torch
 import triton
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from claims_check import FLUSH_KERNEL, FLUSH_READ_KERNEL, GATE, _problem, gate_errors, matmul_calls, warm_up
+from claims_check import GATE, _problem, call_times_us, gate_errors, matmul_calls, warm_up
 from decode_gemm import read_kernel
 from flush_read import CleanRead
 from gemm_forms import key_of, read_shapes, report_winners
 
 ROOT = Path(__file__).resolve().parents[1]
 FLUSHES = ("write", "write-read", "read")
-FLUSH_KERNELS = re.compile(f"{FLUSH_KERNEL.pattern}|{FLUSH_READ_KERNEL.pattern}")
-"""The flushes' own kernels (the claims check's): the fill of the uint8 buffer and the read of the other one."""
 DECODE_ROWS = 32
 
 
@@ -79,27 +76,6 @@ def weight_read(args: dict[str, Any]) -> Any:
     return lambda: read_kernel[grid](weight, partial, weight.numel(), BLOCK=block, ITERS=iters, num_warps=8)
 
 
-def launch_times_us(events: list[dict[str, Any]], launches: int) -> list[float]:
-    """Each launch's GPU time in µs: its kernels (and memsets) after one flush group and before the next."""
-    gpu = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memset")),
-                 key=lambda e: float(e["ts"]))
-    times: list[float] = []
-    current: float | None = None
-    for event in gpu:
-        if event.get("cat") == "kernel" and FLUSH_KERNELS.search(str(event["name"])):
-            if current is not None:
-                times.append(current)
-                current = None
-        else:
-            current = (current or 0.0) + float(event["dur"])
-    if current is not None:
-        times.append(current)
-    if len(times) != launches:
-        raise RuntimeError(f"found {len(times)} launches between flushes for {launches} made: the trace cannot be "
-                           "split by launch")
-    return times
-
-
 def time_shape(sides: dict[str, Any], flush: Flush, rounds: int) -> dict[str, dict[str, list[float]]]:
     """Every (flush, side) once a round, both in rotating order, under one profiler session: each pair's CUPTI
     times, in round order."""
@@ -118,7 +94,7 @@ def time_shape(sides: dict[str, Any], flush: Flush, rounds: int) -> dict[str, di
         prof.export_chrome_trace(str(trace))
         events = json.loads(trace.read_text())["traceEvents"]
     found: dict[str, dict[str, list[float]]] = {kind: {name: [] for name in names} for kind in FLUSHES}
-    for (kind, name), us in zip(order, launch_times_us(events, len(order)), strict=True):
+    for (kind, name), us in zip(order, call_times_us(events, len(order)), strict=True):
         found[kind][name].append(round(us, 3))
     return found
 

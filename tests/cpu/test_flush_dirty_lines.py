@@ -1,6 +1,6 @@
-"""The flush experiment's own reading of a profiler trace (benchmarks/flush_dirty_lines.py): launches split at
-either flush's kernels (the one-byte fill, the read of another buffer), whatever the flush before them, and the per-side
-differences between flushes taken round by round."""
+"""The flush experiment's reading of a profiler trace (the claims check's, benchmarks/claims_check.py): launches
+split after any of the three flushes (a fill, a fill then a read of another buffer, a read alone), and the per-side
+differences between flushes taken round by round (benchmarks/flush_dirty_lines.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from tests.conftest import load_benchmark
 pytest.importorskip("torch")
 pytest.importorskip("triton")
 flush_dirty_lines = load_benchmark("flush_dirty_lines")
+claims_check = load_benchmark("claims_check")
 
 FILL = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, "
         "std::array<char*, 1ul> >")
@@ -39,9 +40,9 @@ def test_launches_are_split_after_any_flush_and_their_own_kernels_summed() -> No
     launches = [("write", [("nvjet_gemm", 40.0)]), ("write-read", [("nvjet_gemm", 30.0)]),
                 ("read", [("memset", 1.0), ("gemm", 29.0), (CUBLAS_SPLIT_K, 2.0)]),
                 ("write", [("read_kernel", 33.0)])]
-    assert flush_dirty_lines.launch_times_us(_trace(launches), 4) == [40.0, 30.0, 32.0, 33.0]
+    assert claims_check.call_times_us(_trace(launches), 4) == [40.0, 30.0, 32.0, 33.0]
     with pytest.raises(RuntimeError, match="cannot be split"):
-        flush_dirty_lines.launch_times_us(_trace(launches), 5)
+        claims_check.call_times_us(_trace(launches), 5)
 
 
 def test_the_flush_differences_are_taken_round_by_round() -> None:

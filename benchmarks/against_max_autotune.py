@@ -17,6 +17,8 @@ Given the report of a `kerntune tune examples/triton_matmul --json` run (the tim
 
 Usage: python benchmarks/against_max_autotune.py REPORT.json OUT.json [ROUNDS]   (prints a table; exit 1 if a
 gate failed)
+       python benchmarks/against_max_autotune.py --matched-budget SIDE_BY_SIDE.json   (prints the ``--budget`` that
+gives kerntune max-autotune's own tuning time a shape, from an earlier run's OUT.json: ``matched_budget``)
 """
 
 from __future__ import annotations
@@ -195,11 +197,31 @@ def compare_shape(problem: Any, shape: dict[str, Any], config: dict[str, Any], r
     return row
 
 
+def matched_budget(side_by_side: dict[str, Any]) -> str:
+    """``kerntune tune``'s ``--budget`` at max-autotune's own tuning time a shape in a side-by-side run: the mean of
+    its per-shape times, rounded down to 0.1 s, per shape. Per shape, because both sides then leave start-up out:
+    max-autotune's time is each shape's first compiled call (trace, compile, autotune) in a process already
+    started, and a per-shape budget bounds kerntune's run from its first shape (imports, device context and
+    workers reported apart), where a budget for the whole run (``195s``) counts them. The mean, because kerntune's
+    per-shape budget is one figure (it moves time a fast shape leaves to later ones, within the run's bound)."""
+    times = side_by_side["summary"]["max_autotune_tuning_s"]
+    if not times or min(times) <= 0:
+        raise ValueError("no positive max-autotune tuning times in the side-by-side summary")
+    return f"{math.floor(10 * sum(times) / len(times)) / 10:.1f}s/shape"
+
+
 def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--matched-budget":
+        try:
+            print(matched_budget(json.loads(Path(sys.argv[2]).read_text())))
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"against_max_autotune.py --matched-budget {sys.argv[2]}: {exc}", file=sys.stderr)
+            return 2
+        return 0
     report, out = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 60
     problem = _problem()

@@ -1,5 +1,5 @@
 # about: a time budget bounds the whole run, confirmation included: wall time by phase against the bound, and what confirmation had to cut
-# steps: bounded winners against-max-autotune unbounded
+# steps: bounded winners against-max-autotune unbounded time-matched
 # needs: any
 # On a GPU: examples/triton_matmul at the shapes of SHAPES_FILE (default benchmarks/specs/llm_gemm_shapes.txt, 20
 # LLM shapes), bf16, each budget of BUDGETS (default "12s/shape"); on a CPU: three GEMM shapes of
@@ -21,6 +21,10 @@
 # tuning time per shape recorded), the Triton tutorial's triton.autotune (16 configs, tuned per shape, both layouts
 # through B's strides; not on a shape with a bias) and torch.mm, gated and timed call by call interleaved by CUPTI
 # kernel durations (benchmarks/against_max_autotune.py).
+# time-matched (GPU): the bounded step at max-autotune's own tuning time a shape: the mean of the per-shape times
+# of an against-max-autotune run (MATCH_SIDE_BY_SIDE, default the 2026-12-05 05:31 run's side-by-side.json) as
+# --budget Xs/shape, which leaves start-up out on both sides (benchmarks/against_max_autotune.py's matched_budget).
+# Then run against-max-autotune on its report, which times max-autotune's tuning again beside it.
 # shape_args [I N]: --shape arguments for the GPU's shapes (SHAPES_FILE): all of them, or the I-th of N contiguous
 # slices, as even as whole shapes allow.
 shape_args() {
@@ -100,4 +104,15 @@ step_unbounded() {
   # shellcheck disable=SC2086  # $shapes is a list of arguments
   tune_kept "$out" "triton_matmul-unbounded-part${i}of${n}" "${UNBOUNDED_LIMIT:-560}" examples/triton_matmul \
     --dtype bfloat16 $shapes
+}
+
+step_time_matched() {
+  local file budget
+  file=${MATCH_SIDE_BY_SIDE:-benchmarks/data/time-budget/2026-12-05/against-max-autotune-0531/side-by-side.json}
+  if [ -z "$GPU" ]; then note "   time-matched needs a GPU: skipped"; return 0; fi
+  budget=$(python3 benchmarks/against_max_autotune.py --matched-budget "$file" 2>> "$LOG") || {
+    note "   MATCH_SIDE_BY_SIDE=$file: no max-autotune tuning times to match (an against-max-autotune run's side-by-side.json)"
+    return 1; }
+  note "   max-autotune's mean tuning time a shape in $file: --budget $budget"
+  BUDGETS=$budget step_bounded
 }

@@ -1,5 +1,6 @@
-"""benchmarks/against_max_autotune.py's record of Inductor's coordinate-descent results, without a GPU: the
-tuner's "Improve from" lines are kept, its other debug lines are not, and its logger is left as it was."""
+"""benchmarks/against_max_autotune.py without a GPU: its record of Inductor's coordinate-descent results (the
+tuner's "Improve from" lines are kept, its other debug lines are not, and its logger is left as it was), and the
+budget that matches max-autotune's own tuning time."""
 
 from __future__ import annotations
 
@@ -24,3 +25,11 @@ def test_the_tuners_settled_config_is_kept_and_its_logger_restored() -> None:
     assert found == ["triton_red_fused_mm_0: Improve from XBLOCK: 1, R0_BLOCK: 2048, num_warps: 16 0.020000 -> "
                      "XBLOCK: 4, R0_BLOCK: 1024, num_warps: 8 0.016000, 1.250x"]
     assert (logger.level, logger.propagate, list(logger.handlers)) == before
+
+
+def test_the_matched_budget_is_max_autotunes_mean_time_a_shape_rounded_down() -> None:
+    summary = {"summary": {"max_autotune_tuning_s": [7.95, 8.44, 12.6, 13.31]}}  # mean 10.575
+    assert against.matched_budget(summary) == "10.5s/shape"  # never more time than max-autotune took
+    for bad in ([], [3.0, 0.0]):
+        with pytest.raises(ValueError, match="no positive"):
+            against.matched_budget({"summary": {"max_autotune_tuning_s": bad}})

@@ -1,5 +1,5 @@
 # about: a time budget bounds the whole run, confirmation included: wall time by phase against the bound, and what confirmation had to cut
-# steps: bounded winners against-max-autotune unbounded time-matched
+# steps: bounded winners against-max-autotune unbounded time-matched policy-replay
 # needs: any
 # On a GPU: examples/triton_matmul at the shapes of SHAPES_FILE (default benchmarks/specs/llm_gemm_shapes.txt, 20
 # LLM shapes), bf16, each budget of BUDGETS (default "12s/shape"); on a CPU: three GEMM shapes of
@@ -25,6 +25,9 @@
 # of an against-max-autotune run (MATCH_SIDE_BY_SIDE, default the 2026-12-05 05:31 run's side-by-side.json) as
 # --budget Xs/shape, which leaves start-up out on both sides (benchmarks/against_max_autotune.py's matched_budget).
 # Then run against-max-autotune on its report, which times max-autotune's tuning again beside it.
+# policy-replay (any machine): benchmarks/search_policy_replay.py on the candidates of REPLAY_CANDIDATES (default
+# the unbounded parts of 2026-12-05, 05:36–05:47 UTC): the local search as the tuner runs it and a best-first
+# variant, each proposal answered from the recorded screens, at 30, 60 and 100 screens a shape, 20 seeds.
 # shape_args [I N]: --shape arguments for the GPU's shapes (SHAPES_FILE): all of them, or the I-th of N contiguous
 # slices, as even as whole shapes allow.
 shape_args() {
@@ -115,4 +118,15 @@ step_time_matched() {
     return 1; }
   note "   max-autotune's mean tuning time a shape in $file: --budget $budget"
   BUDGETS=$budget step_bounded
+}
+
+step_policy_replay() {
+  local out files; out=$(step_dir policy-replay)
+  files=${REPLAY_CANDIDATES:-$(ls benchmarks/data/time-budget/2026-12-05/unbounded-0536/*-candidates.csv)}
+  # shellcheck disable=SC2086  # $files is a list of paths
+  bounded "${REPLAY_LIMIT:-900}" python3 benchmarks/search_policy_replay.py $files --json "$out/replay.json" \
+    > "$out/replay.log" 2>&1
+  local code=$?
+  tail -1 "$out/replay.log" >> "$LOG"
+  return $code
 }

@@ -20,7 +20,7 @@ configs, and its random draws), not the whole space; a median is one noisy scree
 score. Read a difference between policies as a hint for a device A/B, not as a measured speed.
 
 Usage: python benchmarks/search_policy_replay.py CANDIDATES.csv [CANDIDATES.csv ...] [--screens 30,60,100]
-       [--seeds 20] [--lookahead 26] [--json OUT.json]
+       [--seeds 20] [--lookahead 26] [--explore N] [--json OUT.json]
 """
 
 from __future__ import annotations
@@ -129,15 +129,17 @@ def main() -> int:
     parser.add_argument("--screens", default="30,60,100")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--lookahead", type=int, default=26)
+    parser.add_argument("--explore", type=int, default=0,
+                        help="the random round's length (0: what LocalSearch gives the shape's whole space)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     try:
         budgets = [int(x) for x in args.screens.split(",")]
     except ValueError:
         budgets = []
-    if not budgets or min(budgets) < 1 or args.seeds < 1 or args.lookahead < 1:
-        print("--screens is positive whole numbers, comma-separated; --seeds and --lookahead positive",
-              file=sys.stderr)
+    if not budgets or min(budgets) < 1 or args.seeds < 1 or args.lookahead < 1 or args.explore < 0:
+        print("--screens is positive whole numbers, comma-separated; --seeds and --lookahead positive, --explore "
+              "at least 0", file=sys.stderr)
         return 2
     missing = [str(p) for p in args.candidates if not p.is_file()]
     if missing:
@@ -151,6 +153,7 @@ def main() -> int:
     for shape, times in recorded.items():
         best = min(median for _, median in times.values())
         first, explore = seeds_and_explore(shape, times)
+        explore = args.explore or explore
         row: dict[str, Any] = {"shape": shape, "recorded": len(times), "best_ms": best, "explore": explore,
                                "regret": {}}
         for name, policy in POLICIES.items():

@@ -63,7 +63,7 @@ def test_a_record_without_screens_or_a_missing_file_is_refused(tmp_path: Path) -
     empty = tmp_path / "candidates.csv"
     empty.write_text("id,shape,role,label,config,status,median_ms\n1,\"M=1\",search,,\"A=1\",ok,0.5\n")
     for args, said in (([str(empty)], "no rung-0 screens"), ([str(tmp_path / "none.csv")], "no candidates file"),
-                       ([str(empty), "--screens", "ten"], "--screens")):
+                       ([str(empty), "--screens", "ten"], "--screens"), ([str(empty), "--explore", "-1"], "--explore")):
         done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "search_policy_replay.py"), *args],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and said in done.stderr, (args, done.stderr)

@@ -222,6 +222,10 @@ def main() -> int:
             print(f"against_max_autotune.py --matched-budget {sys.argv[2]}: {exc}", file=sys.stderr)
             return 2
         return 0
+    if len(sys.argv) not in (3, 4) or sys.argv[1].startswith("-") or not Path(sys.argv[1]).is_file():
+        print("usage: against_max_autotune.py REPORT.json OUT.json [ROUNDS] | --matched-budget SIDE_BY_SIDE.json "
+              "(REPORT.json: an existing `kerntune tune --json` report)", file=sys.stderr)
+        return 2
     report, out = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 60
     problem = _problem()

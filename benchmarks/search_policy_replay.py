@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kerntune.errors import UsageError
 from kerntune.model import Config
 from kerntune.search.local import TOP, LocalSearch
 from kerntune.search.neighbourhood import one_parameter_moves
@@ -62,29 +63,29 @@ class BestFirst(LocalSearch):
 POLICIES: dict[str, type[LocalSearch]] = {"rotate": LocalSearch, "best-first": BestFirst}
 
 
-def parse_config(text: str) -> Config:
-    """A candidate CSV's ``config`` cell (``NAME=VALUE,...``) as a Config, integers where they parse."""
-    values: dict[str, Any] = {}
-    for item in text.split(","):
-        name, _, value = item.partition("=")
-        try:
-            values[name] = int(value)
-        except ValueError:
-            values[name] = value
-    return Config.of(values)
+def cell(text: str) -> dict[str, Any]:
+    """A candidate CSV's shape or config cell (``M=256,layout='NT'``) as its fields, read by the CLI's ``--shape``
+    parser and ``--config`` value rule (quotes dropped, numbers as numbers)."""
+    from kerntune.cli.common import parse_shape
+    from kerntune.tune.inputs import parse_value
+
+    return {name: parse_value(value.strip("'")) for name, value in parse_shape(text).items()}
 
 
 def recorded_screens(paths: Sequence[Path]) -> dict[str, dict[str, tuple[Config, float]]]:
     """Per shape, each config's rung-0 screening median (ms), from candidate CSVs (the first screen where a
-    config was screened twice)."""
+    config was screened twice). A ValueError names a file that is not such a CSV."""
     found: dict[str, dict[str, tuple[Config, float]]] = {}
     for path in paths:
         with path.open() as handle:
-            for row in csv.DictReader(handle):
-                if row["label"] != "rung 0" or row["status"] != "ok" or not row["median_ms"]:
-                    continue
-                config = parse_config(row["config"])
-                found.setdefault(row["shape"], {}).setdefault(config.key, (config, float(row["median_ms"])))
+            try:
+                for row in csv.DictReader(handle):
+                    if row["label"] != "rung 0" or row["status"] != "ok" or not row["median_ms"]:
+                        continue
+                    config = Config.of(cell(row["config"]))
+                    found.setdefault(row["shape"], {}).setdefault(config.key, (config, float(row["median_ms"])))
+            except (KeyError, ValueError, UsageError) as exc:
+                raise ValueError(f"{path}: not a candidates CSV of export_candidates.py ({exc})") from exc
     return found
 
 
@@ -115,12 +116,9 @@ def seeds_and_explore(shape: str, shape_configs: dict[str, tuple[Config, float]]
     from kerntune.tune.spec import load_spec
 
     space = load_spec(ROOT / "examples" / "triton_matmul").problem.space
-    fields = dict(item.split("=", 1) for item in shape.split(","))
-    parsed = Shape.of({k: int(v) if v.isdigit() else v.strip("'") for k, v in fields.items()})
-    valid, _ = space.valid_configs(parsed, Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132))
-    held = {key for key in shape_configs}
-    return ([c for c in (space.default_config(), *space.seed_configs()) if c.key in held],
-            max(8, min(32, len(valid) // 20)))
+    valid, _ = space.valid_configs(Shape.of(cell(shape)), Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132))
+    return ([c for c in (space.default_config(), *space.seed_configs()) if c.key in shape_configs],
+            LocalSearch(valid, 0)._explore)  # the round the tuner's search gives that space
 
 
 def main() -> int:
@@ -145,7 +143,11 @@ def main() -> int:
     if missing:
         print(f"no candidates file {missing[0]}", file=sys.stderr)
         return 2
-    recorded = recorded_screens(args.candidates)
+    try:
+        recorded = recorded_screens(args.candidates)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     if not recorded:
         print("no rung-0 screens in the candidates given (a race's CSV from export_candidates.py)", file=sys.stderr)
         return 2

@@ -5,10 +5,14 @@ budget that matches max-autotune's own tuning time."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import load_benchmark
+from tests.conftest import ROOT, load_benchmark
 
 pytest.importorskip("torch")
 against = load_benchmark("against_max_autotune")
@@ -33,3 +37,12 @@ def test_the_matched_budget_is_max_autotunes_mean_time_a_shape_rounded_down() ->
     for bad in ([], [3.0, 0.0]):
         with pytest.raises(ValueError, match="no positive"):
             against.matched_budget({"summary": {"max_autotune_tuning_s": bad}})
+
+
+def test_bad_arguments_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    script = ROOT / "benchmarks" / "against_max_autotune.py"
+    for args in ([], ["--matched-budget"], [str(tmp_path / "none.json"), str(tmp_path / "out.json")],
+                 ["--matched-budget", str(tmp_path / "none.json")]):
+        done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")})
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, (args, done.stderr)

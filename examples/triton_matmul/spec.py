@@ -60,6 +60,29 @@ def store_tile(c_ptr, bias_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_c
 
 
 @triton.jit
+def split_k_store(c_ptr, bias_ptr, ws_ptr, lock_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_cn, pid_k,
+                  SPLIT_K: tl.constexpr, FUSED: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """A split-K program's fp32 partial tile to the workspace's pid_k-th slice; with FUSED, the tile's last
+    program to arrive sums the slices and writes C (this program's tile is grid axis 0's)."""
+    mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    w_ptrs = ws_ptr + pid_k * M * N + offs_cm[:, None] * N + offs_cn[None, :]
+    tl.store(w_ptrs, acc, mask=mask)
+    if FUSED:
+        # The last of a tile's SPLIT_K programs to finish sums the partials (in a fixed order: the result
+        # is deterministic) and writes C: no second kernel launch. Every thread's partial is stored before
+        # the barrier; the counter's acq_rel atomic publishes them to, and acquires them for, the last one.
+        tl.debug_barrier()
+        arrived = tl.atomic_add(lock_ptr + tl.program_id(0), 1, sem="acq_rel")
+        if arrived == SPLIT_K - 1:
+            total = tl.zeros_like(acc)
+            for s in range(SPLIT_K):
+                total += tl.load(ws_ptr + s * M * N + offs_cm[:, None] * N + offs_cn[None, :], mask=mask,
+                                 cache_modifier=".cg")
+            store_tile(c_ptr, bias_ptr, total, offs_cm, offs_cn, M, N, stride_cm, stride_cn, HAS_BIAS)
+            tl.atomic_xchg(lock_ptr + tl.program_id(0), 0)  # ready for the next launch
+
+
+@triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, lock_ptr, M, N, K,
                   stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_ab, stride_bb, stride_cb,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -83,28 +106,11 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, lock_ptr, M, N, K,
         b_ptrs += BLOCK_K * stride_bk
     offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
     if SPLIT_K == 1:
         store_tile(c_ptr, bias_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_cn, HAS_BIAS)
     else:
-        w_ptrs = ws_ptr + pid_k * M * N + offs_cm[:, None] * N + offs_cn[None, :]
-        tl.store(w_ptrs, acc, mask=mask)
-        if FUSED:
-            # The last of a tile's SPLIT_K programs to finish sums the partials (in a fixed order: the result
-            # is deterministic) and writes C: no second kernel launch. Every thread's partial is stored before
-            # the barrier; the counter's acq_rel atomic publishes them to, and acquires them for, the last one.
-            tl.debug_barrier()
-            arrived = tl.atomic_add(lock_ptr + tl.program_id(0), 1, sem="acq_rel")
-            if arrived == SPLIT_K - 1:
-                total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-                for s in range(SPLIT_K):
-                    total += tl.load(ws_ptr + s * M * N + offs_cm[:, None] * N + offs_cn[None, :], mask=mask,
-                                     cache_modifier=".cg")
-                if HAS_BIAS:
-                    total += tl.load(bias_ptr + offs_cn, mask=offs_cn < N, other=0.0).to(tl.float32)[None, :]
-                c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
-                tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=mask)
-                tl.atomic_xchg(lock_ptr + tl.program_id(0), 0)  # ready for the next launch
+        split_k_store(c_ptr, bias_ptr, ws_ptr, lock_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_cn, pid_k,
+                      SPLIT_K, FUSED, HAS_BIAS)
 
 
 @triton.jit
@@ -178,6 +184,30 @@ def matmul_tma_wide_kernel(a_desc, b_desc, tail_b_desc, c_desc, tail_c_desc, M, 
             tail = tl.dot(a, tail_b_desc.load([k * BLOCK_K, n0 + HEAD_N]), tail)
     c_desc.store([pid_m * BLOCK_M, n0], head.to(c_desc.dtype))
     tail_c_desc.store([pid_m * BLOCK_M, n0 + HEAD_N], tail.to(tail_c_desc.dtype))
+
+
+@triton.jit
+def matmul_tma_split_kernel(a_desc, b_desc, c_ptr, ws_ptr, lock_ptr, M, N, K, stride_cm, stride_cn,
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                            GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, B_T: tl.constexpr):
+    # Fused split-K on TMA loads: program (tile, pid_k) runs the pid_k-th of SPLIT_K equal spans of the tile's K
+    # steps through the descriptors, and split_k_store sums the partials as the plain kernel's fused split-K does
+    # (one launch, a fixed order). Why: the TMA tiles lead at the skinny shapes, where the tiles alone leave SMs
+    # idle, and split-K, the cure there, ran on pointer loads only.
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    pid_k = tl.program_id(1)
+    span = K // (BLOCK_K * SPLIT_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(pid_k * span, (pid_k + 1) * span):
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+        if B_T:
+            acc = tl.dot(a, b_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T, acc)
+        else:
+            acc = tl.dot(a, b_desc.load([k * BLOCK_K, pid_n * BLOCK_N]), acc)
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    split_k_store(c_ptr, c_ptr, ws_ptr, lock_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_cn, pid_k,
+                  SPLIT_K, 1, False)
 
 
 @triton.jit
@@ -316,10 +346,11 @@ def _multiprocessors(device: torch.device) -> int:
     return _sms[device]
 
 
-def _tma_call(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int,
-              meta: dict[str, Any]) -> tuple[Any, tuple[Any, ...], tuple[int, ...]]:
+def _tma_call(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int, meta: dict[str, Any],
+              per_call: bool = False) -> tuple[Any, tuple[Any, ...], tuple[int, ...]]:
     """The TMA kernel for ``meta``, its arguments in signature order (descriptors made for these tensors) and
-    its grid. A row-major, no bias (the constraints keep TMA to those); B row-major or transposed."""
+    its grid. A row-major, no bias (the constraints keep TMA to those); B row-major or transposed. A split-K
+    config's workspace is ``_workspace``'s (``per_call``: a served call's)."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     bm, bn, bk = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]
@@ -337,6 +368,11 @@ def _tma_call(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int,
         return (matmul_tma_wide_kernel, (a_desc, b_head, b_tail, c_head, c_tail, m, n, k, bm, head, tail, bk,
                                          meta["GROUP_M"], b_t), (tiles,))
     b_desc, c_desc = b_and_c(bn)
+    if meta["SPLIT_K"] > 1:
+        split_k = meta["SPLIT_K"]
+        ws, locks = _workspace(split_k, m, n, tiles, a.device, per_call)
+        return (matmul_tma_split_kernel, (a_desc, b_desc, c, ws, locks, m, n, k, c.stride(0), c.stride(1), bm, bn,
+                                          bk, meta["GROUP_M"], split_k, b_t), (tiles, split_k))
     descriptors = (a_desc, b_desc, c_desc)
     if meta["PERSISTENT"]:
         sms = _multiprocessors(a.device)
@@ -399,7 +435,7 @@ def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
     if meta.get("GEMV"):  # (tables written before GEMV existed have no such key)
         return gemv_kernel[(triton.cdiv(n, bn),)](*_gemv_args(a, b, c, bias, m, n, k, meta), **options)
     if meta["TMA"]:
-        kernel, call, grid = _tma_call(a, b, c, m, n, k, meta)
+        kernel, call, grid = _tma_call(a, b, c, m, n, k, meta, bool(args.get("per_call")))
         return kernel[grid](*call, **options)
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     batch = a.shape[0] if a.dim() == 3 else 1
@@ -495,12 +531,14 @@ def group_matters(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> 
 
 
 def tma_supported(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool:
-    """Capability: TMA descriptors exist on sm_90 and newer only, and take here no split-K, no bias and A
-    row-major (B may be either: a transposed B is described as the row-major matrix it transposes)."""
+    """Capability: TMA descriptors exist on sm_90 and newer only, and take here no bias and A row-major (B may be
+    either: a transposed B is described as the row-major matrix it transposes); split-K only fused and not
+    persistent (matmul_tma_split_kernel)."""
     if not c["TMA"]:
         return True
     plain = str(s.get("layout", "NN"))[0] == "N" and not int(s.get("bias", 0))
-    return plain and c["SPLIT_K"] == 1 and t is not None and t.arch.startswith(("sm_9", "sm_10", "sm_12"))
+    split = c["SPLIT_K"] == 1 or (c["FUSED"] and not c["PERSISTENT"])  # split-K only as one fused launch
+    return plain and split and t is not None and t.arch.startswith(("sm_9", "sm_10", "sm_12"))
 
 
 def wide_tile(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool:
@@ -593,7 +631,11 @@ SEEDS = [_tutorial(*c) for c in (
     # 128 rows at 160 and 192 columns (cuBLAS runs 168x128 tiles at 256x10240x8192).
     _tutorial(128, 160, 64, 3, 8, TMA=1), _tutorial(128, 160, 64, 4, 8, TMA=1), _tutorial(64, 160, 64, 3, 4, TMA=1),
     _tutorial(64, 96, 64, 3, 4, TMA=1), _tutorial(128, 192, 64, 3, 8, TMA=1), _tutorial(64, 160, 64, 3, 4),
-    _tutorial(64, 96, 64, 3, 4), _tutorial(128, 160, 64, 3, 8)]
+    _tutorial(64, 96, 64, 3, 4), _tutorial(128, 160, 64, 3, 8)] + [
+    # Fused split-K on TMA loads: the 16-row TMA winners (16x32x256 at 5 stages: one program per SM at
+    # 16x4096x14336) with twice or four times the programs, and the medium shapes' 64x128 tiles.
+    _tutorial(*tile, TMA=1, SPLIT_K=split, FUSED=1) for split in (2, 4)
+    for tile in ((16, 32, 256, 5, 4), (16, 64, 256, 4, 4), (64, 128, 128, 4, 4), (64, 128, 64, 3, 4))]
 
 
 SERVED_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -696,7 +738,7 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
                                                                     **options), grid)
                 return c
             if tma:
-                kernel, call, grid = _tma_call(a, b, c, m, n, k, config)
+                kernel, call, grid = _tma_call(a, b, c, m, n, k, config, per_call=True)
                 launchers[seen] = direct_launcher(kernel[grid](*call, **options), grid)
                 return c
             if wide:
@@ -713,7 +755,7 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
             fast(*_gemv_args(a, b, c, bias, m, n, k, config))
             return c
         if tma:
-            fast(*_tma_call(a, b, c, m, n, k, config)[1])
+            fast(*_tma_call(a, b, c, m, n, k, config, per_call=True)[1])
             return c
         if wide:
             fast(*_wide_args(a, b, c, bias, m, n, k, config))

@@ -35,17 +35,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-FORMS = ("plain", "tma", "split_k", "tma_split_k", "sk_tail", "stream_k", "gemv")
+FORMS = ("plain", "tma", "split_k", "tma_split_k", "wide", "tma_wide", "sk_tail", "stream_k", "gemv")
 
 
 def form_of(config: dict[str, Any]) -> str:
-    """The kernel form a config runs: the one its form switches name, else split-K, TMA or the plain kernel."""
+    """The kernel form a config runs: the one its form switches name, else split-K, a wide tile (BLOCK_N not a power
+    of two), TMA or the plain kernel."""
     for key, form in (("STREAM_K", "stream_k"), ("SK_TAIL", "sk_tail"), ("GEMV", "gemv")):
         if config.get(key):
             return form
+    tma = "tma_" if config.get("TMA") else ""
     if config.get("SPLIT_K", 1) > 1:
-        return "tma_split_k" if config.get("TMA") else "split_k"
-    return "tma" if config.get("TMA") else "plain"
+        return tma + "split_k"
+    block_n = int(config.get("BLOCK_N", 1))
+    if block_n & (block_n - 1):
+        return tma + "wide"
+    return tma.rstrip("_") or "plain"
 
 
 def parse_shape(line: str) -> dict[str, Any]:

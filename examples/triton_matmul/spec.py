@@ -6,13 +6,14 @@ C[M×N] = A[M×K] · B[K×N] (+ bias[N]), fp32 accumulation. The shape's ``layou
 given (row-major), ``T`` the transpose of a row-major matrix; ``NT`` is what ``nn.Linear`` hands ``aten::mm``
 (its weight, W.t()). ``bias`` = 1 adds a bias vector in the epilogue (``aten::addmm``). The spec serves those
 operators (``serve``): ``kerntune run --table T.json -- python app.py`` runs a program's own GEMM calls on the
-tuned kernel where the table has the call's key, on the library's elsewhere. SPLIT_K > 1 writes fp32 partial tiles to a
-workspace, summed in a fixed order (deterministic) either by a second kernel or, with FUSED = 1, by the last
-program of each tile to arrive (a per-tile counter: one launch, which decode shapes need). TMA = 1 loads tiles
-through host-made tensor descriptors (Hopper and newer), PERSISTENT = 1 walks the tiles with one program per
-multiprocessor, and GEMV = 1 (decode, M <= 8) streams BLOCK_N rows of B's transpose (an ``nn.Linear`` weight's
-rows) BLOCK_K at a time on the vector units, a reduction over K per output as Inductor writes a matrix-vector
-product.
+tuned kernel where the table has the call's key, on the library's elsewhere. SPLIT_K > 1 writes fp32 partial tiles
+to a workspace, summed in a fixed order (deterministic) either by a second kernel or, with FUSED = 1, by the last
+program of each tile to arrive (a per-tile counter: one launch, which decode shapes need). BLOCK_N 96, 160 or 192
+is a wide tile, two power-of-two blocks sharing each A tile (``matmul_wide_kernel``, ``matmul_tma_wide_kernel``),
+for tile counts that fill whole waves. TMA = 1 loads tiles through host-made tensor descriptors (Hopper and
+newer), PERSISTENT = 1 walks the tiles with one program per multiprocessor, and GEMV = 1 (decode, M <= 8)
+streams BLOCK_N rows of B's transpose (an ``nn.Linear`` weight's rows) BLOCK_K at a time on the vector units, a
+reduction over K per output as Inductor writes a matrix-vector product.
 On a CPU machine the interpreter checks correctness (use ``--dtype float16``: Triton's interpreter mishandles
 bf16 loads) and no timing is claimed.
 """
@@ -43,6 +44,45 @@ def grouped_tile(tile_id, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GR
 
 
 @triton.jit
+def batch_item(a_ptr, b_ptr, c_ptr, stride_ab, stride_bb, stride_cb):
+    """The operands of the product this program's grid axis 2 names (strides 0 for one product)."""
+    pid_b = tl.program_id(2)
+    return a_ptr + pid_b * stride_ab, b_ptr + pid_b * stride_bb, c_ptr + pid_b * stride_cb
+
+
+@triton.jit
+def store_tile(c_ptr, bias_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_cn, HAS_BIAS: tl.constexpr):
+    """acc (+ bias) to C at rows offs_cm and columns offs_cn, those past M or N left out."""
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + offs_cn, mask=offs_cn < N, other=0.0).to(tl.float32)[None, :]
+    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@triton.jit
+def split_k_store(c_ptr, bias_ptr, ws_ptr, lock_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_cn, pid_k,
+                  SPLIT_K: tl.constexpr, FUSED: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """A split-K program's fp32 partial tile to the workspace's pid_k-th slice; with FUSED, the tile's last
+    program to arrive sums the slices and writes C (this program's tile is grid axis 0's)."""
+    mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    w_ptrs = ws_ptr + pid_k * M * N + offs_cm[:, None] * N + offs_cn[None, :]
+    tl.store(w_ptrs, acc, mask=mask)
+    if FUSED:
+        # The last of a tile's SPLIT_K programs to finish sums the partials (in a fixed order: the result
+        # is deterministic) and writes C: no second kernel launch. Every thread's partial is stored before
+        # the barrier; the counter's acq_rel atomic publishes them to, and acquires them for, the last one.
+        tl.debug_barrier()
+        arrived = tl.atomic_add(lock_ptr + tl.program_id(0), 1, sem="acq_rel")
+        if arrived == SPLIT_K - 1:
+            total = tl.zeros_like(acc)
+            for s in range(SPLIT_K):
+                total += tl.load(ws_ptr + s * M * N + offs_cm[:, None] * N + offs_cn[None, :], mask=mask,
+                                 cache_modifier=".cg")
+            store_tile(c_ptr, bias_ptr, total, offs_cm, offs_cn, M, N, stride_cm, stride_cn, HAS_BIAS)
+            tl.atomic_xchg(lock_ptr + tl.program_id(0), 0)  # ready for the next launch
+
+
+@triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, lock_ptr, M, N, K,
                   stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_ab, stride_bb, stride_cb,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -50,10 +90,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, lock_ptr, M, N, K,
     # Grid axis 2 walks a batch (examples/triton_bmm: stride_ab/bb/cb between its matrices; 0 for one product).
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     pid_k = tl.program_id(1)
-    pid_b = tl.program_id(2)
-    a_ptr += pid_b * stride_ab
-    b_ptr += pid_b * stride_bb
-    c_ptr += pid_b * stride_cb
+    a_ptr, b_ptr, c_ptr = batch_item(a_ptr, b_ptr, c_ptr, stride_ab, stride_bb, stride_cb)
     offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
     offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     k_span = K // SPLIT_K
@@ -69,31 +106,11 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, lock_ptr, M, N, K,
         b_ptrs += BLOCK_K * stride_bk
     offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
     if SPLIT_K == 1:
-        if HAS_BIAS:
-            acc += tl.load(bias_ptr + offs_cn, mask=offs_cn < N, other=0.0).to(tl.float32)[None, :]
-        c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
-        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+        store_tile(c_ptr, bias_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_cn, HAS_BIAS)
     else:
-        w_ptrs = ws_ptr + pid_k * M * N + offs_cm[:, None] * N + offs_cn[None, :]
-        tl.store(w_ptrs, acc, mask=mask)
-        if FUSED:
-            # The last of a tile's SPLIT_K programs to finish sums the partials (in a fixed order: the result
-            # is deterministic) and writes C: no second kernel launch. Every thread's partial is stored before
-            # the barrier; the counter's acq_rel atomic publishes them to, and acquires them for, the last one.
-            tl.debug_barrier()
-            arrived = tl.atomic_add(lock_ptr + tl.program_id(0), 1, sem="acq_rel")
-            if arrived == SPLIT_K - 1:
-                total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-                for s in range(SPLIT_K):
-                    total += tl.load(ws_ptr + s * M * N + offs_cm[:, None] * N + offs_cn[None, :], mask=mask,
-                                     cache_modifier=".cg")
-                if HAS_BIAS:
-                    total += tl.load(bias_ptr + offs_cn, mask=offs_cn < N, other=0.0).to(tl.float32)[None, :]
-                c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
-                tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=mask)
-                tl.atomic_xchg(lock_ptr + tl.program_id(0), 0)  # ready for the next launch
+        split_k_store(c_ptr, bias_ptr, ws_ptr, lock_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_cn, pid_k,
+                      SPLIT_K, FUSED, HAS_BIAS)
 
 
 @triton.jit
@@ -110,6 +127,87 @@ def matmul_tma_kernel(a_desc, b_desc, c_desc, M, N, K,
         else:
             acc = tl.dot(a, b_desc.load([k * BLOCK_K, pid_n * BLOCK_N]), acc)
     c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def matmul_wide_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
+                       stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_ab, stride_bb,
+                       stride_cb, BLOCK_M: tl.constexpr, HEAD_N: tl.constexpr, TAIL_N: tl.constexpr,
+                       BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, HAS_BIAS: tl.constexpr):
+    # A tile HEAD_N + TAIL_N columns wide (96 = 64 + 32, 160 = 128 + 32, 192 = 128 + 64): a Triton block's sides
+    # are powers of two, so the tile is two blocks, each with its own accumulator and B strip, sharing the A tile
+    # of each K step. Why such widths: at the medium shapes the power-of-two tiles' count leaves a partial last
+    # wave (e.g. 320 tiles of 64x128 at 256x10240x8192: three to some SMs, two to the rest), and these counts fill
+    # the waves (64x160: 256 tiles, 0.97 of two full waves).
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, HEAD_N + TAIL_N, GROUP_M)
+    a_ptr, b_ptr, c_ptr = batch_item(a_ptr, b_ptr, c_ptr, stride_ab, stride_bb, stride_cb)
+    n0 = pid_n * (HEAD_N + TAIL_N)
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_head = (n0 + tl.arange(0, HEAD_N)) % N
+    offs_tail = (n0 + HEAD_N + tl.arange(0, TAIL_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak
+    head_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_head[None, :] * stride_bn
+    tail_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_tail[None, :] * stride_bn
+    head = tl.zeros((BLOCK_M, HEAD_N), dtype=tl.float32)
+    tail = tl.zeros((BLOCK_M, TAIL_N), dtype=tl.float32)
+    for _ in range(0, K // BLOCK_K):
+        a = tl.load(a_ptrs)
+        head = tl.dot(a, tl.load(head_ptrs), head)
+        tail = tl.dot(a, tl.load(tail_ptrs), tail)
+        a_ptrs += BLOCK_K * stride_ak
+        head_ptrs += BLOCK_K * stride_bk
+        tail_ptrs += BLOCK_K * stride_bk
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    store_tile(c_ptr, bias_ptr, head, offs_cm, n0 + tl.arange(0, HEAD_N), M, N, stride_cm, stride_cn, HAS_BIAS)
+    store_tile(c_ptr, bias_ptr, tail, offs_cm, n0 + HEAD_N + tl.arange(0, TAIL_N), M, N, stride_cm, stride_cn,
+               HAS_BIAS)
+
+
+@triton.jit
+def matmul_tma_wide_kernel(a_desc, b_desc, tail_b_desc, c_desc, tail_c_desc, M, N, K,
+                           BLOCK_M: tl.constexpr, HEAD_N: tl.constexpr, TAIL_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                           GROUP_M: tl.constexpr, B_T: tl.constexpr):
+    # matmul_wide_kernel's two-block tile on TMA loads: a descriptor per block width for B and for C. Loads past
+    # N (a last tile's tail, or part of it) are zero-filled by the copy engine and stores past N clipped by it.
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, HEAD_N + TAIL_N, GROUP_M)
+    n0 = pid_n * (HEAD_N + TAIL_N)
+    head = tl.zeros((BLOCK_M, HEAD_N), dtype=tl.float32)
+    tail = tl.zeros((BLOCK_M, TAIL_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+        if B_T:
+            head = tl.dot(a, b_desc.load([n0, k * BLOCK_K]).T, head)
+            tail = tl.dot(a, tail_b_desc.load([n0 + HEAD_N, k * BLOCK_K]).T, tail)
+        else:
+            head = tl.dot(a, b_desc.load([k * BLOCK_K, n0]), head)
+            tail = tl.dot(a, tail_b_desc.load([k * BLOCK_K, n0 + HEAD_N]), tail)
+    c_desc.store([pid_m * BLOCK_M, n0], head.to(c_desc.dtype))
+    tail_c_desc.store([pid_m * BLOCK_M, n0 + HEAD_N], tail.to(tail_c_desc.dtype))
+
+
+@triton.jit
+def matmul_tma_split_kernel(a_desc, b_desc, c_ptr, ws_ptr, lock_ptr, M, N, K, stride_cm, stride_cn,
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                            GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, B_T: tl.constexpr):
+    # Fused split-K on TMA loads: program (tile, pid_k) runs the pid_k-th of SPLIT_K equal spans of the tile's K
+    # steps through the descriptors, and split_k_store sums the partials as the plain kernel's fused split-K does
+    # (one launch, a fixed order). Why: the TMA tiles lead at the skinny shapes, where the tiles alone leave SMs
+    # idle, and split-K, the cure there, ran on pointer loads only.
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    pid_k = tl.program_id(1)
+    span = K // (BLOCK_K * SPLIT_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(pid_k * span, (pid_k + 1) * span):
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+        if B_T:
+            acc = tl.dot(a, b_desc.load([pid_n * BLOCK_N, k * BLOCK_K]).T, acc)
+        else:
+            acc = tl.dot(a, b_desc.load([k * BLOCK_K, pid_n * BLOCK_N]), acc)
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    split_k_store(c_ptr, c_ptr, ws_ptr, lock_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_cn, pid_k,
+                  SPLIT_K, 1, False)
 
 
 @triton.jit
@@ -248,18 +346,34 @@ def _multiprocessors(device: torch.device) -> int:
     return _sms[device]
 
 
-def _tma_call(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int,
-              meta: dict[str, Any]) -> tuple[Any, tuple[Any, ...], tuple[int, ...]]:
+def _tma_call(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int, meta: dict[str, Any],
+              per_call: bool = False) -> tuple[Any, tuple[Any, ...], tuple[int, ...]]:
     """The TMA kernel for ``meta``, its arguments in signature order (descriptors made for these tensors) and
-    its grid. A row-major, no bias (the constraints keep TMA to those); B row-major or transposed."""
+    its grid. A row-major, no bias (the constraints keep TMA to those); B row-major or transposed. A split-K
+    config's workspace is ``_workspace``'s (``per_call``: a served call's)."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     bm, bn, bk = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     b_t = b.stride(0) == 1 and b.stride(1) != 1
-    descriptors = (TensorDescriptor.from_tensor(a, [bm, bk]),
-                   TensorDescriptor.from_tensor(b.t(), [bn, bk]) if b_t else TensorDescriptor.from_tensor(b, [bk, bn]),
-                   TensorDescriptor.from_tensor(c, [bm, bn]))
+
+    def b_and_c(width: int) -> tuple[Any, Any]:
+        return (TensorDescriptor.from_tensor(b.t(), [width, bk]) if b_t
+                else TensorDescriptor.from_tensor(b, [bk, width]), TensorDescriptor.from_tensor(c, [bm, width]))
+
+    a_desc = TensorDescriptor.from_tensor(a, [bm, bk])
+    if bn in WIDE_N:
+        head, tail = wide_blocks(bn)
+        (b_head, c_head), (b_tail, c_tail) = b_and_c(head), b_and_c(tail)
+        return (matmul_tma_wide_kernel, (a_desc, b_head, b_tail, c_head, c_tail, m, n, k, bm, head, tail, bk,
+                                         meta["GROUP_M"], b_t), (tiles,))
+    b_desc, c_desc = b_and_c(bn)
+    if meta["SPLIT_K"] > 1:
+        split_k = meta["SPLIT_K"]
+        ws, locks = _workspace(split_k, m, n, tiles, a.device, per_call)
+        return (matmul_tma_split_kernel, (a_desc, b_desc, c, ws, locks, m, n, k, c.stride(0), c.stride(1), bm, bn,
+                                          bk, meta["GROUP_M"], split_k, b_t), (tiles, split_k))
+    descriptors = (a_desc, b_desc, c_desc)
     if meta["PERSISTENT"]:
         sms = _multiprocessors(a.device)
         return (matmul_tma_persistent_kernel, (*descriptors, m, n, k, bm, bn, bk, meta["GROUP_M"], sms, b_t),
@@ -267,16 +381,43 @@ def _tma_call(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int,
     return matmul_tma_kernel, (*descriptors, m, n, k, bm, bn, bk, meta["GROUP_M"], b_t), (tiles,)
 
 
+def _batch_view(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor
+                ) -> tuple[tuple[int, int, int], torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The strides between a batch's matrices (0, 0, 0 for one product) and its first matrices (one product: the
+    operands themselves), whose strides the kernels take. A batch runs one product per grid row of axis 2 (split-K
+    is for single products only)."""
+    if a.dim() == 3:
+        return (a.stride(0), b.stride(0), c.stride(0)), a[0], b[0], c[0]
+    return (0, 0, 0), a, b, c
+
+
 def _plain_args(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, ws: torch.Tensor,
                 locks: torch.Tensor, m: int, n: int, k: int, meta: dict[str, Any]) -> tuple[Any, ...]:
     """matmul_kernel's arguments in signature order, constexprs included."""
-    if a.dim() == 3:  # a batch: one product per grid row of axis 2 (split-K is for single products only)
-        strides, a_2d, b_2d, c_2d = (a.stride(0), b.stride(0), c.stride(0)), a[0], b[0], c[0]
-    else:
-        strides, a_2d, b_2d, c_2d = (0, 0, 0), a, b, c
+    strides, a_2d, b_2d, c_2d = _batch_view(a, b, c)
     return (a, b, c, c if bias is None else bias, ws, locks, m, n, k, a_2d.stride(0), a_2d.stride(1),
             b_2d.stride(0), b_2d.stride(1), c_2d.stride(0), c_2d.stride(1), *strides, meta["BLOCK_M"],
             meta["BLOCK_N"], meta["BLOCK_K"], meta["GROUP_M"], meta["SPLIT_K"], meta["FUSED"], bias is not None)
+
+
+WIDE_N = (96, 160, 192)
+"""The BLOCK_N values that are not powers of two: tiles of two blocks (``wide_blocks``), for the counts of tiles
+that fill whole waves at the medium shapes."""
+
+
+def wide_blocks(width: int) -> tuple[int, int]:
+    """A wide tile's two power-of-two blocks, the larger first: 96 -> (64, 32), 160 -> (128, 32), 192 -> (128, 64)."""
+    head = 1 << (width.bit_length() - 1)
+    return head, width - head
+
+
+def _wide_args(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, m: int, n: int, k: int,
+               meta: dict[str, Any]) -> tuple[Any, ...]:
+    """matmul_wide_kernel's arguments in signature order, constexprs included."""
+    strides, a_2d, b_2d, c_2d = _batch_view(a, b, c)
+    return (a, b, c, c if bias is None else bias, m, n, k, a_2d.stride(0), a_2d.stride(1), b_2d.stride(0),
+            b_2d.stride(1), c_2d.stride(0), c_2d.stride(1), *strides, meta["BLOCK_M"], *wide_blocks(meta["BLOCK_N"]),
+            meta["BLOCK_K"], meta["GROUP_M"], bias is not None)
 
 
 def _gemv_args(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, m: int, n: int, k: int,
@@ -294,11 +435,13 @@ def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
     if meta.get("GEMV"):  # (tables written before GEMV existed have no such key)
         return gemv_kernel[(triton.cdiv(n, bn),)](*_gemv_args(a, b, c, bias, m, n, k, meta), **options)
     if meta["TMA"]:
-        kernel, call, grid = _tma_call(a, b, c, m, n, k, meta)
+        kernel, call, grid = _tma_call(a, b, c, m, n, k, meta, bool(args.get("per_call")))
         return kernel[grid](*call, **options)
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    ws, locks = _workspace(split_k, m, n, tiles, a.device, bool(args.get("per_call"))) if split_k > 1 else (c, c)
     batch = a.shape[0] if a.dim() == 3 else 1
+    if bn in WIDE_N:
+        return matmul_wide_kernel[(tiles, 1, batch)](*_wide_args(a, b, c, bias, m, n, k, meta), **options)
+    ws, locks = _workspace(split_k, m, n, tiles, a.device, bool(args.get("per_call"))) if split_k > 1 else (c, c)
     compiled = fn[(tiles, split_k, batch)](*_plain_args(a, b, c, bias, ws, locks, m, n, k, meta), **options)
     if split_k > 1 and not meta["FUSED"]:
         splitk_reduce_kernel[(triton.cdiv(m * n, 1024),)](ws, c, c if bias is None else bias, m * n, n,
@@ -388,12 +531,35 @@ def group_matters(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> 
 
 
 def tma_supported(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool:
-    """Capability: TMA descriptors exist on sm_90 and newer only, and take here no split-K, no bias and A
-    row-major (B may be either: a transposed B is described as the row-major matrix it transposes)."""
+    """Capability: TMA descriptors exist on sm_90 and newer only, and take here no bias and A row-major (B may be
+    either: a transposed B is described as the row-major matrix it transposes); split-K only fused and not
+    persistent (matmul_tma_split_kernel)."""
     if not c["TMA"]:
         return True
     plain = str(s.get("layout", "NN"))[0] == "N" and not int(s.get("bias", 0))
-    return plain and c["SPLIT_K"] == 1 and t is not None and t.arch.startswith(("sm_9", "sm_10", "sm_12"))
+    split = c["SPLIT_K"] == 1 or (c["FUSED"] and not c["PERSISTENT"])  # split-K only as one fused launch
+    return plain and split and t is not None and t.arch.startswith(("sm_9", "sm_10", "sm_12"))
+
+
+def wide_tile(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool:
+    """A BLOCK_N of WIDE_N runs matmul_wide_kernel or matmul_tma_wide_kernel: one launch of data-parallel tiles
+    (no split-K, not persistent), BLOCK_M 64 or more and BLOCK_K 64 or 128 (the medium shapes' tiles), and only
+    where the wide tiles' count fills the waves better than the power-of-two width below it: elsewhere it is
+    the same work in a second accumulator."""
+    if c["BLOCK_N"] not in WIDE_N:
+        return True
+    if c["SPLIT_K"] != 1 or c["PERSISTENT"] or c.get("GEMV") or c["BLOCK_M"] < 64 or c["BLOCK_K"] not in (64, 128):
+        return False
+    slots = t.compute_units if t else 132
+    narrow = wide_blocks(c["BLOCK_N"])[0]
+    return wave_fill(s, c["BLOCK_M"], c["BLOCK_N"], slots) > wave_fill(s, c["BLOCK_M"], narrow, slots)
+
+
+def wave_fill(s: dict[str, Any], block_m: int, block_n: int, slots: int) -> float:
+    """The share of the waves' program slots that tiles of block_m × block_n fill at shape s, with ``slots``
+    programs a wave (a count of 1.2 waves fills 0.6)."""
+    tiles = triton.cdiv(s["M"], block_m) * triton.cdiv(s["N"], block_n)
+    return tiles / (slots * triton.cdiv(tiles, slots))
 
 
 def gemv_form(c: dict[str, Any], s: dict[str, Any]) -> bool:
@@ -459,7 +625,17 @@ SEEDS = [_tutorial(*c) for c in (
     _tutorial(16, bn, bk, 1, warps, GEMV=1) for bn, bk, warps in (
         (1, 2048, 8), (1, 2048, 16), (1, 1024, 8), (1, 512, 4), (1, 512, 2), (1, 1024, 4),
         (2, 1024, 16), (2, 512, 2), (4, 256, 2), (8, 512, 16), (8, 512, 4), (16, 256, 4))] + [
-    _tutorial(16, bn, bk, 2, warps, GEMV=1) for bn, bk, warps in ((8, 512, 4), (1, 1024, 4), (4, 256, 2))]
+    _tutorial(16, bn, bk, 2, warps, GEMV=1) for bn, bk, warps in ((8, 512, 4), (1, 1024, 4), (4, 256, 2))] + [
+    # Wide tiles (BLOCK_N 96, 160, 192; valid where their count fills the waves better, wide_tile): the medium
+    # shapes' winners (64x128x64 at 3 stages on 4 warps, plain and TMA) made wider, and the large TMA tile of
+    # 128 rows at 160 and 192 columns (cuBLAS runs 168x128 tiles at 256x10240x8192).
+    _tutorial(128, 160, 64, 3, 8, TMA=1), _tutorial(128, 160, 64, 4, 8, TMA=1), _tutorial(64, 160, 64, 3, 4, TMA=1),
+    _tutorial(64, 96, 64, 3, 4, TMA=1), _tutorial(128, 192, 64, 3, 8, TMA=1), _tutorial(64, 160, 64, 3, 4),
+    _tutorial(64, 96, 64, 3, 4), _tutorial(128, 160, 64, 3, 8)] + [
+    # Fused split-K on TMA loads: the 16-row TMA winners (16x32x256 at 5 stages: one program per SM at
+    # 16x4096x14336) with twice or four times the programs, and the medium shapes' 64x128 tiles.
+    _tutorial(*tile, TMA=1, SPLIT_K=split, FUSED=1) for split in (2, 4)
+    for tile in ((16, 32, 256, 5, 4), (16, 64, 256, 4, 4), (64, 128, 128, 4, 4), (64, 128, 64, 3, 4))]
 
 
 SERVED_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -539,6 +715,7 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
     split_k, tma = config["SPLIT_K"], bool(config["TMA"])
     tiles = triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"])
     gemv = bool(config.get("GEMV"))  # (tables written before GEMV existed have no such key)
+    wide = not tma and config["BLOCK_N"] in WIDE_N
     direct = gemv or tma or split_k == 1 or bool(config["FUSED"])
     options = {"num_warps": config["num_warps"], "num_stages": config["num_stages"]}
     launchers: dict[tuple[Any, ...], Callable[..., None] | None] = {}
@@ -561,8 +738,13 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
                                                                     **options), grid)
                 return c
             if tma:
-                kernel, call, grid = _tma_call(a, b, c, m, n, k, config)
+                kernel, call, grid = _tma_call(a, b, c, m, n, k, config, per_call=True)
                 launchers[seen] = direct_launcher(kernel[grid](*call, **options), grid)
+                return c
+            if wide:
+                grid = (tiles, 1, 1)
+                launchers[seen] = direct_launcher(
+                    matmul_wide_kernel[grid](*_wide_args(a, b, c, bias, m, n, k, config), **options), grid)
                 return c
             ws, locks = _workspace(split_k, m, n, tiles, a.device, True) if split_k > 1 else (c, c)
             grid = (tiles, split_k, 1)
@@ -573,7 +755,10 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
             fast(*_gemv_args(a, b, c, bias, m, n, k, config))
             return c
         if tma:
-            fast(*_tma_call(a, b, c, m, n, k, config)[1])
+            fast(*_tma_call(a, b, c, m, n, k, config, per_call=True)[1])
+            return c
+        if wide:
+            fast(*_wide_args(a, b, c, bias, m, n, k, config))
             return c
         ws, locks = _workspace(split_k, m, n, tiles, a.device, True) if split_k > 1 else (c, c)
         (sam, sak), (sbk, sbn), (scm, scn) = strides
@@ -591,7 +776,7 @@ problem = kt.Problem(
     space=kt.Space(
         params={
             "BLOCK_M": [16, 32, 64, 128, 256],
-            "BLOCK_N": [1, 2, 4, 8, 16, 32, 64, 128, 256],
+            "BLOCK_N": [1, 2, 4, 8, 16, 32, 64, 96, 128, 160, 192, 256],
             "BLOCK_K": [32, 64, 128, 256, 512, 1024, 2048],
             "GROUP_M": [1, 4, 8, 16],
             "SPLIT_K": [1, 2, 4, 8, 16],
@@ -627,6 +812,7 @@ problem = kt.Problem(
             kt.Constraint(tma_supported, "TMA needs sm_90+"),
             kt.Constraint(lambda c: c["TMA"] or not c["PERSISTENT"], "PERSISTENT only with TMA"),
             kt.Constraint(lambda c: c["SPLIT_K"] > 1 or not c["FUSED"], "FUSED only with split-K"),
+            kt.Constraint(wide_tile, "BLOCK_N 96, 160 or 192 only as a wide tile"),
         ],
         default={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "TMA": 0,
                  "PERSISTENT": 0, "GEMV": 0, "num_warps": 4, "num_stages": 3},

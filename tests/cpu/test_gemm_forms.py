@@ -44,6 +44,9 @@ def test_the_forms_picked_at_a_shape_are_the_seeds_valid_there_after_the_reports
     assert gemm_forms.form_of({"STREAM_K": 2, "SPLIT_K": 1}) == "stream_k"  # forms the example may grow are named
     assert gemm_forms.form_of({"SPLIT_K": 4, "TMA": 1}) == "tma_split_k"
     assert gemm_forms.form_of({"SPLIT_K": 4, "TMA": 0}) == "split_k"
+    assert gemm_forms.form_of({"SPLIT_K": 1, "TMA": 1, "BLOCK_N": 160}) == "tma_wide"
+    assert gemm_forms.form_of({"SPLIT_K": 1, "TMA": 0, "BLOCK_N": 96}) == "wide"
+    assert gemm_forms.form_of({"SPLIT_K": 1, "TMA": 1, "BLOCK_N": 128}) == "tma"
 
 
 def test_the_summary_sets_each_forms_best_beside_the_reports_winner() -> None:

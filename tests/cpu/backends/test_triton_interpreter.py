@@ -137,6 +137,116 @@ def test_a_served_gemv_key_answers_every_call(tmp_path: Path) -> None:
     assert len(errors) == 8 and max(errors) < 2e-3, printed  # a NaN left in the .out tensor fails the max
 
 
+WIDE_CHECK = """
+import importlib.util, sys
+loaded = importlib.util.spec_from_file_location("spec", sys.argv[1])
+spec = importlib.util.module_from_spec(loaded)
+loaded.loader.exec_module(spec)
+import torch
+
+# Wide tiles (96 = 64 + 32 columns) on both kernels: N = 184 cuts the last tile's tail block, N = 200 leaves it
+# wholly past N and cuts the head; M = 40 leaves rows past M; GROUP_M 2 with three row tiles orders them in
+# groups. The pointer kernel also with a bias, A transposed, and a batch of three.
+gen = torch.Generator().manual_seed(0)
+def operand(rows, cols, transposed):
+    if transposed:
+        return torch.randn(cols, rows, generator=gen).half().t()
+    return torch.randn(rows, cols, generator=gen).half()
+for tma in (0, 1):
+    for n in (184, 200):
+        for layout in ("NN", "NT", "TN") if not tma else ("NN", "NT"):
+            for bias in (0, 1) if not tma else (0,):
+                m, k = 40, 64
+                config = {**spec.problem.space.default, "BLOCK_M": 16, "BLOCK_N": 96, "BLOCK_K": 32, "GROUP_M": 2,
+                          "TMA": tma, "num_warps": 4, "num_stages": 2}
+                args = {"a": operand(m, k, layout[0] == "T"), "b": operand(k, n, layout[1] == "T"),
+                        "c": torch.full((m, n), float("nan")).half(),
+                        "bias": torch.randn(n, generator=gen).half() if bias else None, "M": m, "N": n, "K": k}
+                spec.launch(spec.matmul_kernel, args, config)
+                ref = spec.reference(args, {})
+                print("wide", tma, n, layout, bias, float((args["c"].double() - ref).norm() / ref.norm()))
+a, b = torch.randn(3, 40, 64, generator=gen).half(), torch.randn(3, 64, 184, generator=gen).half()
+c = torch.full((3, 40, 184), float("nan")).half()
+config = {**spec.problem.space.default, "BLOCK_M": 16, "BLOCK_N": 96, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2}
+spec.launch(spec.matmul_kernel, {"a": a, "b": b, "c": c, "bias": None, "M": 40, "N": 184, "K": 64}, config)
+ref = a.double() @ b.double()
+print("wide batch", float((c.double() - ref).norm() / ref.norm()))
+"""
+
+
+def test_the_wide_tile_is_right_at_partial_tiles_both_layouts_a_bias_and_a_batch(tmp_path: Path) -> None:
+    printed = _interpreted(tmp_path, WIDE_CHECK)
+    errors = [float(line.split()[-1]) for line in printed.splitlines() if line.startswith("wide")]
+    assert len(errors) == 17 and max(errors) < 2e-3, printed  # a column or row left unwritten stays NaN
+
+
+TMA_SPLIT_CHECK = """
+import importlib.util, sys
+loaded = importlib.util.spec_from_file_location("spec", sys.argv[1])
+spec = importlib.util.module_from_spec(loaded)
+loaded.loader.exec_module(spec)
+import torch
+
+# Fused split-K on TMA loads beside the plain kernel's, at partial tiles on both edges (M = 40, N = 184 with 16x32
+# tiles), B row-major and transposed, SPLIT_K 2 and 4; the kept workspace and a served call's own give the same
+# bits, and the arrival counters are left at zero for the next launch.
+gen = torch.Generator().manual_seed(0)
+m, n, k = 40, 184, 256
+for b_t in (0, 1):
+    a = torch.randn(m, k, generator=gen).half()
+    b = torch.randn(n, k, generator=gen).half().t() if b_t else torch.randn(k, n, generator=gen).half()
+    for split in (2, 4):
+        outs = []
+        for tma, per_call in ((1, False), (1, True), (0, False)):
+            config = {**spec.problem.space.default, "BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32, "SPLIT_K": split,
+                      "FUSED": 1, "TMA": tma, "num_warps": 4, "num_stages": 2}
+            args = {"a": a, "b": b, "c": torch.full((m, n), float("nan")).half(), "bias": None, "M": m, "N": n,
+                    "K": k, "per_call": per_call}
+            spec.launch(spec.matmul_kernel, args, config)
+            outs.append(args["c"])
+            ref = a.double() @ b.double()
+            print("tma_split", b_t, split, tma, per_call, float((args["c"].double() - ref).norm() / ref.norm()))
+        counters = spec._workspace(split, m, n, 3 * 6, torch.device("cpu"), False)[1]
+        print("same", int(torch.equal(outs[0], outs[1])), "counters", int(counters.abs().sum()))
+"""
+
+
+def test_the_tma_split_k_form_is_right_at_partial_tiles_and_both_layouts(tmp_path: Path) -> None:
+    printed = _interpreted(tmp_path, TMA_SPLIT_CHECK)
+    errors = [float(line.split()[-1]) for line in printed.splitlines() if line.startswith("tma_split")]
+    assert len(errors) == 12 and max(errors) < 2e-3, printed  # a tile left unwritten stays NaN
+    kept = [line.split() for line in printed.splitlines() if line.startswith("same")]
+    assert len(kept) == 4 and all(row == ["same", "1", "counters", "0"] for row in kept), printed
+
+
+def test_wide_tiles_are_valid_where_they_fill_the_waves_better_than_their_head_block() -> None:
+    from kerntune.model import Config, Shape, Target
+    from kerntune.tune.spec import load_spec
+
+    problem = load_spec(str(EXAMPLES / "triton_matmul")).problem
+    h200 = Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132)
+
+    def widths(shape: dict[str, int | str]) -> set[tuple[int, int, int]]:
+        valid, _ = problem.space.valid_configs(Shape.of({"layout": "NT", "bias": 0, **shape}), h200)
+        return {(c["BLOCK_M"], c["BLOCK_N"], c["TMA"]) for c in (dict(v.items) for v in valid)
+                if c["BLOCK_N"] in (96, 160, 192)}
+
+    # 256x10240x8192: 64x160 makes 256 tiles (0.97 of two waves) where 64x128 makes 320 (0.81 of three)
+    medium = widths({"M": 256, "N": 10240, "K": 8192})
+    assert {(64, 160, 0), (64, 160, 1), (128, 160, 1)} <= medium
+    # 4096x4096x4096: 128x160 makes 832 tiles (0.90 of 7 waves), 128x128 1024 (0.97 of 8): no wide tile there
+    assert (128, 160, 1) not in widths({"M": 4096, "N": 4096, "K": 4096})
+    assert widths({"M": 16, "N": 4096, "K": 4096}) == set()  # BLOCK_M 64 or more
+    for seed in problem.space.seed_configs():
+        config = seed.as_dict()
+        if config["BLOCK_N"] in (96, 160, 192):
+            assert not config["PERSISTENT"] and config["SPLIT_K"] == 1
+    persistent = {**problem.space.default, "BLOCK_M": 64, "BLOCK_N": 160, "BLOCK_K": 64, "TMA": 1, "PERSISTENT": 1}
+    shape = Shape.of({"M": 256, "N": 10240, "K": 8192, "layout": "NT", "bias": 0})
+    assert problem.space.check(Config.of(persistent), shape, h200) is not None  # the persistent kernel has no wide form
+    assert problem.space.check(Config.of({**persistent, "PERSISTENT": 0}), shape, h200) is None
+
+
 def test_gemv_configs_exist_only_for_decode_with_a_transposed_weight() -> None:
     from kerntune.model import Shape, Target
     from kerntune.tune.spec import load_spec

@@ -117,3 +117,84 @@ def test_the_gemv_form_is_right_and_repeatable_under_real_concurrency() -> None:
                 assert torch.equal(first, args["c"]), (shape, config, f"relaunch {launch} wrote another result")
             checked += 1
     assert checked >= 24, checked
+
+
+def test_every_wide_tile_seed_is_right_and_repeatable_at_the_medium_shapes() -> None:
+    # BLOCK_N 96, 160, 192 (two power-of-two blocks a tile, plain and TMA loads): each wide seed against float64 at
+    # the medium shapes it is for, B transposed and row-major, and with a bias at an N that cuts the last tile (the
+    # pointer kernel; TMA takes no bias), writing the same bits on every relaunch. The wave-fill rule that decides
+    # where the search may pick them is the CPU tests'; here every seed runs at every shape its kernel takes.
+    import sys
+
+    import torch
+
+    from kerntune.tune.spec import load_spec
+
+    problem = load_spec(str(EXAMPLES / "triton_matmul")).problem
+    spec = sys.modules[problem.make_inputs.__module__]
+    default = problem.space.default_config().as_dict()
+    seeds = [{**default, **s.as_dict()} for s in problem.space.seed_configs() if s.as_dict()["BLOCK_N"] in spec.WIDE_N]
+    assert {c["TMA"] for c in seeds} == {0, 1}
+    checked = 0
+    for fields in ({"M": 256, "N": 10240, "K": 8192}, {"M": 128, "N": 18944, "K": 3584},
+                   {"M": 512, "N": 4608, "K": 3584, "layout": "NN"}, {"M": 200, "N": 4104, "K": 4096, "bias": 1}):
+        shape = {"layout": "NT", "bias": 0, **fields}
+        args = problem.make_inputs(shape, "bfloat16", 1)
+        ref = problem.reference(args, shape)
+        for config in seeds:
+            if config["TMA"] and shape["bias"]:
+                continue
+            args["c"].fill_(float("nan"))
+            spec.launch(spec.matmul_kernel, args, config)
+            first = args["c"].clone()
+            error = float((first.double() - ref).norm() / ref.norm())
+            assert error < 1e-2, (shape, config, error)
+            for launch in range(10):
+                args["c"].fill_(float("nan"))
+                spec.launch(spec.matmul_kernel, args, config)
+                assert torch.equal(first, args["c"]), (shape, config, f"relaunch {launch} wrote another result")
+            checked += 1
+    assert checked == 3 * len(seeds) + sum(1 for c in seeds if not c["TMA"]), checked
+
+
+def test_every_tma_split_k_seed_is_right_and_repeatable_with_its_counters_left_at_zero() -> None:
+    # Fused split-K on TMA loads: each such seed against float64 at skinny shapes of both B layouts, the same bits
+    # on every relaunch (the partials summed in a fixed order whatever order the programs arrive in), and the
+    # kept arrival counters back at zero after each launch.
+    import sys
+
+    import torch
+
+    from kerntune.tune.spec import load_spec
+
+    problem = load_spec(str(EXAMPLES / "triton_matmul")).problem
+    spec = sys.modules[problem.make_inputs.__module__]
+    default = problem.space.default_config().as_dict()
+    seeds = [{**default, **s.as_dict()} for s in problem.space.seed_configs()
+             if s.as_dict().get("TMA") and s.as_dict().get("SPLIT_K", 1) > 1]
+    assert len(seeds) == 8
+    checked = 0
+    for fields in ({"M": 16, "N": 4096, "K": 14336}, {"M": 32, "N": 10240, "K": 8192},
+                   {"M": 128, "N": 4096, "K": 4096, "layout": "NN"}, {"M": 40, "N": 4104, "K": 4096}):
+        shape = {"layout": "NT", "bias": 0, **fields}
+        args = problem.make_inputs(shape, "bfloat16", 1)
+        ref = problem.reference(args, shape)
+        for config in seeds:
+            if shape["K"] % (config["SPLIT_K"] * config["BLOCK_K"]):
+                continue
+            args["c"].fill_(float("nan"))
+            spec.launch(spec.matmul_kernel, args, config)
+            first = args["c"].clone()
+            error = float((first.double() - ref).norm() / ref.norm())
+            assert error < 1e-2, (shape, config, error)
+            for launch in range(10):
+                args["c"].fill_(float("nan"))
+                spec.launch(spec.matmul_kernel, args, config)
+                assert torch.equal(first, args["c"]), (shape, config, f"relaunch {launch} wrote another result")
+            tiles = -(-shape["M"] // config["BLOCK_M"]) * -(-shape["N"] // config["BLOCK_N"])
+            key = (config["SPLIT_K"], shape["M"], shape["N"], tiles, str(args["a"].device))
+            assert key in spec._workspaces, "the launch's kept workspace is the one read here"
+            counters = spec._workspaces[key][1]
+            assert int(counters.abs().sum()) == 0, (shape, config)
+            checked += 1
+    assert checked >= 28, checked

@@ -1,6 +1,7 @@
 """A served key's prepared launcher on a real GPU: its first call launches through Triton's JIT, later calls launch
 the compiled kernel directly; both give the library's answer, bit for bit the same as each other, for each kernel
-family (plain, fused split-K with a bias, TMA, TMA persistent, the one-row GEMV with a bias) and for a ``.out``
+family (plain, fused split-K with a bias, TMA, TMA persistent, the one-row GEMV with a bias, the wide tile with a
+bias and on TMA, TMA's fused split-K) and for a ``.out``
 call; the fused split-K's kept arrival counters stay right across calls and inside a CUDA graph (recorded once,
 replayed on new inputs)."""
 
@@ -22,6 +23,9 @@ CONFIGS = {
     "tma": {**BASE, "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "TMA": 1},
     "tma-persistent": {**BASE, "BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "TMA": 1, "PERSISTENT": 1},
     "gemv": {**BASE, "BLOCK_M": 16, "BLOCK_N": 1, "BLOCK_K": 1024, "GEMV": 1, "num_warps": 8, "num_stages": 1},
+    "wide": {**BASE, "BLOCK_M": 64, "BLOCK_N": 160, "BLOCK_K": 64},  # N = 256: the second tile's tail cut
+    "tma-wide": {**BASE, "BLOCK_M": 64, "BLOCK_N": 160, "BLOCK_K": 64, "TMA": 1},
+    "tma-split-k": {**BASE, "BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 128, "SPLIT_K": 4, "FUSED": 1, "TMA": 1},
 }
 M, N, K = 16, 256, 1024
 ROWS = {"gemv": 1}
@@ -46,7 +50,7 @@ def _operands(bias: bool, seed: int, m: int = M) -> tuple[Any, ...]:
 @pytest.mark.parametrize("family", list(CONFIGS))
 def test_the_direct_launch_gives_the_jit_launch_answer(family: str) -> None:
     serve, config = _serve(), CONFIGS[family]
-    bias = family in ("fused-split-k", "gemv")  # TMA takes no bias here (the spec's constraint)
+    bias = family in ("fused-split-k", "gemv", "wide")  # TMA takes no bias here (the spec's constraint)
     op = "aten::addmm" if bias else "aten::mm"
     args = _operands(bias, 0, ROWS.get(family, M))
     key = serve.shape(op, args, {})

@@ -557,8 +557,8 @@ def wide_tile(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool
 
 def wave_fill(s: dict[str, Any], block_m: int, block_n: int, slots: int) -> float:
     """The share of the waves' program slots that tiles of block_m × block_n fill at shape s, with ``slots``
-    programs a wave (a count of 1.2 waves fills 0.6)."""
-    tiles = triton.cdiv(s["M"], block_m) * triton.cdiv(s["N"], block_n)
+    programs a wave (a count of 1.2 waves fills 0.6); a batch (examples/triton_bmm's ``B``) multiplies the tiles."""
+    tiles = triton.cdiv(s["M"], block_m) * triton.cdiv(s["N"], block_n) * int(s.get("B", 1))
     return tiles / (slots * triton.cdiv(tiles, slots))
 
 

@@ -237,6 +237,8 @@ def test_wide_tiles_are_valid_where_they_fill_the_waves_better_than_their_head_b
     # 4096x4096x4096: 128x160 makes 832 tiles (0.90 of 7 waves), 128x128 1024 (0.97 of 8): no wide tile there
     assert (128, 160, 1) not in widths({"M": 4096, "N": 4096, "K": 4096})
     assert widths({"M": 16, "N": 4096, "K": 4096}) == set()  # BLOCK_M 64 or more
+    # a batch multiplies the tiles: 256x10240 in a batch of 33 fills whole waves at 64x128 already (320 x 33 tiles)
+    assert (64, 160, 0) not in widths({"M": 256, "N": 10240, "K": 8192, "B": 33})
     for seed in problem.space.seed_configs():
         config = seed.as_dict()
         if config["BLOCK_N"] in (96, 160, 192):

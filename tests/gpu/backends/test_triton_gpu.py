@@ -4,12 +4,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import EXAMPLES, SPECS, CliResult, failures_by_config, has_gpu
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a CUDA or ROCm GPU")]
+
+
+def right_and_repeatable(spec: Any, args: dict[str, Any], ref: Any, shape: dict[str, Any],
+                         config: dict[str, Any], relaunches: int = 10) -> None:
+    """One config of the matmul example launched at ``args``: its output (C filled with NaN first, so an unwritten
+    element fails) within 1e-2 of the float64 reference, and the same bits on each of ``relaunches`` more
+    launches."""
+    import torch
+
+    args["c"].fill_(float("nan"))
+    spec.launch(spec.matmul_kernel, args, config)
+    first = args["c"].clone()
+    error = float((first.double() - ref).norm() / ref.norm())
+    assert error < 1e-2, (shape, config, error)
+    for launch in range(relaunches):
+        args["c"].fill_(float("nan"))
+        spec.launch(spec.matmul_kernel, args, config)
+        assert torch.equal(first, args["c"]), (shape, config, f"relaunch {launch} wrote another result")
 
 
 def test_all_four_faults_are_isolated_and_named(kerntune: Callable[..., CliResult]) -> None:
@@ -106,15 +125,7 @@ def test_the_gemv_form_is_right_and_repeatable_under_real_concurrency() -> None:
             config = {**default, **seed.as_dict()}
             if not config["GEMV"] or problem.space.check(Config.of(config), Shape.of(shape), target) is not None:
                 continue
-            args["c"].fill_(float("nan"))
-            spec.launch(spec.matmul_kernel, args, config)
-            first = args["c"].clone()
-            error = float((first.double() - ref).norm() / ref.norm())
-            assert error < 1e-2, (shape, config, error)
-            for launch in range(10):
-                args["c"].fill_(float("nan"))
-                spec.launch(spec.matmul_kernel, args, config)
-                assert torch.equal(first, args["c"]), (shape, config, f"relaunch {launch} wrote another result")
+            right_and_repeatable(spec, args, ref, shape, config)
             checked += 1
     assert checked >= 24, checked
 
@@ -125,8 +136,6 @@ def test_every_wide_tile_seed_is_right_and_repeatable_at_the_medium_shapes() -> 
     # pointer kernel; TMA takes no bias), writing the same bits on every relaunch. The wave-fill rule that decides
     # where the search may pick them is the CPU tests'; here every seed runs at every shape its kernel takes.
     import sys
-
-    import torch
 
     from kerntune.tune.spec import load_spec
 
@@ -144,15 +153,7 @@ def test_every_wide_tile_seed_is_right_and_repeatable_at_the_medium_shapes() -> 
         for config in seeds:
             if config["TMA"] and shape["bias"]:
                 continue
-            args["c"].fill_(float("nan"))
-            spec.launch(spec.matmul_kernel, args, config)
-            first = args["c"].clone()
-            error = float((first.double() - ref).norm() / ref.norm())
-            assert error < 1e-2, (shape, config, error)
-            for launch in range(10):
-                args["c"].fill_(float("nan"))
-                spec.launch(spec.matmul_kernel, args, config)
-                assert torch.equal(first, args["c"]), (shape, config, f"relaunch {launch} wrote another result")
+            right_and_repeatable(spec, args, ref, shape, config)
             checked += 1
     assert checked == 3 * len(seeds) + sum(1 for c in seeds if not c["TMA"]), checked
 
@@ -162,8 +163,6 @@ def test_every_tma_split_k_seed_is_right_and_repeatable_with_its_counters_left_a
     # on every relaunch (the partials summed in a fixed order whatever order the programs arrive in), and the
     # kept arrival counters back at zero after each launch.
     import sys
-
-    import torch
 
     from kerntune.tune.spec import load_spec
 
@@ -182,15 +181,7 @@ def test_every_tma_split_k_seed_is_right_and_repeatable_with_its_counters_left_a
         for config in seeds:
             if shape["K"] % (config["SPLIT_K"] * config["BLOCK_K"]):
                 continue
-            args["c"].fill_(float("nan"))
-            spec.launch(spec.matmul_kernel, args, config)
-            first = args["c"].clone()
-            error = float((first.double() - ref).norm() / ref.norm())
-            assert error < 1e-2, (shape, config, error)
-            for launch in range(10):
-                args["c"].fill_(float("nan"))
-                spec.launch(spec.matmul_kernel, args, config)
-                assert torch.equal(first, args["c"]), (shape, config, f"relaunch {launch} wrote another result")
+            right_and_repeatable(spec, args, ref, shape, config)
             tiles = -(-shape["M"] // config["BLOCK_M"]) * -(-shape["N"] // config["BLOCK_N"])
             key = (config["SPLIT_K"], shape["M"], shape["N"], tiles, str(args["a"].device))
             assert key in spec._workspaces, "the launch's kept workspace is the one read here"

@@ -546,9 +546,9 @@ def wide_tile(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool
     """A BLOCK_N of WIDE_N runs matmul_wide_kernel or matmul_tma_wide_kernel: one launch of data-parallel tiles
     (no split-K, not persistent), BLOCK_M 64 or more and BLOCK_K 64 or 128 (the medium shapes' tiles), and only
     where the wide tiles' count fills the waves better than its head block's (elsewhere it is the head block's
-    work in a second accumulator), or better than twice its head block's where those leave a tenth or more of
-    their waves' slots idle (then it reuses each A tile more than the head block and idles less than the wider
-    one: 128x192 at 1024x14336x4096, 0.91 full, between 128x128 at 0.97 and 128x256 at 0.85)."""
+    work in a second accumulator), or where tiles twice the head block's width leave a tenth or more of their
+    waves' slots idle and the wide tiles do not (then it reuses each A tile more than the head block and idles
+    less than the wider one: 128x192 at 1024x14336x4096, 0.91 full, between 128x128 at 0.97 and 128x256 at 0.85)."""
     if c["BLOCK_N"] not in WIDE_N:
         return True
     if c["SPLIT_K"] != 1 or c["PERSISTENT"] or c.get("GEMV") or c["BLOCK_M"] < 64 or c["BLOCK_K"] not in (64, 128):
@@ -556,7 +556,7 @@ def wide_tile(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool
     slots = t.compute_units if t else 132
     head = wide_blocks(c["BLOCK_N"])[0]
     fill, doubled = wave_fill(s, c["BLOCK_M"], c["BLOCK_N"], slots), wave_fill(s, c["BLOCK_M"], 2 * head, slots)
-    return fill > wave_fill(s, c["BLOCK_M"], head, slots) or fill > doubled < 0.9
+    return fill > wave_fill(s, c["BLOCK_M"], head, slots) or doubled < 0.9 <= fill
 
 
 def wave_fill(s: dict[str, Any], block_m: int, block_n: int, slots: int) -> float:

@@ -8,8 +8,8 @@ given (row-major), ``T`` the transpose of a row-major matrix; ``NT`` is what ``n
 operators (``serve``): ``kerntune run --table T.json -- python app.py`` runs a program's own GEMM calls on the
 tuned kernel where the table has the call's key, on the library's elsewhere. SPLIT_K > 1 writes fp32 partial tiles
 to a workspace, summed in a fixed order (deterministic) either by a second kernel or, with FUSED = 1, by the last
-program of each tile to arrive (a per-tile counter: one launch, which decode shapes need). BLOCK_N 96, 144, 160 or
-192 is a wide tile, two power-of-two blocks sharing each A tile (``matmul_wide_kernel``, ``matmul_tma_wide_kernel``),
+program of each tile to arrive (a per-tile counter: one launch, which decode shapes need). BLOCK_N 96, 160 or 192
+is a wide tile, two power-of-two blocks sharing each A tile (``matmul_wide_kernel``, ``matmul_tma_wide_kernel``),
 for tile counts that fill whole waves. TMA = 1 loads tiles through host-made tensor descriptors (Hopper and
 newer), PERSISTENT = 1 walks the tiles with one program per multiprocessor, and GEMV = 1 (decode, M <= 8)
 streams BLOCK_N rows of B's transpose (an ``nn.Linear`` weight's rows) BLOCK_K at a time on the vector units, a
@@ -134,11 +134,11 @@ def matmul_wide_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
                        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_ab, stride_bb,
                        stride_cb, BLOCK_M: tl.constexpr, HEAD_N: tl.constexpr, TAIL_N: tl.constexpr,
                        BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, HAS_BIAS: tl.constexpr):
-    # A tile HEAD_N + TAIL_N columns wide (96 = 64 + 32, 144 = 128 + 16, 160 = 128 + 32, 192 = 128 + 64): a
-    # Triton block's sides are powers of two, so the tile is two blocks, each with its own accumulator and B strip,
-    # sharing the A tile of each K step. Why such widths: at the medium shapes the power-of-two tiles' count leaves
-    # a partial last wave (e.g. 320 tiles of 64x128 at 256x10240x8192: three to some SMs, two to the rest), and
-    # these counts fill the waves (64x160: 256 tiles, 0.97 of two full waves).
+    # A tile HEAD_N + TAIL_N columns wide (96 = 64 + 32, 160 = 128 + 32, 192 = 128 + 64): a Triton block's sides
+    # are powers of two, so the tile is two blocks, each with its own accumulator and B strip, sharing the A tile
+    # of each K step. Why such widths: at the medium shapes the power-of-two tiles' count leaves a partial last
+    # wave (e.g. 320 tiles of 64x128 at 256x10240x8192: three to some SMs, two to the rest), and these counts fill
+    # the waves (64x160: 256 tiles, 0.97 of two full waves).
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, HEAD_N + TAIL_N, GROUP_M)
     a_ptr, b_ptr, c_ptr = batch_item(a_ptr, b_ptr, c_ptr, stride_ab, stride_bb, stride_cb)
     n0 = pid_n * (HEAD_N + TAIL_N)
@@ -400,14 +400,13 @@ def _plain_args(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.T
             meta["BLOCK_N"], meta["BLOCK_K"], meta["GROUP_M"], meta["SPLIT_K"], meta["FUSED"], bias is not None)
 
 
-WIDE_N = (96, 144, 160, 192)
+WIDE_N = (96, 160, 192)
 """The BLOCK_N values that are not powers of two: tiles of two blocks (``wide_blocks``), for the counts of tiles
 that fill whole waves at the medium shapes."""
 
 
 def wide_blocks(width: int) -> tuple[int, int]:
-    """A wide tile's two power-of-two blocks, the larger first: 96 -> (64, 32), 144 -> (128, 16), 160 -> (128, 32),
-    192 -> (128, 64)."""
+    """A wide tile's two power-of-two blocks, the larger first: 96 -> (64, 32), 160 -> (128, 32), 192 -> (128, 64)."""
     head = 1 << (width.bit_length() - 1)
     return head, width - head
 
@@ -545,18 +544,15 @@ def tma_supported(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> 
 def wide_tile(c: dict[str, Any], s: dict[str, Any], t: kt.Target | None) -> bool:
     """A BLOCK_N of WIDE_N runs matmul_wide_kernel or matmul_tma_wide_kernel: one launch of data-parallel tiles
     (no split-K, not persistent), BLOCK_M 64 or more and BLOCK_K 64 or 128 (the medium shapes' tiles), and only
-    where the wide tiles' count fills the waves better than its head block's (elsewhere it is the head block's
-    work in a second accumulator), or where tiles twice the head block's width leave a tenth or more of their
-    waves' slots idle and the wide tiles do not (then it reuses each A tile more than the head block and idles
-    less than the wider one: 128x192 at 1024x14336x4096, 0.91 full, between 128x128 at 0.97 and 128x256 at 0.85)."""
+    where the wide tiles' count fills the waves better than the power-of-two width below it: elsewhere it is
+    the same work in a second accumulator."""
     if c["BLOCK_N"] not in WIDE_N:
         return True
     if c["SPLIT_K"] != 1 or c["PERSISTENT"] or c.get("GEMV") or c["BLOCK_M"] < 64 or c["BLOCK_K"] not in (64, 128):
         return False
     slots = t.compute_units if t else 132
-    head = wide_blocks(c["BLOCK_N"])[0]
-    fill, doubled = wave_fill(s, c["BLOCK_M"], c["BLOCK_N"], slots), wave_fill(s, c["BLOCK_M"], 2 * head, slots)
-    return fill > wave_fill(s, c["BLOCK_M"], head, slots) or doubled < 0.9 <= fill
+    narrow = wide_blocks(c["BLOCK_N"])[0]
+    return wave_fill(s, c["BLOCK_M"], c["BLOCK_N"], slots) > wave_fill(s, c["BLOCK_M"], narrow, slots)
 
 
 def wave_fill(s: dict[str, Any], block_m: int, block_n: int, slots: int) -> float:
@@ -630,18 +626,15 @@ SEEDS = [_tutorial(*c) for c in (
         (1, 2048, 8), (1, 2048, 16), (1, 1024, 8), (1, 512, 4), (1, 512, 2), (1, 1024, 4),
         (2, 1024, 16), (2, 512, 2), (4, 256, 2), (8, 512, 16), (8, 512, 4), (16, 256, 4))] + [
     _tutorial(16, bn, bk, 2, warps, GEMV=1) for bn, bk, warps in ((8, 512, 4), (1, 1024, 4), (4, 256, 2))] + [
-    # Wide tiles (BLOCK_N 96, 144, 160, 192; valid where their count fills the waves better, wide_tile): the medium
+    # Wide tiles (BLOCK_N 96, 160, 192; valid where their count fills the waves better, wide_tile): the medium
     # shapes' winners (64x128x64 at 3 stages on 4 warps, plain and TMA) made wider, and the large TMA tile of
     # 128 rows at 160 and 192 columns (cuBLAS runs 168x128 tiles at 256x10240x8192).
     _tutorial(128, 160, 64, 3, 8, TMA=1), _tutorial(128, 160, 64, 4, 8, TMA=1), _tutorial(64, 160, 64, 3, 4, TMA=1),
     _tutorial(64, 96, 64, 3, 4, TMA=1), _tutorial(128, 192, 64, 3, 8, TMA=1), _tutorial(64, 160, 64, 3, 4),
-    _tutorial(64, 96, 64, 3, 4), _tutorial(128, 160, 64, 3, 8)] + [
-    # The 12 s/shape search's pick at 128x18944x3584, 256x10240x8192 and 512x4608x3584 (H200, 2026-12-05: 64x160
-    # on TMA loads at 4 stages, two programs an SM, 15% faster than at 3), and the widths whose counts fill whole
-    # waves where 160 does not: 144 (132 tiles of 128x144 at 128x18944x3584, 128 at 512x4608x3584) and 192 at
-    # 1024x14336x4096 (600 tiles of 128x192, 0.91 of five waves, where 128x256's 448 fill 0.85 of four).
-    _tutorial(64, 160, 64, 4, 4, TMA=1), _tutorial(64, 144, 64, 4, 4, TMA=1), _tutorial(64, 144, 64, 3, 4, TMA=1),
-    _tutorial(128, 144, 64, 3, 8, TMA=1), _tutorial(128, 192, 64, 4, 8, TMA=1), _tutorial(64, 192, 64, 3, 4, TMA=1)] + [
+    _tutorial(64, 96, 64, 3, 4), _tutorial(128, 160, 64, 3, 8),
+    # The 12 s/shape search's pick at 128x18944x3584, 256x10240x8192 and 512x4608x3584 (H200, 2026-12-05): 64x160 on
+    # TMA loads at 4 stages, the most that keep two programs on an SM, 15% faster than at 3 at 256x10240x8192.
+    _tutorial(64, 160, 64, 4, 4, TMA=1)] + [
     # Fused split-K on TMA loads: the 16-row TMA winners (16x32x256 at 5 stages: one program per SM at
     # 16x4096x14336) with twice or four times the programs, and the medium shapes' 64x128 tiles.
     _tutorial(*tile, TMA=1, SPLIT_K=split, FUSED=1) for split in (2, 4)
@@ -786,7 +779,7 @@ problem = kt.Problem(
     space=kt.Space(
         params={
             "BLOCK_M": [16, 32, 64, 128, 256],
-            "BLOCK_N": [1, 2, 4, 8, 16, 32, 64, 96, 128, 144, 160, 192, 256],
+            "BLOCK_N": [1, 2, 4, 8, 16, 32, 64, 96, 128, 160, 192, 256],
             "BLOCK_K": [32, 64, 128, 256, 512, 1024, 2048],
             "GROUP_M": [1, 4, 8, 16],
             "SPLIT_K": [1, 2, 4, 8, 16],
@@ -822,7 +815,7 @@ problem = kt.Problem(
             kt.Constraint(tma_supported, "TMA needs sm_90+"),
             kt.Constraint(lambda c: c["TMA"] or not c["PERSISTENT"], "PERSISTENT only with TMA"),
             kt.Constraint(lambda c: c["SPLIT_K"] > 1 or not c["FUSED"], "FUSED only with split-K"),
-            kt.Constraint(wide_tile, "BLOCK_N 96, 144, 160 or 192 only as a wide tile"),
+            kt.Constraint(wide_tile, "BLOCK_N 96, 160 or 192 only as a wide tile"),
         ],
         default={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "TMA": 0,
                  "PERSISTENT": 0, "GEMV": 0, "num_warps": 4, "num_stages": 3},

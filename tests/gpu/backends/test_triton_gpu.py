@@ -131,7 +131,7 @@ def test_the_gemv_form_is_right_and_repeatable_under_real_concurrency() -> None:
 
 
 def test_every_wide_tile_seed_is_right_and_repeatable_at_the_medium_shapes() -> None:
-    # BLOCK_N 96, 144, 160, 192 (two power-of-two blocks a tile, plain and TMA loads): each wide seed against float64 at
+    # BLOCK_N 96, 160, 192 (two power-of-two blocks a tile, plain and TMA loads): each wide seed against float64 at
     # the medium shapes it is for, B transposed and row-major, and with a bias at an N that cuts the last tile (the
     # pointer kernel; TMA takes no bias), writing the same bits on every relaunch. The wave-fill rule that decides
     # where the search may pick them is the CPU tests'; here every seed runs at every shape its kernel takes.

@@ -20,15 +20,23 @@ from pathlib import Path
 
 def one(args: list[str], env: dict[str, str]) -> dict[str, object]:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "kerntune", "ab", *args, "--json"], capture_output=True,
-                          text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kerntune", "ab", *args, "--json"], capture_output=True, text=True, env=env
+    )
     wall = time.perf_counter() - start
     if proc.returncode not in (0, 1):
         return {"verdict": "error", "wall_s": wall, "stderr": proc.stderr[-400:]}
     data = json.loads(proc.stdout)
-    return {"verdict": data["verdict"], "ratio": data["ratio"], "ci": [data["ci_low"], data["ci_high"]],
-            "band": data["band"], "scheme": data["scheme"], "wall_s": wall, "ab_wall_s": data["wall_s"],
-            "id": data["id"]}
+    return {
+        "verdict": data["verdict"],
+        "ratio": data["ratio"],
+        "ci": [data["ci_low"], data["ci_high"]],
+        "band": data["band"],
+        "scheme": data["scheme"],
+        "wall_s": wall,
+        "ab_wall_s": data["wall_s"],
+        "id": data["id"],
+    }
 
 
 def main() -> None:
@@ -41,10 +49,17 @@ def main() -> None:
     parser.add_argument("--scheme", default="auto")
     parser.add_argument("--reference", default="default", help="what fresh processes time beside each side")
     parser.add_argument("--processes", type=int, default=0, help="values per side (0: kerntune's default)")
-    parser.add_argument("--twin", default="", help="an A/A compares --slow-a with this side (the same code in "
-                        "another file) instead of the spec with itself")
-    parser.add_argument("--no-calibration", action="store_true", help="skip the calibration verdicts: the store "
-                        "already holds the bands (a second run of the same step on the same machine)")
+    parser.add_argument(
+        "--twin",
+        default="",
+        help="an A/A compares --slow-a with this side (the same code in another file) instead of the spec with itself",
+    )
+    parser.add_argument(
+        "--no-calibration",
+        action="store_true",
+        help="skip the calibration verdicts: the store "
+        "already holds the bands (a second run of the same step on the same machine)",
+    )
     parser.add_argument("--store", default=".kerntune-ab-power")
     parser.add_argument("--out", default="ab_power.jsonl")
     opts = parser.parse_args()
@@ -56,9 +71,14 @@ def main() -> None:
     # no A/A verdicts asked, only the planted side's scope needs one (a fresh-process verdict costs ~85 s on the
     # H200: a calibration nothing counts is not run).
     aa = ["--spec", opts.spec, opts.slow_a, opts.twin] if opts.twin else [opts.spec, opts.spec]
-    plan = [] if opts.no_calibration else [
-        *([("calibrate-aa", [*aa, *scheme])] if opts.aa else []),
-        ("calibrate-slow", ["--spec", opts.spec, opts.slow_a, opts.slow_a, *scheme])]
+    plan = (
+        []
+        if opts.no_calibration
+        else [
+            *([("calibrate-aa", [*aa, *scheme])] if opts.aa else []),
+            ("calibrate-slow", ["--spec", opts.spec, opts.slow_a, opts.slow_a, *scheme]),
+        ]
+    )
     plan += [("aa", [*aa, *scheme])] * opts.aa
     plan += [("slow", ["--spec", opts.spec, opts.slow_a, opts.slow_b, *scheme])] * opts.slow
     counts: dict[str, Counter[str]] = {"aa": Counter(), "slow": Counter()}
@@ -72,8 +92,12 @@ def main() -> None:
             if kind in counts:
                 counts[kind][str(result["verdict"])] += 1
                 walls[kind].append(float(result["wall_s"]))  # type: ignore[arg-type]
-        summary = {"kind": "summary", "aa": dict(counts["aa"]), "slow": dict(counts["slow"]),
-                   "median_wall_s": {k: sorted(v)[len(v) // 2] for k, v in walls.items() if v}}
+        summary = {
+            "kind": "summary",
+            "aa": dict(counts["aa"]),
+            "slow": dict(counts["slow"]),
+            "median_wall_s": {k: sorted(v)[len(v) // 2] for k, v in walls.items() if v},
+        }
         out.write(json.dumps(summary) + "\n")
         print(json.dumps(summary))
 

@@ -134,7 +134,8 @@ def _tutorial(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple[Any, f
 
     start = time.perf_counter()
     autotuned[lambda meta: (triton.cdiv(m, meta["BLOCK_SIZE_M"]) * triton.cdiv(n, meta["BLOCK_SIZE_N"]),)](
-        a, b, c, m, n, k, *strides())
+        a, b, c, m, n, k, *strides()
+    )
     torch.cuda.synchronize()
     tuning_s = time.perf_counter() - start
     best, direct = autotuned.best_config, autotuned.fn
@@ -142,14 +143,14 @@ def _tutorial(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple[Any, f
     grid = (triton.cdiv(m, kw["BLOCK_SIZE_M"]) * triton.cdiv(n, kw["BLOCK_SIZE_N"]),)
 
     def call() -> Any:
-        return direct[grid](a, b, c, m, n, k, *strides(), **kw, num_warps=best.num_warps,
-                            num_stages=best.num_stages)
+        return direct[grid](a, b, c, m, n, k, *strides(), **kw, num_warps=best.num_warps, num_stages=best.num_stages)
 
     return call, tuning_s, str(best)
 
 
-def compare_shape(problem: Any, shape: dict[str, Any], config: dict[str, Any], rounds: int,
-                  flush: torch.Tensor) -> dict[str, Any]:
+def compare_shape(
+    problem: Any, shape: dict[str, Any], config: dict[str, Any], rounds: int, flush: torch.Tensor
+) -> dict[str, Any]:
     args = problem.make_inputs(shape, "bfloat16", 1)
     a, b, c = args["a"], args["b"], args["c"]
     ref = a.double() @ b.double()
@@ -182,18 +183,30 @@ def compare_shape(problem: Any, shape: dict[str, Any], config: dict[str, Any], r
         return {"ratio": found["ratio"], "ci": found["ci"]}
 
     medians = {name: sorted(v)[len(v) // 2] for name, v in per.items()}
-    row = {"shape": shape, "config": config, "max_autotune_tuning_s": tuning_s, "max_autotune_kernels": kernels,
-           "max_autotune_coordinate_descent": tuned,
-           "errors": errors, "gated": all(e <= GATE for e in errors.values()), "median_ms": medians,
-           "kerntune_over_torch": ratio("kerntune", "torch.mm"),
-           "max_autotune_over_torch": ratio("max-autotune", "torch.mm"),
-           "kerntune_over_max_autotune": ratio("kerntune", "max-autotune"),
-           "table_over_max_autotune": ratio("kerntune", "max-autotune") if medians["kerntune"] < medians["torch.mm"]
-           else ratio("torch.mm", "max-autotune"), "rounds": rounds}
+    row = {
+        "shape": shape,
+        "config": config,
+        "max_autotune_tuning_s": tuning_s,
+        "max_autotune_kernels": kernels,
+        "max_autotune_coordinate_descent": tuned,
+        "errors": errors,
+        "gated": all(e <= GATE for e in errors.values()),
+        "median_ms": medians,
+        "kerntune_over_torch": ratio("kerntune", "torch.mm"),
+        "max_autotune_over_torch": ratio("max-autotune", "torch.mm"),
+        "kerntune_over_max_autotune": ratio("kerntune", "max-autotune"),
+        "table_over_max_autotune": ratio("kerntune", "max-autotune")
+        if medians["kerntune"] < medians["torch.mm"]
+        else ratio("torch.mm", "max-autotune"),
+        "rounds": rounds,
+    }
     if "triton.autotune" in calls:
-        row.update(tutorial_tuning_s=tutorial_s, tutorial_choice=tutorial_choice,
-                   tutorial_over_torch=ratio("triton.autotune", "torch.mm"),
-                   kerntune_over_tutorial=ratio("kerntune", "triton.autotune"))
+        row.update(
+            tutorial_tuning_s=tutorial_s,
+            tutorial_choice=tutorial_choice,
+            tutorial_over_torch=ratio("triton.autotune", "torch.mm"),
+            kerntune_over_tutorial=ratio("kerntune", "triton.autotune"),
+        )
     return row
 
 
@@ -223,8 +236,11 @@ def main() -> int:
             return 2
         return 0
     if len(sys.argv) not in (3, 4) or sys.argv[1].startswith("-") or not Path(sys.argv[1]).is_file():
-        print("usage: against_max_autotune.py REPORT.json OUT.json [ROUNDS] | --matched-budget SIDE_BY_SIDE.json "
-              "(REPORT.json: an existing `kerntune tune --json` report)", file=sys.stderr)
+        print(
+            "usage: against_max_autotune.py REPORT.json OUT.json [ROUNDS] | --matched-budget SIDE_BY_SIDE.json "
+            "(REPORT.json: an existing `kerntune tune --json` report)",
+            file=sys.stderr,
+        )
         return 2
     report, out = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 60
@@ -239,20 +255,33 @@ def main() -> int:
         row = compare_shape(problem, shape, winner["config"], rounds, flush)
         rows.append(row)
         out.write_text(json.dumps({"rows": rows}, indent=1))
-        print(f"{shape['M']}x{shape['N']}x{shape['K']} {shape['layout']}: max-autotune tuned in "
-              f"{row['max_autotune_tuning_s']:.1f} s ({', '.join(k[:40] for k in row['max_autotune_kernels'])}); "
-              f"speedup over torch.mm: kerntune {1 / row['kerntune_over_torch']['ratio']:.3f}, max-autotune "
-              f"{1 / row['max_autotune_over_torch']['ratio']:.3f}; kerntune / max-autotune time "
-              f"{row['kerntune_over_max_autotune']['ratio']:.3f}, table / max-autotune "
-              f"{row['table_over_max_autotune']['ratio']:.3f}; "
-              + "".join(f"max-autotune's {line}; " for line in row["max_autotune_coordinate_descent"])
-              + (f"tutorial autotune {1 / row['tutorial_over_torch']['ratio']:.3f} over torch.mm (tuned in "
-                 f"{row['tutorial_tuning_s']:.1f} s); " if "tutorial_over_torch" in row else "")
-              + f"gate {'ok' if row['gated'] else 'FAILED'} "
-              f"{row['errors']}", flush=True)
-    summary: dict[str, Any] = {key: _geomean([r[key]["ratio"] for r in rows]) for key in
-               ("kerntune_over_torch", "max_autotune_over_torch", "kerntune_over_max_autotune",
-                "table_over_max_autotune")}
+        print(
+            f"{shape['M']}x{shape['N']}x{shape['K']} {shape['layout']}: max-autotune tuned in "
+            f"{row['max_autotune_tuning_s']:.1f} s ({', '.join(k[:40] for k in row['max_autotune_kernels'])}); "
+            f"speedup over torch.mm: kerntune {1 / row['kerntune_over_torch']['ratio']:.3f}, max-autotune "
+            f"{1 / row['max_autotune_over_torch']['ratio']:.3f}; kerntune / max-autotune time "
+            f"{row['kerntune_over_max_autotune']['ratio']:.3f}, table / max-autotune "
+            f"{row['table_over_max_autotune']['ratio']:.3f}; "
+            + "".join(f"max-autotune's {line}; " for line in row["max_autotune_coordinate_descent"])
+            + (
+                f"tutorial autotune {1 / row['tutorial_over_torch']['ratio']:.3f} over torch.mm (tuned in "
+                f"{row['tutorial_tuning_s']:.1f} s); "
+                if "tutorial_over_torch" in row
+                else ""
+            )
+            + f"gate {'ok' if row['gated'] else 'FAILED'} "
+            f"{row['errors']}",
+            flush=True,
+        )
+    summary: dict[str, Any] = {
+        key: _geomean([r[key]["ratio"] for r in rows])
+        for key in (
+            "kerntune_over_torch",
+            "max_autotune_over_torch",
+            "kerntune_over_max_autotune",
+            "table_over_max_autotune",
+        )
+    }
     summary["max_autotune_tuning_s"] = [round(r["max_autotune_tuning_s"], 2) for r in rows]
     tutorial = [r for r in rows if "tutorial_over_torch" in r]
     if tutorial:
@@ -260,7 +289,8 @@ def main() -> int:
             summary[key] = _geomean([r[key]["ratio"] for r in tutorial])
         summary["tutorial_tuning_s"] = [round(r["tutorial_tuning_s"], 2) for r in tutorial]
     summary["shapes_kerntune_table_at_least_as_fast"] = sum(
-        1 for r in rows if r["table_over_max_autotune"]["ci"][0] <= 1.0)
+        1 for r in rows if r["table_over_max_autotune"]["ci"][0] <= 1.0
+    )
     out.write_text(json.dumps({"rows": rows, "summary": summary}, indent=1))
     print("geomean time ratios (<1: the first is faster):", json.dumps(summary))
     return 0 if all(r["gated"] for r in rows) else 1

@@ -71,8 +71,10 @@ def call_times_us(events: list[dict[str, Any]], calls: int) -> list[float]:
     """Each call's GPU time in µs: the kernels (and memsets) after its flush and before the next, summed. A call's
     flush is a fill, a fill then a clean flush's read, or a read alone (benchmarks/flush_dirty_lines.py); the
     flushes' own kernels are not the call's."""
-    gpu = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memset")),
-                 key=lambda e: float(e["ts"]))
+    gpu = sorted(
+        (e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memset")),
+        key=lambda e: float(e["ts"]),
+    )
 
     def kind(e: dict[str, Any]) -> str:
         name = str(e["name"]) if e.get("cat") == "kernel" else ""
@@ -84,8 +86,14 @@ def call_times_us(events: list[dict[str, Any]], calls: int) -> list[float]:
     if len(starts) != calls:
         raise RuntimeError(f"found {len(starts)} flush records for {calls} calls: the trace cannot be split by call")
     bounds = [*starts, len(gpu)]
-    times = [sum(float(e["dur"]) for e, k in zip(gpu[bounds[i]:bounds[i + 1]], kinds[bounds[i]:bounds[i + 1]],
-                                                   strict=True) if k == "call") for i in range(calls)]
+    times = [
+        sum(
+            float(e["dur"])
+            for e, k in zip(gpu[bounds[i] : bounds[i + 1]], kinds[bounds[i] : bounds[i + 1]], strict=True)
+            if k == "call"
+        )
+        for i in range(calls)
+    ]
     if min(times) <= 0:
         raise RuntimeError("a call with no kernel of its own between two flushes")
     return times
@@ -97,18 +105,23 @@ def block_ratio(times: list[float]) -> dict[str, Any]:
     ratios = (blocks[:, 1] + blocks[:, 2]) / (blocks[:, 0] + blocks[:, 3])
     rng = np.random.default_rng(0)
     medians = np.median(rng.choice(ratios, size=(2000, len(ratios)), replace=True), axis=1)
-    return {"ratio": float(np.median(ratios)), "ci": [float(np.quantile(medians, 0.025)),
-                                                      float(np.quantile(medians, 0.975))], "blocks": len(ratios),
-            "torch_us": float(np.median(blocks[:, [0, 3]])), "winner_us": float(np.median(blocks[:, [1, 2]])),
-            "block_ratios": ratios.tolist()}
+    return {
+        "ratio": float(np.median(ratios)),
+        "ci": [float(np.quantile(medians, 0.025)), float(np.quantile(medians, 0.975))],
+        "blocks": len(ratios),
+        "torch_us": float(np.median(blocks[:, [0, 3]])),
+        "winner_us": float(np.median(blocks[:, [1, 2]])),
+        "block_ratios": ratios.tolist(),
+    }
 
 
-def matmul_calls(problem: Any, args: dict[str, Any], shape: dict[str, Any],
-                 config: dict[str, Any]) -> dict[str, Any]:
+def matmul_calls(problem: Any, args: dict[str, Any], shape: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
     """torch.matmul (the spec's library baseline) and the spec's kernel at ``config``, on ``args``."""
     library = next(b for b in problem.baselines if b.name == "torch.matmul").kernel
-    return {"torch": lambda: library.fn(args, {**shape, **config}),
-            "winner": lambda: problem.kernel.launch(problem.kernel.fn, args, config)}
+    return {
+        "torch": lambda: library.fn(args, {**shape, **config}),
+        "winner": lambda: problem.kernel.launch(problem.kernel.fn, args, config),
+    }
 
 
 def warm_up(calls: Any) -> None:
@@ -119,8 +132,15 @@ def warm_up(calls: Any) -> None:
     torch.cuda.synchronize()
 
 
-def timed_blocks(first: Any, second: Any, flush: torch.Tensor, blocks: int, drained: bool = False,
-                 fill: int = 1, clean: Callable[[], Any] | None = None) -> dict[str, Any]:
+def timed_blocks(
+    first: Any,
+    second: Any,
+    flush: torch.Tensor,
+    blocks: int,
+    drained: bool = False,
+    fill: int = 1,
+    clean: Callable[[], Any] | None = None,
+) -> dict[str, Any]:
     """``blocks`` blocks of (first, second, second, first), a fill of ``flush`` before every call, under one
     profiler session: ``block_ratio`` of the calls' kernel times (``winner_us`` is ``second``'s, ``torch_us``
     ``first``'s) and ``call_us``, each call's time in call order. ``first`` and ``second`` may be lists, one call
@@ -130,8 +150,16 @@ def timed_blocks(first: Any, second: Any, flush: torch.Tensor, blocks: int, drai
     ``clean``: a read of a buffer of at least the L2's size (``flush_read.CleanRead``), launched after each fill,
     so each call meets an L2 of clean lines rather than the fill's dirty ones."""
     firsts, seconds = (list(x) if isinstance(x, list) else [x] for x in (first, second))
-    order = [call for b in range(blocks) for call in (firsts[b % len(firsts)], seconds[b % len(seconds)],
-                                                       seconds[b % len(seconds)], firsts[b % len(firsts)])]
+    order = [
+        call
+        for b in range(blocks)
+        for call in (
+            firsts[b % len(firsts)],
+            seconds[b % len(seconds)],
+            seconds[b % len(seconds)],
+            firsts[b % len(firsts)],
+        )
+    ]
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for call in order:
             flush.fill_(fill)
@@ -179,8 +207,9 @@ def printed_ratio(found: dict[str, Any]) -> float | None:
 def kerntune_medians_us(found: dict[str, Any]) -> dict[str, float] | None:
     """The winner's and torch.matmul's kernel medians in µs from kerntune's own second timer (the winner's last
     confirmation round, where it ran): set beside the check's, they say which side moved when the ratios differ."""
-    second = (((found.get("winner") or {}).get("confirmed") or {}).get("conditions") or {}).get(
-        "telemetry", {}).get("second_timer") or {}
+    second = (((found.get("winner") or {}).get("confirmed") or {}).get("conditions") or {}).get("telemetry", {}).get(
+        "second_timer"
+    ) or {}
     if "original_ms" not in second or "variant_ms" not in second:
         return None
     return {"torch_us": 1e3 * float(second["original_ms"]), "winner_us": 1e3 * float(second["variant_ms"])}
@@ -196,8 +225,7 @@ def binary_here(call: Any) -> str | None:
     return kernel_resources(launched[0][0])[1] if launched else None
 
 
-def placed_operands(problem: Any, shape: dict[str, Any], count: int,
-                    pads: list[torch.Tensor]) -> list[dict[str, Any]]:
+def placed_operands(problem: Any, shape: dict[str, Any], count: int, pads: list[torch.Tensor]) -> list[dict[str, Any]]:
     """``count`` sets of the spec's inputs (the same data), each allocated behind a pad of a different size (kept
     in ``pads``) and all alive together: each lies elsewhere in device memory."""
     sets = []
@@ -220,8 +248,9 @@ def gate_errors(problem: Any, args: dict[str, Any], shape: dict[str, Any], calls
     return errors
 
 
-def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.Tensor,
-                placements: int = PLACEMENTS) -> dict[str, Any]:
+def check_shape(
+    problem: Any, found: dict[str, Any], blocks: int, flush: torch.Tensor, placements: int = PLACEMENTS
+) -> dict[str, Any]:
     shape = {k: found["shape"][k] for k in problem.shape_fields()}
     config = found["winner"]["config"]
     pads: list[torch.Tensor] = []
@@ -234,11 +263,21 @@ def check_shape(problem: Any, found: dict[str, Any], blocks: int, flush: torch.T
     checked = timed_blocks([c["torch"] for c in placed], [c["winner"] for c in placed], flush, blocks)
     printed = printed_ratio(found)
     binary, reported = binary_here(calls["winner"]), found["winner"].get("binary_hash")
-    return {"shape": shape, "config": config, "errors": errors, "gated": all(e <= GATE for e in errors.values()),
-            "checked": checked, "printed": printed, "kerntune_us": kerntune_medians_us(found),
-            "binary": {"here": binary, "reported": reported, "same": None if not (binary and reported)
-                       else binary == reported},
-            "disagreement": None if printed is None else printed / checked["ratio"] - 1}
+    return {
+        "shape": shape,
+        "config": config,
+        "errors": errors,
+        "gated": all(e <= GATE for e in errors.values()),
+        "checked": checked,
+        "printed": printed,
+        "kerntune_us": kerntune_medians_us(found),
+        "binary": {
+            "here": binary,
+            "reported": reported,
+            "same": None if not (binary and reported) else binary == reported,
+        },
+        "disagreement": None if printed is None else printed / checked["ratio"] - 1,
+    }
 
 
 def refused(script: str, message: str) -> int:
@@ -262,8 +301,10 @@ def read_report(path: Path) -> dict[str, Any] | str:
 
 def main() -> int:
     if not 3 <= len(sys.argv) <= 5 or not all(a.isdigit() for a in sys.argv[3:]):
-        return refused("claims_check", "usage: python benchmarks/claims_check.py REPORT.json OUT.json [BLOCKS "
-                       "[PLACEMENTS]] (whole numbers)")
+        return refused(
+            "claims_check",
+            "usage: python benchmarks/claims_check.py REPORT.json OUT.json [BLOCKS [PLACEMENTS]] (whole numbers)",
+        )
     report = read_report(Path(sys.argv[1]))
     if isinstance(report, str):
         return refused("claims_check", report)
@@ -290,19 +331,30 @@ def main() -> int:
             continue
         ok = ok and row["gated"]
         c, s = row["checked"], row["shape"]
-        said = "no printed ratio" if row["printed"] is None else (
-            f"printed {row['printed']:.4f}, {'agrees' if abs(row['disagreement']) <= AGREE else 'DISAGREES'} "
-            f"({100 * row['disagreement']:+.2f}%)")
-        print(f"{s['M']}x{s['N']}x{s['K']} {s.get('layout', 'NN')}: checked {c['ratio']:.4f} "
-              f"({c['ci'][0]:.4f}-{c['ci'][1]:.4f}, {c['blocks']} blocks; torch {c['torch_us']:.1f} us, winner "
-              f"{c['winner_us']:.1f} us); {said}; gate {'ok' if row['gated'] else 'FAILED'}", flush=True)
+        said = (
+            "no printed ratio"
+            if row["printed"] is None
+            else (
+                f"printed {row['printed']:.4f}, {'agrees' if abs(row['disagreement']) <= AGREE else 'DISAGREES'} "
+                f"({100 * row['disagreement']:+.2f}%)"
+            )
+        )
+        print(
+            f"{s['M']}x{s['N']}x{s['K']} {s.get('layout', 'NN')}: checked {c['ratio']:.4f} "
+            f"({c['ci'][0]:.4f}-{c['ci'][1]:.4f}, {c['blocks']} blocks; torch {c['torch_us']:.1f} us, winner "
+            f"{c['winner_us']:.1f} us); {said}; gate {'ok' if row['gated'] else 'FAILED'}",
+            flush=True,
+        )
         if "placement_ratios" in c:
             print("    placements' ratios: " + ", ".join(f"{r:.4f}" for r in c["placement_ratios"]), flush=True)
         k, b = row["kerntune_us"], row["binary"]["same"]
-        print("    kerntune's CUPTI medians: " + ("none" if k is None else
-              f"torch {k['torch_us']:.2f} us, winner {k['winner_us']:.2f} us") + "; winner binary "
-              + {True: "the one kerntune timed", False: "DIFFERS from the one kerntune timed",
-                 None: "not compared"}[b], flush=True)
+        print(
+            "    kerntune's CUPTI medians: "
+            + ("none" if k is None else f"torch {k['torch_us']:.2f} us, winner {k['winner_us']:.2f} us")
+            + "; winner binary "
+            + {True: "the one kerntune timed", False: "DIFFERS from the one kerntune timed", None: "not compared"}[b],
+            flush=True,
+        )
     done = [r for r in rows if "checked" in r]
     both = [r for r in done if r["printed"] is not None]
     summary = {

@@ -55,14 +55,26 @@ def read_kernel(w_ptr, out_ptr, numel, BLOCK: tl.constexpr, ITERS: tl.constexpr)
 
 def decode_configs() -> list[dict[str, int]]:
     configs = []
-    for bn, bk, split, warps, stages in itertools.product((32, 64, 128), (64, 128, 256, 512), (1, 2, 4, 8),
-                                                          (2, 4), (3, 5)):
+    for bn, bk, split, warps, stages in itertools.product(
+        (32, 64, 128), (64, 128, 256, 512), (1, 2, 4, 8), (2, 4), (3, 5)
+    ):
         smem = (16 * bk + bk * bn) * 2 * stages
         if bn * bk > 128 * 256 or (warps == 2 and bn > 32) or smem > 232448:
             continue
-        configs.append({"BLOCK_M": 16, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "SPLIT_K": split,
-                        "FUSED": int(split > 1), "TMA": 0, "PERSISTENT": 0, "num_warps": warps,
-                        "num_stages": stages})
+        configs.append(
+            {
+                "BLOCK_M": 16,
+                "BLOCK_N": bn,
+                "BLOCK_K": bk,
+                "GROUP_M": 8,
+                "SPLIT_K": split,
+                "FUSED": int(split > 1),
+                "TMA": 0,
+                "PERSISTENT": 0,
+                "num_warps": warps,
+                "num_stages": stages,
+            }
+        )
     return configs
 
 
@@ -70,15 +82,46 @@ def label(c: dict[str, int]) -> str:
     return f"N{c['BLOCK_N']}K{c['BLOCK_K']}s{c['SPLIT_K']}w{c['num_warps']}p{c['num_stages']}"
 
 
-def _launch(spec: Any, x: torch.Tensor, b: torch.Tensor, c: torch.Tensor, ws: torch.Tensor, locks: torch.Tensor,
-            config: dict[str, int]) -> Any:
+def _launch(
+    spec: Any,
+    x: torch.Tensor,
+    b: torch.Tensor,
+    c: torch.Tensor,
+    ws: torch.Tensor,
+    locks: torch.Tensor,
+    config: dict[str, int],
+) -> Any:
     """examples/triton_matmul's kernel at ``config`` on x @ b into c (BLOCK_M 16, no bias, one product)."""
     (m, k), n = x.shape, b.shape[1]
     return spec.matmul_kernel[(triton.cdiv(m, 16) * triton.cdiv(n, config["BLOCK_N"]), config["SPLIT_K"], 1)](
-        x, b, c, c, ws, locks, m, n, k, x.stride(0), x.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        0, 0, 0, BLOCK_M=16, BLOCK_N=config["BLOCK_N"], BLOCK_K=config["BLOCK_K"], GROUP_M=8,
-        SPLIT_K=config["SPLIT_K"], FUSED=config["FUSED"], HAS_BIAS=False, num_warps=config["num_warps"],
-        num_stages=config["num_stages"])
+        x,
+        b,
+        c,
+        c,
+        ws,
+        locks,
+        m,
+        n,
+        k,
+        x.stride(0),
+        x.stride(1),
+        b.stride(0),
+        b.stride(1),
+        c.stride(0),
+        c.stride(1),
+        0,
+        0,
+        0,
+        BLOCK_M=16,
+        BLOCK_N=config["BLOCK_N"],
+        BLOCK_K=config["BLOCK_K"],
+        GROUP_M=8,
+        SPLIT_K=config["SPLIT_K"],
+        FUSED=config["FUSED"],
+        HAS_BIAS=False,
+        num_warps=config["num_warps"],
+        num_stages=config["num_stages"],
+    )
 
 
 def _compile(configs: list[dict[str, int]]) -> int:
@@ -120,15 +163,24 @@ def main() -> int:
         import time
 
         began = time.perf_counter()
-        slices = [configs[i:: args.compile_workers] for i in range(args.compile_workers)]
-        with concurrent.futures.ProcessPoolExecutor(args.compile_workers,
-                                                    mp_context=multiprocessing.get_context("spawn")) as pool:
+        slices = [configs[i :: args.compile_workers] for i in range(args.compile_workers)]
+        with concurrent.futures.ProcessPoolExecutor(
+            args.compile_workers, mp_context=multiprocessing.get_context("spawn")
+        ) as pool:
             compiled = sum(pool.map(_compile, slices))
-        print(f"compiled {compiled} of {len(configs)} configs in {time.perf_counter() - began:.0f} s "
-              f"({args.compile_workers} processes)", flush=True)
+        print(
+            f"compiled {compiled} of {len(configs)} configs in {time.perf_counter() - began:.0f} s "
+            f"({args.compile_workers} processes)",
+            flush=True,
+        )
     flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
-    report: dict[str, Any] = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                              "triton": triton.__version__, "rounds": args.rounds, "shapes": []}
+    report: dict[str, Any] = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "rounds": args.rounds,
+        "shapes": [],
+    }
     for m, n, k in shapes:
         report["shapes"].append(_shape(spec, m, n, k, configs, flush, args.rounds, args.top))
         args.out.mkdir(parents=True, exist_ok=True)
@@ -150,8 +202,9 @@ def _sides(spec: Any, m: int, n: int, k: int, configs: list[dict[str, int]]) -> 
     partial = torch.empty(1 << 20, dtype=torch.float32, device=dev)
     for block, iters in ((2048, 8), (4096, 8), (8192, 4)):
         grid = (triton.cdiv(w.numel(), block * iters),)
-        sides[f"read{block}x{iters}"] = (lambda g=grid, bl=block, it=iters:
-                                         read_kernel[g](w, partial, w.numel(), BLOCK=bl, ITERS=it, num_warps=8))
+        sides[f"read{block}x{iters}"] = lambda g=grid, bl=block, it=iters: read_kernel[g](
+            w, partial, w.numel(), BLOCK=bl, ITERS=it, num_warps=8
+        )
     rejected = 0
     for config in configs:
         if k % (config["SPLIT_K"] * config["BLOCK_K"]):
@@ -161,9 +214,11 @@ def _sides(spec: Any, m: int, n: int, k: int, configs: list[dict[str, int]]) -> 
         ws = torch.empty((config["SPLIT_K"], m, n), dtype=torch.float32, device=dev)
         locks = torch.zeros(tiles, dtype=torch.int32, device=dev)
 
-        def run(config: dict[str, int] = config, c: torch.Tensor = c, ws: torch.Tensor = ws,
-                locks: torch.Tensor = locks) -> Any:
+        def run(
+            config: dict[str, int] = config, c: torch.Tensor = c, ws: torch.Tensor = ws, locks: torch.Tensor = locks
+        ) -> Any:
             return _launch(spec, x, b, c, ws, locks, config)
+
         try:
             run()
             torch.cuda.synchronize()
@@ -178,15 +233,16 @@ def _sides(spec: Any, m: int, n: int, k: int, configs: list[dict[str, int]]) -> 
     return sides, rejected, w.numel() * 2
 
 
-def _shape(spec: Any, m: int, n: int, k: int, configs: list[dict[str, int]], flush: torch.Tensor, rounds: int,
-           top: int) -> dict[str, Any]:
+def _shape(
+    spec: Any, m: int, n: int, k: int, configs: list[dict[str, int]], flush: torch.Tensor, rounds: int, top: int
+) -> dict[str, Any]:
     sides, rejected, weight_bytes = _sides(spec, m, n, k, configs)
     names = list(sides)
     times: dict[str, list[float]] = {name: [] for name in names}
     start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
     end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
     for r in range(rounds):
-        for name in names[r % len(names):] + names[: r % len(names)]:  # rotating order
+        for name in names[r % len(names) :] + names[: r % len(names)]:  # rotating order
             flush.fill_(r)  # L2 cold: the weight comes from HBM, as in a decode step
             start.record()
             sides[name]()
@@ -199,11 +255,24 @@ def _shape(spec: Any, m: int, n: int, k: int, configs: list[dict[str, int]], flu
     check = ["cublas", *sweep[:top], best_read]
     cupti = _profile(check, sides, flush, rounds)
     gbs = {nm: weight_bytes / median[nm] / 1e3 for nm in check}
-    print(f"{m}x{n}x{k} ({weight_bytes / 1e6:.0f} MB): " + ", ".join(
-        f"{nm} {median[nm]:.1f} us ({gbs[nm]:.0f} GB/s; cupti {cupti.get(nm, float('nan')):.1f})" for nm in check),
-        flush=True)
-    return {"M": m, "N": n, "K": k, "weight_MB": weight_bytes / 1e6, "configs_timed": len(sweep),
-            "configs_rejected": rejected, "events_us": median, "cupti_us": cupti, "best": sweep[0] if sweep else None}
+    print(
+        f"{m}x{n}x{k} ({weight_bytes / 1e6:.0f} MB): "
+        + ", ".join(
+            f"{nm} {median[nm]:.1f} us ({gbs[nm]:.0f} GB/s; cupti {cupti.get(nm, float('nan')):.1f})" for nm in check
+        ),
+        flush=True,
+    )
+    return {
+        "M": m,
+        "N": n,
+        "K": k,
+        "weight_MB": weight_bytes / 1e6,
+        "configs_timed": len(sweep),
+        "configs_rejected": rejected,
+        "events_us": median,
+        "cupti_us": cupti,
+        "best": sweep[0] if sweep else None,
+    }
 
 
 def _profile(names: list[str], sides: dict[str, Any], flush: torch.Tensor, rounds: int) -> dict[str, float]:
@@ -213,7 +282,7 @@ def _profile(names: list[str], sides: dict[str, Any], flush: torch.Tensor, round
     order: list[str] = []
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for r in range(rounds):
-            for name in names[r % len(names):] + names[: r % len(names)]:
+            for name in names[r % len(names) :] + names[: r % len(names)]:
                 flush.fill_(r)
                 sides[name]()
                 order.append(name)

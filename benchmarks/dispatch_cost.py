@@ -33,18 +33,40 @@ def host_side() -> dict[str, float]:
     from kerntune.runtime.table import parse_table
 
     device = {"arch": "sm_90", "compute_units": 132, "device_name": "NVIDIA H200"}
-    table: Table = parse_table({"schema": 1, "entries": [
-        {"key": {**device, "op": "mm", "dtype": "bfloat16", "M": m, "N": 4096, "K": 4096}, "config": {"BLOCK": m}}
-        for m in (16, 32, 64, 128)]})
-    d = Dispatcher(table, key=lambda m, n, k: {"op": "mm", "dtype": "bfloat16", "M": m, "N": n, "K": k},
-                   default={"BLOCK": 64}, device=device, versions={})
-    t = Dispatcher(table, key=lambda m, n, k: ("mm", "bfloat16", m, n, k), key_fields=("op", "dtype", "M", "N", "K"),
-                   default={"BLOCK": 64}, device=device, versions={})
+    table: Table = parse_table(
+        {
+            "schema": 1,
+            "entries": [
+                {
+                    "key": {**device, "op": "mm", "dtype": "bfloat16", "M": m, "N": 4096, "K": 4096},
+                    "config": {"BLOCK": m},
+                }
+                for m in (16, 32, 64, 128)
+            ],
+        }
+    )
+    d = Dispatcher(
+        table,
+        key=lambda m, n, k: {"op": "mm", "dtype": "bfloat16", "M": m, "N": n, "K": k},
+        default={"BLOCK": 64},
+        device=device,
+        versions={},
+    )
+    t = Dispatcher(
+        table,
+        key=lambda m, n, k: ("mm", "bfloat16", m, n, k),
+        key_fields=("op", "dtype", "M", "N", "K"),
+        default={"BLOCK": 64},
+        device=device,
+        versions={},
+    )
     plain = {(16, 4096, 4096): {"BLOCK": 16}}
     assert d.select(16, 4096, 4096) == t.select(16, 4096, 4096) == {"BLOCK": 16}
-    return {"dispatcher_select_us": per_call_us(lambda: d.select(16, 4096, 4096)),
-            "dispatcher_select_tuple_key_us": per_call_us(lambda: t.select(16, 4096, 4096)),
-            "dict_lookup_us": per_call_us(lambda: plain[(16, 4096, 4096)])}
+    return {
+        "dispatcher_select_us": per_call_us(lambda: d.select(16, 4096, 4096)),
+        "dispatcher_select_tuple_key_us": per_call_us(lambda: t.select(16, 4096, 4096)),
+        "dict_lookup_us": per_call_us(lambda: plain[(16, 4096, 4096)]),
+    }
 
 
 def gpu_side() -> dict[str, float]:
@@ -68,13 +90,19 @@ def gpu_side() -> dict[str, float]:
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)  # noqa: E731
     key = {"op": "scale", "n": n, "source": kernel_hash(scale)}
     table = parse_table({"schema": 1, "entries": [{"key": key, "config": {"BLOCK": 1024, "num_warps": 4}}]})
-    d = Dispatcher(table, key=lambda x, y, n: ("scale", n), key_fields=("op", "n"),
-                   default={"BLOCK": 256, "num_warps": 4},
-                   versions={})
+    d = Dispatcher(
+        table,
+        key=lambda x, y, n: ("scale", n),
+        key_fields=("op", "n"),
+        default={"BLOCK": 256, "num_warps": 4},
+        versions={},
+    )
     dispatched = d.kernel(scale)  # adds the kernel's source hash to every key, as deploy writes it
-    paths = {"direct_launch_us": lambda: scale[grid](x, y, n, BLOCK=1024, num_warps=4),
-             "dispatched_launch_us": lambda: dispatched[grid](x, y, n),
-             "triton_autotune_launch_us": lambda: tuned[grid](x, y, n)}
+    paths = {
+        "direct_launch_us": lambda: scale[grid](x, y, n, BLOCK=1024, num_warps=4),
+        "dispatched_launch_us": lambda: dispatched[grid](x, y, n),
+        "triton_autotune_launch_us": lambda: tuned[grid](x, y, n),
+    }
     for launch in paths.values():
         launch()
     torch.cuda.synchronize()
@@ -82,15 +110,17 @@ def gpu_side() -> dict[str, float]:
     rounds: dict[str, list[float]] = {name: [] for name in paths}
     names = list(paths)
     for r in range(9):
-        for name in names[r % 3:] + names[:r % 3]:
+        for name in names[r % 3 :] + names[: r % 3]:
             rounds[name].append(per_call_us(paths[name], 2000, repeats=1))
         torch.cuda.synchronize()
     direct = rounds["direct_launch_us"]
     out = {name: statistics.median(v) for name, v in rounds.items()}
     out["dispatch_over_direct_us"] = statistics.median(
-        a - b for a, b in zip(rounds["dispatched_launch_us"], direct, strict=True))
+        a - b for a, b in zip(rounds["dispatched_launch_us"], direct, strict=True)
+    )
     out["autotune_over_direct_us"] = statistics.median(
-        a - b for a, b in zip(rounds["triton_autotune_launch_us"], direct, strict=True))
+        a - b for a, b in zip(rounds["triton_autotune_launch_us"], direct, strict=True)
+    )
     out["rounds"] = rounds  # type: ignore[assignment]
     return out
 

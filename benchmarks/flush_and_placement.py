@@ -54,22 +54,36 @@ def main() -> int:
         shape = {"M": m, "N": n, "K": k, "layout": "NN"}
         config = {a: int(b) for a, b in (kv.split(":") for kv in cfg.split(","))}
         pads: list[torch.Tensor] = []
-        layouts = {"padded": placed_operands(problem, shape, SETS, pads),
-                   "packed": packed_operands(problem, shape, SETS)}
+        layouts = {
+            "padded": placed_operands(problem, shape, SETS, pads),
+            "packed": packed_operands(problem, shape, SETS),
+        }
         placed = {name: [matmul_calls(problem, each, shape, config) for each in sets] for name, sets in layouts.items()}
         warm_up([c for calls in placed.values() for each in calls for c in each.values()])
         variants = list(itertools.product(sizes, (0, 1), layouts))
         for rnd, order in enumerate((variants, variants[::-1])):
             for size, value, layout in order:
                 calls = placed[layout]
-                found = timed_blocks([c["torch"] for c in calls], [c["winner"] for c in calls], flushes[size],
-                                     BLOCKS, fill=value)
-                row = {"shape": shape, "config": config, "flush": size, "flush_bytes": sizes[size], "fill": value,
-                       "layout": layout, "pass": rnd, **found}
+                found = timed_blocks(
+                    [c["torch"] for c in calls], [c["winner"] for c in calls], flushes[size], BLOCKS, fill=value
+                )
+                row = {
+                    "shape": shape,
+                    "config": config,
+                    "flush": size,
+                    "flush_bytes": sizes[size],
+                    "fill": value,
+                    "layout": layout,
+                    "pass": rnd,
+                    **found,
+                }
                 rows.append(row)
-                print(f"{m}x{n}x{k} flush {size:>6} fill {value} {layout:>6} pass {rnd}: ratio {found['ratio']:.4f} "
-                      f"({found['ci'][0]:.4f}-{found['ci'][1]:.4f}); torch {found['torch_us']:.2f} us, winner "
-                      f"{found['winner_us']:.2f} us", flush=True)
+                print(
+                    f"{m}x{n}x{k} flush {size:>6} fill {value} {layout:>6} pass {rnd}: ratio {found['ratio']:.4f} "
+                    f"({found['ci'][0]:.4f}-{found['ci'][1]:.4f}); torch {found['torch_us']:.2f} us, winner "
+                    f"{found['winner_us']:.2f} us",
+                    flush=True,
+                )
         out.write_text(json.dumps({"l2_bytes": l2, "rows": rows}, indent=1))
     return 0
 

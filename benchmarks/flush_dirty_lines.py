@@ -83,8 +83,8 @@ def time_shape(sides: dict[str, Any], flush: Flush, rounds: int) -> dict[str, di
     order: list[tuple[str, str]] = []
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         for r in range(rounds):
-            for kind in FLUSHES[r % 3:] + FLUSHES[: r % 3]:
-                for name in names[r % len(names):] + names[: r % len(names)]:
+            for kind in FLUSHES[r % 3 :] + FLUSHES[: r % 3]:
+                for name in names[r % len(names) :] + names[: r % len(names)]:
                     flush(kind)
                     sides[name]()
                     order.append((kind, name))
@@ -102,8 +102,12 @@ def time_shape(sides: dict[str, Any], flush: Flush, rounds: int) -> dict[str, di
 def summarize(times: dict[str, dict[str, list[float]]], weight_bytes: int) -> dict[str, Any]:
     """Medians, the weight bandwidth they imply (TB/s), and per side the median over rounds of write − write-read
     and write − read (µs)."""
-    out: dict[str, Any] = {"median_us": {}, "weight_tb_s": {}, "write_minus_write_read_us": {},
-                           "write_minus_read_us": {}}
+    out: dict[str, Any] = {
+        "median_us": {},
+        "weight_tb_s": {},
+        "write_minus_write_read_us": {},
+        "write_minus_read_us": {},
+    }
     for kind, sides in times.items():
         out["median_us"][kind] = {name: statistics.median(v) for name, v in sides.items()}
         out["weight_tb_s"][kind] = {name: weight_bytes / statistics.median(v) / 1e6 for name, v in sides.items()}
@@ -151,8 +155,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--report", type=Path, help="a `kerntune tune --json` report: its winners are a side")
-    parser.add_argument("--shapes", type=Path, default=ROOT / "benchmarks/specs/llm_gemm_shapes.txt",
-                        help=f"shapes file; those with M <= {DECODE_ROWS} are timed")
+    parser.add_argument(
+        "--shapes",
+        type=Path,
+        default=ROOT / "benchmarks/specs/llm_gemm_shapes.txt",
+        help=f"shapes file; those with M <= {DECODE_ROWS} are timed",
+    )
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--ncu", action="store_true", help="only the launches Nsight Compute counts")
     args = parser.parse_args()
@@ -169,24 +177,42 @@ def main() -> int:
         ncu_launches(problem, shapes[0], flush)
         return 0
     winners = report_winners(args.report) if args.report else {}
-    result: dict[str, Any] = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                              "triton": triton.__version__, "flush_bytes": flush.bytes, "rounds": args.rounds,
-                              "report": str(args.report) if args.report else None, "shapes": []}
+    result: dict[str, Any] = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "flush_bytes": flush.bytes,
+        "rounds": args.rounds,
+        "report": str(args.report) if args.report else None,
+        "shapes": [],
+    }
     for shape in shapes:
         sides, gate = shape_sides(problem, shape, winners.get(key_of(shape)))
         sides.pop("_args")
         warm_up(list(sides.values()))
         times = time_shape(sides, flush, args.rounds)
         weight_bytes = shape["N"] * shape["K"] * 2
-        row = {"shape": shape, "weight_bytes": weight_bytes, "winner": winners.get(key_of(shape)), "gate": gate,
-               **summarize(times, weight_bytes), "times_us": times}
+        row = {
+            "shape": shape,
+            "weight_bytes": weight_bytes,
+            "winner": winners.get(key_of(shape)),
+            "gate": gate,
+            **summarize(times, weight_bytes),
+            "times_us": times,
+        }
         result["shapes"].append(row)
         args.out.write_text(json.dumps(result, indent=1))
         med, gap = row["median_us"], row["write_minus_write_read_us"]
-        print(f"{shape['M']}x{shape['N']}x{shape['K']} ({weight_bytes / 1e6:.0f} MB): " + "; ".join(
-            f"{name} " + " / ".join(f"{med[kind][name]:.1f}" for kind in FLUSHES)
-            + f" us ({row['weight_tb_s']['write-read'][name]:.2f} TB/s clean), write - write-read {gap[name]:+.1f}"
-            for name in med["write"]), flush=True)
+        print(
+            f"{shape['M']}x{shape['N']}x{shape['K']} ({weight_bytes / 1e6:.0f} MB): "
+            + "; ".join(
+                f"{name} "
+                + " / ".join(f"{med[kind][name]:.1f}" for kind in FLUSHES)
+                + f" us ({row['weight_tb_s']['write-read'][name]:.2f} TB/s clean), write - write-read {gap[name]:+.1f}"
+                for name in med["write"]
+            ),
+            flush=True,
+        )
     return 0
 
 

@@ -48,8 +48,15 @@ def main(argv: list[str]) -> int:
         picks: list[tuple[str, dict[str, Any] | None, float | None]] = [("torch.matmul", None, None)]
         picks += [(label, r["config"], r["checked"]["ratio"]) for label, r in best_by_form(found).items()]
         for label, config, ratio in picks:
-            payload = {"spec_path": spec, "device": "", "shape": shape, "dtype": "bfloat16", "config": config or {},
-                       "baseline": "torch.matmul" if config is None else None, "warmup": 3}
+            payload = {
+                "spec_path": spec,
+                "device": "",
+                "shape": shape,
+                "dtype": "bfloat16",
+                "config": config or {},
+                "baseline": "torch.matmul" if config is None else None,
+                "warmup": 3,
+            }
             with tempfile.TemporaryDirectory(prefix="kerntune-forms-") as tmp:
                 try:
                     kernels = profile_one(tool, payload, Path(tmp))
@@ -58,10 +65,12 @@ def main(argv: list[str]) -> int:
             rows.append({"shape": shape, "label": label, "config": config, "cupti_ratio": ratio, "kernels": kernels})
             for kernel in kernels:
                 metrics = kernel.get("metrics", {})
-                print(f"{shape['M']}x{shape['N']}x{shape['K']} {label:12s} "
-                      f"{str(kernel.get('kernel', kernel.get('error', '')))[:40]:40s} "
-                      + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items()),
-                      flush=True)
+                print(
+                    f"{shape['M']}x{shape['N']}x{shape['K']} {label:12s} "
+                    f"{str(kernel.get('kernel', kernel.get('error', '')))[:40]:40s} "
+                    + " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items()),
+                    flush=True,
+                )
             out.write_text(json.dumps(rows, indent=1))
     return 0
 

@@ -90,10 +90,13 @@ def main() -> int:
             found["ratio_of_means"] = statistics.fmean(winner_us) / statistics.fmean(torch_us)
             found["after_gate"] = gated
             rows.append({"order": order, "shape": shape, "config": config, **found})
-            print(f"{order} {'after' if found['after_gate'] else 'before'} the gate: median block ratio "
-                  f"{found['ratio']:.4f} ({found['ci'][0]:.4f}-{found['ci'][1]:.4f}), ratio of medians "
-                  f"{found['ratio_of_medians']:.4f}, of means {found['ratio_of_means']:.4f}; torch "
-                  f"{found['torch_us']:.2f} us, winner {found['winner_us']:.2f} us", flush=True)
+            print(
+                f"{order} {'after' if found['after_gate'] else 'before'} the gate: median block ratio "
+                f"{found['ratio']:.4f} ({found['ci'][0]:.4f}-{found['ci'][1]:.4f}), ratio of medians "
+                f"{found['ratio_of_medians']:.4f}, of means {found['ratio_of_means']:.4f}; torch "
+                f"{found['torch_us']:.2f} us, winner {found['winner_us']:.2f} us",
+                flush=True,
+            )
         out.write_text(json.dumps({"rows": rows}, indent=1))
     return 0
 

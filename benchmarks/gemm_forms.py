@@ -105,19 +105,27 @@ def merged_winners(reports: list[tuple[str, Path]]) -> list[tuple[str, dict[tupl
         part, found = report_winners(path), merged.setdefault(label, {})
         twice = sorted(set(part) & set(found))
         if twice:
-            raise ValueError(f"two reports labelled {label!r} both tuned {'x'.join(map(str, twice[0][:3]))} "
-                             f"{twice[0][3]}: the parts of one run must not share a shape")
+            raise ValueError(
+                f"two reports labelled {label!r} both tuned {'x'.join(map(str, twice[0][:3]))} "
+                f"{twice[0][3]}: the parts of one run must not share a shape"
+            )
         found.update(part)
     return list(merged.items())
 
 
 def key_of(shape: dict[str, Any]) -> tuple[Any, ...]:
-    return (int(shape["M"]), int(shape["N"]), int(shape["K"]), str(shape.get("layout", "NN")),
-            int(shape.get("bias", 0)))
+    return (
+        int(shape["M"]),
+        int(shape["N"]),
+        int(shape["K"]),
+        str(shape.get("layout", "NN")),
+        int(shape.get("bias", 0)),
+    )
 
 
-def candidates(problem: Any, shape: dict[str, Any], target: Any, forms: set[str],
-               priors: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+def candidates(
+    problem: Any, shape: dict[str, Any], target: Any, forms: set[str], priors: list[tuple[str, dict[str, Any]]]
+) -> list[tuple[str, dict[str, Any]]]:
     """(label, config) to time: each report's winner under its label (``prior`` for the first report; completed
     from the spec's default; two reports that chose the same config time it twice, an A/A of the protocol), then
     every seed of a form asked for that the spec's constraints allow at this shape and target, each config once."""
@@ -139,15 +147,23 @@ def candidates(problem: Any, shape: dict[str, Any], target: Any, forms: set[str]
     return picked
 
 
-def variant_candidates(variants: list[tuple[str, Any]], shape: dict[str, Any], target: Any, forms: set[str],
-                       priors: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any], Any]]:
+def variant_candidates(
+    variants: list[tuple[str, Any]],
+    shape: dict[str, Any],
+    target: Any,
+    forms: set[str],
+    priors: list[tuple[str, dict[str, Any]]],
+) -> list[tuple[str, dict[str, Any], Any]]:
     """(label, config, problem) for each other version of the spec: the reports' winners and its own seeds of the
     forms asked for (``candidates``) that its constraints allow here, labelled ``VERSION:label``."""
     from kerntune.model import Config, Shape
 
-    return [(f"{name}:{label}", config, problem) for name, problem in variants
-            for label, config in candidates(problem, shape, target, forms, priors)
-            if label in forms or problem.space.check(Config.of(config), Shape.of(shape), target) is None]
+    return [
+        (f"{name}:{label}", config, problem)
+        for name, problem in variants
+        for label, config in candidates(problem, shape, target, forms, priors)
+        if label in forms or problem.space.check(Config.of(config), Shape.of(shape), target) is None
+    ]
 
 
 def load_variants(texts: list[str]) -> list[tuple[str, Any]]:
@@ -169,8 +185,15 @@ def load_variants(texts: list[str]) -> list[tuple[str, Any]]:
     return variants
 
 
-def time_shape(problem: Any, shape: dict[str, Any], picked: list[tuple[str, dict[str, Any], Any]], blocks: int,
-               placements: int, flush: Any, clean: Any = None) -> dict[str, Any]:
+def time_shape(
+    problem: Any,
+    shape: dict[str, Any],
+    picked: list[tuple[str, dict[str, Any], Any]],
+    blocks: int,
+    placements: int,
+    flush: Any,
+    clean: Any = None,
+) -> dict[str, Any]:
     """Gate and time every picked config, launched through the problem picked with it, against torch.matmul at
     ``shape`` (claims_check's protocol; every config meets the same operands, made by ``problem``; ``clean``: the
     read its clean flush launches after each fill, or None)."""
@@ -195,8 +218,9 @@ def time_shape(problem: Any, shape: dict[str, Any], picked: list[tuple[str, dict
             continue
         placed = [matmul_calls(launcher, each, shape, config) for each in sets]
         warm_up([c for each in placed for c in each.values()])
-        row["checked"] = timed_blocks([c["torch"] for c in placed], [c["winner"] for c in placed], flush, blocks,
-                                      clean=clean)
+        row["checked"] = timed_blocks(
+            [c["torch"] for c in placed], [c["winner"] for c in placed], flush, blocks, clean=clean
+        )
         rows.append({**row, "gated": True})
     return {"shape": shape, "rows": rows}
 
@@ -205,8 +229,9 @@ def best_by_form(found: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Each label's fastest gated config (``prior`` is the report's winner, the others forms)."""
     best: dict[str, dict[str, Any]] = {}
     for row in found["rows"]:
-        if row["gated"] and (row["label"] not in best
-                             or row["checked"]["ratio"] < best[row["label"]]["checked"]["ratio"]):
+        if row["gated"] and (
+            row["label"] not in best or row["checked"]["ratio"] < best[row["label"]]["checked"]["ratio"]
+        ):
             best[row["label"]] = row
     return best
 
@@ -239,37 +264,64 @@ def summary(done: list[dict[str, Any]]) -> dict[str, Any]:
     def geomean(values: list[float]) -> float:
         return math.exp(sum(math.log(v) for v in values) / len(values))
 
-    return {"shapes": len(done), "geomean_ratio_by_label": {k: geomean(v) for k, v in per_label.items()},
-            "shapes_by_label": {k: len(v) for k, v in per_label.items()},
-            "prior_over_best_geomean": geomean(gains) if gains else None}
+    return {
+        "shapes": len(done),
+        "geomean_ratio_by_label": {k: geomean(v) for k, v in per_label.items()},
+        "shapes_by_label": {k: len(v) for k, v in per_label.items()},
+        "prior_over_best_geomean": geomean(gains) if gains else None,
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path)
     parser.add_argument("--shapes", type=Path, default=ROOT / "benchmarks" / "specs" / "llm_gemm_shapes.txt")
-    parser.add_argument("--report", action="append", default=[], metavar="[LABEL=]PATH",
-                        help="a kerntune tune --json report: its winners are timed too, labelled LABEL (the first "
-                             "report's default 'prior', the next 'prior-2', ...); repeat to time several side by side; "
-                             "reports with one label are one run's parts")
-    parser.add_argument("--forms", default="split_k,tma",
-                        help=f"comma-separated, of {', '.join(FORMS)}; empty to time the reports' winners alone")
-    parser.add_argument("--spec", action="append", default=[], metavar="LABEL=SPEC.py",
-                        help="another version of the example's spec: the same configs launched through its kernels")
+    parser.add_argument(
+        "--report",
+        action="append",
+        default=[],
+        metavar="[LABEL=]PATH",
+        help="a kerntune tune --json report: its winners are timed too, labelled LABEL (the first "
+        "report's default 'prior', the next 'prior-2', ...); repeat to time several side by side; "
+        "reports with one label are one run's parts",
+    )
+    parser.add_argument(
+        "--forms",
+        default="split_k,tma",
+        help=f"comma-separated, of {', '.join(FORMS)}; empty to time the reports' winners alone",
+    )
+    parser.add_argument(
+        "--spec",
+        action="append",
+        default=[],
+        metavar="LABEL=SPEC.py",
+        help="another version of the example's spec: the same configs launched through its kernels",
+    )
     parser.add_argument("--blocks", type=int, default=30)
     parser.add_argument("--placements", type=int, default=4)
     parser.add_argument("--limit-s", type=float, default=0.0, help="stop before a shape once this much has passed")
-    parser.add_argument("--flush", choices=("write", "clean"), default="write",
-                        help="write: the check's fill before every call (the L2 left dirty); clean: the fill, then a "
-                             "read of another buffer, so each call meets clean lines")
-    parser.add_argument("--best-report", type=Path, help="also write each shape's fastest config of any label as a "
-                        "tune report (for benchmarks/against_max_autotune.py)")
+    parser.add_argument(
+        "--flush",
+        choices=("write", "clean"),
+        default="write",
+        help="write: the check's fill before every call (the L2 left dirty); clean: the fill, then a "
+        "read of another buffer, so each call meets clean lines",
+    )
+    parser.add_argument(
+        "--best-report",
+        type=Path,
+        help="also write each shape's fastest config of any label as a "
+        "tune report (for benchmarks/against_max_autotune.py)",
+    )
     opts = parser.parse_args()
     forms = {f.strip() for f in opts.forms.split(",") if f.strip()}
     problems = [f"--forms: unknown form {f!r} (one of {', '.join(FORMS)})" for f in sorted(forms - set(FORMS))]
     reports = [labelled_report(text, n) for n, text in enumerate(opts.report)]
-    problems += [f"--{name}: {path} is not a file" for name, path in
-                 (("shapes", opts.shapes), *(("report", path) for _, path in reports)) if not path.is_file()]
+    problems += [
+        f"--{name}: {path} is not a file"
+        for name, path in (("shapes", opts.shapes), *(("report", path) for _, path in reports))
+        if not path.is_file()
+    ]
     winners: list[tuple[str, dict[tuple[Any, ...], dict[str, Any]]]] = []
     if not any(p.startswith("--report") for p in problems):
         try:
@@ -320,18 +372,26 @@ def main() -> int:
         opts.out.write_text(json.dumps({"target": target.as_dict(), "flush": opts.flush, "shapes": done}, indent=1))
         best, rows = best_by_form(found), found["rows"]
         torch_us = next((r["checked"]["torch_us"] for r in rows if r["gated"]), float("nan"))
-        parts = [f"{label} {row['checked']['ratio']:.3f} ({row['checked']['ci'][0]:.3f}-{row['checked']['ci'][1]:.3f})"
-                 + ("" if label.startswith("prior") else f" [{_short(row['config'])}]") for label, row in best.items()]
+        parts = [
+            f"{label} {row['checked']['ratio']:.3f} ({row['checked']['ci'][0]:.3f}-{row['checked']['ci'][1]:.3f})"
+            + ("" if label.startswith("prior") else f" [{_short(row['config'])}]")
+            for label, row in best.items()
+        ]
         failed = [r["label"] for r in rows if not r["gated"] and "failed" not in r]
         crashed = [f"{r['label']} [{_short(r['config'])}]" for r in rows if "failed" in r]
         s = shape
-        print(f"{s['M']}x{s['N']}x{s['K']} {s['layout']}{' +bias' if s['bias'] else ''}: torch {torch_us:.1f} us; "
-              + "; ".join(parts) + (f"; GATE FAILED: {', '.join(failed)}" if failed else "")
-              + (f"; DID NOT RUN: {', '.join(crashed)}" if crashed else "")
-              + f" ({len(rows)} configs)", flush=True)
+        print(
+            f"{s['M']}x{s['N']}x{s['K']} {s['layout']}{' +bias' if s['bias'] else ''}: torch {torch_us:.1f} us; "
+            + "; ".join(parts)
+            + (f"; GATE FAILED: {', '.join(failed)}" if failed else "")
+            + (f"; DID NOT RUN: {', '.join(crashed)}" if crashed else "")
+            + f" ({len(rows)} configs)",
+            flush=True,
+        )
     result = summary(done)
-    opts.out.write_text(json.dumps({"target": target.as_dict(), "flush": opts.flush, "shapes": done,
-                                    "summary": result}, indent=1))
+    opts.out.write_text(
+        json.dumps({"target": target.as_dict(), "flush": opts.flush, "shapes": done, "summary": result}, indent=1)
+    )
     if opts.best_report:
         opts.best_report.write_text(json.dumps(best_report(done), indent=1))
     print("summary:", json.dumps(result), flush=True)
@@ -341,8 +401,14 @@ def main() -> int:
 def _short(config: dict[str, Any]) -> str:
     """The fields that tell configs apart, e.g. ``128x128x64 w4 s4 SK2``."""
     text = f"{config['BLOCK_M']}x{config['BLOCK_N']}x{config['BLOCK_K']} w{config['num_warps']} s{config['num_stages']}"
-    for key, tag in (("SPLIT_K", "split"), ("STREAM_K", "SK"), ("SK_TAIL", "tail"), ("TMA", "tma"),
-                     ("PERSISTENT", "pers"), ("GEMV", "gemv")):
+    for key, tag in (
+        ("SPLIT_K", "split"),
+        ("STREAM_K", "SK"),
+        ("SK_TAIL", "tail"),
+        ("TMA", "tma"),
+        ("PERSISTENT", "pers"),
+        ("GEMV", "gemv"),
+    ):
         if config.get(key) and not (key == "SPLIT_K" and config[key] == 1):
             text += f" {tag}{config[key] if key in ('SPLIT_K', 'STREAM_K') else ''}"
     return text

@@ -42,14 +42,36 @@ def arguments(kernel: str, m: int, n: int, k: int, tile: tuple[int, ...]) -> dic
     bm, bn, bk = tile[:3]
     operand = torch.empty(8, dtype=torch.bfloat16)
     pointers = {"a_ptr": operand, "b_ptr": operand, "c_ptr": operand, "bias_ptr": operand}
-    shape = {"M": m, "N": n, "K": k, "stride_am": k, "stride_ak": 1, "stride_bk": 1, "stride_bn": k, "stride_cm": n,
-             "stride_cn": 1}
+    shape = {
+        "M": m,
+        "N": n,
+        "K": k,
+        "stride_am": k,
+        "stride_ak": 1,
+        "stride_bk": 1,
+        "stride_bn": k,
+        "stride_cm": n,
+        "stride_cn": 1,
+    }
     if kernel == "gemv":
         rows = 1 << (m - 1).bit_length()
         return {**pointers, **shape, "ROWS": rows, "BLOCK_N": bn, "BLOCK_K": bk, "HAS_BIAS": False}
-    return {**pointers, "ws_ptr": torch.empty(8), "lock_ptr": torch.empty(8, dtype=torch.int32), **shape,
-            "stride_ab": 0, "stride_bb": 0, "stride_cb": 0, "BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8,
-            "SPLIT_K": 1, "FUSED": 0, "HAS_BIAS": False}
+    return {
+        **pointers,
+        "ws_ptr": torch.empty(8),
+        "lock_ptr": torch.empty(8, dtype=torch.int32),
+        **shape,
+        "stride_ab": 0,
+        "stride_bb": 0,
+        "stride_cb": 0,
+        "BLOCK_M": bm,
+        "BLOCK_N": bn,
+        "BLOCK_K": bk,
+        "GROUP_M": 8,
+        "SPLIT_K": 1,
+        "FUSED": 0,
+        "HAS_BIAS": False,
+    }
 
 
 def build(fn: Any, values: dict[str, Any], constexprs: set[str], warps: int, stages: int) -> Any:
@@ -74,7 +96,7 @@ def longest_loop(sass: str) -> int:
     for i, line in enumerate(lines):
         target = re.search(r"BRA\s+(?:`\()?\.?(L_x_\d+)", line)
         if target and labels.get(target.group(1), i) < i:
-            span = sum(1 for x in lines[labels[target.group(1)]:i + 1] if SASS_LINE.search(x))
+            span = sum(1 for x in lines[labels[target.group(1)] : i + 1] if SASS_LINE.search(x))
             longest = max(longest, span if span > 1 else 0)  # a lone BRA to itself ends every kernel
     return longest
 
@@ -85,16 +107,21 @@ def read(compiled: Any) -> dict[str, int]:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
         cubin.write(compiled.asm["cubin"])
         cubin.flush()
-        sass = subprocess.run([nvidia_tool("nvdisasm"), "-c", cubin.name], capture_output=True, text=True,
-                              check=True).stdout
-        usage = subprocess.run([nvidia_tool("cuobjdump"), "-res-usage", cubin.name], capture_output=True, text=True,
-                               check=True).stdout
+        sass = subprocess.run(
+            [nvidia_tool("nvdisasm"), "-c", cubin.name], capture_output=True, text=True, check=True
+        ).stdout
+        usage = subprocess.run(
+            [nvidia_tool("cuobjdump"), "-res-usage", cubin.name], capture_output=True, text=True, check=True
+        ).stdout
     registers = re.search(r"REG:(\d+)", usage)
     lines = sass.splitlines()
-    return {"registers": int(registers.group(1)) if registers else -1,
-            "spill_ops": sum(1 for line in lines if re.search(r"\b(LDL|STL)\b", line)),
-            "k_loop": longest_loop(sass), "instructions": sum(1 for line in lines if SASS_LINE.search(line)),
-            "bar_sync": compiled.asm["ptx"].count("bar.sync")}
+    return {
+        "registers": int(registers.group(1)) if registers else -1,
+        "spill_ops": sum(1 for line in lines if re.search(r"\b(LDL|STL)\b", line)),
+        "k_loop": longest_loop(sass),
+        "instructions": sum(1 for line in lines if SASS_LINE.search(line)),
+        "bar_sync": compiled.asm["ptx"].count("bar.sync"),
+    }
 
 
 def integers(text: str, count: int, what: str) -> tuple[int, ...]:
@@ -112,8 +139,12 @@ def main() -> int:
     parser.add_argument("--kernel", choices=("matmul", "gemv"), default="matmul")
     parser.add_argument("--shape", default="32,10240,8192")
     parser.add_argument("--tile", default="32,128,128,4,4")
-    parser.add_argument("--constexprs", nargs="*", default=["K", "M,N,K"],
-                        help="sets of arguments to fix, each comma-separated (a build per set)")
+    parser.add_argument(
+        "--constexprs",
+        nargs="*",
+        default=["K", "M,N,K"],
+        help="sets of arguments to fix, each comma-separated (a build per set)",
+    )
     opts = parser.parse_args()
     try:
         m, n, k = integers(opts.shape, 3, "--shape")
@@ -137,8 +168,11 @@ def main() -> int:
             print(f"k_loop_sass: {'+'.join(sorted(fixed)) or 'as declared'}: {exc}", file=sys.stderr)
             return 2
         label = "+".join(sorted(fixed)) + " constexpr" if fixed else "as declared"
-        print(f"  {label}: registers {found['registers']}, spill ops {found['spill_ops']}, K loop {found['k_loop']}, "
-              f"instructions {found['instructions']}, bar.sync {found['bar_sync']}", flush=True)
+        print(
+            f"  {label}: registers {found['registers']}, spill ops {found['spill_ops']}, K loop {found['k_loop']}, "
+            f"instructions {found['instructions']}, bar.sync {found['bar_sync']}",
+            flush=True,
+        )
     return 0
 
 

@@ -42,8 +42,11 @@ def run_kernel_tuner(out: Path) -> dict[str, Any]:
 
     def allowed(p: dict[str, int]) -> bool:
         config = {k: p[k] for k in PARAMS}
-        return (p["BX"] == p["TILE"] // p["VEC"] and p["BY"] == p["TILE"] // p["WPT"]
-                and all(c.holds(config, {}, None) for c in space.constraints))
+        return (
+            p["BX"] == p["TILE"] // p["VEC"]
+            and p["BY"] == p["TILE"] // p["WPT"]
+            and all(c.holds(config, {}, None) for c in space.constraints)
+        )
 
     rng = np.random.default_rng(0)
     a = rng.standard_normal((M, K), dtype=np.float32)
@@ -54,20 +57,40 @@ def run_kernel_tuner(out: Path) -> dict[str, Any]:
     cache = out / "kt_cache.json"
     start = time.perf_counter()
     results, env = kernel_tuner.tune_kernel(
-        "matmul", spec.SOURCE, (N, M), args, tune_params, grid_div_x=["TILE"], grid_div_y=["TILE"],
-        block_size_names=["BX", "BY"], restrictions=allowed, answer=[None, None, reference, None, None, None],
-        atol=5e-2, lang="cupy", cache=str(cache), quiet=True)
+        "matmul",
+        spec.SOURCE,
+        (N, M),
+        args,
+        tune_params,
+        grid_div_x=["TILE"],
+        grid_div_y=["TILE"],
+        block_size_names=["BX", "BY"],
+        restrictions=allowed,
+        answer=[None, None, reference, None, None, None],
+        atol=5e-2,
+        lang="cupy",
+        cache=str(cache),
+        quiet=True,
+    )
     wall = time.perf_counter() - start
     timed = [r for r in results if isinstance(r.get("time"), float)]
     best = min(timed, key=lambda r: r["time"])
-    return {"wall_s": wall, "configs": len(results), "timed": len(timed), "iterations": env.get("iterations"),
-            "best": {k: best[k] for k in PARAMS}, "best_mean_ms": best["time"], "best_times_ms": best.get("times"),
-            "cache": str(cache)}
+    return {
+        "wall_s": wall,
+        "configs": len(results),
+        "timed": len(timed),
+        "iterations": env.get("iterations"),
+        "best": {k: best[k] for k in PARAMS},
+        "best_mean_ms": best["time"],
+        "best_times_ms": best.get("times"),
+        "cache": str(cache),
+    }
 
 
 def kerntune(*argv: str, timeout: int) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "kerntune", *argv, "--json"], capture_output=True, text=True,
-                          timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-m", "kerntune", *argv, "--json"], capture_output=True, text=True, timeout=timeout
+    )
     if done.returncode not in (0, 1):
         raise RuntimeError(f"kerntune {' '.join(argv)} exit {done.returncode}: {done.stderr[-2000:]}")
     return {"exit": done.returncode, **json.loads(done.stdout)}
@@ -94,22 +117,33 @@ def main(out: Path, earlier: Path | None) -> None:
         start = time.perf_counter()
         tuned = kerntune("tune", str(SPEC), "--shape", SHAPE, "--strategy", "exhaustive", timeout=300)
         shape = tuned["shapes"][0]
-        summary["kerntune"] = {"wall_s": time.perf_counter() - start, "run": tuned["run"]["id"],
-                               "best": {k: shape["winner"]["config"][k] for k in PARAMS},
-                               "best_median_ms": shape["winner"]["measurement"]["median_ms"],
-                               "counts": shape.get("counts"), "seconds": shape.get("seconds")}
+        summary["kerntune"] = {
+            "wall_s": time.perf_counter() - start,
+            "run": tuned["run"]["id"],
+            "best": {k: shape["winner"]["config"][k] for k in PARAMS},
+            "best_median_ms": shape["winner"]["measurement"]["median_ms"],
+            "counts": shape.get("counts"),
+            "seconds": shape.get("seconds"),
+        }
         save()
     kt_best, ours = summary["kernel_tuner"]["best"], summary["kerntune"]["best"]
     if "ab" not in summary:
         if kt_best == ours:
             summary["ab"] = "the same config: nothing to compare"
         else:
-            summary["ab"] = kerntune("ab", f"{SPEC}@{as_config(kt_best)}", f"{SPEC}@{as_config(ours)}", "--shape",
-                                     SHAPE, "--scheme", "fresh", timeout=240)
+            summary["ab"] = kerntune(
+                "ab",
+                f"{SPEC}@{as_config(kt_best)}",
+                f"{SPEC}@{as_config(ours)}",
+                "--shape",
+                SHAPE,
+                "--scheme",
+                "fresh",
+                timeout=240,
+            )
         save()
     if "import_kt" not in summary:
-        summary["import_kt"] = kerntune("import-kt", summary["kernel_tuner"]["cache"], "--shape", "N,M",
-                                        timeout=120)
+        summary["import_kt"] = kerntune("import-kt", summary["kernel_tuner"]["cache"], "--shape", "N,M", timeout=120)
         save()
 
 

@@ -49,9 +49,20 @@ def checked_configs(report_path: str, m: int, n: int, k: int) -> list[dict[str, 
             parsed = re.fullmatch(r"N(\d+)K(\d+)s(\d+)w(\d+)p(\d+)", label)
             if parsed:
                 bn, bk, split, warps, stages = (int(v) for v in parsed.groups())
-                out.append({"BLOCK_M": 16, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "SPLIT_K": split,
-                            "FUSED": int(split > 1), "TMA": 0, "PERSISTENT": 0, "num_warps": warps,
-                            "num_stages": stages})
+                out.append(
+                    {
+                        "BLOCK_M": 16,
+                        "BLOCK_N": bn,
+                        "BLOCK_K": bk,
+                        "GROUP_M": 8,
+                        "SPLIT_K": split,
+                        "FUSED": int(split > 1),
+                        "TMA": 0,
+                        "PERSISTENT": 0,
+                        "num_warps": warps,
+                        "num_stages": stages,
+                    }
+                )
     return out
 
 

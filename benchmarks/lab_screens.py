@@ -50,10 +50,16 @@ def main() -> int:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        server = subprocess.Popen([sys.executable, "-m", "kerntune", "serve", "--port", str(port), "--programs",
-                                   str(programs)], env={"KERNTUNE_HOME": str(home), "PATH": "/usr/bin:/bin",
-                                                        "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")},
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "kerntune", "serve", "--port", str(port), "--programs", str(programs)],
+            env={
+                "KERNTUNE_HOME": str(home),
+                "PATH": "/usr/bin:/bin",
+                "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src"),
+            },
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         base = f"http://127.0.0.1:{port}"
         try:
             for _ in range(200):

@@ -35,12 +35,14 @@ def free_port() -> int:
 
 def main() -> int:
     programs, out = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
-    args = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
+    args = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
     out.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "kerntune", "serve", "--port", str(port), "--specs", ".",
-                               "--programs", str(programs)], stdout=(out / "serve.log").open("wb"),
-                              stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "kerntune", "serve", "--port", str(port), "--specs", ".", "--programs", str(programs)],
+        stdout=(out / "serve.log").open("wb"),
+        stderr=subprocess.STDOUT,
+    )
     log = (out / "web.jsonl").open("w")
     failed = 0
     try:
@@ -59,8 +61,13 @@ def main() -> int:
             nonlocal failed
             began = time.time()
             started = client.post(url, json=body)
-            row: dict[str, Any] = {"step": what, "url": url, "body": body, "status": started.status_code,
-                                   "started": started.json()}
+            row: dict[str, Any] = {
+                "step": what,
+                "url": url,
+                "body": body,
+                "status": started.status_code,
+                "started": started.json(),
+            }
             state: dict[str, Any] = {}
             if started.status_code == 200:
                 while True:
@@ -68,8 +75,12 @@ def main() -> int:
                     if state["state"] != "running":
                         break
                     time.sleep(1)
-            row.update(state=state.get("state"), error=state.get("error"), wall_s=round(time.time() - began, 1),
-                       result=state.get("result"))
+            row.update(
+                state=state.get("state"),
+                error=state.get("error"),
+                wall_s=round(time.time() - began, 1),
+                result=state.get("result"),
+            )
             log.write(json.dumps(row) + "\n")
             log.flush()
             print(f"{what}: {row['state'] or row['status']} after {row['wall_s']} s {row['error'] or ''}", flush=True)
@@ -77,8 +88,11 @@ def main() -> int:
             return row
 
         program = {"program": "app.py", "args": args}
-        listed = job("dispatch list (by GPU time, region step)", "/api/dispatches",
-                     {**program, "profile": True, "region": "step"})
+        listed = job(
+            "dispatch list (by GPU time, region step)",
+            "/api/dispatches",
+            {**program, "profile": True, "region": "step"},
+        )
         scope = listed.get("result") or {}
         for where in (out / "scope.json", programs / "scope.json"):
             where.write_text(json.dumps(scope, indent=1))
@@ -87,13 +101,19 @@ def main() -> int:
         names: dict[str, str] = {}
         if inductor:
             hottest = max(inductor, key=lambda k: k.get("device_us", 0))
-            row = job(f"tune this kernel: {hottest['name']}", "/api/lab/captures",
-                      {**program, "kernel": hottest["name"], "nth": 1})
+            row = job(
+                f"tune this kernel: {hottest['name']}",
+                "/api/lab/captures",
+                {**program, "kernel": hottest["name"], "nth": 1},
+            )
             names["generated"] = row["started"].get("capture", "")
         if gemms:
             gemm = pick_gemm(gemms)
-            row = job(f"tune this kernel: {gemm['op']} {gemm['shape']}", "/api/lab/captures",
-                      {**program, "kernel": gemm["op"].removesuffix(".out"), "nth": 1, "gemm": gemm})
+            row = job(
+                f"tune this kernel: {gemm['op']} {gemm['shape']}",
+                "/api/lab/captures",
+                {**program, "kernel": gemm["op"].removesuffix(".out"), "nth": 1, "gemm": gemm},
+            )
             names["gemm"] = row["started"].get("capture", "")
         for name in names.values():
             job(f"replay {name}", f"/api/lab/{name}/replay", {"mode": "isolated", "iterations": 100})
@@ -102,14 +122,20 @@ def main() -> int:
             best: tuple[float, dict[str, Any]] | None = None
             for origin, sets in candidate_sets(shape):
                 variant = {"spec": "examples/triton_matmul", "sets": sets, "iterations": 100}
-                compared = job(f"compare with examples/triton_matmul at {origin}: {' '.join(sets) or 'its default'}",
-                               f"/api/lab/{names['gemm']}/compare", variant)
+                compared = job(
+                    f"compare with examples/triton_matmul at {origin}: {' '.join(sets) or 'its default'}",
+                    f"/api/lab/{names['gemm']}/compare",
+                    variant,
+                )
                 ratio = (compared.get("result") or {}).get("interleaved") or {}
                 if ratio and (best is None or ratio["ratio"] < best[0]):
                     best = (ratio["ratio"], {"variant": variant, "ratio": ratio})
             if best and best[1]["ratio"]["ci"][0] <= 1.0:
-                job("save into the served table", f"/api/lab/{names['gemm']}/save",
-                    {**best[1]["variant"], "table": "served.json"})
+                job(
+                    "save into the served table",
+                    f"/api/lab/{names['gemm']}/save",
+                    {**best[1]["variant"], "table": "served.json"},
+                )
             else:
                 print(f"not saved: every config compared was slower than the library ({best})", flush=True)
         (out / "captures.json").write_text(json.dumps(names))

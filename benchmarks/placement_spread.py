@@ -31,8 +31,9 @@ from claims_check import FLUSH_BYTES, _problem, matmul_calls, timed_blocks, warm
 PLACEMENTS, BLOCKS, PASSES = 8, 40, 2
 
 
-def placements(problem: Any, shape: dict[str, Any], config: dict[str, int], flush: torch.Tensor,
-               keep: list[Any]) -> list[dict[str, Any]]:
+def placements(
+    problem: Any, shape: dict[str, Any], config: dict[str, int], flush: torch.Tensor, keep: list[Any]
+) -> list[dict[str, Any]]:
     """PLACEMENTS fresh operand sets, each behind a pad of 1–255 MiB (kept in ``keep`` with the operands, so the
     caching allocator hands out new memory every time), each timed for BLOCKS blocks of torch W W torch, then all
     timed again in the same order (PASSES passes): a ratio that follows the placement repeats in the second pass;
@@ -69,17 +70,30 @@ def main() -> int:
         half = statistics.mean((f["ci"][1] - f["ci"][0]) / 2 / f["ratio"] for f in found)
         spread = (max(ratios) - min(ratios)) / statistics.median(ratios)
         repeat = float(np.corrcoef(ratios, again)[0, 1]) if len(again) == len(ratios) > 2 else None
-        rows.append({"shape": shape, "config": config, "placements": found, "spread": spread, "mean_half_width": half,
-                     "pass_correlation": repeat})
+        rows.append(
+            {
+                "shape": shape,
+                "config": config,
+                "placements": found,
+                "spread": spread,
+                "mean_half_width": half,
+                "pass_correlation": repeat,
+            }
+        )
         out.write_text(json.dumps(rows, indent=1))
         for f in found:
-            print(f"{dims} placement {f['placement']} pass {f['pass']}: ratio {f['ratio']:.4f} "
-                  f"({f['ci'][0]:.4f}-{f['ci'][1]:.4f}); "
-                  f"torch {f['torch_us']:.2f} us, winner {f['winner_us']:.2f} us; c at {f['addresses'].get('c')}",
-                  flush=True)
-        print(f"{dims}: placements' ratios {min(ratios):.4f}-{max(ratios):.4f}, spread {100 * spread:.2f}% against "
-              f"a mean interval half-width of {100 * half:.2f}%; the two passes' per-placement ratios correlate "
-              f"{'n/a' if repeat is None else f'{repeat:.2f}'}", flush=True)
+            print(
+                f"{dims} placement {f['placement']} pass {f['pass']}: ratio {f['ratio']:.4f} "
+                f"({f['ci'][0]:.4f}-{f['ci'][1]:.4f}); "
+                f"torch {f['torch_us']:.2f} us, winner {f['winner_us']:.2f} us; c at {f['addresses'].get('c')}",
+                flush=True,
+            )
+        print(
+            f"{dims}: placements' ratios {min(ratios):.4f}-{max(ratios):.4f}, spread {100 * spread:.2f}% against "
+            f"a mean interval half-width of {100 * half:.2f}%; the two passes' per-placement ratios correlate "
+            f"{'n/a' if repeat is None else f'{repeat:.2f}'}",
+            flush=True,
+        )
         del keep
         torch.cuda.empty_cache()
     return 0

@@ -35,9 +35,12 @@ def printed(report: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
         final = next((f for f in row.get("finalists", []) if f.get("id") == winner.get("id")), None)
         if final is None or not (final.get("ratio") or {}).get("value"):
             continue
-        found[key_of(row["shape"])] = {"config": winner.get("config"), "ratio": final["ratio"]["value"],
-                                     "timer": final["ratio"].get("timer", ""),
-                                     "events": (final.get("interleaved_ratio") or {}).get("ratio")}
+        found[key_of(row["shape"])] = {
+            "config": winner.get("config"),
+            "ratio": final["ratio"]["value"],
+            "timer": final["ratio"].get("timer", ""),
+            "events": (final.get("interleaved_ratio") or {}).get("ratio"),
+        }
     return found
 
 
@@ -57,24 +60,50 @@ def compare(report: dict[str, Any], winners: dict[str, Any], label: str) -> dict
     rows, left_out = [], []
     for key in stated.keys() | checked.keys():
         a, b = stated.get(key), checked.get(key)
-        if a is None or b is None or any(int(a["config"][k]) != int(v) for k, v in b["config"].items()
-                                         if k in a["config"]):
-            left_out.append({"shape": key, "why": "no winner in the report" if a is None else
-                             f"label {label!r} did not time it" if b is None else "not the same config"})
+        if (
+            a is None
+            or b is None
+            or any(int(a["config"][k]) != int(v) for k, v in b["config"].items() if k in a["config"])
+        ):
+            left_out.append(
+                {
+                    "shape": key,
+                    "why": "no winner in the report"
+                    if a is None
+                    else f"label {label!r} did not time it"
+                    if b is None
+                    else "not the same config",
+                }
+            )
             continue
-        rows.append({"shape": key, "printed": a["ratio"], "timer": a["timer"], "events": a["events"],
-                     "independent": b["ratio"], "printed_off": abs(math.log(a["ratio"] / b["ratio"])),
-                     "events_off": abs(math.log(a["events"] / b["ratio"])) if a["events"] else None})
+        rows.append(
+            {
+                "shape": key,
+                "printed": a["ratio"],
+                "timer": a["timer"],
+                "events": a["events"],
+                "independent": b["ratio"],
+                "printed_off": abs(math.log(a["ratio"] / b["ratio"])),
+                "events_off": abs(math.log(a["events"] / b["ratio"])) if a["events"] else None,
+            }
+        )
     rows.sort(key=lambda r: r["shape"])
 
     def spread(name: str) -> dict[str, Any]:
         offs = [r[name] for r in rows if r[name] is not None]
-        return {"shapes": len(offs), "within_1pct": sum(o <= AGREE for o in offs),
-                "median_pct": 100 * statistics.median(offs) if offs else None,
-                "max_pct": 100 * max(offs) if offs else None}
+        return {
+            "shapes": len(offs),
+            "within_1pct": sum(o <= AGREE for o in offs),
+            "median_pct": 100 * statistics.median(offs) if offs else None,
+            "max_pct": 100 * max(offs) if offs else None,
+        }
 
-    return {"label": label, "rows": rows, "left_out": left_out,
-            "summary": {"printed": spread("printed_off"), "events": spread("events_off")}}
+    return {
+        "label": label,
+        "rows": rows,
+        "left_out": left_out,
+        "summary": {"printed": spread("printed_off"), "events": spread("events_off")},
+    }
 
 
 def main() -> int:
@@ -90,20 +119,26 @@ def main() -> int:
         print(f"printed_vs_independent: {exc}", file=sys.stderr)
         return 2
     if not result["rows"]:
-        print(f"printed_vs_independent: no shape where the report's winner and {opts.label!r}'s timing meet "
-              f"({len(result['left_out'])} left out: is LABEL the one the winners step gave this report?)",
-              file=sys.stderr)
+        print(
+            f"printed_vs_independent: no shape where the report's winner and {opts.label!r}'s timing meet "
+            f"({len(result['left_out'])} left out: is LABEL the one the winners step gave this report?)",
+            file=sys.stderr,
+        )
         return 2
     for r in result["rows"]:
         m, n, k, layout, _ = r["shape"]
         events = f"{r['events']:.3f}" if r["events"] else "-"
-        print(f"{m}x{n}x{k} {layout}: printed {r['printed']:.3f} ({r['timer'] or 'timer not named'}), events "
-              f"{events}, independent {r['independent']:.3f}")
+        print(
+            f"{m}x{n}x{k} {layout}: printed {r['printed']:.3f} ({r['timer'] or 'timer not named'}), events "
+            f"{events}, independent {r['independent']:.3f}"
+        )
     for r in result["left_out"]:
         print(f"left out {'x'.join(map(str, r['shape'][:3]))}: {r['why']}")
     for name, s in result["summary"].items():
-        print(f"{name}: within 1% of the independent check at {s['within_1pct']} of {s['shapes']} shapes; "
-              f"median {s['median_pct']:.1f}%, largest {s['max_pct']:.1f}% apart")
+        print(
+            f"{name}: within 1% of the independent check at {s['within_1pct']} of {s['shapes']} shapes; "
+            f"median {s['median_pct']:.1f}%, largest {s['max_pct']:.1f}% apart"
+        )
     if opts.json:
         opts.json.write_text(json.dumps(result, indent=1))
     return 0

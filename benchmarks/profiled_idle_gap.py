@@ -29,19 +29,23 @@ from claims_check import FLUSH_BYTES, _problem, matmul_calls, timed_blocks, warm
 BLOCKS, REPEATS = 40, 6
 
 
-def both_protocols(problem: Any, shape: dict[str, Any], config: dict[str, int],
-                   flush: torch.Tensor) -> dict[str, list[dict[str, Any]]]:
+def both_protocols(
+    problem: Any, shape: dict[str, Any], config: dict[str, int], flush: torch.Tensor
+) -> dict[str, list[dict[str, Any]]]:
     """REPEATS blocks of each protocol, rotating which goes first."""
     calls = matmul_calls(problem, problem.make_inputs(shape, "bfloat16", 1), shape, config)
     warm_up(calls.values())
     l2 = int(torch.cuda.get_device_properties(0).L2_cache_size)
-    small = flush[:max(2 * l2, 64 << 20)]  # kerntune's flush: twice the L2
+    small = flush[: max(2 * l2, 64 << 20)]  # kerntune's flush: twice the L2
     found: dict[str, list[dict[str, Any]]] = {"drained": [], "back-to-back": [], "2xL2 flush": []}
     modes = list(found)
     for r in range(REPEATS):
-        for mode in modes[r % 3:] + modes[:r % 3]:
-            found[mode].append(timed_blocks(calls["torch"], calls["winner"], small if mode == "2xL2 flush" else flush,
-                                            BLOCKS, mode == "drained"))
+        for mode in modes[r % 3 :] + modes[: r % 3]:
+            found[mode].append(
+                timed_blocks(
+                    calls["torch"], calls["winner"], small if mode == "2xL2 flush" else flush, BLOCKS, mode == "drained"
+                )
+            )
     return found
 
 
@@ -59,9 +63,12 @@ def main() -> int:
         out.write_text(json.dumps(rows, indent=1))
         for mode, blocks in found.items():
             ratios = [b["ratio"] for b in blocks]
-            print(f"{dims} {mode}: ratio median {statistics.median(ratios):.4f} (blocks {min(ratios):.4f}-"
-                  f"{max(ratios):.4f}); torch {statistics.median(b['torch_us'] for b in blocks):.2f} us, winner "
-                  f"{statistics.median(b['winner_us'] for b in blocks):.2f} us", flush=True)
+            print(
+                f"{dims} {mode}: ratio median {statistics.median(ratios):.4f} (blocks {min(ratios):.4f}-"
+                f"{max(ratios):.4f}); torch {statistics.median(b['torch_us'] for b in blocks):.2f} us, winner "
+                f"{statistics.median(b['winner_us'] for b in blocks):.2f} us",
+                flush=True,
+            )
     return 0
 
 

@@ -31,10 +31,31 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     opts = parser.parse_args()
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "kerntune", "ab", "--spec", opts.spec, "--shape", opts.shape,
-                           "--dtype", opts.dtype, "@torch.matmul", f"@{opts.winner}", "--scheme", "in-process",
-                           "--processes", str(opts.rounds), "--store", opts.store, "--json"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kerntune",
+            "ab",
+            "--spec",
+            opts.spec,
+            "--shape",
+            opts.shape,
+            "--dtype",
+            opts.dtype,
+            "@torch.matmul",
+            f"@{opts.winner}",
+            "--scheme",
+            "in-process",
+            "--processes",
+            str(opts.rounds),
+            "--store",
+            opts.store,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode not in (0, 1):
         raise SystemExit(f"kerntune ab failed ({proc.returncode}): {proc.stderr[-2000:]}")
     data = json.loads(proc.stdout)
@@ -43,23 +64,34 @@ def main() -> None:
     for a, b in zip(records[::2], records[1::2], strict=True):
         if a["side"] != "A":
             a, b = b, a
-        rounds.append({"torch_ms": a["value"], "winner_ms": b["value"],
-                       "ratio": math.exp(b["info"]["paired_log_ratio"])})
+        rounds.append(
+            {"torch_ms": a["value"], "winner_ms": b["value"], "ratio": math.exp(b["info"]["paired_log_ratio"])}
+        )
     ratios = [r["ratio"] for r in rounds]
     torch_ms = [r["torch_ms"] for r in rounds]
     result = {
-        "spec": opts.spec, "shape": opts.shape, "dtype": opts.dtype, "winner": opts.winner,
-        "rounds": rounds, "ratio_spread": (max(ratios) - min(ratios)) / statistics.median(ratios),
+        "spec": opts.spec,
+        "shape": opts.shape,
+        "dtype": opts.dtype,
+        "winner": opts.winner,
+        "rounds": rounds,
+        "ratio_spread": (max(ratios) - min(ratios)) / statistics.median(ratios),
         "ratio_median": statistics.median(ratios),
         "torch_ms_spread": (max(torch_ms) - min(torch_ms)) / statistics.median(torch_ms),
-        "verdict": data["verdict"], "ab_ratio": data["ratio"], "ci": [data["ci_low"], data["ci_high"]],
-        "conditions": data.get("conditions"), "target": data.get("target"), "wall_s": time.perf_counter() - start,
+        "verdict": data["verdict"],
+        "ab_ratio": data["ratio"],
+        "ci": [data["ci_low"], data["ci_high"]],
+        "conditions": data.get("conditions"),
+        "target": data.get("target"),
+        "wall_s": time.perf_counter() - start,
     }
     Path(opts.out).write_text(json.dumps(result, indent=1))
     print("ratios", [round(r, 4) for r in ratios])
-    print(f"ratio spread {result['ratio_spread']:.4f} (median {result['ratio_median']:.4f}); torch.matmul's "
-          f"absolute medians spread {result['torch_ms_spread']:.4f}; verdict {data['verdict']} "
-          f"{data['ratio']:.4f} ({data['ci_low']:.4f}-{data['ci_high']:.4f}); {result['wall_s']:.0f} s")
+    print(
+        f"ratio spread {result['ratio_spread']:.4f} (median {result['ratio_median']:.4f}); torch.matmul's "
+        f"absolute medians spread {result['torch_ms_spread']:.4f}; verdict {data['verdict']} "
+        f"{data['ratio']:.4f} ({data['ci_low']:.4f}-{data['ci_high']:.4f}); {result['wall_s']:.0f} s"
+    )
 
 
 if __name__ == "__main__":

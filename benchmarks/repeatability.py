@@ -26,8 +26,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--variants", default="100:0:200",
-                        help="warmup_ms:min_window_ms:max_samples,... (the first is what the default settings do)")
+    parser.add_argument(
+        "--variants",
+        default="100:0:200",
+        help="warmup_ms:min_window_ms:max_samples,... (the first is what the default settings do)",
+    )
     opts = parser.parse_args()
     backend = TorchBackend("cuda")
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -48,14 +51,28 @@ def main() -> None:
         for _ in range(opts.repeats):
             m = measure(backend, [launch], options, telemetry)
             ours.append(m.median_ms)
-            details.append({"median_ms": m.median_ms, "n": m.n, "ci_ms": m.ci_ms,
-                            "telemetry": dict(m.conditions.telemetry or {})})
+            details.append(
+                {"median_ms": m.median_ms, "n": m.n, "ci_ms": m.ci_ms, "telemetry": dict(m.conditions.telemetry or {})}
+            )
             theirs.append(float(triton.testing.do_bench(launch)))
-        variants[text] = {"kerntune_medians_ms": ours, "kerntune_spread": spread(ours), "do_bench_ms": theirs,
-                          "do_bench_spread": spread(theirs), "wall_s": time.perf_counter() - start,
-                          "details": details}
-        print(text, "kerntune spread", round(spread(ours), 4), "do_bench spread", round(spread(theirs), 4),
-              "wall", round(time.perf_counter() - start, 1), flush=True)
+        variants[text] = {
+            "kerntune_medians_ms": ours,
+            "kerntune_spread": spread(ours),
+            "do_bench_ms": theirs,
+            "do_bench_spread": spread(theirs),
+            "wall_s": time.perf_counter() - start,
+            "details": details,
+        }
+        print(
+            text,
+            "kerntune spread",
+            round(spread(ours), 4),
+            "do_bench spread",
+            round(spread(theirs), 4),
+            "wall",
+            round(time.perf_counter() - start, 1),
+            flush=True,
+        )
     small_a = torch.randn(1 << 14, device="cuda")
     small_c = torch.empty_like(small_a)
 
@@ -65,11 +82,16 @@ def main() -> None:
     eager = measure(backend, [tiny], MeasureOptions(regime="warm"), telemetry)
     graph = measure(backend, [tiny], MeasureOptions(regime="warm", mode="graph"), telemetry)
     result = {
-        "device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
         "variants": variants,
-        "tiny_kernel": {"eager_warm_median_ms": eager.median_ms, "graph_median_ms": graph.median_ms,
-                        "graph_launch_overhead_ms": graph.conditions.launch_overhead_ms,
-                        "graph_conditions": graph.conditions.as_dict()},
+        "tiny_kernel": {
+            "eager_warm_median_ms": eager.median_ms,
+            "graph_median_ms": graph.median_ms,
+            "graph_launch_overhead_ms": graph.conditions.launch_overhead_ms,
+            "graph_conditions": graph.conditions.as_dict(),
+        },
     }
     with open(opts.out, "w") as f:
         json.dump(result, f, indent=2)

@@ -89,8 +89,15 @@ def recorded_screens(paths: Sequence[Path]) -> dict[str, dict[str, tuple[Config,
     return found
 
 
-def replay(policy: type[LocalSearch], times: dict[str, tuple[Config, float]], first: Sequence[Config], seed: int,
-           screens: int, lookahead: int, explore: int) -> float:
+def replay(
+    policy: type[LocalSearch],
+    times: dict[str, tuple[Config, float]],
+    first: Sequence[Config],
+    seed: int,
+    screens: int,
+    lookahead: int,
+    explore: int,
+) -> float:
     """The best recorded median among the configs ``policy`` screens, ``screens`` of them, asked ``lookahead``
     ahead of their answers, the first ``explore`` at random (after the start and seeds)."""
     configs = [config for config, _ in times.values()]
@@ -117,8 +124,10 @@ def seeds_and_explore(shape: str, shape_configs: dict[str, tuple[Config, float]]
 
     space = load_spec(ROOT / "examples" / "triton_matmul").problem.space
     valid, _ = space.valid_configs(Shape.of(cell(shape)), Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132))
-    return ([c for c in (space.default_config(), *space.seed_configs()) if c.key in shape_configs],
-            LocalSearch(valid, 0)._explore)  # the round the tuner's search gives that space
+    return (
+        [c for c in (space.default_config(), *space.seed_configs()) if c.key in shape_configs],
+        LocalSearch(valid, 0)._explore,
+    )  # the round the tuner's search gives that space
 
 
 def main() -> int:
@@ -127,8 +136,12 @@ def main() -> int:
     parser.add_argument("--screens", default="30,60,100")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--lookahead", type=int, default=26)
-    parser.add_argument("--explore", type=int, default=0,
-                        help="the random round's length (0: what LocalSearch gives the shape's whole space)")
+    parser.add_argument(
+        "--explore",
+        type=int,
+        default=0,
+        help="the random round's length (0: what LocalSearch gives the shape's whole space)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     try:
@@ -136,8 +149,11 @@ def main() -> int:
     except ValueError:
         budgets = []
     if not budgets or min(budgets) < 1 or args.seeds < 1 or args.lookahead < 1 or args.explore < 0:
-        print("--screens is positive whole numbers, comma-separated; --seeds and --lookahead positive, --explore "
-              "at least 0", file=sys.stderr)
+        print(
+            "--screens is positive whole numbers, comma-separated; --seeds and --lookahead positive, --explore "
+            "at least 0",
+            file=sys.stderr,
+        )
         return 2
     missing = [str(p) for p in args.candidates if not p.is_file()]
     if missing:
@@ -156,24 +172,42 @@ def main() -> int:
         best = min(median for _, median in times.values())
         first, explore = seeds_and_explore(shape, times)
         explore = args.explore or explore
-        row: dict[str, Any] = {"shape": shape, "recorded": len(times), "best_ms": best, "explore": explore,
-                               "regret": {}}
+        row: dict[str, Any] = {
+            "shape": shape,
+            "recorded": len(times),
+            "best_ms": best,
+            "explore": explore,
+            "regret": {},
+        }
         for name, policy in POLICIES.items():
             for budget in budgets:
-                found = [replay(policy, times, first, seed, budget, args.lookahead, explore)
-                         for seed in range(args.seeds)]
+                found = [
+                    replay(policy, times, first, seed, budget, args.lookahead, explore) for seed in range(args.seeds)
+                ]
                 row["regret"][f"{name}@{budget}"] = statistics.mean(f / best - 1 for f in found)
         rows.append(row)
-        print(f"{shape.split(',layout')[0]} ({len(times)} screened): " + "; ".join(
-            f"{budget}: " + " / ".join(f"{row['regret'][f'{name}@{budget}'] * 100:.1f}%" for name in POLICIES)
-            for budget in budgets), flush=True)
+        print(
+            f"{shape.split(',layout')[0]} ({len(times)} screened): "
+            + "; ".join(
+                f"{budget}: " + " / ".join(f"{row['regret'][f'{name}@{budget}'] * 100:.1f}%" for name in POLICIES)
+                for budget in budgets
+            ),
+            flush=True,
+        )
     summary = {key: statistics.mean(r["regret"][key] for r in rows) for key in rows[0]["regret"]}
-    print("mean regret over shapes (" + " / ".join(POLICIES) + "): " + "; ".join(
-        f"{budget} screens " + " / ".join(f"{summary[f'{name}@{budget}'] * 100:.2f}%" for name in POLICIES)
-        for budget in budgets))
+    print(
+        "mean regret over shapes ("
+        + " / ".join(POLICIES)
+        + "): "
+        + "; ".join(
+            f"{budget} screens " + " / ".join(f"{summary[f'{name}@{budget}'] * 100:.2f}%" for name in POLICIES)
+            for budget in budgets
+        )
+    )
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "summary": summary, "seeds": args.seeds,
-                                         "lookahead": args.lookahead}, indent=1))
+        args.json.write_text(
+            json.dumps({"rows": rows, "summary": summary, "seeds": args.seeds, "lookahead": args.lookahead}, indent=1)
+        )
     return 0
 
 

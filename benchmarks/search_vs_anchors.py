@@ -52,8 +52,12 @@ def tune(out: Path, shapes: list[tuple[int, int, int]], strategy: str, tag: str,
 
     settings = Settings.from_env()
     store = Store(out / "store")
-    request = TuneRequest(spec=str(ROOT / "examples" / "triton_matmul"), strategy=strategy, budget=parse_budget(budget),
-                          shapes=[{"M": str(m), "N": str(n), "K": str(k)} for m, n, k in shapes])
+    request = TuneRequest(
+        spec=str(ROOT / "examples" / "triton_matmul"),
+        strategy=strategy,
+        budget=parse_budget(budget),
+        shapes=[{"M": str(m), "N": str(n), "K": str(k)} for m, n, k in shapes],
+    )
     start = time.perf_counter()
     run = run_tune(request, settings, store, _Lines())
     wall = time.perf_counter() - start
@@ -64,9 +68,11 @@ def tune(out: Path, shapes: list[tuple[int, int, int]], strategy: str, tag: str,
     results = json.loads(path.read_text()) if path.exists() else {}
     for name, row in shape_results(report, run.id, run_wall_s=wall).items():
         results[name] = row
-        print(f"  {name}: winner {row['winner']}, {row['outcomes']}, {row['seconds']}",
-              f"finalists {[(f['name'][:40], f['confirmed_median_ms']) for f in row['finalists'] or []]}",
-              flush=True)
+        print(
+            f"  {name}: winner {row['winner']}, {row['outcomes']}, {row['seconds']}",
+            f"finalists {[(f['name'][:40], f['confirmed_median_ms']) for f in row['finalists'] or []]}",
+            flush=True,
+        )
     path.write_text(json.dumps(results, indent=1))
 
 
@@ -77,8 +83,13 @@ def shape_results(report: dict[str, Any], run_id: str, **extra: Any) -> dict[str
     for shape in report["shapes"]:
         s = shape["shape"]
         results[f"{s['M']}x{s['N']}x{s['K']}"] = {
-            **extra, "run": run_id, "winner": (shape.get("winner") or {}).get("config"),
-            "outcomes": shape.get("outcomes"), "seconds": shape.get("seconds"), "finalists": shape.get("finalists")}
+            **extra,
+            "run": run_id,
+            "winner": (shape.get("winner") or {}).get("config"),
+            "outcomes": shape.get("outcomes"),
+            "seconds": shape.get("seconds"),
+            "finalists": shape.get("finalists"),
+        }
     return results
 
 
@@ -87,20 +98,52 @@ def tutorial_kernel() -> Any:
     import triton.language as tl
 
     def cfg(bm: int, bn: int, bk: int, stages: int, warps: int) -> Any:
-        return triton.Config({"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8},
-                             num_stages=stages, num_warps=warps)
+        return triton.Config(
+            {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8},
+            num_stages=stages,
+            num_warps=warps,
+        )
 
     # The tutorial's get_cuda_autotune_config(): eight configs, then eight "good for fp8" ones.
-    configs = [cfg(128, 256, 64, 3, 8), cfg(64, 256, 32, 4, 4), cfg(128, 128, 32, 4, 4), cfg(128, 64, 32, 4, 4),
-               cfg(64, 128, 32, 4, 4), cfg(128, 32, 32, 4, 4), cfg(64, 32, 32, 5, 2), cfg(32, 64, 32, 5, 2),
-               cfg(128, 256, 128, 3, 8), cfg(256, 128, 128, 3, 8), cfg(256, 64, 128, 4, 4), cfg(64, 256, 128, 4, 4),
-               cfg(128, 128, 128, 4, 4), cfg(128, 64, 64, 4, 4), cfg(64, 128, 64, 4, 4), cfg(128, 32, 64, 4, 4)]
+    configs = [
+        cfg(128, 256, 64, 3, 8),
+        cfg(64, 256, 32, 4, 4),
+        cfg(128, 128, 32, 4, 4),
+        cfg(128, 64, 32, 4, 4),
+        cfg(64, 128, 32, 4, 4),
+        cfg(128, 32, 32, 4, 4),
+        cfg(64, 32, 32, 5, 2),
+        cfg(32, 64, 32, 5, 2),
+        cfg(128, 256, 128, 3, 8),
+        cfg(256, 128, 128, 3, 8),
+        cfg(256, 64, 128, 4, 4),
+        cfg(64, 256, 128, 4, 4),
+        cfg(128, 128, 128, 4, 4),
+        cfg(128, 64, 64, 4, 4),
+        cfg(64, 128, 64, 4, 4),
+        cfg(128, 32, 64, 4, 4),
+    ]
 
     @triton.autotune(configs=configs, key=["M", "N", "K"])
     @triton.jit
-    def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                      BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-                      GROUP_SIZE_M: tl.constexpr):
+    def matmul_kernel(
+        a_ptr,
+        b_ptr,
+        c_ptr,
+        M,
+        N,
+        K,
+        stride_am,
+        stride_ak,
+        stride_bk,
+        stride_bn,
+        stride_cm,
+        stride_cn,
+        BLOCK_SIZE_M: tl.constexpr,
+        BLOCK_SIZE_N: tl.constexpr,
+        BLOCK_SIZE_K: tl.constexpr,
+        GROUP_SIZE_M: tl.constexpr,
+    ):
         pid = tl.program_id(axis=0)
         num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
         num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
@@ -137,7 +180,13 @@ def compare_shape(m: int, n: int, k: int, winner: Any, rounds: int, ctx: dict[st
     import triton
 
     backend, telemetry, spec_module, autotuned, protocols, measure = (
-        ctx["backend"], ctx["telemetry"], ctx["spec"], ctx["autotuned"], ctx["protocols"], ctx["measure"])
+        ctx["backend"],
+        ctx["telemetry"],
+        ctx["spec"],
+        ctx["autotuned"],
+        ctx["protocols"],
+        ctx["measure"],
+    )
     name = f"{m}x{n}x{k}"
     gen = torch.Generator(device="cuda").manual_seed(1)
     copies = []
@@ -157,8 +206,9 @@ def compare_shape(m: int, n: int, k: int, winner: Any, rounds: int, ctx: dict[st
     start = time.perf_counter()
     a0, b0, c0 = copies[0]
     grid = lambda meta: (triton.cdiv(m, meta["BLOCK_SIZE_M"]) * triton.cdiv(n, meta["BLOCK_SIZE_N"]),)  # noqa: E731
-    autotuned[grid](a0, b0, c0, m, n, k, a0.stride(0), a0.stride(1), b0.stride(0), b0.stride(1),
-                    c0.stride(0), c0.stride(1))
+    autotuned[grid](
+        a0, b0, c0, m, n, k, a0.stride(0), a0.stride(1), b0.stride(0), b0.stride(1), c0.stride(0), c0.stride(1)
+    )
     torch.cuda.synchronize()
     autotune_s = time.perf_counter() - start
     best = autotuned.best_config
@@ -167,8 +217,23 @@ def compare_shape(m: int, n: int, k: int, winner: Any, rounds: int, ctx: dict[st
     def tutorial(a: Any, b: Any, c: Any) -> Any:
         kw = dict(best.kwargs)
         g = (triton.cdiv(m, kw["BLOCK_SIZE_M"]) * triton.cdiv(n, kw["BLOCK_SIZE_N"]),)
-        return direct[g](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
-                         c.stride(1), **kw, num_warps=best.num_warps, num_stages=best.num_stages)
+        return direct[g](
+            a,
+            b,
+            c,
+            m,
+            n,
+            k,
+            a.stride(0),
+            a.stride(1),
+            b.stride(0),
+            b.stride(1),
+            c.stride(0),
+            c.stride(1),
+            **kw,
+            num_warps=best.num_warps,
+            num_stages=best.num_stages,
+        )
 
     impls = {"torch.matmul": cublas, "triton.autotune (tutorial 16)": tutorial}
     if winner:
@@ -182,14 +247,18 @@ def compare_shape(m: int, n: int, k: int, winner: Any, rounds: int, ctx: dict[st
     medians: dict[str, dict[str, list[float]]] = {p: {label: [] for label in impls} for p in protocols}
     for r in range(rounds):
         order = list(impls.items())
-        order = order[r % len(order):] + order[: r % len(order)]
+        order = order[r % len(order) :] + order[: r % len(order)]
         for protocol, options in protocols.items():
             for label, fn in order:
                 launches = [lambda fn=fn, cp=cp: fn(*cp) for cp in copies]
                 got = measure(backend, launches, options, telemetry, rotating_bytes=0)
                 medians[protocol][label].append(got.median_ms)
-    row: dict[str, Any] = {"winner": winner, "autotune_s": autotune_s, "autotune_config": str(best),
-                           "rel_error": errors}
+    row: dict[str, Any] = {
+        "winner": winner,
+        "autotune_s": autotune_s,
+        "autotune_config": str(best),
+        "rel_error": errors,
+    }
     for protocol in protocols:
         ms = {label: statistics.median(v) for label, v in medians[protocol].items()}
         row[protocol] = {"median_ms": ms, "round_medians_ms": medians[protocol]}
@@ -197,8 +266,21 @@ def compare_shape(m: int, n: int, k: int, winner: Any, rounds: int, ctx: dict[st
             row[protocol]["kerntune_vs_torch"] = ms["torch.matmul"] / ms["kerntune"]
             row[protocol]["kerntune_vs_autotune"] = ms["triton.autotune (tutorial 16)"] / ms["kerntune"]
         row[protocol]["autotune_vs_torch"] = ms["torch.matmul"] / ms["triton.autotune (tutorial 16)"]
-    print(name, json.dumps({p: {key: (round(v, 5) if isinstance(v, float) else v) for key, v in row[p].items()
-                                if key != "round_medians_ms"} for p in protocols}), f"errors {errors}", flush=True)
+    print(
+        name,
+        json.dumps(
+            {
+                p: {
+                    key: (round(v, 5) if isinstance(v, float) else v)
+                    for key, v in row[p].items()
+                    if key != "round_medians_ms"
+                }
+                for p in protocols
+            }
+        ),
+        f"errors {errors}",
+        flush=True,
+    )
     return row
 
 
@@ -210,16 +292,20 @@ def salvage(out: Path) -> dict[str, Any]:
     from kerntune.store import Store
 
     if not (out / "store").is_dir():
-        sys.stderr.write(f"search_vs_anchors: neither {out / 'tune.json'} nor a store in {out / 'store'}: "
-                         "run --tune first\n")
+        sys.stderr.write(
+            f"search_vs_anchors: neither {out / 'tune.json'} nor a store in {out / 'store'}: run --tune first\n"
+        )
         raise SystemExit(2)
     store = Store(out / "store")
     run = store.get_run("last")
     report = report_json(build_report(store, run))
     results = shape_results(report, run.id, salvaged=run.status)
     (out / "tune-salvaged.json").write_text(json.dumps(results, indent=1))
-    print(f"tune.json missing: winners salvaged from run {run.id} ({run.status}): "
-          f"{sum(1 for r in results.values() if r['winner'])} of {len(results)} shapes", flush=True)
+    print(
+        f"tune.json missing: winners salvaged from run {run.id} ({run.status}): "
+        f"{sum(1 for r in results.values() if r['winner'])} of {len(results)} shapes",
+        flush=True,
+    )
     return results
 
 
@@ -236,8 +322,14 @@ def compare(out: Path, shapes: list[tuple[int, int, int]], rounds: int, graph: b
     protocols = {"eager-cold": MeasureOptions()}
     if graph:
         protocols["graph-rotating"] = MeasureOptions(mode="graph", regime="rotating")
-    ctx = {"backend": backend, "telemetry": telemetry, "spec": spec_module, "autotuned": autotuned,
-           "protocols": protocols, "measure": measure}
+    ctx = {
+        "backend": backend,
+        "telemetry": telemetry,
+        "spec": spec_module,
+        "autotuned": autotuned,
+        "protocols": protocols,
+        "measure": measure,
+    }
     rows = {}
     for m, n, k in shapes:
         rows[f"{m}x{n}x{k}"] = compare_shape(m, n, k, (tuned.get(f"{m}x{n}x{k}") or {}).get("winner"), rounds, ctx)

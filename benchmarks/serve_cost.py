@@ -41,8 +41,18 @@ from kerntune.runtime.serving import cpu_device_fields, load_served_spec, serve 
 
 SPEC = ROOT / "examples" / "triton_matmul"
 SHAPE = {"M": 16, "N": 64, "K": 64, "layout": "NT", "bias": 0}
-CONFIG = {"BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 1, "SPLIT_K": 1, "FUSED": 0, "TMA": 0,
-          "PERSISTENT": 0, "num_warps": 4, "num_stages": 2}
+CONFIG = {
+    "BLOCK_M": 16,
+    "BLOCK_N": 64,
+    "BLOCK_K": 64,
+    "GROUP_M": 1,
+    "SPLIT_K": 1,
+    "FUSED": 0,
+    "TMA": 0,
+    "PERSISTENT": 0,
+    "num_warps": 4,
+    "num_stages": 2,
+}
 
 
 def _table(folder: Path, device: dict[str, Any], dtype: str, hit: bool) -> Path:
@@ -50,8 +60,15 @@ def _table(folder: Path, device: dict[str, Any], dtype: str, hit: bool) -> Path:
     shape = dict(SHAPE) if hit else {**SHAPE, "M": SHAPE["M"] + 1}  # a miss: another M
     key = {"op": spec.name, "source": problem_source_hash(spec), "dtype": dtype, **device, **shape}
     path = folder / ("hit.json" if hit else "miss.json")
-    path.write_text(json.dumps({"schema": 1, "validators": {}, "entries": [
-        {"key": key, "config": CONFIG, "status": "measured", "spec": str(SPEC)}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema": 1,
+                "validators": {},
+                "entries": [{"key": key, "config": CONFIG, "status": "measured", "spec": str(SPEC)}],
+            }
+        )
+    )
     return path
 
 
@@ -129,10 +146,15 @@ def main() -> None:
         for name in [*names, *reversed(names)]:  # A B C C B A: every side in each position once per round
             times[name].append(side(name))
     rounds = len(times["library"])
-    result: dict[str, Any] = {"backend": args.backend, "device": fields["device_name"], "shape": SHAPE,
-                              "calls_per_block": args.calls, "blocks_per_side": rounds,
-                              "torch": torch.__version__,
-                              "median_us": {n: statistics.median(t) for n, t in times.items()}}
+    result: dict[str, Any] = {
+        "backend": args.backend,
+        "device": fields["device_name"],
+        "shape": SHAPE,
+        "calls_per_block": args.calls,
+        "blocks_per_side": rounds,
+        "torch": torch.__version__,
+        "median_us": {n: statistics.median(t) for n, t in times.items()},
+    }
     for name in tables:
         diffs = sorted(times[name][i] - times["library"][i] for i in range(rounds))
         result[f"{name}_over_library_us"] = {"median": statistics.median(diffs), "low": diffs[0], "high": diffs[-1]}
@@ -141,8 +163,9 @@ def main() -> None:
         result["pieces_median_us"] = pieces["median_us"]
     print(json.dumps(result, indent=1))
     if args.out:
-        Path(args.out).write_text(json.dumps({**result, "blocks_us": times,
-                                              "pieces_blocks_us": pieces and pieces["blocks_us"]}, indent=1))
+        Path(args.out).write_text(
+            json.dumps({**result, "blocks_us": times, "pieces_blocks_us": pieces and pieces["blocks_us"]}, indent=1)
+        )
 
 
 if __name__ == "__main__":

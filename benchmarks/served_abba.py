@@ -38,8 +38,9 @@ def _run(command: list[str], metric: str, timeout: float) -> float:
     found = re.findall(metric, done.stdout)
     if done.returncode != 0 or not found:
         tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:])
-        raise SystemExit(f"{shlex.join(command)} exited {done.returncode}"
-                         f"{'' if found else ', printing no metric'}: {tail}")
+        raise SystemExit(
+            f"{shlex.join(command)} exited {done.returncode}{'' if found else ', printing no metric'}: {tail}"
+        )
     return float(found[-1])
 
 
@@ -54,7 +55,7 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds one process may take")
     p.add_argument("--out")
     args = p.parse_args(sys.argv[1:split])
-    program = sys.argv[split + 1:]
+    program = sys.argv[split + 1 :]
     if args.pairs < 2:
         raise SystemExit("--pairs must be at least 2: a ratio interval needs two pairs")
     sides = {"A": program, "B": [sys.executable, "-m", "kerntune", "run", "--table", args.table, "--", *program]}
@@ -64,19 +65,32 @@ def main() -> None:
     for side in order:
         values.append((side, _run(sides[side], args.metric, args.timeout)))
         print(f"{side} {values[-1][1]:.6g}", flush=True)
-    pairs = [(values[2 * i][1], values[2 * i + 1][1]) if values[2 * i][0] == "A" else
-             (values[2 * i + 1][1], values[2 * i][1]) for i in range(args.pairs)]
+    pairs = [
+        (values[2 * i][1], values[2 * i + 1][1])
+        if values[2 * i][0] == "A"
+        else (values[2 * i + 1][1], values[2 * i][1])
+        for i in range(args.pairs)
+    ]
     estimate = ratio_ci(pairs)
     a = [v for s, v in values if s == "A"]
     b = [v for s, v in values if s == "B"]
     result: dict[str, Any] = {
-        "program": shlex.join(program), "table": args.table, "order": "".join(order), "values": values,
-        "pairs": pairs, "ratio": estimate.ratio, "ci": [estimate.low, estimate.high], "n": estimate.n,
+        "program": shlex.join(program),
+        "table": args.table,
+        "order": "".join(order),
+        "values": values,
+        "pairs": pairs,
+        "ratio": estimate.ratio,
+        "ci": [estimate.low, estimate.high],
+        "n": estimate.n,
         "spread": {"A": (max(a) - min(a)) / statistics.median(a), "B": (max(b) - min(b)) / statistics.median(b)},
         "wall_s": round(time.time() - started, 1),
-        "note": "no A/A noise band (kerntune ab calibrates one); each side's spread over its processes is given"}
-    print(f"B/A {estimate.ratio:.4f} (95% CI {estimate.low:.4f}-{estimate.high:.4f}, {estimate.n} pairs, A B B A); "
-          f"spread A {result['spread']['A']:.2%}, B {result['spread']['B']:.2%}")
+        "note": "no A/A noise band (kerntune ab calibrates one); each side's spread over its processes is given",
+    }
+    print(
+        f"B/A {estimate.ratio:.4f} (95% CI {estimate.low:.4f}-{estimate.high:.4f}, {estimate.n} pairs, A B B A); "
+        f"spread A {result['spread']['A']:.2%}, B {result['spread']['B']:.2%}"
+    )
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))
 

@@ -30,18 +30,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from claims_check import FLUSH_BYTES, _problem, call_times_us, matmul_calls, warm_up
 
 WINDOW_BLOCKS = 8
-PHASES = (("from idle", 3.0, 3.0), ("after 0.1 s idle", 0.1, 1.0), ("after 0.5 s idle", 0.5, 1.0),
-          ("after 2 s idle", 2.0, 1.0))
+PHASES = (
+    ("from idle", 3.0, 3.0),
+    ("after 0.1 s idle", 0.1, 1.0),
+    ("after 0.5 s idle", 0.5, 1.0),
+    ("after 2 s idle", 2.0, 1.0),
+)
 """(name, idle seconds before, seconds of sustained load)."""
 
 
 def nvml_reading(handle: Any) -> dict[str, float]:
-    return {"sm_mhz": float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
-            "power_w": pynvml.nvmlDeviceGetPowerUsage(handle) / 1e3}
+    return {
+        "sm_mhz": float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+        "power_w": pynvml.nvmlDeviceGetPowerUsage(handle) / 1e3,
+    }
 
 
-def phase(calls: dict[str, Any], flush: torch.Tensor, handle: Any, idle_s: float,
-          load_s: float) -> list[dict[str, Any]]:
+def phase(
+    calls: dict[str, Any], flush: torch.Tensor, handle: Any, idle_s: float, load_s: float
+) -> list[dict[str, Any]]:
     """Idle ``idle_s``, then windows of WINDOW_BLOCKS blocks (torch W W torch) for ``load_s`` under one profiler
     session; each window's median block ratio, the two medians, and NVML's reading after it."""
     torch.cuda.synchronize()
@@ -63,8 +70,11 @@ def phase(calls: dict[str, Any], flush: torch.Tensor, handle: Any, idle_s: float
     times = np.array(call_times_us(events, len(order) * len(windows))).reshape(len(windows), WINDOW_BLOCKS, 4)
     for w, blocks in zip(windows, times, strict=True):
         ratios = (blocks[:, 1] + blocks[:, 2]) / (blocks[:, 0] + blocks[:, 3])
-        w.update(ratio=float(np.median(ratios)), torch_us=float(np.median(blocks[:, [0, 3]])),
-                 winner_us=float(np.median(blocks[:, [1, 2]])))
+        w.update(
+            ratio=float(np.median(ratios)),
+            torch_us=float(np.median(blocks[:, [0, 3]])),
+            winner_us=float(np.median(blocks[:, [1, 2]])),
+        )
     return windows
 
 
@@ -74,8 +84,9 @@ def main() -> int:
         shape = dict(zip("MNK", (int(x) for x in dims.split(",")), strict=True)) | {"layout": "NN", "bias": 0}
         config = {k: int(v) for k, v in (kv.split(":") for kv in text.split(","))}
     except (IndexError, ValueError) as exc:
-        print(f"usage: python benchmarks/sustained_load_ratio.py OUT.json M,N,K=NAME:VALUE,... ({exc})",
-              file=sys.stderr)
+        print(
+            f"usage: python benchmarks/sustained_load_ratio.py OUT.json M,N,K=NAME:VALUE,... ({exc})", file=sys.stderr
+        )
         return 2
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
@@ -89,12 +100,18 @@ def main() -> int:
         windows = phase(calls, flush, handle, idle_s, load_s)
         rows.append({"phase": name, "idle_s": idle_s, "load_s": load_s, "windows": windows})
         for w in windows:
-            print(f"{name}: {w['t_s']:5.2f} s  torch {w['torch_us']:7.1f} us  winner {w['winner_us']:7.1f} us  "
-                  f"ratio {w['ratio']:.4f}  {w['sm_mhz']:.0f} MHz  {w['power_w']:.0f} W", flush=True)
+            print(
+                f"{name}: {w['t_s']:5.2f} s  torch {w['torch_us']:7.1f} us  winner {w['winner_us']:7.1f} us  "
+                f"ratio {w['ratio']:.4f}  {w['sm_mhz']:.0f} MHz  {w['power_w']:.0f} W",
+                flush=True,
+            )
         late = [w for w in windows if w["t_s"] >= load_s / 2]
-        print(f"{name}: second half median ratio {statistics.median(w['ratio'] for w in late):.4f} at "
-              f"{statistics.median(w['sm_mhz'] for w in late):.0f} MHz; first window {windows[0]['ratio']:.4f} at "
-              f"{windows[0]['sm_mhz']:.0f} MHz", flush=True)
+        print(
+            f"{name}: second half median ratio {statistics.median(w['ratio'] for w in late):.4f} at "
+            f"{statistics.median(w['sm_mhz'] for w in late):.0f} MHz; first window {windows[0]['ratio']:.4f} at "
+            f"{windows[0]['sm_mhz']:.0f} MHz",
+            flush=True,
+        )
     out.write_text(json.dumps({"shape": shape, "config": config, "phases": rows}, indent=1))
     return 0
 

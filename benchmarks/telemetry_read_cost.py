@@ -42,7 +42,7 @@ def main() -> int:
     for n in (20, 100, 300, 1000):
         samples = [0.1 * (1 + 0.01 * rng.gauss(0, 1)) for _ in range(n)]
         step = n // 10  # ten blocks: past MIN_BLOCKS, so the check computes its interval
-        blocks = [statistics.median(samples[i:i + step]) for i in range(0, n, step)]
+        blocks = [statistics.median(samples[i : i + step]) for i in range(0, n, step)]
         options = MeasureOptions(ci_target=0.05)
         check = median_us(partial(_interval, samples, blocks, 1.0, options, 1e9), opts.repeats)
         boot = median_us(partial(bootstrap_median_ci, samples), max(1, opts.repeats // 10))

@@ -74,18 +74,29 @@ def main() -> None:
     medians: dict[str, list[float]] = {name: [] for name in launches}
     names = list(launches)
     for r in range(opts.rounds):
-        for name in names[r % len(names):] + names[: r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             got = measure(backend, [launches[name]], options, telemetry)
             medians[name].append(got.median_ms)
-            row = {"round": r, "config": name, "median_ms": round(got.median_ms, 5), "n": got.n,
-                   "q10": round(got.quantile(0.1), 5), "q90": round(got.quantile(0.9), 5),
-                   "telemetry": got.conditions.telemetry}
+            row = {
+                "round": r,
+                "config": name,
+                "median_ms": round(got.median_ms, 5),
+                "n": got.n,
+                "q10": round(got.quantile(0.1), 5),
+                "q90": round(got.quantile(0.9), 5),
+                "telemetry": got.conditions.telemetry,
+            }
             print(json.dumps(row, default=str), flush=True)
     summary = {name: statistics.median(v) for name, v in medians.items()}
     best = min(v for name, v in summary.items() if name != "torch.matmul")
-    result = {"shape": opts.shape, "protocol": "short" if opts.short else "default", "rounds": medians,
-              "rel_error": errors,
-              "median_ms": summary, "vs_fastest_config": {name: v / best for name, v in summary.items()}}
+    result = {
+        "shape": opts.shape,
+        "protocol": "short" if opts.short else "default",
+        "rounds": medians,
+        "rel_error": errors,
+        "median_ms": summary,
+        "vs_fastest_config": {name: v / best for name, v in summary.items()},
+    }
     print(json.dumps({key: result[key] for key in ("median_ms", "vs_fastest_config", "rel_error")}, indent=1))
     if opts.out:
         opts.out.write_text(json.dumps(result, indent=1))

@@ -49,10 +49,20 @@ def main() -> None:
     fitted = fit_table(shapes, configs, {"op": "offline"}, {"schema": 1}, options)
     report = fitted["report"]
     held = report.pop("held_out") or {}
-    print(json.dumps({"by": fitted["table"]["training"]["by"], **report,
-                      "held_out": {k: v for k, v in held.items() if k != "rows"},
-                      "held_out_rows": [(r["shape"], round(r["regret"], 4) if r["regret"] is not None else None)
-                                        for r in held.get("rows", [])]}, indent=1))
+    print(
+        json.dumps(
+            {
+                "by": fitted["table"]["training"]["by"],
+                **report,
+                "held_out": {k: v for k, v in held.items() if k != "rows"},
+                "held_out_rows": [
+                    (r["shape"], round(r["regret"], 4) if r["regret"] is not None else None)
+                    for r in held.get("rows", [])
+                ],
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,9 @@ from typing import Any
 def _kerntune(args: list[str], home: Path, limit_s: float) -> tuple[int, str, str]:
     env = {**os.environ, "KERNTUNE_HOME": str(home)}
     try:
-        done = subprocess.run([sys.executable, "-m", "kerntune", *args], capture_output=True, text=True, env=env,
-                              timeout=limit_s)
+        done = subprocess.run(
+            [sys.executable, "-m", "kerntune", *args], capture_output=True, text=True, env=env, timeout=limit_s
+        )
     except subprocess.TimeoutExpired:
         return 124, "", f"ran past {limit_s:g} s"
     return done.returncode, done.stdout, done.stderr
@@ -65,8 +66,9 @@ def _tune(opts: argparse.Namespace, run: int) -> dict[str, Any]:
     shapes = []
     for s in json.loads(out)["shapes"]:
         winner = s.get("winner") or {}
-        finalists = [f.get("config") for f in [*(s.get("finalists") or []), *(s.get("runners_up") or [])[:3]]
-                     if f.get("config")]
+        finalists = [
+            f.get("config") for f in [*(s.get("finalists") or []), *(s.get("runners_up") or [])[:3]] if f.get("config")
+        ]
         shapes.append({"shape": s["shape"], "winner": winner.get("config"), "finalists": finalists})
     return {"run": run, "wall_s": wall, "shapes": shapes}
 
@@ -76,8 +78,18 @@ def _oracle(opts: argparse.Namespace, shape: dict[str, Any], candidates: list[di
     reference, rows = candidates[0], [{"config": candidates[0], "ratio": 1.0, "ci": [1.0, 1.0]}]
     band = None
     for other in candidates[1:]:
-        args = ["ab", "--spec", opts.spec, _config_arg(reference), _config_arg(other), "--shape", _shape_arg(shape),
-                "--scheme", "in-process", "--json"]
+        args = [
+            "ab",
+            "--spec",
+            opts.spec,
+            _config_arg(reference),
+            _config_arg(other),
+            "--shape",
+            _shape_arg(shape),
+            "--scheme",
+            "in-process",
+            "--json",
+        ]
         if opts.dtype:
             args += ["--dtype", opts.dtype]
         code, out, err = _kerntune(args, opts.out / "store-oracle", opts.ab_limit)
@@ -86,8 +98,15 @@ def _oracle(opts: argparse.Namespace, shape: dict[str, Any], candidates: list[di
             continue
         found = json.loads(out)
         band = found["band"] if band is None else max(band, found["band"])
-        rows.append({"config": other, "ratio": found["ratio"], "ci": [found["ci_low"], found["ci_high"]],
-                     "verdict": found["verdict"], "ab": found["id"]})
+        rows.append(
+            {
+                "config": other,
+                "ratio": found["ratio"],
+                "ci": [found["ci_low"], found["ci_high"]],
+                "verdict": found["verdict"],
+                "ab": found["id"],
+            }
+        )
     timed = [r for r in rows if "ratio" in r]
     best = min(timed, key=lambda r: r["ratio"])
     return {"candidates": rows, "best": best["config"], "best_ratio": best["ratio"], "band": band}
@@ -97,8 +116,9 @@ ORACLE_BLOCKS = 60
 BAND_FLOOR = 0.01
 
 
-def _oracle_profiled(opts: argparse.Namespace, shape: dict[str, Any],
-                     candidates: list[dict[str, Any]]) -> dict[str, Any]:
+def _oracle_profiled(
+    opts: argparse.Namespace, shape: dict[str, Any], candidates: list[dict[str, Any]]
+) -> dict[str, Any]:
     """``_oracle`` timed by the profiler's kernel records in this process (see the module docstring)."""
     import torch
 
@@ -118,8 +138,9 @@ def _oracle_profiled(opts: argparse.Namespace, shape: dict[str, Any],
     warm_up([reference])
     same = timed_blocks(reference, reference, flush, ORACLE_BLOCKS)
     band = max(BAND_FLOOR, same["ci"][1] - 1, 1 - same["ci"][0], abs(same["ratio"] - 1))
-    rows: list[dict[str, Any]] = [{"config": candidates[0], "ratio": 1.0, "ci": [1.0, 1.0],
-                                   "us": same["torch_us"], "aa": same}]
+    rows: list[dict[str, Any]] = [
+        {"config": candidates[0], "ratio": 1.0, "ci": [1.0, 1.0], "us": same["torch_us"], "aa": same}
+    ]
     for other in candidates[1:]:
         try:
             call = launch(other)
@@ -130,8 +151,13 @@ def _oracle_profiled(opts: argparse.Namespace, shape: dict[str, Any],
             continue
         rows.append({"config": other, "ratio": found["ratio"], "ci": found["ci"], "us": found["winner_us"]})
     best = min((r for r in rows if "ratio" in r), key=lambda r: r["ratio"])
-    return {"candidates": rows, "best": best["config"], "best_ratio": best["ratio"], "band": band,
-            "timer": "profiler kernel records (CUPTI), call by call"}
+    return {
+        "candidates": rows,
+        "best": best["config"],
+        "best_ratio": best["ratio"],
+        "band": band,
+        "timer": "profiler kernel records (CUPTI), call by call",
+    }
 
 
 def main() -> int:
@@ -143,25 +169,40 @@ def main() -> int:
     parser.add_argument("--dtype", default="")
     parser.add_argument("--tune-limit", type=float, default=600.0)
     parser.add_argument("--ab-limit", type=float, default=300.0)
-    parser.add_argument("--oracle", choices=("profiler", "ab"), default="",
-                        help="how the oracle times (default: profiler on a CUDA device, else ab)")
-    parser.add_argument("--runs-from", type=Path, default=None,
-                        help="score the tune runs of an earlier reproducibility.json instead of tuning again")
+    parser.add_argument(
+        "--oracle",
+        choices=("profiler", "ab"),
+        default="",
+        help="how the oracle times (default: profiler on a CUDA device, else ab)",
+    )
+    parser.add_argument(
+        "--runs-from",
+        type=Path,
+        default=None,
+        help="score the tune runs of an earlier reproducibility.json instead of tuning again",
+    )
     parser.add_argument("--out", type=Path, required=True)
     opts = parser.parse_args()
     if opts.runs_from and not opts.runs_from.is_file():
         parser.error(f"--runs-from {opts.runs_from}: no such file (give the reproducibility.json of an earlier run)")
     opts.out.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {"spec": opts.spec, "shapes": opts.shape, "budget": opts.budget,
-                              "repeats": opts.repeats, "runs": [], "oracle": []}
+    report: dict[str, Any] = {
+        "spec": opts.spec,
+        "shapes": opts.shape,
+        "budget": opts.budget,
+        "repeats": opts.repeats,
+        "runs": [],
+        "oracle": [],
+    }
     path = opts.out / "reproducibility.json"
     if opts.runs_from:
         report["runs"] = json.loads(opts.runs_from.read_text())["runs"]
     for run in range(0 if opts.runs_from else opts.repeats):
         report["runs"].append(_tune(opts, run))
         path.write_text(json.dumps(report, indent=1))
-        print(f"run {run}: {report['runs'][-1].get('error') or 'ok'} in {report['runs'][-1]['wall_s']:.1f} s",
-              flush=True)
+        print(
+            f"run {run}: {report['runs'][-1].get('error') or 'ok'} in {report['runs'][-1]['wall_s']:.1f} s", flush=True
+        )
     if not opts.oracle:
         try:
             import torch
@@ -183,8 +224,10 @@ def main() -> int:
             for config in [s["winner"], *s["finalists"]]:
                 if config and config not in candidates:
                     candidates.append(config)
-        oracle = {"shape": shape, **(_oracle_profiled if opts.oracle == "profiler" else _oracle)(opts, shape,
-                                                                                                  candidates)}
+        oracle = {
+            "shape": shape,
+            **(_oracle_profiled if opts.oracle == "profiler" else _oracle)(opts, shape, candidates),
+        }
         ratio = {json.dumps(c["config"], sort_keys=True): c.get("ratio") for c in oracle["candidates"]}
         scored = []
         for r in done:
@@ -200,18 +243,27 @@ def main() -> int:
         report["oracle"].append(oracle)
         path.write_text(json.dumps(report, indent=1))
         band = "one candidate, no A/B" if oracle["band"] is None else f"band ±{oracle['band']:.2%}"
-        print(f"{_shape_arg(shape)}: {len(candidates)} distinct finalists ({band}); regrets "
-              + " ".join("?" if s["regret"] is None else f"{s['regret']:+.2%}{'*' if s['flip'] else ''}"
-                         for s in scored), flush=True)
+        print(
+            f"{_shape_arg(shape)}: {len(candidates)} distinct finalists ({band}); regrets "
+            + " ".join("?" if s["regret"] is None else f"{s['regret']:+.2%}{'*' if s['flip'] else ''}" for s in scored),
+            flush=True,
+        )
     cells = len(done) * len(report["oracle"])
-    report["summary"] = {"runs": len(done), "flips": flips, "cells": cells, "flip_rate": flips / cells,
-                         "median_regret": statistics.median(regrets) if regrets else None,
-                         "worst_regret": max(regrets) if regrets else None,
-                         "tune_wall_s": [round(r["wall_s"], 1) for r in report["runs"]]}
+    report["summary"] = {
+        "runs": len(done),
+        "flips": flips,
+        "cells": cells,
+        "flip_rate": flips / cells,
+        "median_regret": statistics.median(regrets) if regrets else None,
+        "worst_regret": max(regrets) if regrets else None,
+        "tune_wall_s": [round(r["wall_s"], 1) for r in report["runs"]],
+    }
     path.write_text(json.dumps(report, indent=1))
     s = report["summary"]
-    print(f"flip rate {flips}/{cells} (runs × shapes), median regret {s['median_regret']:.2%}, worst "
-          f"{s['worst_regret']:.2%}; tune wall times {s['tune_wall_s']} s")
+    print(
+        f"flip rate {flips}/{cells} (runs × shapes), median regret {s['median_regret']:.2%}, worst "
+        f"{s['worst_regret']:.2%}; tune wall times {s['tune_wall_s']} s"
+    )
     return 0
 
 

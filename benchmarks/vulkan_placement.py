@@ -80,13 +80,19 @@ def main() -> None:
     cost = problem.cost(shape.as_dict(), dtype) if problem.cost else None
     backend = sides["device-local"]["backend"]
     result: dict[str, Any] = {
-        "spec": options.spec, "shape": shape.key, "config": config.key, "dtype": dtype,
-        "device": str(backend.props.deviceName), "target": backend.target().as_dict(),
+        "spec": options.spec,
+        "shape": shape.key,
+        "config": config.key,
+        "dtype": dtype,
+        "device": str(backend.props.deviceName),
+        "target": backend.target().as_dict(),
         "gate": {m: s["error"] for m, s in sides.items()},
         "host_visible_over_device_local": pair_ratio(device_pairs),
         "second_timer": {"timer": "host wall clock (submit and wait)", **pair_ratio(host_pairs)},
-        "median_ms": {"device-local": statistics.median(a for a, _ in device_pairs),
-                      "host-visible": statistics.median(b for _, b in device_pairs)},
+        "median_ms": {
+            "device-local": statistics.median(a for a, _ in device_pairs),
+            "host-visible": statistics.median(b for _, b in device_pairs),
+        },
     }
     if cost is not None:
         result["gb_per_s"] = {m: cost.bytes / (ms * 1e-3) / 1e9 for m, ms in result["median_ms"].items()}

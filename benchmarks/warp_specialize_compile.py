@@ -20,9 +20,21 @@ import triton.language as tl
 
 
 @triton.jit
-def tma_gemm_kernel(a, b, c, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,  # type: ignore[no-untyped-def]
-                    BLOCK_K: tl.constexpr, IN_KERNEL: tl.constexpr, B_T: tl.constexpr, WS: tl.constexpr,
-                    STAGES: tl.constexpr):
+def tma_gemm_kernel(
+    a,
+    b,
+    c,
+    M,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,  # type: ignore[no-untyped-def]
+    BLOCK_K: tl.constexpr,
+    IN_KERNEL: tl.constexpr,
+    B_T: tl.constexpr,
+    WS: tl.constexpr,
+    STAGES: tl.constexpr,
+):
     # IN_KERNEL: a, b, c are pointers and the descriptors are made here; else they are the host's descriptors.
     if IN_KERNEL:
         a_desc = tl.make_tensor_descriptor(a, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
@@ -45,31 +57,50 @@ def tma_gemm_kernel(a, b, c, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constex
     c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(tl.bfloat16))
 
 
-def compile_once(block: tuple[int, int, int], stages: int, device_descriptors: bool, b_t: bool, warps: int,
-                 ws: bool) -> str:
+def compile_once(
+    block: tuple[int, int, int], stages: int, device_descriptors: bool, b_t: bool, warps: int, ws: bool
+) -> str:
     """One form cross-compiled for sm_90: what its TTGIR and PTX show, or the compiler's last error line."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     bm, bn, bk = block
     scalars = {"M": "i32", "N": "i32", "K": "i32"}
-    constexprs = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "IN_KERNEL": device_descriptors, "B_T": b_t, "WS": ws,
-                  "STAGES": stages}
+    constexprs = {
+        "BLOCK_M": bm,
+        "BLOCK_N": bn,
+        "BLOCK_K": bk,
+        "IN_KERNEL": device_descriptors,
+        "B_T": b_t,
+        "WS": ws,
+        "STAGES": stages,
+    }
     b_block = (bn, bk) if b_t else (bk, bn)
-    operands = {"a": "*bf16", "b": "*bf16", "c": "*bf16"} if device_descriptors else {
-        "a": f"tensordesc<bf16[{bm}, {bk}]>", "b": f"tensordesc<bf16[{b_block[0]}, {b_block[1]}]>",
-        "c": f"tensordesc<bf16[{bm}, {bn}]>"}
+    operands = (
+        {"a": "*bf16", "b": "*bf16", "c": "*bf16"}
+        if device_descriptors
+        else {
+            "a": f"tensordesc<bf16[{bm}, {bk}]>",
+            "b": f"tensordesc<bf16[{b_block[0]}, {b_block[1]}]>",
+            "c": f"tensordesc<bf16[{bm}, {bn}]>",
+        }
+    )
     signature = {**operands, **scalars, **dict.fromkeys(constexprs, "constexpr")}
     try:
         # FP fusion named: left to Triton's default, 3.9 warns (an error where warnings are) and the form "fails".
         options = {"num_warps": warps, "num_stages": stages, "enable_fp_fusion": True}
-        compiled = triton.compile(ASTSource(tma_gemm_kernel, signature, constexprs=constexprs),
-                                  target=GPUTarget("cuda", 90, 32), options=options)
+        compiled = triton.compile(
+            ASTSource(tma_gemm_kernel, signature, constexprs=constexprs),
+            target=GPUTarget("cuda", 90, 32),
+            options=options,
+        )
     except Exception as exc:  # the compiler's own failure is the finding
         return f"failed: {str(exc).strip().splitlines()[-1][:120]}"
     specialized = "ttg.warp_specialize" in compiled.asm["ttgir"]
-    return (f"{'SPECIALIZED' if specialized else 'not specialized'}; setmaxnreg "
-            f"{compiled.asm['ptx'].count('setmaxnreg')}, shared {compiled.metadata.shared} B")
+    return (
+        f"{'SPECIALIZED' if specialized else 'not specialized'}; setmaxnreg "
+        f"{compiled.asm['ptx'].count('setmaxnreg')}, shared {compiled.metadata.shared} B"
+    )
 
 
 def main() -> int:
@@ -85,8 +116,11 @@ def main() -> int:
     print(f"Triton {triton.__version__}, sm_90, {bm}x{bn}x{bk}, {opts.stages} stages")
     for device, b_t, warps, ws in itertools.product((False, True), (False, True), (4, 8), (False, True)):
         found = compile_once((bm, bn, bk), opts.stages, device, b_t, warps, ws)
-        print(f"  {'device' if device else 'host'} descriptors, {'NT' if b_t else 'NN'}, {warps} warps, "
-              f"warp_specialize={ws}: {found}", flush=True)
+        print(
+            f"  {'device' if device else 'host'} descriptors, {'NT' if b_t else 'NN'}, {warps} warps, "
+            f"warp_specialize={ws}: {found}",
+            flush=True,
+        )
     return 0
 
 

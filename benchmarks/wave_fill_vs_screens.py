@@ -58,8 +58,10 @@ def main() -> int:
         rho = float(spearmanr([fill for _, fill in pairs], [ms for ms, _ in pairs]).statistic)
         counted += 1
         negative += rho < 0
-        print(f"{shape['M']}x{shape['N']}x{shape['K']}: {len(pairs)} configs, rho {rho:+.2f}; "
-              f"fill of the five fastest {[round(fill, 2) for _, fill in pairs[:5]]}")
+        print(
+            f"{shape['M']}x{shape['N']}x{shape['K']}: {len(pairs)} configs, rho {rho:+.2f}; "
+            f"fill of the five fastest {[round(fill, 2) for _, fill in pairs[:5]]}"
+        )
     print(f"rho < 0 (fuller waves faster) at {negative} of {counted} shapes")
     return 0
 

@@ -88,13 +88,20 @@ def kerntune(tmp_path: Path) -> Callable[..., CliResult]:
         full_env = {**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(tmp_path / "store"), **(env or {})}
         began = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-m", "kerntune", *args], capture_output=True, text=True, env=full_env,
-            timeout=timeout, cwd=ROOT,
+            [sys.executable, "-m", "kerntune", *args],
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=timeout,
+            cwd=ROOT,
         )
         # Each call's exit and wall time, shown with a failing test's output (live with -s): a slow test says which
         # command took the time.
-        print(f"kerntune {' '.join(args)[:160]}: exit {proc.returncode} after {time.perf_counter() - began:.1f} s",
-              file=sys.stderr, flush=True)
+        print(
+            f"kerntune {' '.join(args)[:160]}: exit {proc.returncode} after {time.perf_counter() - began:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
     return run

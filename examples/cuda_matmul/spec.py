@@ -65,8 +65,14 @@ def block(meta: dict[str, Any]) -> tuple[int, int]:
 def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(seed)
     m, n, k = int(shape["M"]), int(shape["N"]), int(shape["K"])
-    return {"a": torch.randn((m, k), generator=gen), "b": torch.randn((k, n), generator=gen),
-            "c": torch.empty((m, n)), "M": m, "N": n, "K": k}
+    return {
+        "a": torch.randn((m, k), generator=gen),
+        "b": torch.randn((k, n), generator=gen),
+        "c": torch.empty((m, n)),
+        "M": m,
+        "N": n,
+        "K": k,
+    }
 
 
 def reference(args: dict[str, Any], shape: dict[str, Any]) -> torch.Tensor:
@@ -87,8 +93,10 @@ problem = kt.Problem(
     kernel=kt.CudaKernel(source=SOURCE, name="matmul", grid=grid, block=block),
     space=kt.Space(
         params={"TILE": [16, 32, 64], "WPT": [1, 2, 4, 8], "VEC": [1, 2, 4], "UNROLL": [1, 4, 16]},
-        constraints=[kt.Constraint(threads_fit, "32 to 1024 threads per block"),
-                     kt.Constraint(lambda c: c["UNROLL"] <= c["TILE"], "UNROLL <= TILE")],
+        constraints=[
+            kt.Constraint(threads_fit, "32 to 1024 threads per block"),
+            kt.Constraint(lambda c: c["UNROLL"] <= c["TILE"], "UNROLL <= TILE"),
+        ],
         default={"TILE": 32, "WPT": 4, "VEC": 1, "UNROLL": 4},
     ),
     shapes=[{"M": 2048, "N": 2048, "K": 2048}],
@@ -96,7 +104,8 @@ problem = kt.Problem(
     make_inputs=make_inputs,
     reference=reference,
     outputs=("c",),
-    cost=lambda s, d: kt.Cost(flops=2.0 * s["M"] * s["N"] * s["K"], bytes=4.0 * (s["M"] * s["K"] + s["K"] * s["N"]
-                                                                             + s["M"] * s["N"])),
+    cost=lambda s, d: kt.Cost(
+        flops=2.0 * s["M"] * s["N"] * s["K"], bytes=4.0 * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"])
+    ),
     baselines=[kt.Baseline("torch.matmul", kernel=kt.TorchCallable(torch_matmul, "torch.matmul"))],
 )

@@ -76,8 +76,13 @@ def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(seed)
     n = int(shape["N"])
     # partials is scratch the kernel writes before it reads: random, so a kernel that read it unwritten fails the gate
-    return {"x": torch.rand(n, generator=gen), "out": torch.empty(1), "partials": torch.rand(MAX_BLOCKS, generator=gen),
-            "arrived": torch.zeros(1, dtype=torch.int32), "n": np.int64(n)}
+    return {
+        "x": torch.rand(n, generator=gen),
+        "out": torch.empty(1),
+        "partials": torch.rand(MAX_BLOCKS, generator=gen),
+        "arrived": torch.zeros(1, dtype=torch.int32),
+        "n": np.int64(n),
+    }
 
 
 def reference(args: dict[str, Any], shape: dict[str, Any]) -> torch.Tensor:
@@ -91,8 +96,10 @@ def torch_sum(args: dict[str, Any], meta: dict[str, Any]) -> Any:
 problem = kt.Problem(
     name="cuda_reduction",
     kernel=kt.CudaKernel(source=SOURCE, name="reduce_sum", grid=grid, block=lambda m: (m["BLOCK"],)),
-    space=kt.Space(params={"BLOCK": [128, 256, 512, 1024], "VEC": [1, 2, 4], "ITEMS": [1, 2, 4, 8, 16, 32]},
-                   default={"BLOCK": 256, "VEC": 1, "ITEMS": 1}),
+    space=kt.Space(
+        params={"BLOCK": [128, 256, 512, 1024], "VEC": [1, 2, 4], "ITEMS": [1, 2, 4, 8, 16, 32]},
+        default={"BLOCK": 256, "VEC": 1, "ITEMS": 1},
+    ),
     shapes=[{"N": 1 << 26}],
     dtypes=("float32",),
     make_inputs=make_inputs,

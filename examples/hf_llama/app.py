@@ -64,16 +64,28 @@ def main() -> None:
     args = p.parse_args()
     device, dtype = torch.device(args.device), getattr(torch, args.dtype)
     torch.manual_seed(0)
-    config = LlamaConfig(hidden_size=args.hidden, intermediate_size=args.intermediate,
-                         num_hidden_layers=args.layers, num_attention_heads=args.heads,
-                         num_key_value_heads=args.kv_heads, vocab_size=args.vocab,
-                         max_position_embeddings=max(2048, args.tokens + PROMPT + 1))
+    config = LlamaConfig(
+        hidden_size=args.hidden,
+        intermediate_size=args.intermediate,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        num_key_value_heads=args.kv_heads,
+        vocab_size=args.vocab,
+        max_position_embeddings=max(2048, args.tokens + PROMPT + 1),
+    )
     with device:  # random weights drawn on the device (on the host, 1.1 G parameters take seconds to draw)
         model = LlamaForCausalLM(config).to(dtype).eval()
-    forward = model.forward if args.compile == "none" else torch.compile(model.forward, mode=None if
-                                                                         args.compile == "default" else args.compile)
-    ids = torch.randint(0, args.vocab, (args.batch, PROMPT if args.mode == "decode" else args.tokens),
-                        generator=torch.Generator().manual_seed(1)).to(device)
+    forward = (
+        model.forward
+        if args.compile == "none"
+        else torch.compile(model.forward, mode=None if args.compile == "default" else args.compile)
+    )
+    ids = torch.randint(
+        0,
+        args.vocab,
+        (args.batch, PROMPT if args.mode == "decode" else args.tokens),
+        generator=torch.Generator().manual_seed(1),
+    ).to(device)
     with torch.inference_mode():
         if args.mode == "decode":
             cache = _static_cache(model, args.batch, PROMPT + args.warmup + args.steps, device, dtype)
@@ -85,6 +97,7 @@ def main() -> None:
             def step() -> torch.Tensor:
                 return forward(input_ids=token, use_cache=True, **{name: cache}).logits
         else:
+
             def step() -> torch.Tensor:
                 return forward(input_ids=ids, use_cache=False).logits
 

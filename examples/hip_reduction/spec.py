@@ -14,8 +14,9 @@ from pathlib import Path
 import kerntune as kt
 
 # The host side (grid, inputs, reference, the torch.sum baseline) is the CUDA example's, loaded by path.
-_found = importlib.util.spec_from_file_location("kerntune_examples_cuda_reduction",
-                                                Path(__file__).resolve().parents[1] / "cuda_reduction" / "spec.py")
+_found = importlib.util.spec_from_file_location(
+    "kerntune_examples_cuda_reduction", Path(__file__).resolve().parents[1] / "cuda_reduction" / "spec.py"
+)
 assert _found is not None and _found.loader is not None
 cuda = importlib.util.module_from_spec(_found)
 _found.loader.exec_module(cuda)
@@ -36,13 +37,15 @@ __device__ float block_sum(float v) {
 
 """
 # The kernel itself is the CUDA example's, word for word: only the wavefront sum above differs.
-SOURCE += cuda.SOURCE[cuda.SOURCE.index('extern "C"'):]
+SOURCE += cuda.SOURCE[cuda.SOURCE.index('extern "C"') :]
 
 problem = kt.Problem(
     name="hip_reduction",
     kernel=kt.HipKernel(source=SOURCE, name="reduce_sum", grid=cuda.grid, block=lambda m: (m["BLOCK"],)),
-    space=kt.Space(params={"BLOCK": [128, 256, 512, 1024], "VEC": [1, 2, 4], "ITEMS": [1, 2, 4, 8, 16, 32]},
-                   default={"BLOCK": 256, "VEC": 1, "ITEMS": 1}),
+    space=kt.Space(
+        params={"BLOCK": [128, 256, 512, 1024], "VEC": [1, 2, 4], "ITEMS": [1, 2, 4, 8, 16, 32]},
+        default={"BLOCK": 256, "VEC": 1, "ITEMS": 1},
+    ),
     shapes=[{"N": 1 << 26}],
     dtypes=("float32",),
     make_inputs=cuda.make_inputs,

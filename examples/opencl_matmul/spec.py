@@ -55,7 +55,9 @@ def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     m, n, k = int(shape["M"]), int(shape["N"]), int(shape["K"])
     return {
-        "M": np.int32(m), "N": np.int32(n), "K": np.int32(k),
+        "M": np.int32(m),
+        "N": np.int32(n),
+        "K": np.int32(k),
         "A": rng.standard_normal((m, k)).astype(np.float32),
         "B": rng.standard_normal((k, n)).astype(np.float32),
         "C": np.empty((m, n), dtype=np.float32),
@@ -82,8 +84,10 @@ problem = kt.Problem(
         params={"TILED": [0, 1], "TS": [4, 8, 16, 32], "WPT": [1, 2, 4, 8]},
         constraints=[
             kt.Constraint(lambda c: c["WPT"] <= c["TS"], "WPT <= TS"),
-            kt.Constraint(lambda c, s: s["M"] % c["TS"] == 0 and s["N"] % c["TS"] == 0 and s["K"] % c["TS"] == 0,
-                          "shape divisible by TS"),
+            kt.Constraint(
+                lambda c, s: s["M"] % c["TS"] == 0 and s["N"] % c["TS"] == 0 and s["K"] % c["TS"] == 0,
+                "shape divisible by TS",
+            ),
         ],
         default={"TILED": 0, "TS": 8, "WPT": 1},
     ),

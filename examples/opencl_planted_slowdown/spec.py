@@ -27,8 +27,7 @@ def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
 
 problem = kt.Problem(
     name="opencl_planted_slowdown",
-    kernel=kt.OpenCLKernel(source=SOURCE, name="busy",
-                           grid=lambda m: ((-(-m["N"] // m["LS"]) * m["LS"],), (m["LS"],))),
+    kernel=kt.OpenCLKernel(source=SOURCE, name="busy", grid=lambda m: ((-(-m["N"] // m["LS"]) * m["LS"],), (m["LS"],))),
     space=kt.Space(params={"ITERS": [200, 206], "LS": [64]}, default={"ITERS": 200, "LS": 64}),
     shapes=[{"N": 1 << 14}],
     make_inputs=make_inputs,

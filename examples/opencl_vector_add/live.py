@@ -35,10 +35,20 @@ def main() -> None:
     device = gpus[0] if gpus else devices[0]  # the device kerntune's OpenCL backend picks by default
     context = cl.Context([device])
     queue = cl.CommandQueue(context)
-    fixed = {**opencl_device_fields(device, int(cl.device_type.CPU)), "op": problem.name, "dtype": "float32",
-             "source": kernel_hash(SOURCE)}
-    dispatch = Dispatcher(args.table, key=lambda n: (n,), key_fields=("N",), default=problem.space.default or {},
-                          device=fixed, name="vector_add")
+    fixed = {
+        **opencl_device_fields(device, int(cl.device_type.CPU)),
+        "op": problem.name,
+        "dtype": "float32",
+        "source": kernel_hash(SOURCE),
+    }
+    dispatch = Dispatcher(
+        args.table,
+        key=lambda n: (n,),
+        key_fields=("N",),
+        default=problem.space.default or {},
+        device=fixed,
+        name="vector_add",
+    )
     programs: dict[tuple[int, int], cl.Kernel] = {}
     sizes = [int(s) for s in args.sizes.split(",")]
     buffers = {}

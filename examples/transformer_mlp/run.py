@@ -45,14 +45,29 @@ class TunedOps:
     """The block's two kernels, each behind a Dispatcher reading the same table."""
 
     def __init__(self, table: str, dtype: str, device: dict[str, Any]) -> None:
-        self.mm = Dispatcher(table, key=lambda m, n, k: (m, n, k), key_fields=("M", "N", "K"),
-                             default=MM.problem.space.default, name="matmul",
-                             device={**device, "op": MM.problem.name, "dtype": dtype, "layout": "NN", "bias": 0,
-                                     "source": kernel_hash(MM.matmul_kernel)})
-        self.rms = Dispatcher(table, key=lambda m, n: (m, n), key_fields=("M", "N"),
-                              default=RMS.problem.space.default, name="rmsnorm",
-                              device={**device, "op": RMS.problem.name, "dtype": dtype,
-                                      "source": kernel_hash(RMS.rmsnorm_kernel)})
+        self.mm = Dispatcher(
+            table,
+            key=lambda m, n, k: (m, n, k),
+            key_fields=("M", "N", "K"),
+            default=MM.problem.space.default,
+            name="matmul",
+            device={
+                **device,
+                "op": MM.problem.name,
+                "dtype": dtype,
+                "layout": "NN",
+                "bias": 0,
+                "source": kernel_hash(MM.matmul_kernel),
+            },
+        )
+        self.rms = Dispatcher(
+            table,
+            key=lambda m, n: (m, n),
+            key_fields=("M", "N"),
+            default=RMS.problem.space.default,
+            name="rmsnorm",
+            device={**device, "op": RMS.problem.name, "dtype": dtype, "source": kernel_hash(RMS.rmsnorm_kernel)},
+        )
 
     def matmul(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         (m, k), n = a.shape, b.shape[1]
@@ -64,8 +79,9 @@ class TunedOps:
         m, n = x.shape
         y = torch.empty_like(x)
         config = self.rms.select(m, n)
-        RMS.rmsnorm_kernel[(triton.cdiv(m, config["ROWS"]),)](x, w, y, m, n, RMS.EPS,
-                                                              BLOCK_N=triton.next_power_of_2(n), **config)
+        RMS.rmsnorm_kernel[(triton.cdiv(m, config["ROWS"]),)](
+            x, w, y, m, n, RMS.EPS, BLOCK_N=triton.next_power_of_2(n), **config
+        )
         return y
 
 
@@ -97,9 +113,12 @@ def main() -> int:
     def weight(*shape: int, scale: float) -> torch.Tensor:
         return (scale * torch.randn(shape, generator=gen)).to(dtype).to(args.device)
 
-    p = {"norm": (1 + weight(args.dim, scale=0.1)), "gate": weight(args.dim, args.hidden, scale=args.dim ** -0.5),
-         "up": weight(args.dim, args.hidden, scale=args.dim ** -0.5),
-         "down": weight(args.hidden, args.dim, scale=args.hidden ** -0.5)}
+    p = {
+        "norm": (1 + weight(args.dim, scale=0.1)),
+        "gate": weight(args.dim, args.hidden, scale=args.dim**-0.5),
+        "up": weight(args.dim, args.hidden, scale=args.dim**-0.5),
+        "down": weight(args.hidden, args.dim, scale=args.hidden**-0.5),
+    }
     x = weight(args.tokens, args.dim, scale=1.0)
     on_gpu = args.device.startswith("cuda")
     device = torch_device_fields() if on_gpu else {"arch": "cpu", "compute_units": 1, "device_name": "cpu"}

@@ -47,8 +47,14 @@ def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
             return torch.randn((batch, cols, rows), generator=gen, device=gen.device).to(t).transpose(1, 2)
         return torch.randn((batch, rows, cols), generator=gen, device=gen.device).to(t)
 
-    return {"a": operand(m, k, layout[0] == "T"), "b": operand(k, n, layout[1] == "T"),
-            "c": torch.empty((batch, m, n), dtype=t, device=gen.device), "M": m, "N": n, "K": k}
+    return {
+        "a": operand(m, k, layout[0] == "T"),
+        "b": operand(k, n, layout[1] == "T"),
+        "c": torch.empty((batch, m, n), dtype=t, device=gen.device),
+        "M": m,
+        "N": n,
+        "K": k,
+    }
 
 
 def reference(args: dict[str, Any], shape: dict[str, Any]) -> torch.Tensor:
@@ -78,8 +84,9 @@ def served_shape(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
     return dtype, batch, m, n, k, la + lb  # the key: dtype, then the shape fields in order
 
 
-def served_run(op: str, shape: dict[str, Any], config: dict[str, Any], args: tuple[Any, ...],
-               kwargs: dict[str, Any]) -> torch.Tensor:
+def served_run(
+    op: str, shape: dict[str, Any], config: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> torch.Tensor:
     a, b = args
     c = kwargs.get("out")
     if c is None:
@@ -105,8 +112,11 @@ problem = kt.Problem(
     make_inputs=make_inputs,
     reference=reference,
     outputs=("c",),
-    cost=lambda s, d: kt.Cost(flops=2.0 * s["B"] * s["M"] * s["N"] * s["K"], matrix=d,
-                              bytes=2.0 * s["B"] * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"])),
+    cost=lambda s, d: kt.Cost(
+        flops=2.0 * s["B"] * s["M"] * s["N"] * s["K"],
+        matrix=d,
+        bytes=2.0 * s["B"] * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"]),
+    ),
     baselines=[kt.Baseline("torch.bmm", kernel=kt.TorchCallable(torch_bmm, "torch.bmm"))],
     serve=kt.Serve(ops=("aten::bmm", "aten::bmm.out"), shape=served_shape, run=served_run, kernel="matmul"),
 )

@@ -60,8 +60,23 @@ def store_tile(c_ptr, bias_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_c
 
 
 @triton.jit
-def split_k_store(c_ptr, bias_ptr, ws_ptr, lock_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_cn, pid_k,
-                  SPLIT_K: tl.constexpr, FUSED: tl.constexpr, HAS_BIAS: tl.constexpr):
+def split_k_store(
+    c_ptr,
+    bias_ptr,
+    ws_ptr,
+    lock_ptr,
+    acc,
+    offs_cm,
+    offs_cn,
+    M,
+    N,
+    stride_cm,
+    stride_cn,
+    pid_k,
+    SPLIT_K: tl.constexpr,
+    FUSED: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+):
     """A split-K program's fp32 partial tile to the workspace's pid_k-th slice; with FUSED, the tile's last
     program to arrive sums the slices and writes C (this program's tile is grid axis 0's)."""
     mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
@@ -76,17 +91,41 @@ def split_k_store(c_ptr, bias_ptr, ws_ptr, lock_ptr, acc, offs_cm, offs_cn, M, N
         if arrived == SPLIT_K - 1:
             total = tl.zeros_like(acc)
             for s in range(SPLIT_K):
-                total += tl.load(ws_ptr + s * M * N + offs_cm[:, None] * N + offs_cn[None, :], mask=mask,
-                                 cache_modifier=".cg")
+                total += tl.load(
+                    ws_ptr + s * M * N + offs_cm[:, None] * N + offs_cn[None, :], mask=mask, cache_modifier=".cg"
+                )
             store_tile(c_ptr, bias_ptr, total, offs_cm, offs_cn, M, N, stride_cm, stride_cn, HAS_BIAS)
             tl.atomic_xchg(lock_ptr + tl.program_id(0), 0)  # ready for the next launch
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, lock_ptr, M, N, K,
-                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_ab, stride_bb, stride_cb,
-                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                  GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, FUSED: tl.constexpr, HAS_BIAS: tl.constexpr):
+def matmul_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    bias_ptr,
+    ws_ptr,
+    lock_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    stride_ab,
+    stride_bb,
+    stride_cb,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    FUSED: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+):
     # Grid axis 2 walks a batch (examples/triton_bmm: stride_ab/bb/cb between its matrices; 0 for one product).
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     pid_k = tl.program_id(1)
@@ -109,14 +148,39 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, ws_ptr, lock_ptr, M, N, K,
     if SPLIT_K == 1:
         store_tile(c_ptr, bias_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_cn, HAS_BIAS)
     else:
-        split_k_store(c_ptr, bias_ptr, ws_ptr, lock_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_cn, pid_k,
-                      SPLIT_K, FUSED, HAS_BIAS)
+        split_k_store(
+            c_ptr,
+            bias_ptr,
+            ws_ptr,
+            lock_ptr,
+            acc,
+            offs_cm,
+            offs_cn,
+            M,
+            N,
+            stride_cm,
+            stride_cn,
+            pid_k,
+            SPLIT_K,
+            FUSED,
+            HAS_BIAS,
+        )
 
 
 @triton.jit
-def matmul_tma_kernel(a_desc, b_desc, c_desc, M, N, K,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                      GROUP_M: tl.constexpr, B_T: tl.constexpr):
+def matmul_tma_kernel(
+    a_desc,
+    b_desc,
+    c_desc,
+    M,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    B_T: tl.constexpr,
+):
     # B_T: b_desc describes the row-major [N, K] matrix whose transpose is B (an nn.Linear weight).
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -130,10 +194,30 @@ def matmul_tma_kernel(a_desc, b_desc, c_desc, M, N, K,
 
 
 @triton.jit
-def matmul_wide_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
-                       stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_ab, stride_bb,
-                       stride_cb, BLOCK_M: tl.constexpr, HEAD_N: tl.constexpr, TAIL_N: tl.constexpr,
-                       BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, HAS_BIAS: tl.constexpr):
+def matmul_wide_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    bias_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    stride_ab,
+    stride_bb,
+    stride_cb,
+    BLOCK_M: tl.constexpr,
+    HEAD_N: tl.constexpr,
+    TAIL_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+):
     # A tile HEAD_N + TAIL_N columns wide (96 = 64 + 32, 160 = 128 + 32, 192 = 128 + 64): a Triton block's sides
     # are powers of two, so the tile is two blocks, each with its own accumulator and B strip, sharing the A tile
     # of each K step. Why such widths: at the medium shapes the power-of-two tiles' count leaves a partial last
@@ -160,14 +244,26 @@ def matmul_wide_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
         tail_ptrs += BLOCK_K * stride_bk
     offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     store_tile(c_ptr, bias_ptr, head, offs_cm, n0 + tl.arange(0, HEAD_N), M, N, stride_cm, stride_cn, HAS_BIAS)
-    store_tile(c_ptr, bias_ptr, tail, offs_cm, n0 + HEAD_N + tl.arange(0, TAIL_N), M, N, stride_cm, stride_cn,
-               HAS_BIAS)
+    store_tile(c_ptr, bias_ptr, tail, offs_cm, n0 + HEAD_N + tl.arange(0, TAIL_N), M, N, stride_cm, stride_cn, HAS_BIAS)
 
 
 @triton.jit
-def matmul_tma_wide_kernel(a_desc, b_desc, tail_b_desc, c_desc, tail_c_desc, M, N, K,
-                           BLOCK_M: tl.constexpr, HEAD_N: tl.constexpr, TAIL_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                           GROUP_M: tl.constexpr, B_T: tl.constexpr):
+def matmul_tma_wide_kernel(
+    a_desc,
+    b_desc,
+    tail_b_desc,
+    c_desc,
+    tail_c_desc,
+    M,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    HEAD_N: tl.constexpr,
+    TAIL_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    B_T: tl.constexpr,
+):
     # matmul_wide_kernel's two-block tile on TMA loads: a descriptor per block width for B and for C. Loads past
     # N (a last tile's tail, or part of it) are zero-filled by the copy engine and stores past N clipped by it.
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, HEAD_N + TAIL_N, GROUP_M)
@@ -187,9 +283,24 @@ def matmul_tma_wide_kernel(a_desc, b_desc, tail_b_desc, c_desc, tail_c_desc, M, 
 
 
 @triton.jit
-def matmul_tma_split_kernel(a_desc, b_desc, c_ptr, ws_ptr, lock_ptr, M, N, K, stride_cm, stride_cn,
-                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                            GROUP_M: tl.constexpr, SPLIT_K: tl.constexpr, B_T: tl.constexpr):
+def matmul_tma_split_kernel(
+    a_desc,
+    b_desc,
+    c_ptr,
+    ws_ptr,
+    lock_ptr,
+    M,
+    N,
+    K,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    B_T: tl.constexpr,
+):
     # Fused split-K on TMA loads: program (tile, pid_k) runs the pid_k-th of SPLIT_K equal spans of the tile's K
     # steps through the descriptors, and split_k_store sums the partials as the plain kernel's fused split-K does
     # (one launch, a fixed order). Why: the TMA tiles lead at the skinny shapes, where the tiles alone leave SMs
@@ -206,14 +317,26 @@ def matmul_tma_split_kernel(a_desc, b_desc, c_ptr, ws_ptr, lock_ptr, M, N, K, st
             acc = tl.dot(a, b_desc.load([k * BLOCK_K, pid_n * BLOCK_N]), acc)
     offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    split_k_store(c_ptr, c_ptr, ws_ptr, lock_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_cn, pid_k,
-                  SPLIT_K, 1, False)
+    split_k_store(
+        c_ptr, c_ptr, ws_ptr, lock_ptr, acc, offs_cm, offs_cn, M, N, stride_cm, stride_cn, pid_k, SPLIT_K, 1, False
+    )
 
 
 @triton.jit
-def matmul_tma_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
-                                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                                 GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, B_T: tl.constexpr):
+def matmul_tma_persistent_kernel(
+    a_desc,
+    b_desc,
+    c_desc,
+    M,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    NUM_SMS: tl.constexpr,
+    B_T: tl.constexpr,
+):
     # One program per multiprocessor walks the output tiles; flatten lets the pipeliner overlap the next
     # tile's loads with this tile's epilogue.
     k_tiles = tl.cdiv(K, BLOCK_K)
@@ -231,8 +354,9 @@ def matmul_tma_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
 
 
 @triton.jit
-def splitk_reduce_kernel(ws_ptr, c_ptr, bias_ptr, MN, N, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
-                         HAS_BIAS: tl.constexpr):
+def splitk_reduce_kernel(
+    ws_ptr, c_ptr, bias_ptr, MN, N, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr, HAS_BIAS: tl.constexpr
+):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < MN
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
@@ -250,10 +374,25 @@ _kept_counters: list[torch.Tensor] = []
 
 
 @triton.jit
-def gemv_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
-                stride_am: tl.constexpr, stride_ak: tl.constexpr, stride_bk: tl.constexpr, stride_bn: tl.constexpr,
-                stride_cm: tl.constexpr, stride_cn: tl.constexpr, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
-                BLOCK_K: tl.constexpr, HAS_BIAS: tl.constexpr):
+def gemv_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    bias_ptr,
+    M: tl.constexpr,
+    N: tl.constexpr,
+    K: tl.constexpr,
+    stride_am: tl.constexpr,
+    stride_ak: tl.constexpr,
+    stride_bk: tl.constexpr,
+    stride_bn: tl.constexpr,
+    stride_cm: tl.constexpr,
+    stride_cn: tl.constexpr,
+    ROWS: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+):
     # GEMV = 1, decode (M <= 8): bandwidth-bound, and an MMA tile would idle 15 of its 16 rows. Each program
     # owns BLOCK_N outputs per row and streams their BLOCK_N columns of B (for NT, contiguous rows of the weight)
     # in BLOCK_K-long strips, multiplying in fp32 and summing per thread across the K loop; one reduction across
@@ -276,12 +415,17 @@ def gemv_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M: tl.constexpr, N: tl.constexpr,
     for k0 in range(0, K, BLOCK_K):
         k3 = (k0 + tl.arange(0, BLOCK_K))[None, None, :]
         # the weight is read once: evict it first, keep the activations (read by every program) in L2
-        b = tl.load(b_ptr + k3 * stride_bk + n3 * stride_bn, mask=n3 < N, other=0.0,
-                    eviction_policy="evict_first").to(tl.float32)
+        b = tl.load(b_ptr + k3 * stride_bk + n3 * stride_bn, mask=n3 < N, other=0.0, eviction_policy="evict_first").to(
+            tl.float32
+        )
         # the activations' pointers span all three dimensions too (each thread loads the K strip its outputs
         # need; repeats hit L1): broadcast from (rows, 1, K), they were loaded once and moved through shared memory
-        a = tl.load(a_ptr + m3 * stride_am + k3 * stride_ak + n3 * 0, mask=(m3 < M) & (n3 < N), other=0.0,
-                    eviction_policy="evict_last").to(tl.float32)
+        a = tl.load(
+            a_ptr + m3 * stride_am + k3 * stride_ak + n3 * 0,
+            mask=(m3 < M) & (n3 < N),
+            other=0.0,
+            eviction_policy="evict_last",
+        ).to(tl.float32)
         partial += a * b
     acc = tl.sum(partial, axis=2)
     if HAS_BIAS:
@@ -291,8 +435,9 @@ def gemv_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M: tl.constexpr, N: tl.constexpr,
     tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-def _workspace(split_k: int, m: int, n: int, tiles: int, device: torch.device,
-               per_call: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def _workspace(
+    split_k: int, m: int, n: int, tiles: int, device: torch.device, per_call: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
     # Tuning: allocated at the first (compile) launch and reused, since an allocation inside the timed region
     # would be host work the kernel does not do in a program that keeps its workspace. The per-tile arrival
     # counters start at zero and the fused reduction leaves them at zero. ``per_call`` (serving a program): the
@@ -304,8 +449,10 @@ def _workspace(split_k: int, m: int, n: int, tiles: int, device: torch.device,
     key = (split_k, m, n, tiles, str(device))
     if key not in _workspaces:
         _workspaces.clear()
-        _workspaces[key] = (torch.empty((split_k, m, n), dtype=torch.float32, device=device),
-                            torch.zeros(tiles, dtype=torch.int32, device=device))
+        _workspaces[key] = (
+            torch.empty((split_k, m, n), dtype=torch.float32, device=device),
+            torch.zeros(tiles, dtype=torch.int32, device=device),
+        )
     return _workspaces[key]
 
 
@@ -346,8 +493,16 @@ def _multiprocessors(device: torch.device) -> int:
     return _sms[device]
 
 
-def _tma_call(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int, meta: dict[str, Any],
-              per_call: bool = False) -> tuple[Any, tuple[Any, ...], tuple[int, ...]]:
+def _tma_call(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    c: torch.Tensor,
+    m: int,
+    n: int,
+    k: int,
+    meta: dict[str, Any],
+    per_call: bool = False,
+) -> tuple[Any, tuple[Any, ...], tuple[int, ...]]:
     """The TMA kernel for ``meta``, its arguments in signature order (descriptors made for these tensors) and
     its grid. A row-major, no bias (the constraints keep TMA to those); B row-major or transposed. A split-K
     config's workspace is ``_workspace``'s (``per_call``: a served call's)."""
@@ -358,31 +513,60 @@ def _tma_call(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int,
     b_t = b.stride(0) == 1 and b.stride(1) != 1
 
     def b_and_c(width: int) -> tuple[Any, Any]:
-        return (TensorDescriptor.from_tensor(b.t(), [width, bk]) if b_t
-                else TensorDescriptor.from_tensor(b, [bk, width]), TensorDescriptor.from_tensor(c, [bm, width]))
+        return (
+            TensorDescriptor.from_tensor(b.t(), [width, bk]) if b_t else TensorDescriptor.from_tensor(b, [bk, width]),
+            TensorDescriptor.from_tensor(c, [bm, width]),
+        )
 
     a_desc = TensorDescriptor.from_tensor(a, [bm, bk])
     if bn in WIDE_N:
         head, tail = wide_blocks(bn)
         (b_head, c_head), (b_tail, c_tail) = b_and_c(head), b_and_c(tail)
-        return (matmul_tma_wide_kernel, (a_desc, b_head, b_tail, c_head, c_tail, m, n, k, bm, head, tail, bk,
-                                         meta["GROUP_M"], b_t), (tiles,))
+        return (
+            matmul_tma_wide_kernel,
+            (a_desc, b_head, b_tail, c_head, c_tail, m, n, k, bm, head, tail, bk, meta["GROUP_M"], b_t),
+            (tiles,),
+        )
     b_desc, c_desc = b_and_c(bn)
     if meta["SPLIT_K"] > 1:
         split_k = meta["SPLIT_K"]
         ws, locks = _workspace(split_k, m, n, tiles, a.device, per_call)
-        return (matmul_tma_split_kernel, (a_desc, b_desc, c, ws, locks, m, n, k, c.stride(0), c.stride(1), bm, bn,
-                                          bk, meta["GROUP_M"], split_k, b_t), (tiles, split_k))
+        return (
+            matmul_tma_split_kernel,
+            (
+                a_desc,
+                b_desc,
+                c,
+                ws,
+                locks,
+                m,
+                n,
+                k,
+                c.stride(0),
+                c.stride(1),
+                bm,
+                bn,
+                bk,
+                meta["GROUP_M"],
+                split_k,
+                b_t,
+            ),
+            (tiles, split_k),
+        )
     descriptors = (a_desc, b_desc, c_desc)
     if meta["PERSISTENT"]:
         sms = _multiprocessors(a.device)
-        return (matmul_tma_persistent_kernel, (*descriptors, m, n, k, bm, bn, bk, meta["GROUP_M"], sms, b_t),
-                (min(sms, tiles),))
+        return (
+            matmul_tma_persistent_kernel,
+            (*descriptors, m, n, k, bm, bn, bk, meta["GROUP_M"], sms, b_t),
+            (min(sms, tiles),),
+        )
     return matmul_tma_kernel, (*descriptors, m, n, k, bm, bn, bk, meta["GROUP_M"], b_t), (tiles,)
 
 
-def _batch_view(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor
-                ) -> tuple[tuple[int, int, int], torch.Tensor, torch.Tensor, torch.Tensor]:
+def _batch_view(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor
+) -> tuple[tuple[int, int, int], torch.Tensor, torch.Tensor, torch.Tensor]:
     """The strides between a batch's matrices (0, 0, 0 for one product) and its first matrices (one product: the
     operands themselves), whose strides the kernels take. A batch runs one product per grid row of axis 2 (split-K
     is for single products only)."""
@@ -391,13 +575,45 @@ def _batch_view(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor
     return (0, 0, 0), a, b, c
 
 
-def _plain_args(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, ws: torch.Tensor,
-                locks: torch.Tensor, m: int, n: int, k: int, meta: dict[str, Any]) -> tuple[Any, ...]:
+def _plain_args(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    c: torch.Tensor,
+    bias: torch.Tensor | None,
+    ws: torch.Tensor,
+    locks: torch.Tensor,
+    m: int,
+    n: int,
+    k: int,
+    meta: dict[str, Any],
+) -> tuple[Any, ...]:
     """matmul_kernel's arguments in signature order, constexprs included."""
     strides, a_2d, b_2d, c_2d = _batch_view(a, b, c)
-    return (a, b, c, c if bias is None else bias, ws, locks, m, n, k, a_2d.stride(0), a_2d.stride(1),
-            b_2d.stride(0), b_2d.stride(1), c_2d.stride(0), c_2d.stride(1), *strides, meta["BLOCK_M"],
-            meta["BLOCK_N"], meta["BLOCK_K"], meta["GROUP_M"], meta["SPLIT_K"], meta["FUSED"], bias is not None)
+    return (
+        a,
+        b,
+        c,
+        c if bias is None else bias,
+        ws,
+        locks,
+        m,
+        n,
+        k,
+        a_2d.stride(0),
+        a_2d.stride(1),
+        b_2d.stride(0),
+        b_2d.stride(1),
+        c_2d.stride(0),
+        c_2d.stride(1),
+        *strides,
+        meta["BLOCK_M"],
+        meta["BLOCK_N"],
+        meta["BLOCK_K"],
+        meta["GROUP_M"],
+        meta["SPLIT_K"],
+        meta["FUSED"],
+        bias is not None,
+    )
 
 
 WIDE_N = (96, 160, 192)
@@ -411,20 +627,71 @@ def wide_blocks(width: int) -> tuple[int, int]:
     return head, width - head
 
 
-def _wide_args(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, m: int, n: int, k: int,
-               meta: dict[str, Any]) -> tuple[Any, ...]:
+def _wide_args(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    c: torch.Tensor,
+    bias: torch.Tensor | None,
+    m: int,
+    n: int,
+    k: int,
+    meta: dict[str, Any],
+) -> tuple[Any, ...]:
     """matmul_wide_kernel's arguments in signature order, constexprs included."""
     strides, a_2d, b_2d, c_2d = _batch_view(a, b, c)
-    return (a, b, c, c if bias is None else bias, m, n, k, a_2d.stride(0), a_2d.stride(1), b_2d.stride(0),
-            b_2d.stride(1), c_2d.stride(0), c_2d.stride(1), *strides, meta["BLOCK_M"], *wide_blocks(meta["BLOCK_N"]),
-            meta["BLOCK_K"], meta["GROUP_M"], bias is not None)
+    return (
+        a,
+        b,
+        c,
+        c if bias is None else bias,
+        m,
+        n,
+        k,
+        a_2d.stride(0),
+        a_2d.stride(1),
+        b_2d.stride(0),
+        b_2d.stride(1),
+        c_2d.stride(0),
+        c_2d.stride(1),
+        *strides,
+        meta["BLOCK_M"],
+        *wide_blocks(meta["BLOCK_N"]),
+        meta["BLOCK_K"],
+        meta["GROUP_M"],
+        bias is not None,
+    )
 
 
-def _gemv_args(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, m: int, n: int, k: int,
-               meta: dict[str, Any]) -> tuple[Any, ...]:
+def _gemv_args(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    c: torch.Tensor,
+    bias: torch.Tensor | None,
+    m: int,
+    n: int,
+    k: int,
+    meta: dict[str, Any],
+) -> tuple[Any, ...]:
     """gemv_kernel's arguments in signature order, constexprs included."""
-    return (a, b, c, c if bias is None else bias, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-            c.stride(0), c.stride(1), triton.next_power_of_2(m), meta["BLOCK_N"], meta["BLOCK_K"], bias is not None)
+    return (
+        a,
+        b,
+        c,
+        c if bias is None else bias,
+        m,
+        n,
+        k,
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        c.stride(0),
+        c.stride(1),
+        triton.next_power_of_2(m),
+        meta["BLOCK_N"],
+        meta["BLOCK_K"],
+        bias is not None,
+    )
 
 
 def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
@@ -444,9 +711,17 @@ def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
     ws, locks = _workspace(split_k, m, n, tiles, a.device, bool(args.get("per_call"))) if split_k > 1 else (c, c)
     compiled = fn[(tiles, split_k, batch)](*_plain_args(a, b, c, bias, ws, locks, m, n, k, meta), **options)
     if split_k > 1 and not meta["FUSED"]:
-        splitk_reduce_kernel[(triton.cdiv(m * n, 1024),)](ws, c, c if bias is None else bias, m * n, n,
-                                                          SPLIT_K=split_k, BLOCK=1024, HAS_BIAS=bias is not None,
-                                                          num_warps=4)
+        splitk_reduce_kernel[(triton.cdiv(m * n, 1024),)](
+            ws,
+            c,
+            c if bias is None else bias,
+            m * n,
+            n,
+            SPLIT_K=split_k,
+            BLOCK=1024,
+            HAS_BIAS=bias is not None,
+            num_warps=4,
+        )
     return compiled
 
 
@@ -487,7 +762,9 @@ def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
         "b": _operand(k, n, layout[1] == "T", gen, t),
         "c": torch.empty((m, n), dtype=t, device=gen.device),
         "bias": _randn((n,), gen).to(t) if int(shape.get("bias", 0)) else None,
-        "M": m, "N": n, "K": k,
+        "M": m,
+        "N": n,
+        "K": k,
     }
 
 
@@ -575,7 +852,13 @@ def gemv_form(c: dict[str, Any], s: dict[str, Any]) -> bool:
     if rows > 1 and c["BLOCK_N"] * c["BLOCK_K"] < GEMV_WEIGHT_PER_THREAD * threads:
         return False
     return rows * c["BLOCK_N"] * c["BLOCK_K"] // threads <= 64 and (
-        c["BLOCK_M"], c["GROUP_M"], c["SPLIT_K"], c["FUSED"], c["TMA"], c["PERSISTENT"]) == (16, 8, 1, 0, 0, 0)
+        c["BLOCK_M"],
+        c["GROUP_M"],
+        c["SPLIT_K"],
+        c["FUSED"],
+        c["TMA"],
+        c["PERSISTENT"],
+    ) == (16, 8, 1, 0, 0, 0)
 
 
 GEMV_WEIGHT_PER_THREAD = 8
@@ -589,56 +872,120 @@ at 1x6144x4096, H200)."""
 
 
 def _tutorial(bm: int, bn: int, bk: int, stages: int, warps: int, **extra: int) -> dict[str, int]:
-    return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_stages": stages, "num_warps": warps,
-            **extra}
+    return {
+        "BLOCK_M": bm,
+        "BLOCK_N": bn,
+        "BLOCK_K": bk,
+        "GROUP_M": 8,
+        "num_stages": stages,
+        "num_warps": warps,
+        **extra,
+    }
 
 
 # Known good configs tried first where valid: the 16 of the Triton matmul tutorial's autotune list (what a user
 # coming from triton.autotune carries over), TMA / persistent variants of its large tiles, and split-K over its
 # large tiles (fused), the usual cure where a skinny product's output tiles alone leave SMs idle (valid only there).
-SEEDS = [_tutorial(*c) for c in (
-    (128, 256, 64, 3, 8), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4),
-    (128, 32, 32, 4, 4), (64, 32, 32, 5, 2), (32, 64, 32, 5, 2), (128, 256, 128, 3, 8), (256, 128, 128, 3, 8),
-    (256, 64, 128, 4, 4), (64, 256, 128, 4, 4), (128, 128, 128, 4, 4), (128, 64, 64, 4, 4), (64, 128, 64, 4, 4),
-    (128, 32, 64, 4, 4))] + [
-    _tutorial(128, 256, 64, 3, 8, TMA=1), _tutorial(128, 256, 64, 3, 8, TMA=1, PERSISTENT=1),
-    _tutorial(128, 128, 64, 4, 4, TMA=1), _tutorial(128, 128, 64, 4, 4, TMA=1, PERSISTENT=1)] + [
-    _tutorial(*tile, SPLIT_K=split, FUSED=1) for split in (2, 4, 8)
-    for tile in ((128, 128, 64, 4, 4), (128, 64, 128, 4, 4), (64, 128, 128, 4, 4), (128, 256, 64, 3, 8))] + [
-    # Decode (M <= 16, where BLOCK_M is 16 and no tile above applies): the fastest configs of the H200's
-    # interleaved CUPTI oracle and claims checks at 16×4096×4096, 16×4096×14336 and 16×14336×4096 (bf16,
-    # 2026-12-03, benchmarks/RESULTS.md "Tuning reproducibility"), which a 12 s search found in 2 of 5 runs.
-    _tutorial(16, 32, 256, 5, 4, TMA=1, PERSISTENT=1), _tutorial(16, 128, 128, 5, 4), _tutorial(16, 64, 256, 4, 4),
-    _tutorial(16, 32, 256, 4, 4, TMA=1, PERSISTENT=1)] + [
-    # max-autotune's own choices at the suite's 16- and 32-row shapes (its mm template's configs cut to M; the
-    # `against_max_autotune.py` logs of 2026-12-04; at the two 32-row shapes its choice led the tuned table by 0.4%
-    # and 1.3%): tried first, so a search times what max-autotune would pick (the 12 s/shape run of 2026-12-05
-    # never reached 32x64x128 at 5 stages at 32x8192x28672).
-    _tutorial(16, 64, 128, 5, 4), _tutorial(32, 128, 128, 4, 4), _tutorial(32, 64, 128, 5, 4)] + [
-    # Matrix-vector (GEMV, M <= 8, NT): Inductor's reduction configs for a one-row product (max-autotune's choice
-    # at 1x6144x4096 on the H200, 2026-12-04): one output row per program in a 2048-long strip at 16 warps (its
-    # "contiguous" config), 8 rows x 512 (its make_config(8, 512), 16 warps); and the same with fewer warps, which
-    # put more programs on each SM. One stage, as Inductor compiles every reduction (its coordinate descent settled
-    # on one row x 2048 at 8 warps, 1 stage: 0.76-0.78x torch.matmul there). Whether the stage count matters is
-    # not shown: the one tile timed both ways (1 x 1024, 4 warps) ran 0.795x at 1 and at 2 stages, so three
-    # 2-stage configs stay beside them.
-    _tutorial(16, bn, bk, 1, warps, GEMV=1) for bn, bk, warps in (
-        (1, 2048, 8), (1, 2048, 16), (1, 1024, 8), (1, 512, 4), (1, 512, 2), (1, 1024, 4),
-        (2, 1024, 16), (2, 512, 2), (4, 256, 2), (8, 512, 16), (8, 512, 4), (16, 256, 4))] + [
-    _tutorial(16, bn, bk, 2, warps, GEMV=1) for bn, bk, warps in ((8, 512, 4), (1, 1024, 4), (4, 256, 2))] + [
-    # Wide tiles (BLOCK_N 96, 160, 192; valid where their count fills the waves better, wide_tile): the medium
-    # shapes' winners (64x128x64 at 3 stages on 4 warps, plain and TMA) made wider, and the large TMA tile of
-    # 128 rows at 160 and 192 columns (cuBLAS runs 168x128 tiles at 256x10240x8192).
-    _tutorial(128, 160, 64, 3, 8, TMA=1), _tutorial(128, 160, 64, 4, 8, TMA=1), _tutorial(64, 160, 64, 3, 4, TMA=1),
-    _tutorial(64, 96, 64, 3, 4, TMA=1), _tutorial(128, 192, 64, 3, 8, TMA=1), _tutorial(64, 160, 64, 3, 4),
-    _tutorial(64, 96, 64, 3, 4), _tutorial(128, 160, 64, 3, 8),
-    # The 12 s/shape search's pick at 128x18944x3584, 256x10240x8192 and 512x4608x3584 (H200, 2026-12-05): 64x160 on
-    # TMA loads at 4 stages, the most that keep two programs on an SM, 15% faster than at 3 at 256x10240x8192.
-    _tutorial(64, 160, 64, 4, 4, TMA=1)] + [
-    # Fused split-K on TMA loads: the 16-row TMA winners (16x32x256 at 5 stages: one program per SM at
-    # 16x4096x14336) with twice or four times the programs, and the medium shapes' 64x128 tiles.
-    _tutorial(*tile, TMA=1, SPLIT_K=split, FUSED=1) for split in (2, 4)
-    for tile in ((16, 32, 256, 5, 4), (16, 64, 256, 4, 4), (64, 128, 128, 4, 4), (64, 128, 64, 3, 4))]
+SEEDS = (
+    [
+        _tutorial(*c)
+        for c in (
+            (128, 256, 64, 3, 8),
+            (64, 256, 32, 4, 4),
+            (128, 128, 32, 4, 4),
+            (128, 64, 32, 4, 4),
+            (64, 128, 32, 4, 4),
+            (128, 32, 32, 4, 4),
+            (64, 32, 32, 5, 2),
+            (32, 64, 32, 5, 2),
+            (128, 256, 128, 3, 8),
+            (256, 128, 128, 3, 8),
+            (256, 64, 128, 4, 4),
+            (64, 256, 128, 4, 4),
+            (128, 128, 128, 4, 4),
+            (128, 64, 64, 4, 4),
+            (64, 128, 64, 4, 4),
+            (128, 32, 64, 4, 4),
+        )
+    ]
+    + [
+        _tutorial(128, 256, 64, 3, 8, TMA=1),
+        _tutorial(128, 256, 64, 3, 8, TMA=1, PERSISTENT=1),
+        _tutorial(128, 128, 64, 4, 4, TMA=1),
+        _tutorial(128, 128, 64, 4, 4, TMA=1, PERSISTENT=1),
+    ]
+    + [
+        _tutorial(*tile, SPLIT_K=split, FUSED=1)
+        for split in (2, 4, 8)
+        for tile in ((128, 128, 64, 4, 4), (128, 64, 128, 4, 4), (64, 128, 128, 4, 4), (128, 256, 64, 3, 8))
+    ]
+    + [
+        # Decode (M <= 16, where BLOCK_M is 16 and no tile above applies): the fastest configs of the H200's
+        # interleaved CUPTI oracle and claims checks at 16×4096×4096, 16×4096×14336 and 16×14336×4096 (bf16,
+        # 2026-12-03, benchmarks/RESULTS.md "Tuning reproducibility"), which a 12 s search found in 2 of 5 runs.
+        _tutorial(16, 32, 256, 5, 4, TMA=1, PERSISTENT=1),
+        _tutorial(16, 128, 128, 5, 4),
+        _tutorial(16, 64, 256, 4, 4),
+        _tutorial(16, 32, 256, 4, 4, TMA=1, PERSISTENT=1),
+    ]
+    + [
+        # max-autotune's own choices at the suite's 16- and 32-row shapes (its mm template's configs cut to M; the
+        # `against_max_autotune.py` logs of 2026-12-04; at the two 32-row shapes its choice led the tuned table by 0.4%
+        # and 1.3%): tried first, so a search times what max-autotune would pick (the 12 s/shape run of 2026-12-05
+        # never reached 32x64x128 at 5 stages at 32x8192x28672).
+        _tutorial(16, 64, 128, 5, 4),
+        _tutorial(32, 128, 128, 4, 4),
+        _tutorial(32, 64, 128, 5, 4),
+    ]
+    + [
+        # Matrix-vector (GEMV, M <= 8, NT): Inductor's reduction configs for a one-row product (max-autotune's choice
+        # at 1x6144x4096 on the H200, 2026-12-04): one output row per program in a 2048-long strip at 16 warps (its
+        # "contiguous" config), 8 rows x 512 (its make_config(8, 512), 16 warps); and the same with fewer warps, which
+        # put more programs on each SM. One stage, as Inductor compiles every reduction (its coordinate descent settled
+        # on one row x 2048 at 8 warps, 1 stage: 0.76-0.78x torch.matmul there). Whether the stage count matters is
+        # not shown: the one tile timed both ways (1 x 1024, 4 warps) ran 0.795x at 1 and at 2 stages, so three
+        # 2-stage configs stay beside them.
+        _tutorial(16, bn, bk, 1, warps, GEMV=1)
+        for bn, bk, warps in (
+            (1, 2048, 8),
+            (1, 2048, 16),
+            (1, 1024, 8),
+            (1, 512, 4),
+            (1, 512, 2),
+            (1, 1024, 4),
+            (2, 1024, 16),
+            (2, 512, 2),
+            (4, 256, 2),
+            (8, 512, 16),
+            (8, 512, 4),
+            (16, 256, 4),
+        )
+    ]
+    + [_tutorial(16, bn, bk, 2, warps, GEMV=1) for bn, bk, warps in ((8, 512, 4), (1, 1024, 4), (4, 256, 2))]
+    + [
+        # Wide tiles (BLOCK_N 96, 160, 192; valid where their count fills the waves better, wide_tile): the medium
+        # shapes' winners (64x128x64 at 3 stages on 4 warps, plain and TMA) made wider, and the large TMA tile of
+        # 128 rows at 160 and 192 columns (cuBLAS runs 168x128 tiles at 256x10240x8192).
+        _tutorial(128, 160, 64, 3, 8, TMA=1),
+        _tutorial(128, 160, 64, 4, 8, TMA=1),
+        _tutorial(64, 160, 64, 3, 4, TMA=1),
+        _tutorial(64, 96, 64, 3, 4, TMA=1),
+        _tutorial(128, 192, 64, 3, 8, TMA=1),
+        _tutorial(64, 160, 64, 3, 4),
+        _tutorial(64, 96, 64, 3, 4),
+        _tutorial(128, 160, 64, 3, 8),
+        # The 12 s/shape search's pick at 128x18944x3584, 256x10240x8192 and 512x4608x3584 (H200, 2026-12-05): 64x160 on
+        # TMA loads at 4 stages, the most that keep two programs on an SM, 15% faster than at 3 at 256x10240x8192.
+        _tutorial(64, 160, 64, 4, 4, TMA=1),
+    ]
+    + [
+        # Fused split-K on TMA loads: the 16-row TMA winners (16x32x256 at 5 stages: one program per SM at
+        # 16x4096x14336) with twice or four times the programs, and the medium shapes' 64x128 tiles.
+        _tutorial(*tile, TMA=1, SPLIT_K=split, FUSED=1)
+        for split in (2, 4)
+        for tile in ((16, 32, 256, 5, 4), (16, 64, 256, 4, 4), (64, 128, 128, 4, 4), (64, 128, 64, 3, 4))
+    ]
+)
 
 
 SERVED_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -680,18 +1027,21 @@ def served_shape(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
     la, lb = _letter(a_shape, a.stride()), _letter(b_shape, b.stride())
     if k2 != k or la is None or lb is None or (a.data_ptr() | b.data_ptr()) % 16 or a.get_device() != b.get_device():
         return None
-    if bias is not None and (bias.shape != (n,) or bias.stride() != (1,) or bias.dtype is not a.dtype
-                             or bias.data_ptr() % 16):
+    if bias is not None and (
+        bias.shape != (n,) or bias.stride() != (1,) or bias.dtype is not a.dtype or bias.data_ptr() % 16
+    ):
         return None
     out = kwargs.get("out") if kwargs else None
-    if out is not None and (out.shape != (m, n) or out.dtype is not a.dtype or not out.is_contiguous()
-                            or out.data_ptr() % 16):
+    if out is not None and (
+        out.shape != (m, n) or out.dtype is not a.dtype or not out.is_contiguous() or out.data_ptr() % 16
+    ):
         return None
     return dtype, m, n, k, la + lb, int(bias is not None)  # the key: dtype, then the shape fields in order
 
 
-def served_run(op: str, shape: dict[str, Any], config: dict[str, Any], args: tuple[Any, ...],
-               kwargs: dict[str, Any]) -> torch.Tensor:
+def served_run(
+    op: str, shape: dict[str, Any], config: dict[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> torch.Tensor:
     """Launch at ``config`` through Triton's JIT; returns the output (the ``out`` given to a ``.out`` call)."""
     bias, a, b = args if op.startswith("aten::addmm") else (None, *args)
     m, n, k = shape["M"], shape["N"], shape["K"]
@@ -702,8 +1052,9 @@ def served_run(op: str, shape: dict[str, Any], config: dict[str, Any], args: tup
     return c
 
 
-def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
-                   ) -> Callable[[tuple[Any, ...], dict[str, Any]], torch.Tensor]:
+def served_prepare(
+    op: str, shape: dict[str, Any], config: dict[str, Any]
+) -> Callable[[tuple[Any, ...], dict[str, Any]], torch.Tensor]:
     """The launcher of one served key: its first call of each stride pattern launches through the JIT (compiling
     the kernel), later ones launch that compiled kernel directly (``kerntune.backends.triton_launch``), with the
     grid, integers and constexprs the key fixes. Its operands' strides are checked on every call (they decide
@@ -737,8 +1088,9 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
                 return served_run(op, shape, config, args, {"out": c})
             if gemv:
                 grid = (triton.cdiv(n, config["BLOCK_N"]),)
-                launchers[seen] = direct_launcher(gemv_kernel[grid](*_gemv_args(a, b, c, bias, m, n, k, config),
-                                                                    **options), grid)
+                launchers[seen] = direct_launcher(
+                    gemv_kernel[grid](*_gemv_args(a, b, c, bias, m, n, k, config), **options), grid
+                )
                 return c
             if tma:
                 kernel, call, grid = _tma_call(a, b, c, m, n, k, config, per_call=True)
@@ -747,7 +1099,8 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
             if wide:
                 grid = (tiles, 1, 1)
                 launchers[seen] = direct_launcher(
-                    matmul_wide_kernel[grid](*_wide_args(a, b, c, bias, m, n, k, config), **options), grid)
+                    matmul_wide_kernel[grid](*_wide_args(a, b, c, bias, m, n, k, config), **options), grid
+                )
                 return c
             ws, locks = _workspace(split_k, m, n, tiles, a.device, True) if split_k > 1 else (c, c)
             grid = (tiles, split_k, 1)
@@ -765,9 +1118,33 @@ def served_prepare(op: str, shape: dict[str, Any], config: dict[str, Any]
             return c
         ws, locks = _workspace(split_k, m, n, tiles, a.device, True) if split_k > 1 else (c, c)
         (sam, sak), (sbk, sbn), (scm, scn) = strides
-        fast(a, b, c, c if bias is None else bias, ws, locks, m, n, k, sam, sak, sbk, sbn, scm, scn, 0, 0, 0,
-             config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"], config["GROUP_M"], split_k, config["FUSED"],
-             bias is not None)
+        fast(
+            a,
+            b,
+            c,
+            c if bias is None else bias,
+            ws,
+            locks,
+            m,
+            n,
+            k,
+            sam,
+            sak,
+            sbk,
+            sbn,
+            scm,
+            scn,
+            0,
+            0,
+            0,
+            config["BLOCK_M"],
+            config["BLOCK_N"],
+            config["BLOCK_K"],
+            config["GROUP_M"],
+            split_k,
+            config["FUSED"],
+            bias is not None,
+        )
         return c
 
     return launcher
@@ -793,23 +1170,34 @@ problem = kt.Problem(
         constraints=[
             kt.Constraint(lambda c, s: c["BLOCK_M"] <= max(16, s["M"]), "BLOCK_M <= M"),
             kt.Constraint(lambda c, s: s["K"] % (c["SPLIT_K"] * c["BLOCK_K"]) == 0, "K divisible by SPLIT_K*BLOCK_K"),
-            kt.Constraint(lambda c: c["BLOCK_M"] * c["BLOCK_N"] // (32 * c["num_warps"]) <= 128,
-                          "accumulator <= 128 registers/thread"),
+            kt.Constraint(
+                lambda c: c["BLOCK_M"] * c["BLOCK_N"] // (32 * c["num_warps"]) <= 128,
+                "accumulator <= 128 registers/thread",
+            ),
             kt.Constraint(gemv_form, "GEMV only for M <= 8 and NT, the only form with BLOCK_N < 32 or BLOCK_K > 256"),
-            kt.Constraint(lambda c: c.get("GEMV") or c["BLOCK_M"] >= 64 or c["num_warps"] <= 4,
-                          "small BLOCK_M with at most 4 warps"),
-            kt.Constraint(lambda c: c.get("GEMV") or c["BLOCK_M"] * c["BLOCK_N"] >= 64 * 64 or c["num_warps"] <= 4,
-                          "8 warps only for tiles of 64x64 or more"),
-            kt.Constraint(lambda c: c["num_warps"] >= 4 or c["BLOCK_M"] * c["BLOCK_N"] <= 64 * 64,
-                          "2 warps only for small tiles"),
+            kt.Constraint(
+                lambda c: c.get("GEMV") or c["BLOCK_M"] >= 64 or c["num_warps"] <= 4,
+                "small BLOCK_M with at most 4 warps",
+            ),
+            kt.Constraint(
+                lambda c: c.get("GEMV") or c["BLOCK_M"] * c["BLOCK_N"] >= 64 * 64 or c["num_warps"] <= 4,
+                "8 warps only for tiles of 64x64 or more",
+            ),
+            kt.Constraint(
+                lambda c: c["num_warps"] >= 4 or c["BLOCK_M"] * c["BLOCK_N"] <= 64 * 64, "2 warps only for small tiles"
+            ),
             kt.Constraint(lambda c: c.get("GEMV") or c["num_warps"] <= 8, "16 warps only for GEMV"),
-            kt.Constraint(lambda c: c["num_stages"] <= 2 if c.get("GEMV") else c["num_stages"] >= 2,
-                          "GEMV with 1 or 2 stages, the MMA forms with 2 or more"),
+            kt.Constraint(
+                lambda c: c["num_stages"] <= 2 if c.get("GEMV") else c["num_stages"] >= 2,
+                "GEMV with 1 or 2 stages, the MMA forms with 2 or more",
+            ),
             kt.Constraint(lambda c: c["BLOCK_K"] <= 128 or c["BLOCK_M"] <= 64, "BLOCK_K 256 only for BLOCK_M <= 64"),
             kt.Constraint(group_matters, "GROUP_M varies only with several row tiles"),
             kt.Constraint(lambda c, s: c["BLOCK_M"] >= min(64, s["M"]), "BLOCK_M >= min(64, M)"),
-            kt.Constraint(lambda c: c["BLOCK_K"] >= 64 or c["BLOCK_M"] * c["BLOCK_N"] <= 128 * 128,
-                          "BLOCK_K 32 only for small tiles"),
+            kt.Constraint(
+                lambda c: c["BLOCK_K"] >= 64 or c["BLOCK_M"] * c["BLOCK_N"] <= 128 * 128,
+                "BLOCK_K 32 only for small tiles",
+            ),
             kt.Constraint(smem_fits, "shared memory fits"),
             kt.Constraint(splitk_when_underfilled, "split-K only when tiles underfill the device"),
             kt.Constraint(tma_supported, "TMA needs sm_90+"),
@@ -817,8 +1205,19 @@ problem = kt.Problem(
             kt.Constraint(lambda c: c["SPLIT_K"] > 1 or not c["FUSED"], "FUSED only with split-K"),
             kt.Constraint(wide_tile, "BLOCK_N 96, 160 or 192 only as a wide tile"),
         ],
-        default={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "TMA": 0,
-                 "PERSISTENT": 0, "GEMV": 0, "num_warps": 4, "num_stages": 3},
+        default={
+            "BLOCK_M": 128,
+            "BLOCK_N": 128,
+            "BLOCK_K": 32,
+            "GROUP_M": 8,
+            "SPLIT_K": 1,
+            "FUSED": 0,
+            "TMA": 0,
+            "PERSISTENT": 0,
+            "GEMV": 0,
+            "num_warps": 4,
+            "num_stages": 3,
+        },
         seeds=SEEDS,
     ),
     shapes=[{"M": 4096, "N": 4096, "K": 4096, "layout": "NN", "bias": 0}],
@@ -826,9 +1225,17 @@ problem = kt.Problem(
     make_inputs=make_inputs,
     reference=reference,
     outputs=("c",),
-    cost=lambda s, d: kt.Cost(flops=2.0 * s["M"] * s["N"] * s["K"], matrix=d,
-                              bytes=2.0 * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"])),
+    cost=lambda s, d: kt.Cost(
+        flops=2.0 * s["M"] * s["N"] * s["K"],
+        matrix=d,
+        bytes=2.0 * (s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"]),
+    ),
     baselines=[kt.Baseline("torch.matmul", kernel=kt.TorchCallable(torch_matmul, "torch.matmul"))],
-    serve=kt.Serve(ops=("aten::mm", "aten::mm.out", "aten::addmm", "aten::addmm.out"), shape=served_shape,
-                   run=served_run, prepare=served_prepare, kernel="matmul"),
+    serve=kt.Serve(
+        ops=("aten::mm", "aten::mm.out", "aten::addmm", "aten::addmm.out"),
+        shape=served_shape,
+        run=served_run,
+        prepare=served_prepare,
+        kernel="matmul",
+    ),
 )

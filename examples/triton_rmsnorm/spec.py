@@ -35,8 +35,14 @@ def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(seed)
     m, n = int(shape["M"]), int(shape["N"])
     t = DTYPES[dtype]
-    return {"x": torch.randn((m, n), generator=gen).to(t), "w": (1 + 0.1 * torch.randn(n, generator=gen)).to(t),
-            "y": torch.empty((m, n), dtype=t), "M": m, "N": n, "eps": EPS}
+    return {
+        "x": torch.randn((m, n), generator=gen).to(t),
+        "w": (1 + 0.1 * torch.randn(n, generator=gen)).to(t),
+        "y": torch.empty((m, n), dtype=t),
+        "M": m,
+        "N": n,
+        "eps": EPS,
+    }
 
 
 def reference(args: dict[str, Any], shape: dict[str, Any]) -> torch.Tensor:
@@ -63,6 +69,7 @@ problem = kt.Problem(
     reference=reference,
     outputs=("y",),
     cost=lambda s, d: kt.Cost(flops=4.0 * s["M"] * s["N"], bytes=2.0 * 2 * s["M"] * s["N"]),
-    baselines=[kt.Baseline("torch rms_norm", kernel=kt.TorchCallable(torch_rms_norm, "F.rms_norm",
-                                                                      returns_outputs=True))],
+    baselines=[
+        kt.Baseline("torch rms_norm", kernel=kt.TorchCallable(torch_rms_norm, "F.rms_norm", returns_outputs=True))
+    ],
 )

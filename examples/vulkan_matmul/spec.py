@@ -53,8 +53,14 @@ void main() {
 def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     m, n, k = int(shape["M"]), int(shape["N"]), int(shape["K"])
-    return {"A": rng.standard_normal((m, k)).astype(np.float32), "B": rng.standard_normal((k, n)).astype(np.float32),
-            "C": np.empty((m, n), dtype=np.float32), "M": np.uint32(m), "N": np.uint32(n), "K": np.uint32(k)}
+    return {
+        "A": rng.standard_normal((m, k)).astype(np.float32),
+        "B": rng.standard_normal((k, n)).astype(np.float32),
+        "C": np.empty((m, n), dtype=np.float32),
+        "M": np.uint32(m),
+        "N": np.uint32(n),
+        "K": np.uint32(k),
+    }
 
 
 def reference(args: dict[str, Any], shape: dict[str, Any]) -> np.ndarray:
@@ -69,7 +75,9 @@ def cost(shape: dict[str, Any], dtype: str) -> kt.Cost:
 problem = kt.Problem(
     name="vulkan_matmul",
     kernel=kt.VulkanKernel(
-        source=SOURCE, entry="main", name="matmul",
+        source=SOURCE,
+        entry="main",
+        name="matmul",
         workgroup=lambda meta: (int(meta["TS"]), int(meta["TS"]) // int(meta["WPT"]), 1),
         dispatch=lambda meta: (int(meta["N"]) // int(meta["TS"]), int(meta["M"]) // int(meta["TS"]), 1),
         constants={"TS": 0, "WPT": 1},
@@ -78,8 +86,10 @@ problem = kt.Problem(
         params={"TS": [8, 16, 32], "WPT": [1, 2, 4, 8]},
         constraints=[
             kt.Constraint(lambda c: c["WPT"] <= c["TS"], "WPT <= TS"),
-            kt.Constraint(lambda c, s: s["M"] % c["TS"] == 0 and s["N"] % c["TS"] == 0 and s["K"] % c["TS"] == 0,
-                          "shape divisible by TS"),
+            kt.Constraint(
+                lambda c, s: s["M"] % c["TS"] == 0 and s["N"] % c["TS"] == 0 and s["K"] % c["TS"] == 0,
+                "shape divisible by TS",
+            ),
         ],
         default={"TS": 8, "WPT": 1},
     ),

@@ -94,9 +94,13 @@ def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
     n = int(shape["N"])
     # partials is scratch the shader writes before it reads: random, so one that read it unwritten fails the gate;
     # room for the most groups (32 invocations, one item each). arrived counts groups and must start at 0.
-    return {"x": rng.random(n).astype(np.float32), "out": np.empty(1, np.float32),
-            "partials": rng.random((n + 31) // 32).astype(np.float32), "arrived": np.zeros(1, np.uint32),
-            "n": np.uint32(n)}
+    return {
+        "x": rng.random(n).astype(np.float32),
+        "out": np.empty(1, np.float32),
+        "partials": rng.random((n + 31) // 32).astype(np.float32),
+        "arrived": np.zeros(1, np.uint32),
+        "n": np.uint32(n),
+    }
 
 
 def reference(args: dict[str, Any], shape: dict[str, Any]) -> np.ndarray:
@@ -110,7 +114,9 @@ def cost(shape: dict[str, Any], dtype: str) -> kt.Cost:
 problem = kt.Problem(
     name="vulkan_reduction",
     kernel=kt.VulkanKernel(
-        source=SOURCE, entry="main", name="reduce_sum",
+        source=SOURCE,
+        entry="main",
+        name="reduce_sum",
         workgroup=lambda meta: (int(meta["WG"]), 1, 1),
         dispatch=lambda meta: (groups(meta), 1, 1),
         constants={"WG": 0},

@@ -121,8 +121,7 @@ class Settings:
                 values[f.name] = type(default)(raw)
             except ValueError as exc:
                 raise UsageError(
-                    f"KERNTUNE_{f.name.upper()}={raw!r} is not a valid {type(default).__name__}; "
-                    "fix or unset it"
+                    f"KERNTUNE_{f.name.upper()}={raw!r} is not a valid {type(default).__name__}; fix or unset it"
                 ) from exc
         settings = cls(**values)  # type: ignore[arg-type]
         if settings.ab_processes < 2:
@@ -135,8 +134,10 @@ class Settings:
         if settings.gate_seeds < 2:
             raise UsageError("KERNTUNE_GATE_SEEDS must be at least 2: one seed can hide a wrong kernel")
         if settings.placements < 1 or settings.placements_mb < 0:
-            raise UsageError("KERNTUNE_PLACEMENTS is a count of at least 1 (1: no placements taken in turn) and "
-                             "KERNTUNE_PLACEMENTS_MB a size in MiB")
+            raise UsageError(
+                "KERNTUNE_PLACEMENTS is a count of at least 1 (1: no placements taken in turn) and "
+                "KERNTUNE_PLACEMENTS_MB a size in MiB"
+            )
         if settings.flush_mb < 0:
             raise UsageError("KERNTUNE_FLUSH_MB is a size in MiB (0: twice the last-level cache)")
         return settings

@@ -27,8 +27,14 @@ def _header(suite: str, field: str) -> str:
 
 
 def _runner(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BENCH / "run"), *args], capture_output=True, text=True, timeout=120, cwd=ROOT,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [str(BENCH / "run"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_every_suite_states_its_steps_and_defines_them() -> None:
@@ -78,8 +84,11 @@ def test_an_unbounded_run_splits_its_shapes_into_parts(tmp_path: Path) -> None:
     env = {"KT_DATA": str(tmp_path), "W": str(tmp_path / "scratch"), "STEPS": "unbounded", "PATH": "/usr/bin:/bin"}
     if shutil.which("nvidia-smi", path=env["PATH"]):
         pytest.skip("nvidia-smi is on the system path: the step would tune on the GPU, not skip")
-    shapes = [line for line in (ROOT / "benchmarks" / "specs" / "llm_gemm_shapes.txt").read_text().splitlines()
-              if line.strip() and not line.startswith("#")]
+    shapes = [
+        line
+        for line in (ROOT / "benchmarks" / "specs" / "llm_gemm_shapes.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     said = []
     for part in ("1/3", "2/3", "3/3"):
         done = _runner("time-budget", env={**env, "PART": part})

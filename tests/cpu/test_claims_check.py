@@ -16,8 +16,9 @@ from tests.conftest import ROOT, load_benchmark
 pytest.importorskip("torch")
 claims_check = load_benchmark("claims_check")
 
-FLUSH = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, "
-         "std::array<char*, 1ul> >")
+FLUSH = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<unsigned char>, std::array<char*, 1ul> >"
+)
 
 
 def _trace(calls: list[list[float]]) -> list[dict[str, Any]]:
@@ -61,12 +62,16 @@ def test_blocks_are_read_back_by_the_placement_they_ran_on() -> None:
 
 
 def test_the_printed_ratio_is_the_winners_finalist_row() -> None:
-    found = {"winner": {"id": 7}, "finalists": [
-        {"id": 2, "interleaved_ratio": {"ratio": 1.0}}, {"id": 7, "interleaved_ratio": {"ratio": 0.97}}]}
+    found = {
+        "winner": {"id": 7},
+        "finalists": [{"id": 2, "interleaved_ratio": {"ratio": 1.0}}, {"id": 7, "interleaved_ratio": {"ratio": 0.97}}],
+    }
     assert claims_check.printed_ratio(found) == 0.97
     # The report's headline (kernel time where kerntune's profiler timed the winner) is what it prints first.
-    led = {"winner": {"id": 7}, "finalists": [{"id": 7, "ratio": {"value": 0.98, "timer": "CUPTI"},
-                                               "interleaved_ratio": {"ratio": 0.97}}]}
+    led = {
+        "winner": {"id": 7},
+        "finalists": [{"id": 7, "ratio": {"value": 0.98, "timer": "CUPTI"}, "interleaved_ratio": {"ratio": 0.97}}],
+    }
     assert claims_check.printed_ratio(led) == 0.98
     assert claims_check.printed_ratio({"winner": {"id": 9}, "finalists": found["finalists"]}) is None
 
@@ -76,25 +81,39 @@ def test_kerntunes_own_medians_are_read_from_the_winners_last_round() -> None:
     found = {"winner": {"confirmed": {"conditions": {"telemetry": {"second_timer": second}}}}}
     assert claims_check.kerntune_medians_us(found) == pytest.approx({"torch_us": 15.456, "winner_us": 14.3205})
     assert claims_check.kerntune_medians_us({"winner": {"confirmed": None}}) is None
-    assert claims_check.kerntune_medians_us({"winner": {"confirmed": {"conditions": {"telemetry": {
-        "second_timer": {"timer": "x", "error": "refused"}}}}}}) is None
+    assert (
+        claims_check.kerntune_medians_us(
+            {
+                "winner": {
+                    "confirmed": {"conditions": {"telemetry": {"second_timer": {"timer": "x", "error": "refused"}}}}
+                }
+            }
+        )
+        is None
+    )
 
 
 def test_bad_arguments_to_the_check_scripts_are_one_line_and_exit_2(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{bad")
     (tmp_path / "empty.json").write_text("{}")
     out = str(tmp_path / "out.json")
-    cases = [("claims_check.py", [str(tmp_path / "bad.json"), out], "is not JSON"),
-             ("claims_check.py", [str(tmp_path / "empty.json"), out], "no 'shapes' list"),
-             ("claims_check.py", [str(tmp_path / "none.json"), out], "no report at"),
-             ("claims_check.py", [str(tmp_path / "empty.json"), out, "many"], "usage:"),
-             ("gate_step_state.py", [out, "gate-sometimes", "1,2,3=A:1"], "invalid choice"),
-             ("gate_step_state.py", [out, "gate-first", "1,2=A"], "give M,N,K=NAME:VALUE")]
+    cases = [
+        ("claims_check.py", [str(tmp_path / "bad.json"), out], "is not JSON"),
+        ("claims_check.py", [str(tmp_path / "empty.json"), out], "no 'shapes' list"),
+        ("claims_check.py", [str(tmp_path / "none.json"), out], "no report at"),
+        ("claims_check.py", [str(tmp_path / "empty.json"), out, "many"], "usage:"),
+        ("gate_step_state.py", [out, "gate-sometimes", "1,2,3=A:1"], "invalid choice"),
+        ("gate_step_state.py", [out, "gate-first", "1,2=A"], "give M,N,K=NAME:VALUE"),
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     for script, args, said in cases:
-        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], capture_output=True,
-                              text=True, timeout=120, env=env)
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / script), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
         assert done.returncode == 2 and said in done.stderr, (script, args, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr  # one line, no traceback
     assert not Path(out).exists()
-

@@ -53,8 +53,10 @@ def test_the_summary_sets_each_forms_best_beside_the_reports_winner() -> None:
     def row(label: str, ratio: float, gated: bool = True) -> dict[str, Any]:
         return {"label": label, "gated": gated, "checked": {"ratio": ratio}}
 
-    done = [{"rows": [row("prior", 1.25), row("stream_k", 1.05), row("stream_k", 0.99), row("sk_tail", 2.0, False)]},
-            {"rows": [row("prior", 1.0), row("stream_k", 1.1)]}]
+    done = [
+        {"rows": [row("prior", 1.25), row("stream_k", 1.05), row("stream_k", 0.99), row("sk_tail", 2.0, False)]},
+        {"rows": [row("prior", 1.0), row("stream_k", 1.1)]},
+    ]
     found = gemm_forms.summary(done)
     assert found["geomean_ratio_by_label"]["stream_k"] == pytest.approx((0.99 * 1.1) ** 0.5)
     assert found["shapes_by_label"] == {"prior": 2, "stream_k": 2}  # a config that failed its gate is no best
@@ -64,48 +66,88 @@ def test_the_summary_sets_each_forms_best_beside_the_reports_winner() -> None:
         for n, each in enumerate(rows["rows"]):
             each["config"] = {"BLOCK_M": n}
     best = gemm_forms.best_report(done)  # each shape's fastest gated config, whatever its label
-    assert best == {"shapes": [{"shape": {"M": 1}, "winner": {"config": {"BLOCK_M": 2}, "label": "stream_k"}},
-                               {"shape": {"M": 2}, "winner": {"config": {"BLOCK_M": 0}, "label": "prior"}}]}
+    assert best == {
+        "shapes": [
+            {"shape": {"M": 1}, "winner": {"config": {"BLOCK_M": 2}, "label": "stream_k"}},
+            {"shape": {"M": 2}, "winner": {"config": {"BLOCK_M": 0}, "label": "prior"}},
+        ]
+    }
 
 
 def test_bad_arguments_are_refused_with_one_line_and_exit_2(tmp_path: Path) -> None:
     part = tmp_path / "part.json"
-    part.write_text(json.dumps({"shapes": [{"shape": {"M": 16, "N": 4096, "K": 4096, "layout": "NT"},
-                                            "winner": {"config": {"BLOCK_M": 16}}}]}))
+    part.write_text(
+        json.dumps(
+            {
+                "shapes": [
+                    {"shape": {"M": 16, "N": 4096, "K": 4096, "layout": "NT"}, "winner": {"config": {"BLOCK_M": 16}}}
+                ]
+            }
+        )
+    )
     bad = tmp_path / "shapes.txt"
     bad.write_text("M=16,N=4096\n")
     worse = tmp_path / "worse.txt"
     worse.write_text("M=16,N=4k,K=8\n")
-    for args, said in ((["--forms", "streamk"], "unknown form 'streamk'"), (["--shapes", str(bad)], "M, N and K"),
-                       (["--spec", str(bad)], "is not LABEL=SPEC.py"), (["--spec", f"v={tmp_path}/none.py"],
-                                                                        "none.py is not a file"),
-                       (["--shapes", str(worse)], "N is '4k', not a whole number"),
-                       (["--report", str(tmp_path / "none.json")], "is not a file"), (["--blocks", "1"], "--blocks"),
-                       (["--report", f"a={part}", "--report", f"a={part}"], "must not share a shape"),
-                       (["--report", str(bad)], "--report: Expecting value")):
-        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gemm_forms.py"), str(tmp_path / "o.json"),
-                               *args], capture_output=True, text=True, timeout=120)
+    for args, said in (
+        (["--forms", "streamk"], "unknown form 'streamk'"),
+        (["--shapes", str(bad)], "M, N and K"),
+        (["--spec", str(bad)], "is not LABEL=SPEC.py"),
+        (["--spec", f"v={tmp_path}/none.py"], "none.py is not a file"),
+        (["--shapes", str(worse)], "N is '4k', not a whole number"),
+        (["--report", str(tmp_path / "none.json")], "is not a file"),
+        (["--blocks", "1"], "--blocks"),
+        (["--report", f"a={part}", "--report", f"a={part}"], "must not share a shape"),
+        (["--report", str(bad)], "--report: Expecting value"),
+    ):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "gemm_forms.py"), str(tmp_path / "o.json"), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 2 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done
     assert not (tmp_path / "o.json").exists()
 
 
 def test_a_reports_winners_are_read_by_shape(tmp_path: Path) -> None:
     report = tmp_path / "tune.json"
-    report.write_text(json.dumps({"shapes": [
-        {"shape": {"M": 16, "N": 4096, "K": 4096, "layout": "NT", "bias": 0}, "winner": {"config": {"BLOCK_M": 16}}},
-        {"shape": {"M": 32, "N": 4096, "K": 4096}, "winner": None}]}))
+    report.write_text(
+        json.dumps(
+            {
+                "shapes": [
+                    {
+                        "shape": {"M": 16, "N": 4096, "K": 4096, "layout": "NT", "bias": 0},
+                        "winner": {"config": {"BLOCK_M": 16}},
+                    },
+                    {"shape": {"M": 32, "N": 4096, "K": 4096}, "winner": None},
+                ]
+            }
+        )
+    )
     assert gemm_forms.report_winners(report) == {(16, 4096, 4096, "NT", 0): {"BLOCK_M": 16}}
 
 
 def test_reports_with_one_label_are_one_runs_parts(tmp_path: Path) -> None:
     def report(name: str, m: int, block_m: int) -> Path:
         path = tmp_path / name
-        path.write_text(json.dumps({"shapes": [{"shape": {"M": m, "N": 4096, "K": 4096, "layout": "NT"},
-                                                "winner": {"config": {"BLOCK_M": block_m}}}]}))
+        path.write_text(
+            json.dumps(
+                {
+                    "shapes": [
+                        {
+                            "shape": {"M": m, "N": 4096, "K": 4096, "layout": "NT"},
+                            "winner": {"config": {"BLOCK_M": block_m}},
+                        }
+                    ]
+                }
+            )
+        )
         return path
 
-    merged = gemm_forms.merged_winners([("whole", report("a.json", 16, 16)), ("other", report("b.json", 16, 32)),
-                                        ("whole", report("c.json", 64, 64))])
+    merged = gemm_forms.merged_winners(
+        [("whole", report("a.json", 16, 16)), ("other", report("b.json", 16, 32)), ("whole", report("c.json", 64, 64))]
+    )
     assert [label for label, _ in merged] == ["whole", "other"]
     assert merged[0][1] == {(16, 4096, 4096, "NT", 0): {"BLOCK_M": 16}, (64, 4096, 4096, "NT", 0): {"BLOCK_M": 64}}
     with pytest.raises(ValueError, match="both tuned 16x4096x4096 NT"):
@@ -122,11 +164,18 @@ def test_the_counters_script_refuses_bad_arguments_with_one_line_and_exit_2(tmp_
     script = str(ROOT / "benchmarks" / "forms_counters.py")
     forms = tmp_path / "forms.json"
     forms.write_text(json.dumps({"shapes": []}))
-    for args, said in (([], "Usage"), ([str(tmp_path / "none.json"), "examples/triton_matmul", "o.json", "1,2,3"],
-                                       "No such file"), ([str(forms), "examples/triton_matmul", "o.json", "1,x,3"],
-                                                         "shapes are M,N,K")):
-        done = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    for args, said in (
+        ([], "Usage"),
+        ([str(tmp_path / "none.json"), "examples/triton_matmul", "o.json", "1,2,3"], "No such file"),
+        ([str(forms), "examples/triton_matmul", "o.json", "1,x,3"], "shapes are M,N,K"),
+    ):
+        done = subprocess.run(
+            [sys.executable, script, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        )
         assert done.returncode == 2 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done
 
 
@@ -144,8 +193,9 @@ def test_a_config_the_compiler_rejects_is_reported_and_the_others_still_run(monk
     monkeypatch.setattr(claims_check, "matmul_calls", calls)
     monkeypatch.setattr(claims_check, "gate_errors", lambda problem, operands, shape, calls: {"winner": 0.0})
     monkeypatch.setattr(claims_check, "warm_up", lambda launches: None)
-    monkeypatch.setattr(claims_check, "timed_blocks",
-                        lambda a, b, flush, blocks, clean=None: {"ratio": 1.0, "ci": [1.0, 1.0]})
+    monkeypatch.setattr(
+        claims_check, "timed_blocks", lambda a, b, flush, blocks, clean=None: {"ratio": 1.0, "ci": [1.0, 1.0]}
+    )
     base = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3}
     picked = [("prior", base, None), ("ws", {**base, "WS": 1}, None), ("tma", {**base, "BLOCK_M": 128, "TMA": 1}, None)]
     found = gemm_forms.time_shape(None, {"M": 256}, picked, blocks=2, placements=2, flush=None)

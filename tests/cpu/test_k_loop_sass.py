@@ -17,8 +17,13 @@ SCRIPT = ROOT / "benchmarks" / "k_loop_sass.py"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
 
 
 def test_a_known_k_shortens_the_mma_kernels_loop_without_spills() -> None:
@@ -36,7 +41,9 @@ def test_a_known_k_shortens_the_mma_kernels_loop_without_spills() -> None:
 
 
 def test_bad_arguments_are_refused_with_exit_2() -> None:
-    for args, said in ((["--shape", "32,10240"], "--shape is 3 positive whole numbers"),
-                       (["--constexprs", "Q"], "names Q, not arguments of matmul_kernel")):
+    for args, said in (
+        (["--shape", "32,10240"], "--shape is 3 positive whole numbers"),
+        (["--constexprs", "Q"], "names Q, not arguments of matmul_kernel"),
+    ):
         done = _run(*args)
         assert done.returncode == 2 and said in done.stderr, done.stderr

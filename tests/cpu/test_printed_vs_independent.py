@@ -22,16 +22,38 @@ def _shape(m: int) -> dict[str, object]:
 
 def _report(*rows: tuple[int, int, float, float]) -> dict[str, object]:
     """(M, BLOCK_N, printed CUPTI ratio, events ratio) per shape, in a tune report's shape."""
-    return {"shapes": [{"shape": _shape(m), "winner": {"id": 7, "config": {"BLOCK_M": 16, "BLOCK_N": bn}},
-                        "finalists": [{"id": 7, "ratio": {"value": cupti, "timer": "CUPTI"},
-                                       "interleaved_ratio": {"ratio": events}}]} for m, bn, cupti, events in rows]}
+    return {
+        "shapes": [
+            {
+                "shape": _shape(m),
+                "winner": {"id": 7, "config": {"BLOCK_M": 16, "BLOCK_N": bn}},
+                "finalists": [
+                    {"id": 7, "ratio": {"value": cupti, "timer": "CUPTI"}, "interleaved_ratio": {"ratio": events}}
+                ],
+            }
+            for m, bn, cupti, events in rows
+        ]
+    }
 
 
 def _winners(*rows: tuple[int, int, float]) -> dict[str, object]:
     """(M, BLOCK_N, independent ratio) per shape, as gemm_forms writes them, under the label 'run'."""
-    return {"shapes": [{"shape": _shape(m), "rows": [{"label": "run", "gated": True, "checked": {"ratio": ratio},
-                                                       "config": {"BLOCK_M": 16, "BLOCK_N": bn, "GEMV": 0}}]}
-                       for m, bn, ratio in rows]}
+    return {
+        "shapes": [
+            {
+                "shape": _shape(m),
+                "rows": [
+                    {
+                        "label": "run",
+                        "gated": True,
+                        "checked": {"ratio": ratio},
+                        "config": {"BLOCK_M": 16, "BLOCK_N": bn, "GEMV": 0},
+                    }
+                ],
+            }
+            for m, bn, ratio in rows
+        ]
+    }
 
 
 def test_each_timer_is_measured_against_the_independent_check() -> None:
@@ -51,11 +73,16 @@ def test_each_timer_is_measured_against_the_independent_check() -> None:
 def test_no_meeting_shape_is_an_error_that_names_the_label(tmp_path: Path) -> None:
     (tmp_path / "r.json").write_text(json.dumps(_report((16, 32, 0.9, 0.9))))
     (tmp_path / "w.json").write_text(json.dumps(_winners((16, 32, 0.9))))
-    script = [sys.executable, str(ROOT / "benchmarks" / "printed_vs_independent.py"), str(tmp_path / "r.json"),
-              str(tmp_path / "w.json")]
+    script = [
+        sys.executable,
+        str(ROOT / "benchmarks" / "printed_vs_independent.py"),
+        str(tmp_path / "r.json"),
+        str(tmp_path / "w.json"),
+    ]
     done = subprocess.run([*script, "other"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "'other'" in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    done = subprocess.run([*script, "run", "--json", str(tmp_path / "o.json")], capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        [*script, "run", "--json", str(tmp_path / "o.json")], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0 and "printed: within 1% of the independent check at 1 of 1 shapes" in done.stdout
     assert json.loads((tmp_path / "o.json").read_text())["rows"][0]["independent"] == 0.9

@@ -62,14 +62,22 @@ def test_best_first_spends_the_best_configs_moves_before_the_second_bests() -> N
 
 def test_a_record_without_screens_or_a_missing_file_is_refused(tmp_path: Path) -> None:
     empty = tmp_path / "candidates.csv"
-    empty.write_text("id,shape,role,label,config,status,median_ms\n1,\"M=1\",search,,\"A=1\",ok,0.5\n")
+    empty.write_text('id,shape,role,label,config,status,median_ms\n1,"M=1",search,,"A=1",ok,0.5\n')
     other = tmp_path / "other.csv"
     other.write_text("a,b\n1,2\n")
-    for args, said in (([str(empty)], "no rung-0 screens"), ([str(tmp_path / "none.csv")], "no candidates file"),
-                       ([str(other)], "not a candidates CSV"),
-                       ([str(empty), "--screens", "ten"], "--screens"), ([str(empty), "--explore", "-1"], "--explore")):
-        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "search_policy_replay.py"), *args],
-                              capture_output=True, text=True, timeout=120)
+    for args, said in (
+        ([str(empty)], "no rung-0 screens"),
+        ([str(tmp_path / "none.csv")], "no candidates file"),
+        ([str(other)], "not a candidates CSV"),
+        ([str(empty), "--screens", "ten"], "--screens"),
+        ([str(empty), "--explore", "-1"], "--explore"),
+    ):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "search_policy_replay.py"), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 2 and said in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
 

@@ -11,9 +11,13 @@ from tests.conftest import ROOT
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "telemetry_read_cost.py"), *args],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    return subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "telemetry_read_cost.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
 
 
 def test_the_costs_are_timed_and_missing_reads_are_said() -> None:

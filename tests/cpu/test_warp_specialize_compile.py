@@ -21,7 +21,8 @@ def test_an_unspecialized_form_compiles_and_is_reported_so() -> None:
 
 
 def test_a_bad_block_is_one_line_and_exit_2() -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--block", "128x128"], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--block", "128x128"], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2 and "--block is BLOCK_M,BLOCK_N,BLOCK_K" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -22,8 +22,9 @@ def test_wave_fill_counts_tiles_over_whole_waves_and_the_real_rows() -> None:
     assert wave_fill.wave_fill(shape, {"BLOCK_M": "128", "BLOCK_N": "128"}, 132) == pytest.approx(160 / 264)
     # split-K multiplies the tiles; M = 1 in a 16-row tile uses 1 row in 16
     decode = wave_fill.fields("M=1,N=6144,K=4096")
-    assert wave_fill.wave_fill(decode, {"BLOCK_M": "16", "BLOCK_N": "64", "SPLIT_K": "2"}, 132) == \
-        pytest.approx(192 / 264 / 16)
+    assert wave_fill.wave_fill(decode, {"BLOCK_M": "16", "BLOCK_N": "64", "SPLIT_K": "2"}, 132) == pytest.approx(
+        192 / 264 / 16
+    )
 
 
 def test_a_run_ranks_fill_against_screen_time_and_refuses_a_missing_file(tmp_path: Path) -> None:
@@ -37,6 +38,7 @@ def test_a_run_ranks_fill_against_screen_time_and_refuses_a_missing_file(tmp_pat
     done = subprocess.run([sys.executable, SCRIPT, str(path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "256x10240x8192: 12 configs, rho" in done.stdout and "at 0 of 1 shapes" in done.stdout
-    missing = subprocess.run([sys.executable, SCRIPT, str(tmp_path / "none.csv")], capture_output=True, text=True,
-                             timeout=120)
+    missing = subprocess.run(
+        [sys.executable, SCRIPT, str(tmp_path / "none.csv")], capture_output=True, text=True, timeout=120
+    )
     assert missing.returncode == 2 and "not a file" in missing.stderr

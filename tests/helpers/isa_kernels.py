@@ -21,5 +21,14 @@ def matmul(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.cons
     tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(tl.bfloat16))
 
 
-SIGNATURE = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32",
-             "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
+SIGNATURE = {
+    "a_ptr": "*bf16",
+    "b_ptr": "*bf16",
+    "c_ptr": "*bf16",
+    "M": "i32",
+    "N": "i32",
+    "K": "i32",
+    "BLOCK_M": "constexpr",
+    "BLOCK_N": "constexpr",
+    "BLOCK_K": "constexpr",
+}

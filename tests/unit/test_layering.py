@@ -14,16 +14,28 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "kerntune"
 # search, a search nothing of the run that hosts it (``search.shape_search.SearchHost``), the run nothing of how
 # it is reported, compared, deployed or captured.
 LAYER = {
-    "cli": 9, "web": 9, "mcp": 9,
+    "cli": 9,
+    "web": 9,
+    "mcp": 9,
     "lab": 8,
     "deploy": 7,
-    "compare": 6, "inspect": 6, "interop": 6,
+    "compare": 6,
+    "inspect": 6,
+    "interop": 6,
     "report": 5,
     "tune": 4,
     "search": 3,
-    "scope": 2, "measure": 2,
-    "backends": 1, "devices": 1, "isa": 1, "exec": 1, "store": 1, "runtime": 1,
-    "model": 0, "settings": 0, "errors": 0,
+    "scope": 2,
+    "measure": 2,
+    "backends": 1,
+    "devices": 1,
+    "isa": 1,
+    "exec": 1,
+    "store": 1,
+    "runtime": 1,
+    "model": 0,
+    "settings": 0,
+    "errors": 0,
 }
 HEAVY = ("torch", "triton", "pyopencl", "numpy", "scipy", "rich", "typer", "optuna", "ray")
 
@@ -120,7 +132,8 @@ def test_no_import_circle_between_packages() -> None:
     for module, imported in _graph().items():
         own = module.split(".")[1] if "." in module else module
         packages.setdefault(own, set()).update(
-            part for name in imported if (part := name.split(".")[1] if "." in name else name) != own)
+            part for name in imported if (part := name.split(".")[1] if "." in name else name) != own
+        )
     assert _circles(packages) == []
 
 
@@ -140,8 +153,9 @@ never at module level, so ``import kerntune.runtime`` stays light."""
 
 def _module_level_imports(path: Path) -> list[str]:
     tree = ast.parse(path.read_text())
-    return [a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names] + \
-        [n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module]
+    return [a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names] + [
+        n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module
+    ]
 
 
 def test_runtime_imports_only_model_settings_errors_and_stdlib() -> None:
@@ -158,7 +172,6 @@ def test_runtime_imports_only_model_settings_errors_and_stdlib() -> None:
 
 
 def test_import_kerntune_is_light() -> None:
-    code = ("import sys, kerntune, kerntune.runtime; "
-            f"print([m for m in {HEAVY!r} if m in sys.modules])")
+    code = f"import sys, kerntune, kerntune.runtime; print([m for m in {HEAVY!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -31,8 +31,19 @@ PLANTED_EXTRA = tl.constexpr(int(os.environ.get("PLANTED_EXTRA", "0")))
 
 
 @triton.jit
-def planted_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                   BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, EXTRA: tl.constexpr):
+def planted_matmul(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    EXTRA: tl.constexpr,
+):
     pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_in_group = GROUP_M * tl.cdiv(N, BLOCK_N)
@@ -60,26 +71,50 @@ def planted_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N:
 def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(seed)
     m, n, k = int(shape["M"]), int(shape["N"]), int(shape["K"])
-    return {"a": torch.randn(m, k, generator=gen).to(torch.bfloat16),
-            "b": torch.randn(k, n, generator=gen).to(torch.bfloat16),
-            "c": torch.empty(m, n, dtype=torch.bfloat16), "M": m, "N": n, "K": k}
+    return {
+        "a": torch.randn(m, k, generator=gen).to(torch.bfloat16),
+        "b": torch.randn(k, n, generator=gen).to(torch.bfloat16),
+        "c": torch.empty(m, n, dtype=torch.bfloat16),
+        "M": m,
+        "N": n,
+        "K": k,
+    }
 
 
 problem = kt.Problem(
     name="planted_matmul",
     kernel=kt.TritonKernel(
-        fn=planted_matmul,
-        grid=lambda m: (triton.cdiv(m["M"], m["BLOCK_M"]) * triton.cdiv(m["N"], m["BLOCK_N"]),)),
+        fn=planted_matmul, grid=lambda m: (triton.cdiv(m["M"], m["BLOCK_M"]) * triton.cdiv(m["N"], m["BLOCK_N"]),)
+    ),
     space=kt.Space(
-        params={"EXTRA": [0, 2], "BLOCK_M": [128], "BLOCK_N": [256], "BLOCK_K": [64], "GROUP_M": [8],
-                "num_warps": [8], "num_stages": [3]},
-        default={"EXTRA": 0, "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8,
-                 "num_stages": 3}),
+        params={
+            "EXTRA": [0, 2],
+            "BLOCK_M": [128],
+            "BLOCK_N": [256],
+            "BLOCK_K": [64],
+            "GROUP_M": [8],
+            "num_warps": [8],
+            "num_stages": [3],
+        },
+        default={
+            "EXTRA": 0,
+            "BLOCK_M": 128,
+            "BLOCK_N": 256,
+            "BLOCK_K": 64,
+            "GROUP_M": 8,
+            "num_warps": 8,
+            "num_stages": 3,
+        },
+    ),
     shapes=[{"M": 4096, "N": 4096, "K": 4096}],
     dtypes=("bfloat16",),
     make_inputs=make_inputs,
     reference=lambda args, shape: args["a"].double() @ args["b"].double(),
     outputs=("c",),
-    baselines=[kt.Baseline("torch.matmul", kernel=kt.TorchCallable(
-        lambda args, meta: torch.mm(args["a"], args["b"], out=args["c"]), "torch.matmul"))],
+    baselines=[
+        kt.Baseline(
+            "torch.matmul",
+            kernel=kt.TorchCallable(lambda args, meta: torch.mm(args["a"], args["b"], out=args["c"]), "torch.matmul"),
+        )
+    ],
 )

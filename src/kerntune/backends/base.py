@@ -165,8 +165,9 @@ class Backend(ABC):
 
     def graph(self, launches: Sequence[Callable[[], Any]]) -> Callable[[], Any]:
         """Capture ``launches`` into one replayable graph (CUDA/HIP graphs); return its replay."""
-        raise CandidateFailed(FailureKind.ERROR.value,
-                              f"the {self.name} backend has no graph mode: measure with --mode eager")
+        raise CandidateFailed(
+            FailureKind.ERROR.value, f"the {self.name} backend has no graph mode: measure with --mode eager"
+        )
 
     def telemetry(self) -> Telemetry:
         """Where this device's clocks, power and throttle reasons are read (``Unavailable`` if nowhere)."""

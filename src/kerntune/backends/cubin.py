@@ -59,22 +59,27 @@ def nvidia_tool(name: str) -> str:
             return str(place)
     on_path = shutil.which(name)
     if not on_path:
-        raise BackendUnavailable(f"{name} not found (not in the triton wheel, CUDA_HOME or PATH): install the CUDA "
-                                 "toolkit or pip install triton")
+        raise BackendUnavailable(
+            f"{name} not found (not in the triton wheel, CUDA_HOME or PATH): install the CUDA "
+            "toolkit or pip install triton"
+        )
     return on_path
 
 
-def inspect_cubin(cubin: bytes, target: str, dynamic_shared: int, threads: int, kernel: str | None = None
-                  ) -> Inspection:
+def inspect_cubin(
+    cubin: bytes, target: str, dynamic_shared: int, threads: int, kernel: str | None = None
+) -> Inspection:
     """Resources, census and occupancy of ``kernel`` (default: the first) in ``cubin`` on ``target`` (an sm_*
     name), launched with ``threads`` per block and ``dynamic_shared`` bytes of dynamic shared memory."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "kernel.cubin"
         path.write_bytes(cubin)
-        usage = subprocess.run([nvidia_tool("cuobjdump"), "-res-usage", str(path)], capture_output=True,
-                               text=True, check=True).stdout
-        disassembly = subprocess.run([nvidia_tool("nvdisasm"), str(path)], capture_output=True, text=True,
-                                     check=True).stdout
+        usage = subprocess.run(
+            [nvidia_tool("cuobjdump"), "-res-usage", str(path)], capture_output=True, text=True, check=True
+        ).stdout
+        disassembly = subprocess.run(
+            [nvidia_tool("nvdisasm"), str(path)], capture_output=True, text=True, check=True
+        ).stdout
     res = sass.parse_res_usage(usage, kernel)
     counted = sass.census(disassembly)
     warps = -(-threads // 32)
@@ -85,10 +90,20 @@ def inspect_cubin(cubin: bytes, target: str, dynamic_shared: int, threads: int, 
         static -= RESERVED_SHARED
     # Kept apart: the dynamic request is what the launch carries (Triton's metadata), the static part is what
     # cuobjdump reads from the cubin; occupancy adds both.
-    resources = {"registers": res.registers, "shared_bytes": dynamic_shared, "static_shared_bytes": static,
-                 "stack_bytes": res.stack_bytes, "local_bytes": res.local_bytes, "num_warps": warps}
+    resources = {
+        "registers": res.registers,
+        "shared_bytes": dynamic_shared,
+        "static_shared_bytes": static,
+        "stack_bytes": res.stack_bytes,
+        "local_bytes": res.local_bytes,
+        "num_warps": warps,
+    }
     limits = NVIDIA_LIMITS.get(target) or NVIDIA_LIMITS.get(target.rstrip("a"))
-    occ = occupancy(resources, {**limits, "warp_size": 32, "shared_reserved_per_block": RESERVED_SHARED}) \
-        if limits else None
-    return Inspection(target, resources, counted.summary(), dict(counted.opcodes), occ, None,
-                      sass.spill_instructions(counted))
+    occ = (
+        occupancy(resources, {**limits, "warp_size": 32, "shared_reserved_per_block": RESERVED_SHARED})
+        if limits
+        else None
+    )
+    return Inspection(
+        target, resources, counted.summary(), dict(counted.opcodes), occ, None, sass.spill_instructions(counted)
+    )

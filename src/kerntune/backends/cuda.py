@@ -75,18 +75,27 @@ class CudaBackend(TorchBackend):
         shared = int(kernel.shared_bytes(meta)) if kernel.shared_bytes else 0
         if shared > DEFAULT_SHARED_LIMIT:
             self._raise_shared_limit(function, shared)
-        config = cuda_core.LaunchConfig(grid=tuple(int(g) for g in kernel.grid(meta)),
-                                        block=tuple(int(b) for b in kernel.block(meta)), shmem_size=shared)
+        config = cuda_core.LaunchConfig(
+            grid=tuple(int(g) for g in kernel.grid(meta)),
+            block=tuple(int(b) for b in kernel.block(meta)),
+            shmem_size=shared,
+        )
         launch_fn = cuda_core.launch
 
         def launch(call_args: Mapping[str, Any]) -> None:
             params = [kernel_argument(n, v) for n, v in call_args.items()]
             launch_fn(_TorchStream(torch.cuda.current_stream(self.device).cuda_stream), config, function, *params)
 
-        resources = {**found.resources, "spills": found.spills, "compiler": binary.compiler, "arch": binary.arch,
-                     "threads": threads(kernel, meta)}
-        return Compiled(launch=launch, compile_s=time.perf_counter() - start, binary_hash=binary.hash,
-                        resources=resources)
+        resources = {
+            **found.resources,
+            "spills": found.spills,
+            "compiler": binary.compiler,
+            "arch": binary.arch,
+            "threads": threads(kernel, meta),
+        }
+        return Compiled(
+            launch=launch, compile_s=time.perf_counter() - start, binary_hash=binary.hash, resources=resources
+        )
 
     def precompile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
         """The cubin only (into the on-disk cache the timing worker's compile reads): nothing is loaded or
@@ -98,8 +107,12 @@ class CudaBackend(TorchBackend):
         def not_loaded(call_args: Mapping[str, Any]) -> None:
             raise CandidateFailed(FailureKind.ERROR.value, "a precompiled CUDA kernel is not loaded: compile it")
 
-        return Compiled(launch=not_loaded, compile_s=binary.compile_s, binary_hash=binary.hash,
-                        resources={**found.resources, "spills": found.spills})
+        return Compiled(
+            launch=not_loaded,
+            compile_s=binary.compile_s,
+            binary_hash=binary.hash,
+            resources={**found.resources, "spills": found.spills},
+        )
 
     def _load(self, binary: CudaBinary) -> Any:
         key = (binary.hash, binary.symbol)
@@ -120,6 +133,7 @@ class CudaBackend(TorchBackend):
         else:
             (err,) = driver.cuFuncSetAttribute(handle, attribute, shared)
         if int(err) != 0:
-            raise CandidateFailed(FailureKind.LAUNCH.value, f"the driver refused {shared} B of dynamic shared "
-                                  f"memory for this kernel (error {int(err)})")
-
+            raise CandidateFailed(
+                FailureKind.LAUNCH.value,
+                f"the driver refused {shared} B of dynamic shared memory for this kernel (error {int(err)})",
+            )

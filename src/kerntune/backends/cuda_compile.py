@@ -57,8 +57,18 @@ def compile_cubin(kernel: CudaKernel, tunables: Meta, arch: str) -> CudaBinary:
         if refused:
             raise CandidateFailed(FailureKind.UNSUPPORTED.value, refused)
     expression = kernel.template.format(**tunables) if kernel.template else kernel.name
-    key = digest(json.dumps([kernel.source, macros(tunables, kernel.template), expression, list(kernel.options),
-                             arch, _compiler_identity()]))
+    key = digest(
+        json.dumps(
+            [
+                kernel.source,
+                macros(tunables, kernel.template),
+                expression,
+                list(kernel.options),
+                arch,
+                _compiler_identity(),
+            ]
+        )
+    )
     found = cache_load(key)
     if found is not None:
         cubin, entry = found
@@ -79,8 +89,9 @@ def _compile(kernel: CudaKernel, meta: Meta, arch: str, expression: str) -> Cuda
         program = Program(kernel.source, code_type="c++", options=options)
         code = program.compile("cubin", name_expressions=(expression,) if kernel.template else ())
     except Exception as exc:  # NVRTCError: its text holds the compilation log
-        raise CandidateFailed(FailureKind.COMPILE.value, f"NVRTC could not compile {expression} for {arch}: "
-                              f"{compiler_log(str(exc))}") from exc
+        raise CandidateFailed(
+            FailureKind.COMPILE.value, f"NVRTC could not compile {expression} for {arch}: {compiler_log(str(exc))}"
+        ) from exc
     mapping = getattr(code, "symbol_mapping", None) or {}
     symbol = mapping.get(expression, expression)
     symbol = symbol.decode() if isinstance(symbol, bytes) else str(symbol)
@@ -90,19 +101,25 @@ def _compile(kernel: CudaKernel, meta: Meta, arch: str, expression: str) -> Cuda
 def _with_nvcc(kernel: CudaKernel, meta: Meta, arch: str, expression: str, start: float) -> CudaBinary:
     nvcc = shutil.which("nvcc")
     if nvcc is None:
-        raise BackendUnavailable("compiling CUDA C++ needs cuda.core with NVRTC (pip install 'kerntune[cuda]') "
-                                 "or nvcc on PATH")
+        raise BackendUnavailable(
+            "compiling CUDA C++ needs cuda.core with NVRTC (pip install 'kerntune[cuda]') or nvcc on PATH"
+        )
     if kernel.template:
         raise BackendUnavailable("template kernels are instantiated through NVRTC: pip install 'kerntune[cuda]'")
     with tempfile.TemporaryDirectory() as tmp:
         source, cubin = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.cubin"
         source.write_text(kernel.source)
         defines = [f"-D{name}={value}" for name, value in macros(meta, kernel.template)]
-        done = subprocess.run([nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *defines, *kernel.options,
-                               "-o", str(cubin), str(source)], capture_output=True, text=True)
+        done = subprocess.run(
+            [nvcc, "-cubin", f"-arch={arch}", "-std=c++17", *defines, *kernel.options, "-o", str(cubin), str(source)],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
-            raise CandidateFailed(FailureKind.COMPILE.value, f"nvcc could not compile {expression} for {arch}: "
-                                  f"{compiler_log(done.stderr)}")
+            raise CandidateFailed(
+                FailureKind.COMPILE.value,
+                f"nvcc could not compile {expression} for {arch}: {compiler_log(done.stderr)}",
+            )
         return CudaBinary(cubin.read_bytes(), expression, expression, arch, time.perf_counter() - start, "nvcc")
 
 
@@ -114,6 +131,9 @@ def inspect_cuda(kernel: CudaKernel, meta: Meta, tunables: Meta, arch: str) -> t
     try:
         return binary, inspect_cubin(binary.code, arch, shared, threads(kernel, meta), binary.symbol)
     except ValueError as exc:  # the cubin has no function of that name
-        raise CandidateFailed(FailureKind.COMPILE.value, f"the source has no kernel {binary.symbol!r} ({exc}): "
-                              "CudaKernel(name=...) names an extern \"C\" __global__ function, or give "
-                              "template= for a C++ template instance") from exc
+        raise CandidateFailed(
+            FailureKind.COMPILE.value,
+            f"the source has no kernel {binary.symbol!r} ({exc}): "
+            'CudaKernel(name=...) names an extern "C" __global__ function, or give '
+            "template= for a C++ template instance",
+        ) from exc

@@ -32,13 +32,23 @@ try:
     import torch
     from hip import hip
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise BackendUnavailable("the HIP backend needs hip-python and a ROCm build of torch: pip install "
-                             "'kerntune[hip]' and torch for ROCm") from exc
+    raise BackendUnavailable(
+        "the HIP backend needs hip-python and a ROCm build of torch: pip install 'kerntune[hip]' and torch for ROCm"
+    ) from exc
 
-_C_TYPES: dict[Any, Any] = {np.int8: ctypes.c_int8, np.int16: ctypes.c_int16, np.int32: ctypes.c_int32,
-                            np.int64: ctypes.c_int64, np.uint8: ctypes.c_uint8, np.uint16: ctypes.c_uint16,
-                            np.uint32: ctypes.c_uint32, np.uint64: ctypes.c_uint64, np.float32: ctypes.c_float,
-                            np.float64: ctypes.c_double, np.bool_: ctypes.c_bool}
+_C_TYPES: dict[Any, Any] = {
+    np.int8: ctypes.c_int8,
+    np.int16: ctypes.c_int16,
+    np.int32: ctypes.c_int32,
+    np.int64: ctypes.c_int64,
+    np.uint8: ctypes.c_uint8,
+    np.uint16: ctypes.c_uint16,
+    np.uint32: ctypes.c_uint32,
+    np.uint64: ctypes.c_uint64,
+    np.float32: ctypes.c_float,
+    np.float64: ctypes.c_double,
+    np.bool_: ctypes.c_bool,
+}
 
 
 def kernel_argument(name: str, value: Any) -> Any:
@@ -86,12 +96,19 @@ class HipBackend(TorchBackend):
         def launch(call_args: Mapping[str, Any]) -> None:
             extra = tuple(kernel_argument(n, v) for n, v in call_args.items())
             stream = torch.cuda.current_stream(self.device).cuda_stream
-            _check(hip.hipModuleLaunchKernel(function, *grid, *block, sharedMemBytes=shared, stream=stream,
-                                             kernelParams=None, extra=extra), "hipModuleLaunchKernel")
+            _check(
+                hip.hipModuleLaunchKernel(
+                    function, *grid, *block, sharedMemBytes=shared, stream=stream, kernelParams=None, extra=extra
+                ),
+                "hipModuleLaunchKernel",
+            )
 
-        return Compiled(launch=launch, compile_s=time.perf_counter() - start, binary_hash=binary.hash,
-                        resources={**resources, "compiler": binary.compiler, "arch": binary.arch,
-                                   "threads": threads(kernel, meta)})
+        return Compiled(
+            launch=launch,
+            compile_s=time.perf_counter() - start,
+            binary_hash=binary.hash,
+            resources={**resources, "compiler": binary.compiler, "arch": binary.arch, "threads": threads(kernel, meta)},
+        )
 
     def precompile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
         """The code object only (into the on-disk cache): nothing is loaded on the device the timing worker uses."""
@@ -117,6 +134,7 @@ class HipBackend(TorchBackend):
         key = (binary.hash, binary.symbol)
         if key not in self._loaded:
             module = _check(hip.hipModuleLoadData(binary.code), "hipModuleLoadData")
-            self._loaded[key] = _check(hip.hipModuleGetFunction(module, binary.symbol.encode()),
-                                       f"hipModuleGetFunction({binary.symbol!r})")
+            self._loaded[key] = _check(
+                hip.hipModuleGetFunction(module, binary.symbol.encode()), f"hipModuleGetFunction({binary.symbol!r})"
+            )
         return self._loaded[key]

@@ -81,21 +81,39 @@ def compile_hsaco(kernel: HipKernel, tunables: Meta, arch: str) -> HipBinary:
         if refused:
             raise CandidateFailed(FailureKind.UNSUPPORTED.value, refused)
     expression = kernel.template.format(**tunables) if kernel.template else kernel.name
-    key = digest(json.dumps(["hip", kernel.source, macros(tunables, kernel.template), expression,
-                             list(kernel.options), arch, _compiler_identity()]))
+    key = digest(
+        json.dumps(
+            [
+                "hip",
+                kernel.source,
+                macros(tunables, kernel.template),
+                expression,
+                list(kernel.options),
+                arch,
+                _compiler_identity(),
+            ]
+        )
+    )
     found = cache_load(key)
     if found is not None:
         code, entry = found
         return HipBinary(code, entry["symbol"], expression, arch, 0.0, entry["compiler"])
-    binary = _with_hiprtc(kernel, tunables, arch, expression) if _hiprtc() is not None else \
-        _with_hipcc(kernel, tunables, arch, expression)
+    binary = (
+        _with_hiprtc(kernel, tunables, arch, expression)
+        if _hiprtc() is not None
+        else _with_hipcc(kernel, tunables, arch, expression)
+    )
     cache_store(key, binary.code, {"symbol": binary.symbol, "compiler": binary.compiler})
     return binary
 
 
 def _flags(kernel: HipKernel, meta: Meta, arch: str) -> list[str]:
-    return [f"--offload-arch={arch}", "-O3", "-std=c++17",
-            *(f"-D{name}={value}" for name, value in macros(meta, kernel.template))]
+    return [
+        f"--offload-arch={arch}",
+        "-O3",
+        "-std=c++17",
+        *(f"-D{name}={value}" for name, value in macros(meta, kernel.template)),
+    ]
 
 
 def _with_hiprtc(kernel: HipKernel, meta: Meta, arch: str, expression: str) -> HipBinary:
@@ -114,8 +132,10 @@ def _with_hiprtc(kernel: HipKernel, meta: Meta, arch: str, expression: str) -> H
             _, size = hiprtc.hiprtcGetProgramLogSize(program)
             log = bytearray(size)
             hiprtc.hiprtcGetProgramLog(program, log)
-            raise CandidateFailed(FailureKind.COMPILE.value, f"hiprtc could not compile {expression} for {arch}: "
-                                  f"{compiler_log(log.decode(errors='replace'))}")
+            raise CandidateFailed(
+                FailureKind.COMPILE.value,
+                f"hiprtc could not compile {expression} for {arch}: {compiler_log(log.decode(errors='replace'))}",
+            )
         _, size = hiprtc.hiprtcGetCodeSize(program)
         code = bytearray(size)
         hiprtc.hiprtcGetCode(program, code)
@@ -132,23 +152,40 @@ def _run_hipcc(kernel: HipKernel, meta: Meta, arch: str, mode: list[str], suffix
     """hipcc on the kernel's source with the config's macros; ``mode`` picks the output (``--genco``, ``-S``)."""
     hipcc = hipcc_path()
     if hipcc is None:
-        raise BackendUnavailable("compiling HIP needs hip-python with a ROCm runtime (pip install 'kerntune[hip]') "
-                                 "or hipcc (ROCm, or Debian's hipcc package for compile-only checks)")
+        raise BackendUnavailable(
+            "compiling HIP needs hip-python with a ROCm runtime (pip install 'kerntune[hip]') "
+            "or hipcc (ROCm, or Debian's hipcc package for compile-only checks)"
+        )
     if kernel.template:
-        raise BackendUnavailable("template kernels are instantiated through hiprtc: pip install 'kerntune[hip]' on "
-                                 "a ROCm machine")
+        raise BackendUnavailable(
+            "template kernels are instantiated through hiprtc: pip install 'kerntune[hip]' on a ROCm machine"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         source, out = Path(tmp) / "kernel.hip", Path(tmp) / f"kernel{suffix}"
         source.write_text(kernel.source)
         # hiprtc declares the HIP built-ins (threadIdx, __shfl_down...) itself; for hipcc they come from the header,
         # so one source serves both compilers.
-        done = subprocess.run([hipcc, *mode, "-include", "hip/hip_runtime.h", *_flags(kernel, meta, arch),
-                               *kernel.options, "-o", str(out), str(source)], capture_output=True, text=True,
-                              env=_hipcc_env())
+        done = subprocess.run(
+            [
+                hipcc,
+                *mode,
+                "-include",
+                "hip/hip_runtime.h",
+                *_flags(kernel, meta, arch),
+                *kernel.options,
+                "-o",
+                str(out),
+                str(source),
+            ],
+            capture_output=True,
+            text=True,
+            env=_hipcc_env(),
+        )
         if done.returncode != 0 or not out.exists():
             errors = "\n".join(line for line in done.stderr.splitlines() if "warning:" not in line)
-            raise CandidateFailed(FailureKind.COMPILE.value, f"hipcc could not compile {kernel.name} for {arch}: "
-                                  f"{compiler_log(errors)}")
+            raise CandidateFailed(
+                FailureKind.COMPILE.value, f"hipcc could not compile {kernel.name} for {arch}: {compiler_log(errors)}"
+            )
         return out.read_bytes()
 
 
@@ -165,10 +202,13 @@ def kernel_assembly(text: str, symbol: str) -> str:
     for i, match in enumerate(starts):
         if match.group(1) == symbol:
             end = starts[i + 1].start() if i + 1 < len(starts) else text.find("amdhsa.kernels:", match.end())
-            return text[match.start(): end if end > 0 else len(text)]
+            return text[match.start() : end if end > 0 else len(text)]
     kernels = ", ".join(re.findall(r"^\s*\.amdhsa_kernel\s+(\S+)", text, re.MULTILINE)) or "none"
-    raise CandidateFailed(FailureKind.COMPILE.value, f"the source has no kernel {symbol!r} (kernels: {kernels}): "
-                          "HipKernel(name=...) names an extern \"C\" __global__ function")
+    raise CandidateFailed(
+        FailureKind.COMPILE.value,
+        f"the source has no kernel {symbol!r} (kernels: {kernels}): "
+        'HipKernel(name=...) names an extern "C" __global__ function',
+    )
 
 
 def inspect_hip(kernel: HipKernel, meta: Meta, tunables: Meta, arch: str) -> tuple[HipBinary, Inspection]:

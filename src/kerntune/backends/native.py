@@ -47,8 +47,11 @@ def macros(meta: Meta, template: str | None = None) -> list[tuple[str, str]]:
     """The macros: every scalar value, except those a template instance takes as arguments (a macro of the
     same name would rewrite the template's parameter)."""
     in_template = {f for _, f, _, _ in string.Formatter().parse(template or "") if f}
-    return [(name, str(int(v) if isinstance(v, bool) else v)) for name, v in meta.items()
-            if isinstance(v, (bool, int, float, str)) and name.isidentifier() and name not in in_template]
+    return [
+        (name, str(int(v) if isinstance(v, bool) else v))
+        for name, v in meta.items()
+        if isinstance(v, (bool, int, float, str)) and name.isidentifier() and name not in in_template
+    ]
 
 
 def cache_dir() -> Path:
@@ -101,10 +104,14 @@ def launch_scalar(name: str, value: Any) -> Any:
         return np.int32(int(value))
     if isinstance(value, int):
         if not -(2**31) <= value < 2**31:
-            raise CandidateFailed(FailureKind.LAUNCH.value, f"argument {name}={value} does not fit int32: give "
-                                  "np.int64(...) in make_inputs")
+            raise CandidateFailed(
+                FailureKind.LAUNCH.value,
+                f"argument {name}={value} does not fit int32: give np.int64(...) in make_inputs",
+            )
         return np.int32(value)
     if isinstance(value, float):
         return np.float32(value)
-    raise CandidateFailed(FailureKind.LAUNCH.value, f"argument {name!r} is a {type(value).__name__}: pass tensors, "
-                          "numpy scalars, ints or floats")
+    raise CandidateFailed(
+        FailureKind.LAUNCH.value,
+        f"argument {name!r} is a {type(value).__name__}: pass tensors, numpy scalars, ints or floats",
+    )

@@ -157,12 +157,19 @@ class OpenCLBackend(Backend):
             return cl_kernel(queue, gsize, lsize, *values)
 
         binary = digest(b"".join(binaries))
-        return Compiled(launch=launch, compile_s=compile_s, binary_hash=binary, resources=resources,
-                        signature=digest(f"{binary}@{gsize}/{lsize}"))
+        return Compiled(
+            launch=launch,
+            compile_s=compile_s,
+            binary_hash=binary,
+            resources=resources,
+            signature=digest(f"{binary}@{gsize}/{lsize}"),
+        )
 
     def limits(self) -> dict[str, int]:
-        return {"shared_bytes_per_block": int(self.device.local_mem_size),
-                "threads_per_block": int(self.device.max_work_group_size)}
+        return {
+            "shared_bytes_per_block": int(self.device.local_mem_size),
+            "threads_per_block": int(self.device.max_work_group_size),
+        }
 
     def synchronize(self) -> None:
         self.queue.finish()

@@ -157,13 +157,18 @@ class TorchBackend(Backend):
         if not self.on_gpu:
             return {}
         props = torch.cuda.get_device_properties(self.device)
-        fields = {"shared_bytes_per_block": "shared_memory_per_block_optin",
-                  "shared_bytes_per_sm": "shared_memory_per_multiprocessor",
-                  "registers_per_sm": "regs_per_multiprocessor",
-                  "threads_per_sm": "max_threads_per_multi_processor",
-                  "warp_size": "warp_size"}
-        found = {name: int(getattr(props, attr)) for name, attr in fields.items()
-                 if isinstance(getattr(props, attr, None), int)}
+        fields = {
+            "shared_bytes_per_block": "shared_memory_per_block_optin",
+            "shared_bytes_per_sm": "shared_memory_per_multiprocessor",
+            "registers_per_sm": "regs_per_multiprocessor",
+            "threads_per_sm": "max_threads_per_multi_processor",
+            "warp_size": "warp_size",
+        }
+        found = {
+            name: int(getattr(props, attr))
+            for name, attr in fields.items()
+            if isinstance(getattr(props, attr, None), int)
+        }
         found.setdefault("threads_per_block", 1024)  # every CUDA and HIP device since 2010
         if not getattr(torch.version, "hip", None):
             found.setdefault("shared_reserved_per_block", 1024)  # the driver's own share, sm_80 and newer

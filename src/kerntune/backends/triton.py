@@ -179,8 +179,10 @@ class TritonBackend(TorchBackend):
         if isinstance(kernel, TorchCallable) or not isinstance(kernel, TritonKernel) or self.interpret:
             return self.compile(kernel, tunables, meta, args)
         if not hasattr(triton.runtime.jit, "KernelInterface"):
-            raise BackendUnavailable(f"compile-ahead needs Triton's warm-up path (Triton >= 3.0, this is "
-                                     f"{triton.__version__}): set KERNTUNE_COMPILE_WORKERS=0")
+            raise BackendUnavailable(
+                f"compile-ahead needs Triton's warm-up path (Triton >= 3.0, this is "
+                f"{triton.__version__}): set KERNTUNE_COMPILE_WORKERS=0"
+            )
         fn = kernel.fn
         start = time.perf_counter()
         try:
@@ -208,8 +210,9 @@ class TritonBackend(TorchBackend):
         resources = dict(per_kernel[0])
         if len(per_kernel) > 1:
             resources["kernels"] = per_kernel
-        return Compiled(lambda a: None, seconds, binaries[0], resources,
-                        signature=digest("|".join(parts)) if all(parts) else None)
+        return Compiled(
+            lambda a: None, seconds, binaries[0], resources, signature=digest("|".join(parts)) if all(parts) else None
+        )
 
     @staticmethod
     def _kernel_kwargs(fn: Any, tunables: Mapping[str, Any]) -> dict[str, Any]:

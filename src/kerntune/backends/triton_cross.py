@@ -23,21 +23,29 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise BackendUnavailable("cross-compiling needs triton: pip install 'kerntune[triton]'") from exc
 
+
 def gpu_target(name: str) -> Any:
     if name not in TARGETS:
         raise UsageError(f"unknown target {name!r}: choose one of {', '.join(TARGETS)}")
     return GPUTarget(*TARGETS[name])
 
 
-def cross_compile(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any], target: str,
-                  options: Mapping[str, Any]) -> Any:
+def cross_compile(
+    fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any], target: str, options: Mapping[str, Any]
+) -> Any:
     """Compile ``fn`` for ``target`` (a name in TARGETS) with Triton's options (num_warps, num_stages, ...).
     ``signature`` maps every argument to a Triton type (``*bf16``, ``i32``, ``constexpr``)."""
     return cross_compile_source(fn, signature, constexprs, {}, target, options)
 
 
-def cross_compile_source(fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any],
-                         attrs: Mapping[Any, Any], target: str, options: Mapping[str, Any]) -> Any:
+def cross_compile_source(
+    fn: Any,
+    signature: Mapping[str, str],
+    constexprs: Mapping[str, Any],
+    attrs: Mapping[Any, Any],
+    target: str,
+    options: Mapping[str, Any],
+) -> Any:
     """``cross_compile`` with specialization attributes (``{(arg index,): [["tt.divisibility", 16]]}``)."""
     gpu = gpu_target(target)
     source = ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs), attrs=dict(attrs))

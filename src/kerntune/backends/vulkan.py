@@ -47,8 +47,9 @@ def _pick(selector: str, instance: Any) -> Any:
             if wanted in name.lower():
                 return device
         raise BackendUnavailable(f"no Vulkan device matches {selector!r}; devices here: {', '.join(names)}")
-    discrete = [d for d in devices
-                if vk.vkGetPhysicalDeviceProperties(d).deviceType == vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU]
+    discrete = [
+        d for d in devices if vk.vkGetPhysicalDeviceProperties(d).deviceType == vk.VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU
+    ]
     return (discrete or devices)[0]
 
 
@@ -75,8 +76,10 @@ class VulkanBackend(Backend):
         self.family = compute[0]
         self.valid_bits = int(families[self.family].timestampValidBits)
         if self.valid_bits == 0 or not self.props.limits.timestampComputeAndGraphics:
-            raise BackendUnavailable(f"the Vulkan device {self.props.deviceName!r} has no timestamps on its compute "
-                                     "queue: nothing to time with")
+            raise BackendUnavailable(
+                f"the Vulkan device {self.props.deviceName!r} has no timestamps on its compute "
+                "queue: nothing to time with"
+            )
         queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=self.family, queueCount=1, pQueuePriorities=[1.0])
         # The driver's reading of each pipeline (registers, spills, ISA) where it offers one: see vulkan_inspect.
         # A driver that lists the extension but refuses a device with it still gives a device without it.
@@ -85,17 +88,31 @@ class VulkanBackend(Backend):
         self.device = None
         if self.executable_info:
             try:
-                self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
-                    pNext=vulkan_inspect.feature_chain(), queueCreateInfoCount=1, pQueueCreateInfos=[queue_info],
-                    enabledExtensionCount=1, ppEnabledExtensionNames=[vulkan_inspect.EXTENSION]), None)
+                self.device = vk.vkCreateDevice(
+                    self.physical,
+                    vk.VkDeviceCreateInfo(
+                        pNext=vulkan_inspect.feature_chain(),
+                        queueCreateInfoCount=1,
+                        pQueueCreateInfos=[queue_info],
+                        enabledExtensionCount=1,
+                        ppEnabledExtensionNames=[vulkan_inspect.EXTENSION],
+                    ),
+                    None,
+                )
             except Exception:
                 self.executable_info = False
         if self.device is None:
-            self.device = vk.vkCreateDevice(self.physical, vk.VkDeviceCreateInfo(
-                queueCreateInfoCount=1, pQueueCreateInfos=[queue_info]), None)
+            self.device = vk.vkCreateDevice(
+                self.physical, vk.VkDeviceCreateInfo(queueCreateInfoCount=1, pQueueCreateInfos=[queue_info]), None
+            )
         self.queue = vk.vkGetDeviceQueue(self.device, self.family, 0)
-        self.pool = vk.vkCreateCommandPool(self.device, vk.VkCommandPoolCreateInfo(
-            queueFamilyIndex=self.family, flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT), None)
+        self.pool = vk.vkCreateCommandPool(
+            self.device,
+            vk.VkCommandPoolCreateInfo(
+                queueFamilyIndex=self.family, flags=vk.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT
+            ),
+            None,
+        )
         self.fence = vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(), None)
         self.memory_props = vk.vkGetPhysicalDeviceMemoryProperties(self.physical)
         self._recording: Any = None
@@ -112,24 +129,43 @@ class VulkanBackend(Backend):
     def _memory_type(self, bits: int, host: bool) -> int:
         host_flags = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
         want = host_flags if host else vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
-        found = [i for i in range(self.memory_props.memoryTypeCount)
-                 if bits & (1 << i) and (self.memory_props.memoryTypes[i].propertyFlags & want) == want]
+        found = [
+            i
+            for i in range(self.memory_props.memoryTypeCount)
+            if bits & (1 << i) and (self.memory_props.memoryTypes[i].propertyFlags & want) == want
+        ]
         if not found:
-            raise BackendUnavailable(f"the Vulkan device has no {'host-visible' if host else 'device-local'} "
-                                     "memory type for a storage buffer")
+            raise BackendUnavailable(
+                f"the Vulkan device has no {'host-visible' if host else 'device-local'} "
+                "memory type for a storage buffer"
+            )
         if not host:  # prefer memory the host cannot see: on a discrete GPU that is the card's own
-            found.sort(key=lambda i: bool(self.memory_props.memoryTypes[i].propertyFlags
-                                          & vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT))
+            found.sort(
+                key=lambda i: bool(
+                    self.memory_props.memoryTypes[i].propertyFlags & vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+                )
+            )
         return found[0]
 
     def _buffer(self, size: int, host: bool) -> VulkanArray:
-        usage = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                 | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
-        buffer = vk.vkCreateBuffer(self.device, vk.VkBufferCreateInfo(
-            size=max(size, 4), usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
+        usage = (
+            vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+            | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+            | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+        )
+        buffer = vk.vkCreateBuffer(
+            self.device,
+            vk.VkBufferCreateInfo(size=max(size, 4), usage=usage, sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE),
+            None,
+        )
         needs = vk.vkGetBufferMemoryRequirements(self.device, buffer)
-        memory = vk.vkAllocateMemory(self.device, vk.VkMemoryAllocateInfo(
-            allocationSize=needs.size, memoryTypeIndex=self._memory_type(needs.memoryTypeBits, host)), None)
+        memory = vk.vkAllocateMemory(
+            self.device,
+            vk.VkMemoryAllocateInfo(
+                allocationSize=needs.size, memoryTypeIndex=self._memory_type(needs.memoryTypeBits, host)
+            ),
+            None,
+        )
         vk.vkBindBufferMemory(self.device, buffer, memory, 0)
         return owned(VulkanArray(buffer, memory, max(size, 4), (), np.dtype(np.uint8)), self.device)
 
@@ -153,15 +189,26 @@ class VulkanBackend(Backend):
         else:
             placed.staging = self._buffer(array.nbytes, host=True)
             self._write(placed.staging, array.tobytes())
-            self._submit(lambda cb: vk.vkCmdCopyBuffer(cb, placed.staging.buffer, placed.buffer, 1,  # type: ignore[union-attr]
-                                                       [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=placed.size)]))
+            self._submit(
+                lambda cb: vk.vkCmdCopyBuffer(
+                    cb,
+                    placed.staging.buffer,
+                    placed.buffer,
+                    1,  # type: ignore[union-attr]
+                    [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=placed.size)],
+                )
+            )
         return placed
 
     # ------------------------------------------------------------------ commands
     def _submit(self, record: Callable[[Any], None]) -> None:
         """Record one command buffer with ``record``, submit it and wait for it."""
-        cb = vk.vkAllocateCommandBuffers(self.device, vk.VkCommandBufferAllocateInfo(
-            commandPool=self.pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
+        cb = vk.vkAllocateCommandBuffers(
+            self.device,
+            vk.VkCommandBufferAllocateInfo(
+                commandPool=self.pool, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1
+            ),
+        )[0]
         vk.vkBeginCommandBuffer(cb, vk.VkCommandBufferBeginInfo(flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT))
         record(cb)
         vk.vkEndCommandBuffer(cb)
@@ -173,21 +220,44 @@ class VulkanBackend(Backend):
     @staticmethod
     def _barrier(cb: Any) -> None:
         """Every earlier write (a dispatch, a fill, a copy) lands before any later command reads or writes."""
-        access = (vk.VK_ACCESS_SHADER_READ_BIT | vk.VK_ACCESS_SHADER_WRITE_BIT | vk.VK_ACCESS_TRANSFER_READ_BIT
-                  | vk.VK_ACCESS_TRANSFER_WRITE_BIT)
-        vk.vkCmdPipelineBarrier(cb, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0,
-                                1, [vk.VkMemoryBarrier(srcAccessMask=access, dstAccessMask=access)], 0, None, 0, None)
+        access = (
+            vk.VK_ACCESS_SHADER_READ_BIT
+            | vk.VK_ACCESS_SHADER_WRITE_BIT
+            | vk.VK_ACCESS_TRANSFER_READ_BIT
+            | vk.VK_ACCESS_TRANSFER_WRITE_BIT
+        )
+        vk.vkCmdPipelineBarrier(
+            cb,
+            vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+            vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+            0,
+            1,
+            [vk.VkMemoryBarrier(srcAccessMask=access, dstAccessMask=access)],
+            0,
+            None,
+            0,
+            None,
+        )
 
     # ------------------------------------------------------------------ Backend
     def target(self) -> Target:
         p = self.props
         version = p.apiVersion
         return Target(
-            backend=self.name, vendor=f"0x{p.vendorID:04x}", arch=f"vulkan:0x{p.deviceID:04x}",
-            device_name=str(p.deviceName), compute_units=0,
-            versions=(("vulkan", f"{vk.VK_VERSION_MAJOR(version)}.{vk.VK_VERSION_MINOR(version)}."
-                                 f"{vk.VK_VERSION_PATCH(version)}"),
-                      ("driver", self._driver()), ("memory", self.memory_kind)))
+            backend=self.name,
+            vendor=f"0x{p.vendorID:04x}",
+            arch=f"vulkan:0x{p.deviceID:04x}",
+            device_name=str(p.deviceName),
+            compute_units=0,
+            versions=(
+                (
+                    "vulkan",
+                    f"{vk.VK_VERSION_MAJOR(version)}.{vk.VK_VERSION_MINOR(version)}.{vk.VK_VERSION_PATCH(version)}",
+                ),
+                ("driver", self._driver()),
+                ("memory", self.memory_kind),
+            ),
+        )
 
     def _driver(self) -> str:
         """The driver's own name and version (Vulkan 1.2's driver properties: "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)",
@@ -218,8 +288,9 @@ class VulkanBackend(Backend):
         def record(cb: Any) -> None:
             self._barrier(cb)
             for source, copy in pairs:
-                vk.vkCmdCopyBuffer(cb, source.buffer, copy.buffer, 1,
-                                   [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=source.size)])
+                vk.vkCmdCopyBuffer(
+                    cb, source.buffer, copy.buffer, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=source.size)]
+                )
 
         if pairs:
             self._submit(record)
@@ -249,8 +320,9 @@ class VulkanBackend(Backend):
 
             def copy_back(cb: Any) -> None:
                 self._barrier(cb)
-                vk.vkCmdCopyBuffer(cb, value.buffer, staging.buffer, 1,
-                                   [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=value.size)])
+                vk.vkCmdCopyBuffer(
+                    cb, value.buffer, staging.buffer, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=value.size)]
+                )
 
             self._submit(copy_back)
             source = staging
@@ -266,15 +338,18 @@ class VulkanBackend(Backend):
 
         def copy_in(cb: Any) -> None:
             self._barrier(cb)
-            vk.vkCmdCopyBuffer(cb, staging.buffer, value.buffer, 1,
-                               [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=len(data))])
+            vk.vkCmdCopyBuffer(
+                cb, staging.buffer, value.buffer, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=len(data))]
+            )
 
         self._submit(copy_in)
 
     def limits(self) -> dict[str, int]:
         limits = self.props.limits
-        return {"shared_bytes_per_block": int(limits.maxComputeSharedMemorySize),
-                "threads_per_block": int(limits.maxComputeWorkGroupInvocations)}
+        return {
+            "shared_bytes_per_block": int(limits.maxComputeSharedMemorySize),
+            "threads_per_block": int(limits.maxComputeWorkGroupInvocations),
+        }
 
     def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
         if not isinstance(kernel, VulkanKernel):
@@ -295,8 +370,10 @@ class VulkanBackend(Backend):
         local = tuple(int(x) for x in kernel.workgroup(meta)) if kernel.workgroup else None
         groups = tuple(int(x) for x in kernel.dispatch(meta))
         if local is not None and shape.local_size is None and not set(WORKGROUP_IDS) & shape.spec_ids:
-            raise UsageError("VulkanKernel(workgroup=...) needs the shader to take its local size from "
-                             "`layout(local_size_x_id = 100, local_size_y_id = 101, local_size_z_id = 102) in;`")
+            raise UsageError(
+                "VulkanKernel(workgroup=...) needs the shader to take its local size from "
+                "`layout(local_size_x_id = 100, local_size_y_id = 101, local_size_z_id = 102) in;`"
+            )
         entries: list[tuple[int, Any]] = [(cid, meta[name]) for name, cid in kernel.constants.items()]
         if local is not None:
             entries += [(cid, size) for cid, size in zip(WORKGROUP_IDS, local, strict=True) if cid in shape.spec_ids]
@@ -305,11 +382,18 @@ class VulkanBackend(Backend):
         compile_s = time.perf_counter() - start
         invocations = int(np.prod(local or shape.local_size or (1, 1, 1)))
         if invocations > self.props.limits.maxComputeWorkGroupInvocations:
-            raise CandidateFailed(FailureKind.LAUNCH.value, f"local size {local} has {invocations} invocations; "
-                                  f"the device allows {self.props.limits.maxComputeWorkGroupInvocations}")
-        resources = {"local_size": list(local or shape.local_size or ()), "workgroups": list(groups),
-                     "specialization": {str(cid): v for cid, v in entries}, "spirv_bytes": len(spirv),
-                     "spirv_cached": cached}
+            raise CandidateFailed(
+                FailureKind.LAUNCH.value,
+                f"local size {local} has {invocations} invocations; "
+                f"the device allows {self.props.limits.maxComputeWorkGroupInvocations}",
+            )
+        resources = {
+            "local_size": list(local or shape.local_size or ()),
+            "workgroups": list(groups),
+            "specialization": {str(cid): v for cid, v in entries},
+            "spirv_bytes": len(spirv),
+            "spirv_cached": cached,
+        }
         if self.executable_info:
             resources["driver"] = self.driver_reading(pipeline.pipeline)
 
@@ -321,13 +405,19 @@ class VulkanBackend(Backend):
             return None
 
         binary = digest(spirv + pack([v for _, v in entries]))
-        return Compiled(launch=launch, compile_s=compile_s, binary_hash=binary, resources=resources,
-                        signature=digest(f"{binary}@{groups}/{local}"))
+        return Compiled(
+            launch=launch,
+            compile_s=compile_s,
+            binary_hash=binary,
+            resources=resources,
+            signature=digest(f"{binary}@{groups}/{local}"),
+        )
 
     def not_exposed(self) -> str:
         """What a driver without VK_KHR_pipeline_executable_properties cannot say, in a sentence."""
-        return (f"{self._driver()} does not offer {vulkan_inspect.EXTENSION}: no registers, spills or ISA from "
-                "this driver")
+        return (
+            f"{self._driver()} does not offer {vulkan_inspect.EXTENSION}: no registers, spills or ISA from this driver"
+        )
 
     def driver_reading(self, pipeline: Any) -> dict[str, Any]:
         """What the driver says the pipeline became (a device with ``executable_info``): its statistics
@@ -356,8 +446,9 @@ class VulkanBackend(Backend):
         if count > self._query_count:
             if self._queries is not None:
                 vk.vkDestroyQueryPool(self.device, self._queries, None)
-            self._queries = vk.vkCreateQueryPool(self.device, vk.VkQueryPoolCreateInfo(
-                queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=count), None)
+            self._queries = vk.vkCreateQueryPool(
+                self.device, vk.VkQueryPoolCreateInfo(queryType=vk.VK_QUERY_TYPE_TIMESTAMP, queryCount=count), None
+            )
             self._query_count = count
         return self._queries
 
@@ -381,13 +472,16 @@ class VulkanBackend(Backend):
 
         self._submit(record)
         data = vk.ffi.new("uint64_t[]", count)
-        vk.vkGetQueryPoolResults(self.device, pool, 0, count, count * 8, data, 8,
-                                 vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT)
+        vk.vkGetQueryPoolResults(
+            self.device, pool, 0, count, count * 8, data, 8, vk.VK_QUERY_RESULT_64_BIT | vk.VK_QUERY_RESULT_WAIT_BIT
+        )
         mask = (1 << self.valid_bits) - 1 if self.valid_bits < 64 else (1 << 64) - 1
         period_ms = float(self.props.limits.timestampPeriod) * 1e-6
         # A counter with fewer valid bits wraps: the difference is taken modulo its range.
-        return [(((int(data[2 * i + 1]) & mask) - (int(data[2 * i]) & mask)) & mask) * period_ms
-                for i in range(len(launches))]
+        return [
+            (((int(data[2 * i + 1]) & mask) - (int(data[2 * i]) & mask)) & mask) * period_ms
+            for i in range(len(launches))
+        ]
 
     def flush_cache(self) -> None:
         self._submit(lambda cb: vk.vkCmdFillBuffer(cb, self._flush.buffer, 0, self._flush_bytes, 0))

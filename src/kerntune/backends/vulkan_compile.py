@@ -50,7 +50,7 @@ def reflect(spirv: bytes) -> Reflection:
         count, opcode = words[i] >> 16, words[i] & 0xFFFF
         if count == 0:
             raise SpecError("the SPIR-V module is malformed (an instruction of length 0)")
-        operands = words[i + 1:i + count]
+        operands = words[i + 1 : i + count]
         if opcode == OP_ENTRY_POINT:
             entries.append(_string(operands[2:]))
         elif opcode == OP_DECORATE and len(operands) >= 3 and operands[1] == DECORATION_SPEC_ID:
@@ -69,8 +69,10 @@ def _string(words: tuple[int, ...]) -> str:
 def glslang() -> str:
     found = shutil.which("glslangValidator") or shutil.which("glslang")
     if not found:
-        raise BackendUnavailable("the Vulkan backend compiles GLSL with glslang: apt-get install glslang-tools "
-                                 "(or give the kernel SPIR-V bytes)")
+        raise BackendUnavailable(
+            "the Vulkan backend compiles GLSL with glslang: apt-get install glslang-tools "
+            "(or give the kernel SPIR-V bytes)"
+        )
     return found
 
 
@@ -97,12 +99,20 @@ def compile_glsl(source: str, defines: dict[str, object]) -> tuple[bytes, bool]:
     with tempfile.TemporaryDirectory(prefix="kerntune-glsl-") as tmp:
         src, out = Path(tmp) / "shader.comp", Path(tmp) / "shader.spv"
         src.write_text(source)
-        done = subprocess.run([glslang(), "-V", "--target-env", "vulkan1.1", "-S", "comp", *flags, "-o", str(out),
-                               str(src)], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [glslang(), "-V", "--target-env", "vulkan1.1", "-S", "comp", *flags, "-o", str(out), str(src)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if done.returncode != 0 or not out.is_file():
             errors = [line.strip() for line in (done.stdout + done.stderr).splitlines() if "ERROR" in line]
-            raise CandidateFailed(FailureKind.COMPILE.value, "compile: " + " | ".join(
-                e.replace(str(src), "shader") for e in errors[:3]) if errors else (done.stdout + done.stderr)[-300:])
+            raise CandidateFailed(
+                FailureKind.COMPILE.value,
+                "compile: " + " | ".join(e.replace(str(src), "shader") for e in errors[:3])
+                if errors
+                else (done.stdout + done.stderr)[-300:],
+            )
         spirv = out.read_bytes()
     validate(spirv)
     part = cached.with_suffix(f".{os.getpid()}.part")
@@ -128,11 +138,15 @@ def validate(spirv: bytes) -> None:
 def check_names(reflection: Reflection, entry: str, constants: dict[str, int]) -> None:
     """Refuse an entry point or a specialization id the shader does not have, by name."""
     if entry not in reflection.entry_points:
-        raise SpecError(f"the shader has no entry point {entry!r} (it has: {', '.join(reflection.entry_points)}): "
-                        "fix VulkanKernel(entry=...)")
+        raise SpecError(
+            f"the shader has no entry point {entry!r} (it has: {', '.join(reflection.entry_points)}): "
+            "fix VulkanKernel(entry=...)"
+        )
     missing = {name: cid for name, cid in constants.items() if cid not in reflection.spec_ids}
     if missing:
         have = ", ".join(str(i) for i in sorted(reflection.spec_ids)) or "none"
         said = ", ".join(f"{name} (constant_id {cid})" for name, cid in missing.items())
-        raise SpecError(f"the shader declares no specialization constant for {said}; its constant_ids: {have}. "
-                        "Declare `layout(constant_id = N) const int NAME = ...;` or fix VulkanKernel(constants=...)")
+        raise SpecError(
+            f"the shader declares no specialization constant for {said}; its constant_ids: {have}. "
+            "Declare `layout(constant_id = N) const int NAME = ...;` or fix VulkanKernel(constants=...)"
+        )

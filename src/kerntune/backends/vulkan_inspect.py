@@ -123,8 +123,9 @@ def read_pipeline(device: Any, pipeline: Any, internal: bool) -> list[Executable
     found: list[Executable] = []
     for index, prop in enumerate(list(properties(device, vk.VkPipelineInfoKHR(pipeline=pipeline)))):
         info = vk.VkPipelineExecutableInfoKHR(pipeline=pipeline, executableIndex=index)
-        executable = Executable(name=str(prop.name), description=str(prop.description),
-                                subgroup_size=int(prop.subgroupSize))
+        executable = Executable(
+            name=str(prop.name), description=str(prop.description), subgroup_size=int(prop.subgroupSize)
+        )
         for stat in statistics(device, info):
             executable.statistics[str(stat.name)] = _value(stat)
             executable.units[str(stat.name)] = str(stat.description)

@@ -56,11 +56,18 @@ def why_no_driver() -> str:
     files, source = icd_files()
     if not files:
         hint = [str(f) for folder in ELSEWHERE for f in sorted(Path(folder).glob("*.json"))]
-        return ("no Vulkan driver (ICD) file in " + source + ("; one lies in " + ", ".join(hint)
-                + ": point VK_DRIVER_FILES at it" if hint else "") +
-                "; apt-get install mesa-vulkan-drivers for lavapipe (CPU)")
-    reasons = [f"{f.name}: {library_problem(f) or 'its library loads (the driver refused the instance)'}"
-               for f in files]
-    return (f"the Vulkan driver files from {source} do not give an instance — " + "; ".join(reasons) +
-            ". Put the driver's folder (and its dependencies, e.g. glvnd's libGLdispatch) on LD_LIBRARY_PATH, or "
-            "apt-get install mesa-vulkan-drivers for lavapipe (CPU)")
+        return (
+            "no Vulkan driver (ICD) file in "
+            + source
+            + ("; one lies in " + ", ".join(hint) + ": point VK_DRIVER_FILES at it" if hint else "")
+            + "; apt-get install mesa-vulkan-drivers for lavapipe (CPU)"
+        )
+    reasons = [
+        f"{f.name}: {library_problem(f) or 'its library loads (the driver refused the instance)'}" for f in files
+    ]
+    return (
+        f"the Vulkan driver files from {source} do not give an instance — "
+        + "; ".join(reasons)
+        + ". Put the driver's folder (and its dependencies, e.g. glvnd's libGLdispatch) on LD_LIBRARY_PATH, or "
+        "apt-get install mesa-vulkan-drivers for lavapipe (CPU)"
+    )

@@ -34,17 +34,24 @@ def tune(
         str, typer.Option("--device", help="cuda, cuda:N, cpu, or an OpenCL device name (default $KERNTUNE_DEVICE).")
     ] = "",
     strategy: Annotated[
-        str, typer.Option("--strategy", help="auto (the default: race over spaces of more than 64 valid configs, "
-                          "else exhaustive), race (successive halving over TPE proposals), exhaustive, random, tpe "
-                          "or cmaes (Optuna), coordinate or lever.")
+        str,
+        typer.Option(
+            "--strategy",
+            help="auto (the default: race over spaces of more than 64 valid configs, "
+            "else exhaustive), race (successive halving over TPE proposals), exhaustive, random, tpe "
+            "or cmaes (Optuna), coordinate or lever.",
+        ),
     ] = "auto",
     target_ms: Annotated[
         float | None, typer.Option("--target-ms", help="Stop a shape's search once a config's median is this fast.")
     ] = None,
     budget: Annotated[
         list[str] | None,
-        typer.Option("--budget", help="Evaluations per shape (100), time for the run (90s, 5m), time per shape "
-                                      "(45s/shape); comma-separated or repeated."),
+        typer.Option(
+            "--budget",
+            help="Evaluations per shape (100), time for the run (90s, 5m), time per shape "
+            "(45s/shape); comma-separated or repeated.",
+        ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed for random search and gate inputs.")] = 0,
     resume: Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run (id).")] = None,
@@ -52,16 +59,24 @@ def tune(
         bool, typer.Option("--retry-failed", help="Run configs the ledger says failed before (same source, device).")
     ] = False,
     shapes_from: Annotated[
-        Path | None, typer.Option("--shapes-from", help="A shape corpus (`kerntune scope --corpus FILE` or "
-                                  "KERNTUNE_RECORD_UNTUNED=FILE): tune its distinct shapes of this spec.")
+        Path | None,
+        typer.Option(
+            "--shapes-from",
+            help="A shape corpus (`kerntune scope --corpus FILE` or "
+            "KERNTUNE_RECORD_UNTUNED=FILE): tune its distinct shapes of this spec.",
+        ),
     ] = None,
     top: Annotated[
         int, typer.Option("--top", min=0, help="With --shapes-from: only the N shapes with the most device time.")
     ] = 0,
     workers: Annotated[
-        int | None, typer.Option("--workers", help="Time on N devices at once: one worker per visible GPU (pinned, "
-                                 "each under its GPU's lock), or N Ray actors; shapes are shared out, each shape "
-                                 "timed on one device.")
+        int | None,
+        typer.Option(
+            "--workers",
+            help="Time on N devices at once: one worker per visible GPU (pinned, "
+            "each under its GPU's lock), or N Ray actors; shapes are shared out, each shape "
+            "timed on one device.",
+        ),
     ] = None,
     executor: Annotated[str, typer.Option("--executor", help="local (this host) or ray (a Ray cluster).")] = "local",
     address: Annotated[
@@ -79,14 +94,24 @@ def tune(
 
     if spec is None and resume is None:
         raise UsageError("give a SPEC (a spec file or a folder holding spec.py), or --resume RUN")
-    if resume is not None and (spec is not None or shape or dtype or budget or shapes_from or top or
-                               workers is not None):
+    if resume is not None and (
+        spec is not None or shape or dtype or budget or shapes_from or top or workers is not None
+    ):
         raise UsageError("--resume continues a run exactly as it was started: give only the run id")
     settings = Settings.from_env()
     request = TuneRequest(
-        spec=spec or "", shapes=[parse_shape(s) for s in shape or []], dtype=dtype, device=device or settings.device,
-        strategy=strategy, budget=Budget.parse(budget or []), seed=seed, resume=resume, retry_failed=retry_failed,
-        target_ms=target_ms, shapes_from=str(shapes_from or ""), shapes_top=top,
+        spec=spec or "",
+        shapes=[parse_shape(s) for s in shape or []],
+        dtype=dtype,
+        device=device or settings.device,
+        strategy=strategy,
+        budget=Budget.parse(budget or []),
+        seed=seed,
+        resume=resume,
+        retry_failed=retry_failed,
+        target_ms=target_ms,
+        shapes_from=str(shapes_from or ""),
+        shapes_top=top,
         placement=Placement(workers=workers, executor=executor, address=address),
     )
     db = _store(store)
@@ -168,18 +193,35 @@ def ledger(
         raise UsageError(f"unknown kind {kind!r}: one of {', '.join(kinds)}")
     rows = ledger_rows(_store(store), problem=problem, kind=kind, limit=limit)
     if as_json:
-        _emit_json([{"run": r.run_id, "problem": r.problem, "spec_hash": r.spec_hash, "target": r.target.as_dict(),
-                     "shape": r.shape_key, "candidate": r.candidate, "failure": r.failure, "reason": r.reason}
-                    for r in rows])
+        _emit_json(
+            [
+                {
+                    "run": r.run_id,
+                    "problem": r.problem,
+                    "spec_hash": r.spec_hash,
+                    "target": r.target.as_dict(),
+                    "shape": r.shape_key,
+                    "candidate": r.candidate,
+                    "failure": r.failure,
+                    "reason": r.reason,
+                }
+                for r in rows
+            ]
+        )
     else:
         Console().print(ledger_table(rows))
 
 
 @app.command()
 def ab(
-    a: Annotated[str, typer.Argument(help="Side A: SPEC, SPEC@K=V,.. (a config), SPEC@NAME (a baseline), "
-                                          "@K=V,.. or a kernel source (with --spec), git:REV:PATH, cmd:COMMAND; "
-                                          "env:NAME=VALUE,..:SIDE sets variables in its processes.")],
+    a: Annotated[
+        str,
+        typer.Argument(
+            help="Side A: SPEC, SPEC@K=V,.. (a config), SPEC@NAME (a baseline), "
+            "@K=V,.. or a kernel source (with --spec), git:REV:PATH, cmd:COMMAND; "
+            "env:NAME=VALUE,..:SIDE sets variables in its processes."
+        ),
+    ],
     b: Annotated[str, typer.Argument(help="Side B, the same forms. B is the change: 'win' means B is faster.")],
     spec: Annotated[str | None, typer.Option("--spec", help="Spec for sides that are configs or sources.")] = None,
     shape: Annotated[str | None, typer.Option("--shape", help="Shape fields NAME=VALUE[,...].")] = None,
@@ -202,9 +244,13 @@ def ab(
         bool, typer.Option("--recalibrate", help="Measure the A/A noise band again before the verdict.")
     ] = False,
     reference: Annotated[
-        str, typer.Option("--reference", help="Fresh processes of one spec time a fixed kernel beside each side: "
-                          "default (the spec's default config), @BASELINE (e.g. @torch.matmul: one an env: change "
-                          "to the spec's kernel leaves alone), @K=V,... (a config), or none (each side alone).")
+        str,
+        typer.Option(
+            "--reference",
+            help="Fresh processes of one spec time a fixed kernel beside each side: "
+            "default (the spec's default config), @BASELINE (e.g. @torch.matmul: one an env: change "
+            "to the spec's kernel leaves alone), @K=V,... (a config), or none (each side alone).",
+        ),
     ] = "default",
     seed: Annotated[int, typer.Option("--seed", help="Seed of the gate's inputs.")] = 0,
     store: StoreOpt = None,
@@ -217,10 +263,22 @@ def ab(
     from kerntune.compare.ab import ABRequest, run_ab
 
     settings = Settings.from_env()
-    request = ABRequest(a=a, b=b, spec=spec, shape=parse_shape(shape) if shape else {}, dtype=dtype,
-                        device=device or settings.device, processes=processes, scheme=scheme, metric=metric,
-                        higher_is_better=higher_is_better, expect=expect, recalibrate=recalibrate, seed=seed,
-                        reference=reference)
+    request = ABRequest(
+        a=a,
+        b=b,
+        spec=spec,
+        shape=parse_shape(shape) if shape else {},
+        dtype=dtype,
+        device=device or settings.device,
+        processes=processes,
+        scheme=scheme,
+        metric=metric,
+        higher_is_better=higher_is_better,
+        expect=expect,
+        recalibrate=recalibrate,
+        seed=seed,
+        reference=reference,
+    )
     console = Console(stderr=True)
     record = run_ab(request, settings, _store(store), None if as_json else LineProgress(console))
     if as_json:

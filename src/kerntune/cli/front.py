@@ -38,27 +38,44 @@ def _loopback(host: str) -> bool:
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option("--host", help="Address to bind (loopback unless --token is given).")]
-    = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind (loopback unless --token is given).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8765,
-    token: Annotated[str | None, typer.Option("--token", help="Require this token on every request (needed to "
-                                              "bind beyond loopback).", envvar="KERNTUNE_WEB_TOKEN")] = None,
-    specs: Annotated[Path, typer.Option("--specs", help="The folder whose specs the page may start tuning.")]
-    = Path("."),
-    programs: Annotated[Path | None, typer.Option("--programs", help="The folder whose Python programs the page "
-                                                  "may run for a dispatch list and captures, and whose files it "
-                                                  "may read as variants (default: --specs).")] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            help="Require this token on every request (needed to bind beyond loopback).",
+            envvar="KERNTUNE_WEB_TOKEN",
+        ),
+    ] = None,
+    specs: Annotated[Path, typer.Option("--specs", help="The folder whose specs the page may start tuning.")] = Path(
+        "."
+    ),
+    programs: Annotated[
+        Path | None,
+        typer.Option(
+            "--programs",
+            help="The folder whose Python programs the page "
+            "may run for a dispatch list and captures, and whose files it "
+            "may read as variants (default: --specs).",
+        ),
+    ] = None,
     store: StoreOpt = None,
 ) -> None:
     """A local web page over the store: runs, their charts, the ISA / occupancy diff of two candidates, a program's
     dispatch list whose rows start a capture, lab captures with replay, compare and save; start and stop a tune
     or a lab job and follow it live."""
     if not _loopback(host) and not token:
-        raise UsageError(f"--host {host} is reachable from other machines: give --token TOKEN (every request "
-                         "must then carry it), or bind 127.0.0.1")
+        raise UsageError(
+            f"--host {host} is reachable from other machines: give --token TOKEN (every request "
+            "must then carry it), or bind 127.0.0.1"
+        )
     if token is not None and len(token) < 16:
-        raise UsageError("--token must be at least 16 characters (e.g. python -c 'import secrets; "
-                         "print(secrets.token_urlsafe())')")
+        raise UsageError(
+            "--token must be at least 16 characters (e.g. python -c 'import secrets; print(secrets.token_urlsafe())')"
+        )
     if not specs.is_dir():
         raise UsageError(f"--specs {specs}: not a folder")
     if programs is not None and not programs.is_dir():

@@ -83,8 +83,14 @@ def profile(
 
 @app.command()
 def calibrate(
-    device: Annotated[str, typer.Option("--device", help="cuda, cuda:N, rocm (the GPU), or an OpenCL device name "
-                                        "fragment; default: the GPU if torch sees one, else OpenCL.")] = "",
+    device: Annotated[
+        str,
+        typer.Option(
+            "--device",
+            help="cuda, cuda:N, rocm (the GPU), or an OpenCL device name "
+            "fragment; default: the GPU if torch sees one, else OpenCL.",
+        ),
+    ] = "",
     force: Annotated[bool, typer.Option("--force", help="Measure again even if a calibration is cached.")] = False,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
@@ -98,31 +104,44 @@ def calibrate(
     settings = Settings.from_env()
     found = run_calibrate(settings, _store(store), device=device or settings.device, force=force)
     if as_json:
-        _emit_json({**asdict(found), "memory_bytes_per_s": found.memory_bytes_per_s,
-                    "memory_probe": found.memory_probe,
-                    "ridge_flops_per_byte": found.ridge_flops_per_byte})
+        _emit_json(
+            {
+                **asdict(found),
+                "memory_bytes_per_s": found.memory_bytes_per_s,
+                "memory_probe": found.memory_probe,
+                "ridge_flops_per_byte": found.ridge_flops_per_byte,
+            }
+        )
         return
     age = f"cached, measured {time.time() - found.created:.0f} s ago" if found.cached else "measured now"
-    matrix = "".join(f"  matrix {dtype:14} {rate / 1e12:8.1f} TFLOP/s\n"
-                     for dtype, rate in found.matrix_flops_per_s.items())
-    Console().print(f"[bold]{found.device}[/] ({age})\n"
-                    f"  copy  {found.copy_bytes_per_s / 1e9:8.2f} GB/s\n"
-                    f"  triad {found.triad_bytes_per_s / 1e9:8.2f} GB/s\n"
-                    + (f"  read  {found.read_bytes_per_s / 1e9:8.2f} GB/s (a sum: reads only)\n"
-                       if found.read_bytes_per_s else "") +
-                    f"  bandwidth ceiling {found.memory_bytes_per_s / 1e9:.2f} GB/s (the best probe: "
-                    f"{found.memory_probe})\n"
-                    f"  FMA   {found.fma_flops_per_s / 1e9:8.2f} GFLOP/s (fp32)\n{matrix}"
-                    f"  launch latency {found.launch_latency_ms * 1e3:.1f} µs\n"
-                    f"  ridge point {found.ridge_flops_per_byte:.2f} FLOP/byte", highlight=False)
+    matrix = "".join(
+        f"  matrix {dtype:14} {rate / 1e12:8.1f} TFLOP/s\n" for dtype, rate in found.matrix_flops_per_s.items()
+    )
+    Console().print(
+        f"[bold]{found.device}[/] ({age})\n"
+        f"  copy  {found.copy_bytes_per_s / 1e9:8.2f} GB/s\n"
+        f"  triad {found.triad_bytes_per_s / 1e9:8.2f} GB/s\n"
+        + (f"  read  {found.read_bytes_per_s / 1e9:8.2f} GB/s (a sum: reads only)\n" if found.read_bytes_per_s else "")
+        + f"  bandwidth ceiling {found.memory_bytes_per_s / 1e9:.2f} GB/s (the best probe: "
+        f"{found.memory_probe})\n"
+        f"  FMA   {found.fma_flops_per_s / 1e9:8.2f} GFLOP/s (fp32)\n{matrix}"
+        f"  launch latency {found.launch_latency_ms * 1e3:.1f} µs\n"
+        f"  ridge point {found.ridge_flops_per_byte:.2f} FLOP/byte",
+        highlight=False,
+    )
 
 
 @app.command()
 def inspect(
     spec: Annotated[str, typer.Argument(help="A Triton spec file or a folder holding spec.py.")],
     target: Annotated[
-        list[str], typer.Option("--target", "--targets", help="sm_80, sm_86, sm_89, sm_90, sm_100, gfx906, gfx90a, "
-                                "gfx942, gfx950, gfx1100, gfx1201; repeat or comma-separate for a compile matrix.")
+        list[str],
+        typer.Option(
+            "--target",
+            "--targets",
+            help="sm_80, sm_86, sm_89, sm_90, sm_100, gfx906, gfx90a, "
+            "gfx942, gfx950, gfx1100, gfx1201; repeat or comma-separate for a compile matrix.",
+        ),
     ],
     config: Annotated[
         list[str] | None,
@@ -143,13 +162,15 @@ def inspect(
 
     configs = [parse_shape(c) for c in config] if config else [{}]
     targets = [t.strip() for value in target for t in value.split(",") if t.strip()]
-    request = InspectRequest(spec=spec, configs=configs, targets=targets,
-                             shape=parse_shape(shape) if shape else None, dtype=dtype)
+    request = InspectRequest(
+        spec=spec, configs=configs, targets=targets, shape=parse_shape(shape) if shape else None, dtype=dtype
+    )
     rows = run_inspect(request, Settings.from_env(), _store(store).home / "logs")
     diff = diff_rows(rows) if len(configs) == 2 else None
     if as_json:
-        _emit_json(rows if diff is None else {"a": rows[0]["config"], "b": rows[-1]["config"], "rows": rows,
-                                              "diff": diff})
+        _emit_json(
+            rows if diff is None else {"a": rows[0]["config"], "b": rows[-1]["config"], "rows": rows, "diff": diff}
+        )
     elif diff is None:
         Console().print(inspect_table(rows))
     else:

@@ -38,16 +38,26 @@ def deploy(
 
 @app.command()
 def train(
-    runs: Annotated[list[str], typer.Argument(help="Sweep runs (ids, unique prefixes or 'last'): one op, kernel, "
-                                              "dtype and device.")],
+    runs: Annotated[
+        list[str], typer.Argument(help="Sweep runs (ids, unique prefixes or 'last'): one op, kernel, dtype and device.")
+    ],
     table: Annotated[Path, typer.Option("--table", help="The table to write: *.json (.py and .inc beside it).")],
-    holdout_every: Annotated[int, typer.Option("--holdout-every", help="Hold out every k-th shape by work size for "
-                                               "scoring (0: none).")] = 3,
-    noise: Annotated[float, typer.Option("--noise", help="Keep an exact entry only where it beats its rule by "
-                                         "more than this fraction.")] = 0.02,
-    by: Annotated[list[str] | None, typer.Option("--by", help="A segment dimension, most significant first: FIELD "
-                                                 "or FIELD:OCTAVES (M, M*N, N/K, N*K:2...). Repeat it. "
-                                                 "Default for matmuls: M*N.")] = None,
+    holdout_every: Annotated[
+        int, typer.Option("--holdout-every", help="Hold out every k-th shape by work size for scoring (0: none).")
+    ] = 3,
+    noise: Annotated[
+        float,
+        typer.Option("--noise", help="Keep an exact entry only where it beats its rule by more than this fraction."),
+    ] = 0.02,
+    by: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--by",
+            help="A segment dimension, most significant first: FIELD "
+            "or FIELD:OCTAVES (M, M*N, N/K, N*K:2...). Repeat it. "
+            "Default for matmuls: M*N.",
+        ),
+    ] = None,
     replace: Annotated[bool, typer.Option("--replace", help="Replace an existing table file.")] = False,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
@@ -65,14 +75,20 @@ def train(
         return
     r, held = done["report"], done["report"]["held_out"]
     out = Console()
-    out.print(f"{r['shapes']} shapes ({r['training_shapes']} training, {r['held_out_shapes']} held out), "
-              f"{r['configs']} configs: {r['rules']} rules and {r['exact_entries']} exact entries; exact-hit rate "
-              f"{r['exact_hit_rate']:.0%} on the training shapes", highlight=False)
+    out.print(
+        f"{r['shapes']} shapes ({r['training_shapes']} training, {r['held_out_shapes']} held out), "
+        f"{r['configs']} configs: {r['rules']} rules and {r['exact_entries']} exact entries; exact-hit rate "
+        f"{r['exact_hit_rate']:.0%} on the training shapes",
+        highlight=False,
+    )
     if held:
         regret = "n/a" if held["geomean_regret"] is None else f"{held['geomean_regret']:.2%}"
         worst = "n/a" if held["max_regret"] is None else f"{held['max_regret']:.2%}"
-        out.print(f"held out: coverage {held['coverage']:.0%}, geometric-mean regret {regret} (worst {worst}), "
-                  f"{held['unscored']} unscored (their chosen config was not timed there)", highlight=False)
+        out.print(
+            f"held out: coverage {held['coverage']:.0%}, geometric-mean regret {regret} (worst {worst}), "
+            f"{held['unscored']} unscored (their chosen config was not timed there)",
+            highlight=False,
+        )
     out.print("written: " + ", ".join(done["written"]), highlight=False)
 
 
@@ -92,8 +108,11 @@ def migrate(
     if as_json:
         _emit_json(found)
         return
-    Console().print(f"{len(found['retune'])} entries to tune again on {found['to']}, {found['still_valid']} "
-                    f"already keyed for it (table device {found['device']})", highlight=False)
+    Console().print(
+        f"{len(found['retune'])} entries to tune again on {found['to']}, {found['still_valid']} "
+        f"already keyed for it (table device {found['device']})",
+        highlight=False,
+    )
     for command in found["commands"]:
         Console().print(command, highlight=False, soft_wrap=True)
 
@@ -104,14 +123,26 @@ Program = Annotated[list[str], typer.Argument(help="The program after --: python
 @app.command(context_settings={"allow_interspersed_args": False})
 def scope(
     command: Program,
-    corpus: Annotated[Path | None, typer.Option("--corpus", help="Append the GEMM-like operators seen, one corpus "
-                                                "line each (for kerntune tune --shapes-from).")] = None,
-    skip: Annotated[float, typer.Option("--skip", min=0, help="Seconds of the start left out (warm-up, weight "
-                                        "upload), as nsys --delay.")] = 0.0,
-    duration: Annotated[float | None, typer.Option("--duration", min=0, help="Seconds counted after --skip "
-                                                   "(default: to the end).")] = None,
-    region: Annotated[str | None, typer.Option("--region", help="Count only the ranges the program marks with "
-                                               "torch.profiler.record_function(NAME).")] = None,
+    corpus: Annotated[
+        Path | None,
+        typer.Option(
+            "--corpus",
+            help="Append the GEMM-like operators seen, one corpus line each (for kerntune tune --shapes-from).",
+        ),
+    ] = None,
+    skip: Annotated[
+        float,
+        typer.Option("--skip", min=0, help="Seconds of the start left out (warm-up, weight upload), as nsys --delay."),
+    ] = 0.0,
+    duration: Annotated[
+        float | None, typer.Option("--duration", min=0, help="Seconds counted after --skip (default: to the end).")
+    ] = None,
+    region: Annotated[
+        str | None,
+        typer.Option(
+            "--region", help="Count only the ranges the program marks with torch.profiler.record_function(NAME)."
+        ),
+    ] = None,
     trace: Annotated[Path | None, typer.Option("--trace", help="Keep the profiler's Chrome trace here.")] = None,
     top: Annotated[int, typer.Option("--top", help="Kernels to list.")] = 20,
     as_json: JsonFlag = False,
@@ -130,24 +161,31 @@ def scope(
         return
     out = Console()
     if not found["gpu"]:
-        out.print("CPU only: torch sees no GPU, so there is no device time; the operators below ran on the CPU",
-                  highlight=False)
+        out.print(
+            "CPU only: torch sees no GPU, so there is no device time; the operators below ran on the CPU",
+            highlight=False,
+        )
     window = found["window"]
-    out.print(f"window: {window['describe']}, {window['wall_us'] / 1e3:.3f} ms; device time "
-              f"{found['device_us'] / 1e3:.3f} ms — {found['verdict']}", highlight=False, soft_wrap=True)
+    out.print(
+        f"window: {window['describe']}, {window['wall_us'] / 1e3:.3f} ms; device time "
+        f"{found['device_us'] / 1e3:.3f} ms — {found['verdict']}",
+        highlight=False,
+        soft_wrap=True,
+    )
     for label, us in found["classes"].items():
         share = us / found["device_us"] if found["device_us"] else 0.0
         out.print(f"{share:6.1%} {us / 1e3:9.3f} ms  {label}", highlight=False)
     for k in found["kernels"]:
         share = "" if k["share"] is None else f"{k['share']:6.1%}"
         source = f"  ({k['source']})" if k.get("source") else ""
-        out.print(f"{share} {k['launches']:6d}x {k['class']:<28} {k['name']}{source}", highlight=False,
-                  soft_wrap=True)
+        out.print(f"{share} {k['launches']:6d}x {k['class']:<28} {k['name']}{source}", highlight=False, soft_wrap=True)
     for g in found["gemms"]:
         shape = ",".join(f"{k}={v}" for k, v in g["shape"].items())
         took = "" if g["device_us"] is None else f", {g['device_us'] / 1e3:.3f} ms"
-        out.print(f"{g['op']} {shape} {g['dtype']} layout={g['layout']} bias={g['bias']}: {g['calls']} calls{took}",
-                  highlight=False)
+        out.print(
+            f"{g['op']} {shape} {g['dtype']} layout={g['layout']} bias={g['bias']}: {g['calls']} calls{took}",
+            highlight=False,
+        )
     if found["corpus"]:
         out.print(f"GEMM shapes appended to {found['corpus']}", highlight=False)
 
@@ -156,12 +194,22 @@ def scope(
 def run_served(
     command: Program,
     table: Annotated[Path, typer.Option("--table", help="The deployed table (kerntune deploy RUN --table T.json).")],
-    spec: Annotated[list[Path] | None, typer.Option("--spec", help="A spec serving library operators (default: "
-                                                    "the specs the table's entries name); repeat for several.")] = None,
-    mode: Annotated[str, typer.Option("--mode", help="explore: every entry not rejected; production: admitted "
-                                      "entries only (fail closed).")] = "explore",
-    backend: Annotated[str, typer.Option("--backend", help="The dispatch key served: CUDA, or CPU (the Triton "
-                                         "interpreter).")] = "CUDA",
+    spec: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--spec",
+            help="A spec serving library operators (default: the specs the table's entries name); repeat for several.",
+        ),
+    ] = None,
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode", help="explore: every entry not rejected; production: admitted entries only (fail closed)."
+        ),
+    ] = "explore",
+    backend: Annotated[
+        str, typer.Option("--backend", help="The dispatch key served: CUDA, or CPU (the Triton interpreter).")
+    ] = "CUDA",
 ) -> None:
     """Run an unmodified Python program with a table served to it: each library GEMM call (aten::mm, addmm and
     their .out forms, as nn.Linear and torch.compile reach them) whose key the table holds runs the tuned kernel;
@@ -171,8 +219,15 @@ def run_served(
 
     if mode not in ("explore", "production") or backend not in ("CUDA", "CPU"):
         raise UsageError(f"--mode is explore or production and --backend CUDA or CPU (got {mode}, {backend})")
-    options = ["--table", str(table), "--mode", mode, "--backend", backend,
-               *(a for s in spec or [] for a in ("--spec", str(s)))]
+    options = [
+        "--table",
+        str(table),
+        "--mode",
+        mode,
+        "--backend",
+        backend,
+        *(a for s in spec or [] for a in ("--spec", str(s))),
+    ]
     raise typer.Exit(main([*options, "--", *program_args(command)]))
 
 
@@ -180,8 +235,14 @@ def run_served(
 def verify(
     command: Program,
     processes: Annotated[int | None, typer.Option("--processes", help="Fresh processes per side of the A/B.")] = None,
-    metric: Annotated[str | None, typer.Option("--metric", help="Regex whose first group is the program's metric "
-                                               "(lower is better; default: the last number it prints).")] = None,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            "--metric",
+            help="Regex whose first group is the program's metric "
+            "(lower is better; default: the last number it prints).",
+        ),
+    ] = None,
     no_ab: Annotated[bool, typer.Option("--no-ab", help="Engagement only, no end-to-end A/B.")] = False,
     report: Annotated[Path | None, typer.Option("--report", help="Write the report (JSON) here, for admit.")] = None,
     store: StoreOpt = None,
@@ -200,13 +261,23 @@ def verify(
             report.write_text(json.dumps(found, indent=1))
         if not no_ab:
             rate = "n/a" if found["hit_rate"] is None else f"{found['hit_rate']:.1%}"
-            typer.echo(f"engagement: {len(found['entries']) - len(found['never_engaged'])} of "
-                       f"{len(found['entries'])} entries engaged, hit rate {rate} of {found['calls']} calls"
-                       + (f" (report: {report})" if report is not None else "")
-                       + "; the end-to-end A/B, table off against on in fresh processes, runs next", err=True)
+            typer.echo(
+                f"engagement: {len(found['entries']) - len(found['never_engaged'])} of "
+                f"{len(found['entries'])} entries engaged, hit rate {rate} of {found['calls']} calls"
+                + (f" (report: {report})" if report is not None else "")
+                + "; the end-to-end A/B, table off against on in fresh processes, runs next",
+                err=True,
+            )
 
-    found = run_verify(command, _store(store), Settings.from_env(), processes=processes, metric=metric,
-                       end_to_end=not no_ab, engaged=engaged)
+    found = run_verify(
+        command,
+        _store(store),
+        Settings.from_env(),
+        processes=processes,
+        metric=metric,
+        end_to_end=not no_ab,
+        engaged=engaged,
+    )
     if report is not None:
         report.write_text(json.dumps(found, indent=1))
     if as_json:
@@ -219,31 +290,56 @@ def verify(
 def _print_verify(found: dict[str, Any]) -> None:
     out = Console()
     for e in found["entries"]:
-        seen = "" if e["profiled_launches"] is None else (
-            f", profiler saw {e['profiled_launches']} launches of {', '.join(e['profiled_kernels']) or 'its kernels'}"
-            + (" by its calls" if e.get("profiled_by") == "operator" else " (by kernel name, all entries)")
-            + (f", {e['other_launches']} of other kernels ({', '.join(e['other_kernels'])})"
-               if e.get("other_launches") else ""))
+        seen = (
+            ""
+            if e["profiled_launches"] is None
+            else (
+                f", profiler saw {e['profiled_launches']} launches of "
+                f"{', '.join(e['profiled_kernels']) or 'its kernels'}"
+                + (" by its calls" if e.get("profiled_by") == "operator" else " (by kernel name, all entries)")
+                + (
+                    f", {e['other_launches']} of other kernels ({', '.join(e['other_kernels'])})"
+                    if e.get("other_launches")
+                    else ""
+                )
+            )
+        )
         mark = "engaged" if e["engaged"] else "NEVER ENGAGED"
-        out.print(f"{mark:>13}  {e['kernel']} {e['config'] or ''} [{e['status']}] {e['calls']} calls{seen}  {e['key']}",
-                  highlight=False, soft_wrap=True)
+        out.print(
+            f"{mark:>13}  {e['kernel']} {e['config'] or ''} [{e['status']}] {e['calls']} calls{seen}  {e['key']}",
+            highlight=False,
+            soft_wrap=True,
+        )
     if found.get("untied_launches"):
-        out.print(f"{found['untied_launches']:>13}  launches of the tuned kernels enclosed by no operator call "
-                  "(CUDA-graph replays): counted by kernel name, not per entry", highlight=False, soft_wrap=True)
+        out.print(
+            f"{found['untied_launches']:>13}  launches of the tuned kernels enclosed by no operator call "
+            "(CUDA-graph replays): counted by kernel name, not per entry",
+            highlight=False,
+            soft_wrap=True,
+        )
     for m in found["misses"]:
         took = "" if m.get("device_us") is None else f", {m['device_us'] / 1e3:.3f} ms on the device"
-        out.print(f"{'miss':>13}  {m['kernel']} -> {m['decision']} {m['config']}: {m['calls']} calls{took}  "
-                  f"{m['key']}", highlight=False, soft_wrap=True)
+        out.print(
+            f"{'miss':>13}  {m['kernel']} -> {m['decision']} {m['config']}: {m['calls']} calls{took}  {m['key']}",
+            highlight=False,
+            soft_wrap=True,
+        )
     for d in found["disabled"]:
         out.print(f"table not applied ({d['kernel']}): {d['reason']}", highlight=False, soft_wrap=True)
     for op, c in found.get("served_ops", {}).items():
-        out.print(f"{'served op':>13}  {op}: {c['served']} calls served, {c['library']} to the library, {c['failed']} "
-                  "failed (the library ran them)", highlight=False, soft_wrap=True)
+        out.print(
+            f"{'served op':>13}  {op}: {c['served']} calls served, {c['library']} to the library, {c['failed']} "
+            "failed (the library ran them)",
+            highlight=False,
+            soft_wrap=True,
+        )
     rate = "n/a" if found["hit_rate"] is None else f"{found['hit_rate']:.1%}"
     share = "n/a" if found["device_share"] is None else f"{found['device_share']:.1%}"
     bound = "n/a" if found["amdahl_bound"] is None else f"{found['amdahl_bound']:.2f}x"
-    out.print(f"hit rate {rate} of {found['calls']} calls; dispatched kernels {share} of device time (Amdahl bound "
-              f"{bound})", highlight=False)
+    out.print(
+        f"hit rate {rate} of {found['calls']} calls; dispatched kernels {share} of device time (Amdahl bound {bound})",
+        highlight=False,
+    )
     e2e = found.get("end_to_end")
     if e2e:
         out.print(f"end to end, table on vs off: {e2e['verdict']} — {e2e['reason']}", highlight=False, soft_wrap=True)
@@ -267,17 +363,24 @@ def admit(
         return
     out = Console()
     for row in done["entries"]:
-        out.print(f"{row['status']:>19}  {row['key']}" + (f"  ({'; '.join(row['why'])})" if row["why"] else ""),
-                  highlight=False, soft_wrap=True)
-    out.print(", ".join(f"{n} {s}" for s, n in done["counts"].items()) + "; written: " + ", ".join(done["written"]),
-              highlight=False)
+        out.print(
+            f"{row['status']:>19}  {row['key']}" + (f"  ({'; '.join(row['why'])})" if row["why"] else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
+    out.print(
+        ", ".join(f"{n} {s}" for s, n in done["counts"].items()) + "; written: " + ", ".join(done["written"]),
+        highlight=False,
+    )
 
 
 @app.command("import-kt")
 def import_kt(
     cache: Annotated[Path, typer.Argument(help="A Kernel Tuner cache file (JSON).")],
-    shape: Annotated[str | None, typer.Option("--shape", help="Names for the problem size's dimensions, e.g. "
-                                              "N or M,N (default x, y, z).")] = None,
+    shape: Annotated[
+        str | None,
+        typer.Option("--shape", help="Names for the problem size's dimensions, e.g. N or M,N (default x, y, z)."),
+    ] = None,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -290,13 +393,21 @@ def import_kt(
         _emit_json(done)
         return
     out = Console()
-    out.print(f"run {done['run']}: {done['configs']} configs of {done['kernel']} on {done['device']} "
-              f"({done['failed']} failed)", highlight=False)
-    for label, best in (("best by Kernel Tuner's mean", done["best_by_kt_mean"]),
-                        ("best by median", done["best_by_median"])):
+    out.print(
+        f"run {done['run']}: {done['configs']} configs of {done['kernel']} on {done['device']} "
+        f"({done['failed']} failed)",
+        highlight=False,
+    )
+    for label, best in (
+        ("best by Kernel Tuner's mean", done["best_by_kt_mean"]),
+        ("best by median", done["best_by_median"]),
+    ):
         if best:
-            out.print(f"{label}: {best['config']} — mean {best['kt_time_ms']:.4g} ms, median {best['median_ms']:.4g} "
-                      f"ms, {best['samples']} samples spread {best['spread']:.1%}", highlight=False)
+            out.print(
+                f"{label}: {best['config']} — mean {best['kt_time_ms']:.4g} ms, median {best['median_ms']:.4g} "
+                f"ms, {best['samples']} samples spread {best['spread']:.1%}",
+                highlight=False,
+            )
 
 
 @app.command("export-kt")
@@ -313,5 +424,4 @@ def export_kt(
     if as_json:
         _emit_json(done)
     else:
-        Console().print(f"{done['configs']} configs of run {done['run']} written to {done['written']}",
-                        highlight=False)
+        Console().print(f"{done['configs']} configs of run {done['run']} written to {done['written']}", highlight=False)

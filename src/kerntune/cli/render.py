@@ -115,14 +115,18 @@ def finalists_table(s: ShapeReport) -> Table:
     title = "finalists: search-time vs confirmed (fresh processes; each timed launch by launch beside the reference)"
     caption = None
     if device_led:
-        caption = (f"ratios by {checked}, the CUDA events' beside them; a ratio the two timers put more than 1% "
-                   "apart is marked")
+        caption = (
+            f"ratios by {checked}, the CUDA events' beside them; a ratio the two timers put more than 1% "
+            "apart is marked"
+        )
     elif checked:
         caption = f"second timer: {checked}; a ratio the two timers put more than 1% apart is marked"
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
-    ratio_cols = ((f"{ref}, by kernel time ({SHORT[PROFILER]})", "the same by CUDA events, interleaved")
-                  if device_led else (f"{ref}, interleaved", *((f"the same by {SHORT.get(checked, checked)}",)
-                                                                if checked else ())))
+    ratio_cols = (
+        (f"{ref}, by kernel time ({SHORT[PROFILER]})", "the same by CUDA events, interleaved")
+        if device_led
+        else (f"{ref}, interleaved", *((f"the same by {SHORT.get(checked, checked)}",) if checked else ()))
+    )
     for col in ("", "candidate", "search median", "confirmed median", "confirmed / search", *ratio_cols):
         table.add_column(col, overflow="fold")
     for i, f in enumerate(s.finalists):
@@ -130,11 +134,19 @@ def finalists_table(s: ShapeReport) -> Table:
         confirmed = f.confirmed.median_ms if f.confirmed else None
         drift = f"{confirmed / search:.3f}" if search and confirmed else "—"
         mark = "[bold green]winner" if f is s.winner else ("baseline" if f.role == "baseline" else "")
-        ratios = ((_device_led_text(s, f), _events_beside_text(s, f)) if device_led else
-                  (_ratio_text(s, f), *((_second_text(s, f),) if checked else ())))
-        table.add_row(mark if i == 0 or f.role == "baseline" else "", f.name,
-                      f"{search:.4g} ms" if search else "—", f"{confirmed:.4g} ms" if confirmed else "—", drift,
-                      *ratios)
+        ratios = (
+            (_device_led_text(s, f), _events_beside_text(s, f))
+            if device_led
+            else (_ratio_text(s, f), *((_second_text(s, f),) if checked else ()))
+        )
+        table.add_row(
+            mark if i == 0 or f.role == "baseline" else "",
+            f.name,
+            f"{search:.4g} ms" if search else "—",
+            f"{confirmed:.4g} ms" if confirmed else "—",
+            drift,
+            *ratios,
+        )
     return table
 
 
@@ -149,26 +161,37 @@ def print_report(console: Console, report: RunReport) -> None:
         phase = name.split(":")[-1].removesuffix("_s").replace("_", "-")
         phases[phase] = max(phases.get(phase, 0.0), float(seconds))
     if phases:
-        console.print("  wall time by phase: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()),
-                      highlight=False)
+        console.print(
+            "  wall time by phase: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()), highlight=False
+        )
     for s in report.shapes:
         console.print(shape_table(run, s))
-        console.print("  configs: " + ", ".join(f"{n} {k}" for k, n in s.outcome_counts.items())
-                      + (f"; {s.coverage}" if s.coverage else ""), highlight=False)
+        console.print(
+            "  configs: "
+            + ", ".join(f"{n} {k}" for k, n in s.outcome_counts.items())
+            + (f"; {s.coverage}" if s.coverage else ""),
+            highlight=False,
+        )
         for who, candidate in (("the winner", s.winner), *((b.name, b) for b in s.baselines)):
             sol = s.speed_of_light(candidate)
             if sol is not None:
                 console.print(f"  speed of light: {who} runs at {describe(sol)}", highlight=False)
         t = s.seconds
         if t:
-            console.print(f"  time: compile {t['compile']:.1f} s summed over candidates, gate {t['gate']:.1f} s, "
-                          f"measure {t['measure']:.1f} s; {t['screened']:.0f} screening and {t['timed']:.0f} full "
-                          "measurements", highlight=False)
+            console.print(
+                f"  time: compile {t['compile']:.1f} s summed over candidates, gate {t['gate']:.1f} s, "
+                f"measure {t['measure']:.1f} s; {t['screened']:.0f} screening and {t['timed']:.0f} full "
+                "measurements",
+                highlight=False,
+            )
         disturbed = s.disturbed
         if disturbed["other_tenant"]:
-            console.print(f"  [yellow]another process used the GPU[/] during {disturbed['other_tenant']} of "
-                          f"{disturbed['measurements']} measurements: their figures carry its load; tune again on "
-                          "an idle device", highlight=False)
+            console.print(
+                f"  [yellow]another process used the GPU[/] during {disturbed['other_tenant']} of "
+                f"{disturbed['measurements']} measurements: their figures carry its load; tune again on "
+                "an idle device",
+                highlight=False,
+            )
         if s.finalists:
             console.print(finalists_table(s))
         for f in s.failed:
@@ -199,22 +222,34 @@ def ledger_table(rows: list[LedgerRow]) -> Table:
 def ab_lines(r: ABRecord) -> list[str]:
     """The A/B verdict with everything it rests on: ratio and interval, band, processes, hashes, cost."""
     colour = {"win": "green", "loss": "red", "noise": "yellow"}.get(r.verdict, "white")
-    lines = [f"[bold {colour}]{r.verdict.upper()}[/] {r.reason}",
-             f"A = {r.a['text']}   B = {r.b['text']}   scheme {r.scheme} · {r.kind} · "
-             f"{r.target.get('device_name') or r.target.get('label', '')}"]
+    lines = [
+        f"[bold {colour}]{r.verdict.upper()}[/] {r.reason}",
+        f"A = {r.a['text']}   B = {r.b['text']}   scheme {r.scheme} · {r.kind} · "
+        f"{r.target.get('device_name') or r.target.get('label', '')}",
+    ]
     if r.conditions.get("regime"):
         c = r.conditions
         tel = c.get("telemetry") or {}
-        clocks = (f"SM {tel['sm_mhz_min']}–{tel['sm_mhz_max']} MHz, " if tel.get("available") else
-                  f"telemetry: {tel.get('reason', 'not available')}; ")
-        lines.append(f"conditions: {c.get('regime')}, {c.get('mode')}; {clocks}"
-                     f"throttled values: {c.get('throttled_values', 0)}; with another process on the GPU: "
-                     f"{c.get('other_tenant_values', 0)}; shape {c.get('shape')} {c.get('dtype')}")
+        clocks = (
+            f"SM {tel['sm_mhz_min']}–{tel['sm_mhz_max']} MHz, "
+            if tel.get("available")
+            else f"telemetry: {tel.get('reason', 'not available')}; "
+        )
+        lines.append(
+            f"conditions: {c.get('regime')}, {c.get('mode')}; {clocks}"
+            f"throttled values: {c.get('throttled_values', 0)}; with another process on the GPU: "
+            f"{c.get('other_tenant_values', 0)}; shape {c.get('shape')} {c.get('dtype')}"
+        )
     values = " ".join(f"{p.side}:{p.value:.5g}" for p in r.processes)
     reference = r.conditions.get("reference", "default")
     named = "the spec's default config" if reference == "default" else reference
-    unit = (f"each the side's time over the reference's ({named}) in its process" if r.scheme == REFERENCED else
-            "the metric" if r.a.get("kind") == "command" else "ms")
+    unit = (
+        f"each the side's time over the reference's ({named}) in its process"
+        if r.scheme == REFERENCED
+        else "the metric"
+        if r.a.get("kind") == "command"
+        else "ms"
+    )
     lines.append(f"values (ABBA order; {unit}): {values}")
     for side in ("A", "B"):
         hashes = ", ".join(f"{k} {v if isinstance(v, str) else ' '.join(v)}" for k, v in r.hashes.get(side, {}).items())
@@ -249,8 +284,17 @@ class JsonLinesProgress:
         self.stream.flush()
 
     def planned(self, run: Run, total: int, plan: TimePlan) -> None:
-        self._emit({"event": "planned", "run": run.id, "problem": run.problem, "shapes": len(run.shapes),
-                    "evaluations": total, "estimate": plan.estimate(), "plan": plan.describe()})
+        self._emit(
+            {
+                "event": "planned",
+                "run": run.id,
+                "problem": run.problem,
+                "shapes": len(run.shapes),
+                "evaluations": total,
+                "estimate": plan.estimate(),
+                "plan": plan.describe(),
+            }
+        )
 
     def finished(self, label: str, status: str, detail: str) -> None:
         self.done += 1
@@ -262,8 +306,13 @@ class BarProgress:
 
     def __init__(self, console: Console) -> None:
         self.bar = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("{task.fields[last]}"), console=console, transient=False,
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[last]}"),
+            console=console,
+            transient=False,
         )
         self.task: TaskID | None = None
 
@@ -275,8 +324,11 @@ class BarProgress:
         self.bar.stop()
 
     def planned(self, run: Run, total: int, plan: TimePlan) -> None:
-        self.bar.console.print(f"tuning {run.problem} ({run.id}): {len(run.shapes)} shapes, {total} evaluations "
-                               f"planned; {plan.describe()}", highlight=False)
+        self.bar.console.print(
+            f"tuning {run.problem} ({run.id}): {len(run.shapes)} shapes, {total} evaluations "
+            f"planned; {plan.describe()}",
+            highlight=False,
+        )
         self.task = self.bar.add_task(f"tuning {run.problem} ({run.id})", total=total, last="")
 
     def finished(self, label: str, status: str, detail: str) -> None:
@@ -296,25 +348,40 @@ def inspect_table(rows: list[dict[str, Any]]) -> Table:
         for section in ("resources", "census"):
             keys += [k for k, v in (r.get(section) or {}).items() if v and k not in keys]
     for key in keys:
-        table.add_row(key, *[str((r.get("resources") or {}).get(key, (r.get("census") or {}).get(key, "")))
-                             for r in rows])
+        table.add_row(
+            key, *[str((r.get("resources") or {}).get(key, (r.get("census") or {}).get(key, ""))) for r in rows]
+        )
     table.add_row("occupancy", *[_occupancy_text(r) for r in rows])
     table.add_row("next boundary", *[str(r.get("next_boundary") or "") for r in rows])
     if any("internal" in r or "not_exposed" in r for r in rows):  # a driver's own reading (Vulkan)
         table.add_row("compiled by", *[str(r.get("compiler", "")) for r in rows])
-        table.add_row("internal representations", *[
-            ", ".join(f"{i['name']} ({len(i['text'].splitlines())} lines)" if "text" in i else
-                      f"{i['name']} ({i['bytes']} bytes)" for i in r.get("internal", [])) or
-            (f"none: {r['internal_note']}" if r.get("internal_note") else "") for r in rows])
+        table.add_row(
+            "internal representations",
+            *[
+                ", ".join(
+                    f"{i['name']} ({len(i['text'].splitlines())} lines)"
+                    if "text" in i
+                    else f"{i['name']} ({i['bytes']} bytes)"
+                    for i in r.get("internal", [])
+                )
+                or (f"none: {r['internal_note']}" if r.get("internal_note") else "")
+                for r in rows
+            ],
+        )
         table.add_row("not exposed", *[str(r.get("not_exposed", "")) for r in rows])
     table.add_row("error", *[str(r.get("error", ""))[:200] for r in rows])
     return table
 
 
-PROFILE_COLUMNS = (("duration_s", "time µs", 1e6), ("compute_sol_pct", "compute SOL %", 1.0),
-                   ("memory_sol_pct", "memory SOL %", 1.0), ("dram_bytes_per_s", "DRAM GB/s", 1e-9),
-                   ("achieved_occupancy_pct", "achieved occ. %", 1.0),
-                   ("theoretical_occupancy_pct", "theoretical occ. %", 1.0), ("registers", "regs", 1.0))
+PROFILE_COLUMNS = (
+    ("duration_s", "time µs", 1e6),
+    ("compute_sol_pct", "compute SOL %", 1.0),
+    ("memory_sol_pct", "memory SOL %", 1.0),
+    ("dram_bytes_per_s", "DRAM GB/s", 1e-9),
+    ("achieved_occupancy_pct", "achieved occ. %", 1.0),
+    ("theoretical_occupancy_pct", "theoretical occ. %", 1.0),
+    ("registers", "regs", 1.0),
+)
 
 
 def profile_table(rows: list[dict[str, Any]]) -> Table:
@@ -328,8 +395,10 @@ def profile_table(rows: list[dict[str, Any]]) -> Table:
             continue
         for k in r["kernels"]:
             m = k["metrics"]
-            cells = [f"{m[key] * scale:.4g}" if isinstance(m.get(key), float) else str(m.get(key, ""))
-                     for key, _, scale in PROFILE_COLUMNS]
+            cells = [
+                f"{m[key] * scale:.4g}" if isinstance(m.get(key), float) else str(m.get(key, ""))
+                for key, _, scale in PROFILE_COLUMNS
+            ]
             table.add_row(r["shape"], r["label"], k["kernel"][:60], *cells)
     return table
 
@@ -354,5 +423,7 @@ def _occupancy_text(row: dict[str, Any]) -> str:
         return "—"
     if "waves_per_simd" in occ:  # AMD counts waves per SIMD
         return f"{occ['waves_per_simd']} waves/SIMD ({occ['fraction']:.0%}, limited by {occ['limiter']})"
-    return (f"{occ['blocks_per_sm']} blocks/SM, {occ['warps_per_sm']} warps/SM ({occ['fraction']:.0%}, limited by "
-            f"{occ['limiter']})")
+    return (
+        f"{occ['blocks_per_sm']} blocks/SM, {occ['warps_per_sm']} warps/SM ({occ['fraction']:.0%}, limited by "
+        f"{occ['limiter']})"
+    )

@@ -77,15 +77,17 @@ def claim_holds(verdict: str, expect: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------- the run
-def _run_sequence(runner: SpecRunner | CommandRunner, count: int, progress: Progress,
-                  label: str) -> list[ProcessRecord]:
+def _run_sequence(
+    runner: SpecRunner | CommandRunner, count: int, progress: Progress, label: str
+) -> list[ProcessRecord]:
     records: list[ProcessRecord] = []
     if isinstance(runner, SpecRunner) and runner.in_process:
         for round_ in range(count):
             for side, (value, samples, info) in zip("AB", runner.pair(), strict=True):
                 records.append(ProcessRecord(len(records), side, value, samples, info))
-            progress.finished(f"{label} round {round_ + 1}/{count}", "ok",
-                              f"A {records[-2].value:.5g}  B {records[-1].value:.5g}")
+            progress.finished(
+                f"{label} round {round_ + 1}/{count}", "ok", f"A {records[-2].value:.5g}  B {records[-1].value:.5g}"
+            )
         return records
     for seq, index in enumerate(abba(count)):
         value, samples, info = runner.value(index)
@@ -116,9 +118,15 @@ def _conditions(records: list[ProcessRecord]) -> dict[str, Any]:
 def _second_timer(records: list[ProcessRecord], scheme: str) -> dict[str, Any] | None:
     """B over A by the second timer (``measure.second_timer``) where the processes had one: in-process, B's
     rounds timed beside A; referenced, each side's rounds timed beside the reference, B's over A's."""
+
     def checks(side: str) -> dict[str, Any] | None:
-        return combine([((r.info.get("conditions") or {}).get("telemetry") or {}).get("second_timer") or {}
-                        for r in records if r.side == side])
+        return combine(
+            [
+                ((r.info.get("conditions") or {}).get("telemetry") or {}).get("second_timer") or {}
+                for r in records
+                if r.side == side
+            ]
+        )
 
     b = checks("B")
     if scheme != REFERENCED or b is None:
@@ -127,16 +135,24 @@ def _second_timer(records: list[ProcessRecord], scheme: str) -> dict[str, Any] |
     if a is None:
         return None
     ratio, events = b["ratio"] / a["ratio"], b["events_ratio"] / a["events_ratio"]
-    return {**b, "ratio": ratio, "events_ratio": events, "rounds": min(a["rounds"], b["rounds"]),
-            "agrees": agrees(events, ratio)}
+    return {
+        **b,
+        "ratio": ratio,
+        "events_ratio": events,
+        "rounds": min(a["rounds"], b["rounds"]),
+        "agrees": agrees(events, ratio),
+    }
 
 
-def _runner(sides: tuple[Side, Side], request: ABRequest, settings: Settings,
-            store: Store) -> tuple[SpecRunner | CommandRunner, str]:
+def _runner(
+    sides: tuple[Side, Side], request: ABRequest, settings: Settings, store: Store
+) -> tuple[SpecRunner | CommandRunner, str]:
     kinds = {s.kind for s in sides}
     if len(kinds) > 1:
-        raise UsageError("both sides must be specs (or kernel sources) or both commands: "
-                         "a command's metric and a kernel's time are not comparable")
+        raise UsageError(
+            "both sides must be specs (or kernel sources) or both commands: "
+            "a command's metric and a kernel's time are not comparable"
+        )
     if "command" in kinds:
         if request.scheme == "in-process":
             raise UsageError("commands always run in fresh processes: drop --scheme in-process")
@@ -145,16 +161,22 @@ def _runner(sides: tuple[Side, Side], request: ABRequest, settings: Settings,
     # (or two revisions of a whole spec folder) may differ in anything the spec file does, so fresh processes.
     one_spec = sides[0].spec_path == sides[1].spec_path
     if request.scheme == "in-process" and not one_spec:
-        raise UsageError("in-process A/B needs one spec (two of its configs or kernel sources); these sides are "
-                         "two spec files, which take fresh processes to load: use --scheme fresh (the default)")
+        raise UsageError(
+            "in-process A/B needs one spec (two of its configs or kernel sources); these sides are "
+            "two spec files, which take fresh processes to load: use --scheme fresh (the default)"
+        )
     if request.scheme == "in-process" and sides[0].env != sides[1].env:
-        raise UsageError("the sides set different environment variables, which take effect when a process starts: "
-                         "they run in fresh processes (drop --scheme in-process)")
-    in_process = request.scheme == "in-process" or (request.scheme == "auto" and one_spec
-                                                     and sides[0].env == sides[1].env)
+        raise UsageError(
+            "the sides set different environment variables, which take effect when a process starts: "
+            "they run in fresh processes (drop --scheme in-process)"
+        )
+    in_process = request.scheme == "in-process" or (
+        request.scheme == "auto" and one_spec and sides[0].env == sides[1].env
+    )
     if in_process and settings.mode == "graph":
-        raise UsageError("the in-process A/B interleaves single launches (eager): with KERNTUNE_MODE=graph "
-                         "use --scheme fresh")
+        raise UsageError(
+            "the in-process A/B interleaves single launches (eager): with KERNTUNE_MODE=graph use --scheme fresh"
+        )
     runner = SpecRunner(sides, request, settings, store, in_process)
     return runner, "in-process" if in_process else (REFERENCED if runner.referenced else "fresh")
 
@@ -164,12 +186,27 @@ def _scope(runner: SpecRunner | CommandRunner, scheme: str, conditions: dict[str
     config: ``SPEC`` and ``SPEC@K=default`` are one scope), shape and dtype."""
     keys = ("timer", "regime", "mode", "reference")
     cond = ",".join(str(conditions.get(k, "")) for k in keys)
-    return "|".join((str(runner.target.get("device_name") or runner.target.get("label")), scheme, cond,
-                     runner.work(0), runner.shape_key, runner.dtype))
+    return "|".join(
+        (
+            str(runner.target.get("device_name") or runner.target.get("label")),
+            scheme,
+            cond,
+            runner.work(0),
+            runner.shape_key,
+            runner.dtype,
+        )
+    )
 
 
-def _measure_pair(sides: tuple[Side, Side], request: ABRequest, settings: Settings, store: Store,
-                  count: int, progress: Progress, label: str) -> tuple[list[ProcessRecord], Any, str]:
+def _measure_pair(
+    sides: tuple[Side, Side],
+    request: ABRequest,
+    settings: Settings,
+    store: Store,
+    count: int,
+    progress: Progress,
+    label: str,
+) -> tuple[list[ProcessRecord], Any, str]:
     runner, scheme = _runner(sides, request, settings, store)
     try:
         records = _run_sequence(runner, count, progress, label)
@@ -195,12 +232,29 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
         records, runner, scheme = _measure_pair(sides, request, settings, store, count, progress, "A/B")
     except SideFailed as exc:
         # A side that fails its gate, crashes or hangs blocks the claim: recorded, so the ledger shows it.
-        save_ab(store, ABRecord(
-            id=_new_id(), created=now(), kind="ab", a=sides[0].as_dict(), b=sides[1].as_dict(), target={},
-            conditions={}, scheme=request.scheme, ratio=None, ci_low=None, ci_high=None, band=None,
-            verdict="blocked", expect=request.expect, claim_failed=True, reason=str(exc),
-            hashes={name: side.hashes() for name, side in zip("AB", sides, strict=True)},
-            wall_s=time.perf_counter() - started))
+        save_ab(
+            store,
+            ABRecord(
+                id=_new_id(),
+                created=now(),
+                kind="ab",
+                a=sides[0].as_dict(),
+                b=sides[1].as_dict(),
+                target={},
+                conditions={},
+                scheme=request.scheme,
+                ratio=None,
+                ci_low=None,
+                ci_high=None,
+                band=None,
+                verdict="blocked",
+                expect=request.expect,
+                claim_failed=True,
+                reason=str(exc),
+                hashes={name: side.hashes() for name, side in zip("AB", sides, strict=True)},
+                wall_s=time.perf_counter() - started,
+            ),
+        )
         raise
     conditions = {**_conditions(records), "shape": runner.shape_key, "dtype": runner.dtype}
     if scheme == REFERENCED:  # what each process timed beside its side (part of the noise band's scope)
@@ -230,29 +284,60 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
     claim_failed = expect is not None and not claim_holds(verdict, expect)
     reason = _reason(verdict, estimate, band, known[1]) + _set_aside(set_aside) + said(checked)
     record = ABRecord(
-        id=_new_id(), created=now(), kind="aa" if is_aa else "ab", a=sides[0].as_dict(), b=sides[1].as_dict(),
-        target=runner.target, conditions=conditions, scheme=scheme, ratio=estimate.ratio, ci_low=estimate.low,
-        ci_high=estimate.high, band=band, verdict=verdict, expect=request.expect, claim_failed=claim_failed,
-        reason=reason, hashes=_hashes(sides, records), wall_s=time.perf_counter() - started,
-        processes=tuple(records))
+        id=_new_id(),
+        created=now(),
+        kind="aa" if is_aa else "ab",
+        a=sides[0].as_dict(),
+        b=sides[1].as_dict(),
+        target=runner.target,
+        conditions=conditions,
+        scheme=scheme,
+        ratio=estimate.ratio,
+        ci_low=estimate.low,
+        ci_high=estimate.high,
+        band=band,
+        verdict=verdict,
+        expect=request.expect,
+        claim_failed=claim_failed,
+        reason=reason,
+        hashes=_hashes(sides, records),
+        wall_s=time.perf_counter() - started,
+        processes=tuple(records),
+    )
     save_ab(store, record)
     return record
 
 
-def _calibrate(side: Side, request: ABRequest, settings: Settings, store: Store, count: int,
-               progress: Progress, scope: str) -> ABRecord:
+def _calibrate(
+    side: Side, request: ABRequest, settings: Settings, store: Store, count: int, progress: Progress, scope: str
+) -> ABRecord:
     """An A/A run of ``side`` in this scope: the farthest its ratio interval reaches from 1 is the band."""
     started = time.perf_counter()
     records, runner, scheme = _measure_pair((side, side), request, settings, store, count, progress, "A/A")
     estimate, set_aside = _estimate(records, scheme)
     band = max(settings.ab_min_band, estimate.extent)
     record = ABRecord(
-        id=_new_id(), created=now(), kind="aa", a=side.as_dict(), b=side.as_dict(), target=runner.target,
-        conditions=_conditions(records), scheme=scheme, ratio=estimate.ratio, ci_low=estimate.low,
-        ci_high=estimate.high, band=band, verdict="calibration", expect=None, claim_failed=False,
+        id=_new_id(),
+        created=now(),
+        kind="aa",
+        a=side.as_dict(),
+        b=side.as_dict(),
+        target=runner.target,
+        conditions=_conditions(records),
+        scheme=scheme,
+        ratio=estimate.ratio,
+        ci_low=estimate.low,
+        ci_high=estimate.high,
+        band=band,
+        verdict="calibration",
+        expect=None,
+        claim_failed=False,
         reason=f"noise band calibration: A/A interval reaches {estimate.extent:.2%} from 1; band {band:.2%}"
         + _set_aside(set_aside),
-        hashes=_hashes((side, side), records), wall_s=time.perf_counter() - started, processes=tuple(records))
+        hashes=_hashes((side, side), records),
+        wall_s=time.perf_counter() - started,
+        processes=tuple(records),
+    )
     save_ab(store, record)
     set_noise_band(store, scope, band, record.id)
     return record
@@ -270,27 +355,30 @@ def _set_aside(pair: tuple[float, float] | None) -> str:
     if pair is None:
         return ""
     a, b = pair
-    return (f"; one pair set aside as disturbed (B/A {b / a:.4f}, more than {DISTURBED_Z:g} robust standard "
-            "deviations from the others' median)")
+    return (
+        f"; one pair set aside as disturbed (B/A {b / a:.4f}, more than {DISTURBED_Z:g} robust standard "
+        "deviations from the others' median)"
+    )
 
 
 def _reason(verdict: str, est: RatioEstimate, band: float, calibration: str) -> str:
     ci = f"B/A time ratio {est.ratio:.4f} (95% CI {est.low:.4f}–{est.high:.4f}, {est.n} pairs)"
     where = f"noise band ±{band:.2%} (A/A {calibration})"
-    text = {"win": "B is faster beyond noise", "loss": "B is slower beyond noise",
-            "noise": "no difference beyond noise"}[verdict]
+    text = {
+        "win": "B is faster beyond noise",
+        "loss": "B is slower beyond noise",
+        "noise": "no difference beyond noise",
+    }[verdict]
     return f"{text}: {ci}; {where}"
 
 
 def _hashes(sides: tuple[Side, Side], records: list[ProcessRecord]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, side in zip("AB", sides, strict=True):
-        binaries = sorted({str(r.info["binary_hash"]) for r in records if r.side == name
-                           and r.info.get("binary_hash")})
+        binaries = sorted({str(r.info["binary_hash"]) for r in records if r.side == name and r.info.get("binary_hash")})
         out[name] = {**side.hashes(), **({"binaries": binaries} if binaries else {})}
     return out
 
 
 def _new_id() -> str:
     return "ab-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-

@@ -63,8 +63,10 @@ class ABRequest:
 
     def __post_init__(self) -> None:
         if self.reference not in ("default", "none") and not self.reference.startswith("@"):
-            raise UsageError(f"--reference {self.reference!r}: give default, none, @BASELINE (one of the spec's "
-                             "baselines, e.g. @torch.matmul) or @NAME=VALUE[,...] (a config of the spec)")
+            raise UsageError(
+                f"--reference {self.reference!r}: give default, none, @BASELINE (one of the spec's "
+                "baselines, e.g. @torch.matmul) or @NAME=VALUE[,...] (a config of the spec)"
+            )
 
 
 class SideFailed(KerntuneError):
@@ -76,8 +78,9 @@ class SideFailed(KerntuneError):
 class SpecRunner:
     """Measures spec sides: one fresh worker per value, or one shared worker (in-process scheme)."""
 
-    def __init__(self, sides: tuple[Side, Side], request: ABRequest, settings: Settings, store: Store,
-                 in_process: bool) -> None:
+    def __init__(
+        self, sides: tuple[Side, Side], request: ABRequest, settings: Settings, store: Store, in_process: bool
+    ) -> None:
         self.sides, self.request, self.settings, self.store = sides, request, settings, store
         self.in_process = in_process
         # Fresh processes of one spec file (two configs or sources, --scheme fresh): every process also times the
@@ -87,8 +90,12 @@ class SpecRunner:
         # The reference runs under its process's environment: an env: side whose variables alter the spec's own
         # kernel alters a reference of that kernel too; --reference @BASELINE names one it leaves alone (cuBLAS
         # beside a Triton kernel), --reference none times each side alone.
-        self.referenced = (request.reference != "none" and not in_process
-                           and sides[0].spec_path == sides[1].spec_path and settings.mode == "eager")
+        self.referenced = (
+            request.reference != "none"
+            and not in_process
+            and sides[0].spec_path == sides[1].spec_path
+            and settings.mode == "eager"
+        )
         self.gated: set[int] = set()
         self.shared: Worker | None = None
         self.target: dict[str, Any] = {}
@@ -108,8 +115,9 @@ class SpecRunner:
             config, baseline = problem.space.default_config(), None
         else:  # "@...", as ABRequest checked
             config_text, baseline_name = parse_selector(text[1:], f"--reference {text}")
-            named = Side(f"--reference {text}", "spec", spec_path=side.spec_path, config=config_text,
-                         baseline=baseline_name)
+            named = Side(
+                f"--reference {text}", "spec", spec_path=side.spec_path, config=config_text, baseline=baseline_name
+            )
             config, baseline = _side_config(problem, named, Shape.of(self.payloads[0]["shape"]))
         return {**self.payloads[0], "config": config.as_dict(), "baseline_kernel": baseline, "kernel_source": ""}
 
@@ -123,24 +131,43 @@ class SpecRunner:
         config, baseline = _side_config(problem, side, shape)
         self.shape_key = shape.key
         self.dtype = dtype
-        return {"shape": shape.as_dict(), "dtype": dtype, "seeds": [self.request.seed * 1000 + i + 1 for i in
-                range(self.settings.gate_seeds)], "config": config.as_dict(), "baseline_kernel": baseline,
-                "measure": measure_options(self.settings)}
+        return {
+            "shape": shape.as_dict(),
+            "dtype": dtype,
+            "seeds": [self.request.seed * 1000 + i + 1 for i in range(self.settings.gate_seeds)],
+            "config": config.as_dict(),
+            "baseline_kernel": baseline,
+            "measure": measure_options(self.settings),
+        }
 
     def work(self, index: int) -> str:
         """What side ``index`` runs, by content and resolved config: equal for both sides means an A/A."""
         payload = self.payloads[index]
-        return "|".join((self.sides[index].file_digest(), repr(sorted(payload["config"].items())),
-                         str(payload["baseline_kernel"]), repr(self.sides[index].env)))
+        return "|".join(
+            (
+                self.sides[index].file_digest(),
+                repr(sorted(payload["config"].items())),
+                str(payload["baseline_kernel"]),
+                repr(self.sides[index].env),
+            )
+        )
 
     def _worker(self, index: int) -> Worker:
         side = self.sides[index]
         if self.in_process or self.referenced:  # the spec as written, every side's kernel source beside it
-            setup = (SETUP, {"spec_path": side.spec_path, "device": self.request.device,
-                             "variants": sorted({s.kernel_source for s in self.sides if s.kernel_source})})
+            setup = (
+                SETUP,
+                {
+                    "spec_path": side.spec_path,
+                    "device": self.request.device,
+                    "variants": sorted({s.kernel_source for s in self.sides if s.kernel_source}),
+                },
+            )
         else:
-            setup = (SETUP, {"spec_path": side.spec_path, "device": self.request.device,
-                             "kernel_source": side.kernel_source})
+            setup = (
+                SETUP,
+                {"spec_path": side.spec_path, "device": self.request.device, "kernel_source": side.kernel_source},
+            )
         log = self.store.home / "logs" / f"ab-{int(time.time())}-{secrets.token_hex(2)}.log"
         env = {**os.environ, **dict(side.env)} if side.env else None  # env: sides, set at the process's start
         worker = Worker(setup, log_path=log, env=env, setup_timeout_s=self.settings.setup_timeout_s)
@@ -157,14 +184,16 @@ class SpecRunner:
 
     def _check_on(self, target: Target) -> None:
         """The sides' configs against the constraints that read the target, now that a worker has named it."""
-        checked = [(side.text, side.spec_path, payload) for side, payload in zip(self.sides, self.payloads,
-                                                                                   strict=True)]
+        checked = [
+            (side.text, side.spec_path, payload) for side, payload in zip(self.sides, self.payloads, strict=True)
+        ]
         if self.reference is not None:
             checked.append((f"--reference {self.request.reference}", self.sides[0].spec_path, self.reference))
         for text, spec_path, payload in checked:
             if payload["baseline_kernel"] is None:  # the spec's kernel at a config (a baseline's config included)
-                _refuse_broken(load_spec(spec_path).problem, text, Config.of(payload["config"]),
-                               Shape.of(payload["shape"]), target)
+                _refuse_broken(
+                    load_spec(spec_path).problem, text, Config.of(payload["config"]), Shape.of(payload["shape"]), target
+                )
 
     def value(self, index: int) -> Value:
         """One fresh process measuring side ``index``: its median is the value, or, with a reference, its time
@@ -186,8 +215,11 @@ class SpecRunner:
         worker = self._worker(index)
         gate = index not in self.gated
         try:
-            payload = {"a": {**self.reference, "gate": gate}, "b": {**self.payloads[index], "gate": gate},
-                       "measure": self.payloads[index]["measure"]}
+            payload = {
+                "a": {**self.reference, "gate": gate},
+                "b": {**self.payloads[index], "gate": gate},
+                "measure": self.payloads[index]["measure"],
+            }
             outcome = worker.call(EVALUATE_PAIR, payload, 2 * self.settings.candidate_timeout_s)
         finally:
             worker.stop()
@@ -204,8 +236,11 @@ class SpecRunner:
         if self.shared is None:
             self.shared = self._worker(0)
         gate = not self.gated
-        payload = {"a": {**self.payloads[0], "gate": gate}, "b": {**self.payloads[1], "gate": gate},
-                   "measure": self.payloads[0]["measure"]}
+        payload = {
+            "a": {**self.payloads[0], "gate": gate},
+            "b": {**self.payloads[1], "gate": gate},
+            "measure": self.payloads[0]["measure"],
+        }
         outcome = self.shared.call(EVALUATE_PAIR, payload, 2 * self.settings.candidate_timeout_s)
         sides = self._split(outcome, (0, 1))
         self.gated.update((0, 1))
@@ -218,14 +253,19 @@ class SpecRunner:
         ``b`` (None: the reference), so a failure names who failed."""
         if outcome.status == "ok" and "failed" in outcome.value:
             self._checked(replace(outcome, value=outcome.value["result"]), owners["AB".index(outcome.value["failed"])])
-        a, b = (self._checked(replace(outcome, value=outcome.value[n]) if outcome.status == "ok" else outcome, i)
-                for n, i in zip(("a", "b"), owners, strict=True))
+        a, b = (
+            self._checked(replace(outcome, value=outcome.value[n]) if outcome.status == "ok" else outcome, i)
+            for n, i in zip(("a", "b"), owners, strict=True)
+        )
         return a, b
 
     def _checked(self, outcome: Outcome, index: int | None) -> dict[str, Any]:
         """The result of side ``index`` (None: the reference, the spec's default config), or the failure raised."""
-        who, text = (("the reference", "the spec's default config") if index is None else
-                     (f"side {'AB'[index]}", self.sides[index].text))
+        who, text = (
+            ("the reference", "the spec's default config")
+            if index is None
+            else (f"side {'AB'[index]}", self.sides[index].text)
+        )
         if outcome.status == "error" and outcome.kind in ("SpecError", "BackendUnavailable"):
             raise SpecError(outcome.reason)
         if outcome.status != "ok" or outcome.value.get("failure"):
@@ -235,15 +275,20 @@ class SpecRunner:
             raise SideFailed(f"{who} ({text}) failed: {kind}: {reason}")
         value: dict[str, Any] = outcome.value
         if not value.get("samples_ms"):
-            raise UsageError(f"{text}: this device claims no timing ({value.get('timing', '')}); "
-                             "an A/B needs a timed device")
+            raise UsageError(
+                f"{text}: this device claims no timing ({value.get('timing', '')}); an A/B needs a timed device"
+            )
         return value
 
     @staticmethod
     def _value(value: dict[str, Any], gated: bool) -> Value:
         samples = tuple(float(x) for x in value["samples_ms"])
-        info = {"binary_hash": value.get("binary_hash"), "conditions": value.get("conditions"),
-                "ci_ms": value.get("ci_ms"), "gated": gated}
+        info = {
+            "binary_hash": value.get("binary_hash"),
+            "conditions": value.get("conditions"),
+            "ci_ms": value.get("ci_ms"),
+            "gated": gated,
+        }
         return statistics.median(samples), samples, info
 
     def close(self) -> None:
@@ -267,12 +312,18 @@ class CommandRunner:
         side = self.sides[index]
         start = time.perf_counter()
         try:
-            done = subprocess.run(["bash", "-c", side.command], capture_output=True, text=True,
-                                  timeout=self.settings.candidate_timeout_s,
-                                  env={**os.environ, **dict(side.env)} if side.env else None)
+            done = subprocess.run(
+                ["bash", "-c", side.command],
+                capture_output=True,
+                text=True,
+                timeout=self.settings.candidate_timeout_s,
+                env={**os.environ, **dict(side.env)} if side.env else None,
+            )
         except subprocess.TimeoutExpired:
-            raise SideFailed(f"side {'AB'[index]} ({side.command}) ran past "
-                             f"{self.settings.candidate_timeout_s:g} s (KERNTUNE_CANDIDATE_TIMEOUT_S)") from None
+            raise SideFailed(
+                f"side {'AB'[index]} ({side.command}) ran past "
+                f"{self.settings.candidate_timeout_s:g} s (KERNTUNE_CANDIDATE_TIMEOUT_S)"
+            ) from None
         if done.returncode != 0:
             tail = " | ".join(done.stderr.strip().splitlines()[-3:])
             raise SideFailed(f"side {'AB'[index]} ({side.command}) exited with {done.returncode}: {tail}")
@@ -300,8 +351,10 @@ def _metric(stdout: str, pattern: re.Pattern[str] | None, command: str) -> float
     except ValueError:
         value = None
     if value is None or value <= 0:
-        raise SideFailed(f"`{command}` printed no positive metric{' matching --metric' if pattern else ''}; "
-                         f"its output ended with {stdout.strip()[-120:]!r}")
+        raise SideFailed(
+            f"`{command}` printed no positive metric{' matching --metric' if pattern else ''}; "
+            f"its output ended with {stdout.strip()[-120:]!r}"
+        )
     return value
 
 
@@ -309,8 +362,10 @@ def _side_config(problem: Problem, side: Side, shape: Shape) -> tuple[Config, st
     if side.baseline:
         names = [b.name for b in problem.baselines]
         if side.baseline not in names:
-            raise UsageError(f"{side.text}: no baseline {side.baseline!r} in this spec (it has: "
-                             f"{', '.join(names) or 'none'}); use @NAME=VALUE for a config")
+            raise UsageError(
+                f"{side.text}: no baseline {side.baseline!r} in this spec (it has: "
+                f"{', '.join(names) or 'none'}); use @NAME=VALUE for a config"
+            )
         match = next(b for b in problem.baselines if b.name == side.baseline)
         if match.kernel is not None:
             return Config.of({}), match.name
@@ -318,10 +373,10 @@ def _side_config(problem: Problem, side: Side, shape: Shape) -> tuple[Config, st
     params = set(problem.space.params)
     unknown = [k for k in side.config if k not in params]
     if unknown:
-        raise UsageError(f"{side.text}: {unknown[0]!r} is not a parameter of this spec "
-                         f"({', '.join(sorted(params))})")
-    config = Config.of({**problem.space.default_config().as_dict(),
-                        **{k: parse_value(v) for k, v in side.config.items()}})
+        raise UsageError(f"{side.text}: {unknown[0]!r} is not a parameter of this spec ({', '.join(sorted(params))})")
+    config = Config.of(
+        {**problem.space.default_config().as_dict(), **{k: parse_value(v) for k, v in side.config.items()}}
+    )
     _refuse_broken(problem, side.text, config, shape, None)
     return config, None
 
@@ -332,5 +387,7 @@ def _refuse_broken(problem: Problem, text: str, config: Config, shape: Shape, ta
     has named its Target (TMA on sm_90, say)."""
     reason = problem.space.check(config, shape, target, target_unknown=target is None)
     if reason is not None:
-        raise UsageError(f"{text}: config {config.key} violates the constraint {reason!r} at {shape.key}"
-                         + (f" on {target.arch}" if target is not None else ""))
+        raise UsageError(
+            f"{text}: config {config.key} violates the constraint {reason!r} at {shape.key}"
+            + (f" on {target.arch}" if target is not None else "")
+        )

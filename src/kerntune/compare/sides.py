@@ -50,8 +50,16 @@ class Side:
     def identity(self) -> str:
         """What the side runs as written (content, command, selector); runners refine it with the resolved
         config (``SpecRunner.work``)."""
-        return "|".join((self.kind, self.command, self.baseline, repr(sorted(self.config.items())), self.file_digest(),
-                         repr(self.env)))
+        return "|".join(
+            (
+                self.kind,
+                self.command,
+                self.baseline,
+                repr(sorted(self.config.items())),
+                self.file_digest(),
+                repr(self.env),
+            )
+        )
 
     def hashes(self) -> dict[str, str]:
         out = {Path(f).name: md5_file(f) for f in self.files}
@@ -62,8 +70,16 @@ class Side:
         return out
 
     def as_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "kind": self.kind, "spec": self.spec_path, "kernel_source": self.kernel_source,
-                "config": self.config, "baseline": self.baseline, "command": self.command, "env": dict(self.env)}
+        return {
+            "text": self.text,
+            "kind": self.kind,
+            "spec": self.spec_path,
+            "kernel_source": self.kernel_source,
+            "config": self.config,
+            "baseline": self.baseline,
+            "command": self.command,
+            "env": dict(self.env),
+        }
 
 
 def md5_file(path: str) -> str:
@@ -99,16 +115,24 @@ def _git_extract(rev: str, path: str, workdir: Path) -> Path:
     folder = target if (target.is_dir() or target.suffix == "") else target.parent
     want = folder if (target.name == "spec.py" or target.is_dir()) else target
     try:
-        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
-                             check=True, cwd=folder if folder.is_dir() else None).stdout.strip()
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=folder if folder.is_dir() else None,
+        ).stdout.strip()
         rel = Path(want).resolve().relative_to(top)
-        blob = subprocess.run(["git", "archive", "--format=tar", rev, "--", str(rel)], capture_output=True,
-                              check=True, cwd=top).stdout
+        blob = subprocess.run(
+            ["git", "archive", "--format=tar", rev, "--", str(rel)], capture_output=True, check=True, cwd=top
+        ).stdout
     except (OSError, ValueError, subprocess.CalledProcessError) as exc:
         detail = getattr(exc, "stderr", b"") or b""
         message = detail.decode(errors="replace").strip() if isinstance(detail, bytes) else str(detail)
-        raise UsageError(f"git:{rev}:{path}: cannot read it from git ({message or exc}); check the revision "
-                         "and that the path is tracked") from None
+        raise UsageError(
+            f"git:{rev}:{path}: cannot read it from git ({message or exc}); check the revision "
+            "and that the path is tracked"
+        ) from None
     dest = workdir / re.sub(r"[^A-Za-z0-9_.-]", "_", rev)
     with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
         tar.extractall(dest, filter="data")
@@ -132,8 +156,9 @@ def parse_side(text: str, spec: str | None, workdir: Path) -> Side:
                 raise UsageError(f"side {text!r}: expected env:NAME=VALUE[,NAME=VALUE]:SIDE, got {part!r}")
             env.append((name, value))
         if not sep or not rest or not env:
-            raise UsageError(f"side {text!r}: expected env:NAME=VALUE[,NAME=VALUE]:SIDE (e.g. "
-                             "env:TRITON_F32_DEFAULT=ieee:@BLOCK=64)")
+            raise UsageError(
+                f"side {text!r}: expected env:NAME=VALUE[,NAME=VALUE]:SIDE (e.g. env:TRITON_F32_DEFAULT=ieee:@BLOCK=64)"
+            )
         inner = parse_side(rest, spec, workdir)
         return replace(inner, text=text, env=tuple(sorted({**dict(inner.env), **dict(env)}.items())))
     if text.startswith("cmd:"):
@@ -155,13 +180,22 @@ def parse_side(text: str, spec: str | None, workdir: Path) -> Side:
         body = spec
     target = Path(body)
     if not target.exists():
-        raise UsageError(f"side {text!r}: {body!r} does not exist (give a spec, a kernel source with --spec, "
-                         "git:REV:PATH or cmd:COMMAND)")
+        raise UsageError(
+            f"side {text!r}: {body!r} does not exist (give a spec, a kernel source with --spec, "
+            "git:REV:PATH or cmd:COMMAND)"
+        )
     if spec is not None and target.is_file() and target.name != "spec.py" and Path(spec).resolve() != target.resolve():
         spec_file = _spec_file(spec)
         source = str(target.resolve())
-        return Side(text, "spec", spec_path=spec_file, kernel_source=source, config=config,
-                    baseline=baseline, files=(spec_file, source))
+        return Side(
+            text,
+            "spec",
+            spec_path=spec_file,
+            kernel_source=source,
+            config=config,
+            baseline=baseline,
+            files=(spec_file, source),
+        )
     spec_file = _spec_file(body)
     return Side(text, "spec", spec_path=spec_file, config=config, baseline=baseline, files=(spec_file,))
 

@@ -34,8 +34,11 @@ def evidence(entry: dict[str, Any], report: RunReport | None, engaged: set[str],
     key = entry_key(entry["key"])
     shape = _shape_of(report, key) if report is not None else None
     config = Config.of(entry["config"]).key
-    timed = [c for c in (shape.all_candidates if shape else []) if c.config.key == config and c.role != "screen"
-             and c.measurement is not None]
+    timed = [
+        c
+        for c in (shape.all_candidates if shape else [])
+        if c.config.key == config and c.role != "screen" and c.measurement is not None
+    ]
     gated = any(c.status == "ok" for c in timed)
     why = []
     if report is None:
@@ -51,14 +54,25 @@ def evidence(entry: dict[str, Any], report: RunReport | None, engaged: set[str],
         speedup = next((d.median_ms / m.median_ms for m, d in pairs if m is not None and d is not None), None)
     won = speedup is not None and speedup > 1 + noise
     if gated and not won:
-        why.append("it is the default config" if default is not None and default.config.key == config else
-                   f"speedup over the default {speedup:.3f}x is within the noise band ({noise:.1%})"
-                   if speedup is not None else "no default-config baseline was timed beside it")
+        why.append(
+            "it is the default config"
+            if default is not None and default.config.key == config
+            else f"speedup over the default {speedup:.3f}x is within the noise band ({noise:.1%})"
+            if speedup is not None
+            else "no default-config baseline was timed beside it"
+        )
     seen = key in engaged
     if gated and won and not seen:
         why.append("kerntune verify did not see it serve a call")
-    status = ("admitted" if gated and won and seen else "promotion candidate" if gated and won
-              else "rejected" if report is not None and not gated else "measured")
+    status = (
+        "admitted"
+        if gated and won and seen
+        else "promotion candidate"
+        if gated and won
+        else "rejected"
+        if report is not None and not gated
+        else "measured"
+    )
     return {"status": status, "gated": gated, "won": won, "speedup": speedup, "engaged": seen, "why": why}
 
 
@@ -87,5 +101,8 @@ def admit(store: Store, table_path: Path, verified: Path, noise: float = 0.02) -
         entry["status"], entry["admission"] = found["status"], found
         rows.append({"key": entry_key(entry["key"]), **found})
     written = write_artifacts(table_path, data)
-    return {"entries": rows, "written": written,
-            "counts": {s: sum(r["status"] == s for r in rows) for s in sorted({r["status"] for r in rows})}}
+    return {
+        "entries": rows,
+        "written": written,
+        "counts": {s: sum(r["status"] == s for r in rows) for s in sorted({r["status"] for r in rows})},
+    }

@@ -31,25 +31,44 @@ def key_fields(report: RunReport | Run, shape: dict[str, Any]) -> dict[str, Any]
     ops, runs stored before it was recorded) carry the spec's hash."""
     run = report.run if isinstance(report, RunReport) else report
     source = run.options.get("kernel_hash") or run.spec_hash[:16]
-    return {"op": run.problem, "source": source, "dtype": run.dtype, **shape, "arch": run.target.arch,
-            "compute_units": run.target.compute_units, "device_name": run.target.device_name}
+    return {
+        "op": run.problem,
+        "source": source,
+        "dtype": run.dtype,
+        **shape,
+        "arch": run.target.arch,
+        "compute_units": run.target.compute_units,
+        "device_name": run.target.device_name,
+    }
 
 
 def table_header(run: Run) -> dict[str, Any]:
     """Schema, provenance, validators and device of a table built from ``run``."""
     versions = dict(run.target.versions)
-    return {"schema": SCHEMA,
-            "provenance": {"written_by": f"kerntune {__version__}", "run": run.id, "created": run.created,
-                           "deployed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
-            "validators": {**{k: v for k, v in versions.items() if k in VALIDATORS}, "kerntune": __version__},
-            "device": {"vendor": run.target.vendor, "arch": run.target.arch, "device_name": run.target.device_name,
-                       "compute_units": run.target.compute_units}}
+    return {
+        "schema": SCHEMA,
+        "provenance": {
+            "written_by": f"kerntune {__version__}",
+            "run": run.id,
+            "created": run.created,
+            "deployed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        },
+        "validators": {**{k: v for k, v in versions.items() if k in VALIDATORS}, "kerntune": __version__},
+        "device": {
+            "vendor": run.target.vendor,
+            "arch": run.target.arch,
+            "device_name": run.target.device_name,
+            "compute_units": run.target.compute_units,
+        },
+    }
 
 
 def require_timed(run: Run) -> None:
     if not run.target.claims_timing:
-        raise UsageError(f"run {run.id} ran where no timing is claimed ({run.target.device_name}): its winners "
-                         "were never timed; deploy a run tuned on the device the table is for")
+        raise UsageError(
+            f"run {run.id} ran where no timing is claimed ({run.target.device_name}): its winners "
+            "were never timed; deploy a run tuned on the device the table is for"
+        )
 
 
 def not_faster_than_the_library(s: ShapeReport) -> dict[str, Any] | None:
@@ -66,7 +85,8 @@ def not_faster_than_the_library(s: ShapeReport) -> dict[str, Any] | None:
         ratio = s.interleaved[w.id].ratio
         second = (s.second_timer.get(w.id) or {}).get("ratio") if w.id is not None else None
         how = f"time ratio {ratio:.4f} by the events, interleaved" + (
-            f", {second:.4f} by the second timer" if second is not None else "")
+            f", {second:.4f} by the second timer" if second is not None else ""
+        )
     else:
         mine, theirs = w.best_measurement, library.best_measurement
         if mine is None or theirs is None:
@@ -75,8 +95,13 @@ def not_faster_than_the_library(s: ShapeReport) -> dict[str, Any] | None:
         how = f"median {mine.median_ms:.4f} ms against {theirs.median_ms:.4f} ms (unconfirmed: search-time medians)"
     if ratio < 1.0 and (second is None or second < 1.0):
         return None
-    return {"shape": s.shape.as_dict(), "ratio": ratio, "second_timer_ratio": second, "library": library.label,
-            "why": f"the winner is not faster than {library.label}: {how}"}
+    return {
+        "shape": s.shape.as_dict(),
+        "ratio": ratio,
+        "second_timer_ratio": second,
+        "library": library.label,
+        "why": f"the winner is not faster than {library.label}: {how}",
+    }
 
 
 def table_from_run(report: RunReport) -> dict[str, Any]:
@@ -94,9 +119,15 @@ def table_from_run(report: RunReport) -> dict[str, Any]:
             continue
         slower = not_faster_than_the_library(s) if served else None
         best = w.best_measurement
-        entry = {"key": key_fields(report, s.shape.as_dict()), "config": w.config.as_dict(), "status": "measured",
-                 "median_ms": best.median_ms if best else None, "confirmed": w.confirmed is not None,
-                 "run": run.id, "spec": run.spec_path}
+        entry = {
+            "key": key_fields(report, s.shape.as_dict()),
+            "config": w.config.as_dict(),
+            "status": "measured",
+            "median_ms": best.median_ms if best else None,
+            "confirmed": w.confirmed is not None,
+            "run": run.id,
+            "spec": run.spec_path,
+        }
         if slower is not None:
             left.append(slower)
             entry["library_faster"] = {k: v for k, v in slower.items() if k != "shape"}
@@ -114,11 +145,14 @@ def merged(path: Path, new: dict[str, Any]) -> dict[str, Any]:
         old = json.loads(path.read_text())
         parse_table(old, str(path))
     except (json.JSONDecodeError, TableError) as exc:
-        raise UsageError(f"{path} exists but is not a readable table ({exc}); move it away or fix it — kerntune "
-                         "will not overwrite it") from exc
+        raise UsageError(
+            f"{path} exists but is not a readable table ({exc}); move it away or fix it — kerntune "
+            "will not overwrite it"
+        ) from exc
     for name in ("device", "validators"):
-        if {k: v for k, v in old.get(name, {}).items() if k != "kerntune"} != \
-                {k: v for k, v in new[name].items() if k != "kerntune"}:
+        if {k: v for k, v in old.get(name, {}).items() if k != "kerntune"} != {
+            k: v for k, v in new[name].items() if k != "kerntune"
+        }:
             raise UsageError(f"{path} holds a table for another {name} ({old.get(name)}); deploy to a new file")
     by_key = {entry_key(e["key"]): e for e in old.get("entries", [])}
     by_key.update({entry_key(e["key"]): e for e in new["entries"]})
@@ -130,13 +164,16 @@ def _c_string(text: str) -> str:
 
 
 def c_header(table: dict[str, Any]) -> str:
-    rows = sorted((entry_key(e["key"]), ",".join(f"{k}={v}" for k, v in sorted(e["config"].items())))
-                  for e in table["entries"])
-    lines = [f"/* kerntune dispatch table: {json.dumps(table['provenance'])}",
-             f" * device {json.dumps(table['device'])}; validators {json.dumps(table['validators'])}",
-             " * Written by `kerntune deploy`; do not edit. Keys are sorted for bsearch with strcmp. */",
-             "struct kerntune_entry { const char *key; const char *config; };",
-             "static const struct kerntune_entry KERNTUNE_ENTRIES[] = {"]
+    rows = sorted(
+        (entry_key(e["key"]), ",".join(f"{k}={v}" for k, v in sorted(e["config"].items()))) for e in table["entries"]
+    )
+    lines = [
+        f"/* kerntune dispatch table: {json.dumps(table['provenance'])}",
+        f" * device {json.dumps(table['device'])}; validators {json.dumps(table['validators'])}",
+        " * Written by `kerntune deploy`; do not edit. Keys are sorted for bsearch with strcmp. */",
+        "struct kerntune_entry { const char *key; const char *config; };",
+        "static const struct kerntune_entry KERNTUNE_ENTRIES[] = {",
+    ]
     lines += [f"    {{{_c_string(key)}, {_c_string(config)}}}," for key, config in rows]
     lines += ["};", f"static const unsigned KERNTUNE_ENTRY_COUNT = {len(rows)}u;", ""]
     return "\n".join(lines)
@@ -144,8 +181,10 @@ def c_header(table: dict[str, Any]) -> str:
 
 def python_module(table: dict[str, Any]) -> str:
     header = json.dumps(table["provenance"])
-    return (f'"""kerntune dispatch table, written by `kerntune deploy`; do not edit. {header}"""\n\n'
-            f"SCHEMA = {table['schema']}\nTABLE = {pprint.pformat(table, width=110, sort_dicts=False)}\n")
+    return (
+        f'"""kerntune dispatch table, written by `kerntune deploy`; do not edit. {header}"""\n\n'
+        f"SCHEMA = {table['schema']}\nTABLE = {pprint.pformat(table, width=110, sort_dicts=False)}\n"
+    )
 
 
 def check_table_path(path: Path) -> None:
@@ -156,8 +195,11 @@ def check_table_path(path: Path) -> None:
 def write_artifacts(path: Path, table: dict[str, Any]) -> list[str]:
     """The JSON, Python and C forms of ``table``, each written atomically; the paths written."""
     parse_table(table, str(path))  # never write what the runtime would refuse to read
-    outputs = {path: json.dumps(table, indent=1) + "\n", path.with_suffix(".py"): python_module(table),
-               path.with_suffix(".inc"): c_header(table)}
+    outputs = {
+        path: json.dumps(table, indent=1) + "\n",
+        path.with_suffix(".py"): python_module(table),
+        path.with_suffix(".inc"): c_header(table),
+    }
     for target, text in outputs.items():
         write_atomically(target, text)
     return [str(p) for p in outputs]

@@ -118,20 +118,24 @@ def read_floors(path: Path, arch: str, conditions: str | None = None) -> Floors:
         if line.startswith("# conditions:") and conditions is not None:
             recorded = line.split(":", 1)[1].strip()
             if recorded and conditions and recorded != conditions:
-                raise UsageError(f"{path} was recorded under {recorded!r}, this run measured under "
-                                 f"{conditions!r}: deltas are only computed under equal conditions; "
-                                 "re-record the floors or measure as they were")
+                raise UsageError(
+                    f"{path} was recorded under {recorded!r}, this run measured under "
+                    f"{conditions!r}: deltas are only computed under equal conditions; "
+                    "re-record the floors or measure as they were"
+                )
         if not line or line.startswith("#"):
             continue
         key, sep, value = line.rpartition("=")
         try:
             floors[key.strip()] = float(value)
         except ValueError:
-            raise UsageError(f"{path}:{number}: expected `key = milliseconds` (or `key@ratio:REF = ratio`), "
-                             f"got {line!r}") from None
+            raise UsageError(
+                f"{path}:{number}: expected `key = milliseconds` (or `key@ratio:REF = ratio`), got {line!r}"
+            ) from None
         if not sep:
-            raise UsageError(f"{path}:{number}: expected `key = milliseconds` (or `key@ratio:REF = ratio`), "
-                             f"got {line!r}")
+            raise UsageError(
+                f"{path}:{number}: expected `key = milliseconds` (or `key@ratio:REF = ratio`), got {line!r}"
+            )
     if file_arch is None:
         raise UsageError(f"{path} has no `# arch:` header line: re-record it with `kerntune floor record`")
     if file_arch != arch:

@@ -34,11 +34,25 @@ def migrate(path: Path, to: dict[str, Any]) -> dict[str, Any]:
             keep += 1
             continue
         shape = {k: v for k, v in key.items() if k not in KEY_FIELDS}
-        retune.append({"op": key.get("op"), "dtype": key.get("dtype"), "shape": shape,
-                       "because": {f: {"table": a, "target": b} for f, (a, b) in changed.items()}})
+        retune.append(
+            {
+                "op": key.get("op"),
+                "dtype": key.get("dtype"),
+                "shape": shape,
+                "because": {f: {"table": a, "target": b} for f, (a, b) in changed.items()},
+            }
+        )
     ops = sorted({str(r["op"]) for r in retune})
-    commands = [f"kerntune tune SPEC_OF_{op} " + " ".join(
-        "--shape " + ",".join(f"{k}={v}" for k, v in r["shape"].items()) for r in retune if r["op"] == op)
-        for op in ops]
-    return {"table": str(path), "device": table.device, "to": to, "retune": retune, "still_valid": keep,
-            "commands": commands}
+    commands = [
+        f"kerntune tune SPEC_OF_{op} "
+        + " ".join("--shape " + ",".join(f"{k}={v}" for k, v in r["shape"].items()) for r in retune if r["op"] == op)
+        for op in ops
+    ]
+    return {
+        "table": str(path),
+        "device": table.device,
+        "to": to,
+        "retune": retune,
+        "still_valid": keep,
+        "commands": commands,
+    }

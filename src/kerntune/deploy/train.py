@@ -84,8 +84,10 @@ def sweep(store: Store, run_refs: Iterable[str]) -> tuple[Run, list[ShapeTimes],
     for run in runs:
         require_timed(run)
         if _fixed_fields(run) != fixed:
-            raise UsageError(f"run {run.id} differs from run {first.id} in op, kernel source, dtype or device "
-                             f"({_fixed_fields(run)} vs {fixed}): train one table per op, kernel, dtype and device")
+            raise UsageError(
+                f"run {run.id} differs from run {first.id} in op, kernel source, dtype or device "
+                f"({_fixed_fields(run)} vs {fixed}): train one table per op, kernel, dtype and device"
+            )
         for report in build_report(store, run).shapes:
             times = by_shape.setdefault(report.shape.key, ShapeTimes(report.shape.as_dict(), run=run.id))
             for c in report.all_candidates:
@@ -97,8 +99,10 @@ def sweep(store: Store, run_refs: Iterable[str]) -> tuple[Run, list[ShapeTimes],
                 times.times[key] = min(times.times.get(key, math.inf), c.measurement.median_ms)
     shapes = complete(list(by_shape.values()))
     if len(shapes) < 2:
-        raise UsageError(f"the runs hold {len(shapes)} shape(s) with timed configs: a table is trained from sweeps "
-                         "over many shapes (tune more shapes first)")
+        raise UsageError(
+            f"the runs hold {len(shapes)} shape(s) with timed configs: a table is trained from sweeps "
+            "over many shapes (tune more shapes first)"
+        )
     return first, shapes, configs
 
 
@@ -122,8 +126,13 @@ def dimensions(shapes: list[ShapeTimes], by: tuple[str, ...]) -> list[Dim]:
     """The segment dimensions from ``--by`` (or the defaults), checked against every shape."""
     names = [n for n, v in shapes[0].shape.items() if isinstance(v, (int, float))]
     if not by:
-        by = ("M*N",) if {"M", "N", "K"} <= set(names) else \
-             ("N/K", "N*K:2") if {"N", "K"} <= set(names) else ("*".join(names) + ":2",)
+        by = (
+            ("M*N",)
+            if {"M", "N", "K"} <= set(names)
+            else ("N/K", "N*K:2")
+            if {"N", "K"} <= set(names)
+            else ("*".join(names) + ":2",)
+        )
     dims = []
     for text in by:
         name, _, width = text.partition(":")
@@ -134,8 +143,10 @@ def dimensions(shapes: list[ShapeTimes], by: tuple[str, ...]) -> list[Dim]:
         for s in shapes:
             value = field_value(name, s.shape)
             if not isinstance(value, (int, float)) or value <= 0:
-                raise UsageError(f"shape {s.shape} has no positive {name!r}: choose --by from its fields "
-                                 f"({', '.join(names)}), their ratios (N/K) or products (N*K)")
+                raise UsageError(
+                    f"shape {s.shape} has no positive {name!r}: choose --by from its fields "
+                    f"({', '.join(names)}), their ratios (N/K) or products (N*K)"
+                )
         dims.append((name, octaves))
     return dims
 
@@ -168,8 +179,9 @@ def least_regret(shapes: list[ShapeTimes]) -> str:
     return min(candidates, key=lambda k: (total(k), k))
 
 
-def _rules(train: list[ShapeTimes], fixed: Mapping[str, Any], dims: list[Dim],
-           configs: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def _rules(
+    train: list[ShapeTimes], fixed: Mapping[str, Any], dims: list[Dim], configs: Mapping[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Rules for every populated segment at every level (all dimensions, then all but the last, ... then none),
     most specific first: the first rule that matches a call is its nearest populated segment."""
     rules = []
@@ -186,6 +198,7 @@ def _rules(train: list[ShapeTimes], fixed: Mapping[str, Any], dims: list[Dim],
 def split(shapes: list[ShapeTimes], every: int) -> tuple[list[ShapeTimes], list[ShapeTimes]]:
     """Training and held-out shapes: every ``every``-th by work size (the product of the shape's numbers, from
     the middle of each stride)."""
+
     def work(s: ShapeTimes) -> float:
         return math.prod(float(v) for v in s.shape.values() if isinstance(v, (int, float)))
 
@@ -196,12 +209,14 @@ def split(shapes: list[ShapeTimes], every: int) -> tuple[list[ShapeTimes], list[
     return [s for s in ordered if s not in held], held
 
 
-def score(table: dict[str, Any], fixed: Mapping[str, Any], shapes: list[ShapeTimes],
-          configs: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+def score(
+    table: dict[str, Any], fixed: Mapping[str, Any], shapes: list[ShapeTimes], configs: Mapping[str, dict[str, Any]]
+) -> dict[str, Any]:
     """What the live Dispatcher picks for each shape, and its regret there (None: that config was not timed)."""
     by_config = {repr(sorted(v.items())): k for k, v in configs.items()}
-    live = Dispatcher(parse_table(table), key=lambda shape: shape, default={}, device=fixed, versions={},
-                      settings=Settings())
+    live = Dispatcher(
+        parse_table(table), key=lambda shape: shape, default={}, device=fixed, versions={}, settings=Settings()
+    )
     rows: list[dict[str, Any]] = []
     for s in shapes:
         chosen = live.select(s.shape)
@@ -210,14 +225,26 @@ def score(table: dict[str, Any], fixed: Mapping[str, Any], shapes: list[ShapeTim
     stats = live.stats()
     scored: list[float] = [r["regret"] for r in rows if r["regret"] is not None]
     served = stats["exact"] + stats["rule"]
-    return {"rows": rows, "calls": stats["calls"], "exact": stats["exact"], "rule": stats["rule"],
-            "default": stats["default"], "coverage": served / stats["calls"] if rows else None,
-            "geomean_regret": math.expm1(sum(map(math.log1p, scored)) / len(scored)) if scored else None,
-            "max_regret": max(scored) if scored else None, "unscored": len(rows) - len(scored)}
+    return {
+        "rows": rows,
+        "calls": stats["calls"],
+        "exact": stats["exact"],
+        "rule": stats["rule"],
+        "default": stats["default"],
+        "coverage": served / stats["calls"] if rows else None,
+        "geomean_regret": math.expm1(sum(map(math.log1p, scored)) / len(scored)) if scored else None,
+        "max_regret": max(scored) if scored else None,
+        "unscored": len(rows) - len(scored),
+    }
 
 
-def fit_table(shapes: list[ShapeTimes], configs: Mapping[str, dict[str, Any]], fixed: Mapping[str, Any],
-              header: Mapping[str, Any], options: TrainOptions) -> dict[str, Any]:
+def fit_table(
+    shapes: list[ShapeTimes],
+    configs: Mapping[str, dict[str, Any]],
+    fixed: Mapping[str, Any],
+    header: Mapping[str, Any],
+    options: TrainOptions,
+) -> dict[str, Any]:
     """Rules, exact entries and scores from a sweep's shapes: the table (``header`` plus entries and rules) and
     the report. Every key carries ``fixed`` (op, kernel source, dtype, device) and the shape."""
     dims = dimensions(shapes, options.by)
@@ -229,22 +256,43 @@ def fit_table(shapes: list[ShapeTimes], configs: Mapping[str, dict[str, Any]], f
     for s, row in zip(fit, fitted["rows"], strict=True):
         if row["regret"] is None or row["regret"] > options.noise:
             best, best_ms = s.best
-            entries.append({"key": {**fixed, **s.shape}, "config": configs[best], "status": "measured",
-                            "median_ms": best_ms, "rule_regret": row["regret"], "run": s.run})
-    table = {**rule_only, "entries": entries,
-             "training": {"by": [f"{n}:{w:g}" for n, w in dims], "noise": options.noise,
-                          "holdout_every": options.holdout_every}}
+            entries.append(
+                {
+                    "key": {**fixed, **s.shape},
+                    "config": configs[best],
+                    "status": "measured",
+                    "median_ms": best_ms,
+                    "rule_regret": row["regret"],
+                    "run": s.run,
+                }
+            )
+    table = {
+        **rule_only,
+        "entries": entries,
+        "training": {
+            "by": [f"{n}:{w:g}" for n, w in dims],
+            "noise": options.noise,
+            "holdout_every": options.holdout_every,
+        },
+    }
     trained = score(table, fixed, fit, configs)
-    report = {"shapes": len(shapes), "training_shapes": len(fit), "held_out_shapes": len(held),
-              "configs": len(configs), "rules": len(rules), "exact_entries": len(entries),
-              "exact_hit_rate": trained["exact"] / trained["calls"],
-              "training_geomean_regret": trained["geomean_regret"],
-              "held_out": score(table, fixed, held, configs) if held else None}
+    report = {
+        "shapes": len(shapes),
+        "training_shapes": len(fit),
+        "held_out_shapes": len(held),
+        "configs": len(configs),
+        "rules": len(rules),
+        "exact_entries": len(entries),
+        "exact_hit_rate": trained["exact"] / trained["calls"],
+        "training_geomean_regret": trained["geomean_regret"],
+        "held_out": score(table, fixed, held, configs) if held else None,
+    }
     return {"table": table, "report": report}
 
 
-def train(store: Store, run_refs: list[str], path: Path, options: TrainOptions, replace: bool = False
-          ) -> dict[str, Any]:
+def train(
+    store: Store, run_refs: list[str], path: Path, options: TrainOptions, replace: bool = False
+) -> dict[str, Any]:
     """Train, score and write the table (JSON, .py, .inc); the table and the report."""
     check_table_path(path)
     if path.exists() and not replace:

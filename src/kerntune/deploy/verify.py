@@ -34,10 +34,13 @@ def _gemm_lines(fields: dict[str, Any], profile: dict[str, Any]) -> list[Any]:
     when the key is not a GEMM's."""
     if not {"M", "N", "K"} <= set(fields):
         return []
-    return [g for g in profile.get("gemms") or []
-            if all(g.shape.get(f) == fields.get(f) for f in ("M", "N", "K", "B"))
-            and all(fields.get(f) in (None, getattr(g, f)) for f in ("layout", "bias"))
-            and (not g.dtype or fields.get("dtype") in (None, g.dtype))]
+    return [
+        g
+        for g in profile.get("gemms") or []
+        if all(g.shape.get(f) == fields.get(f) for f in ("M", "N", "K", "B"))
+        and all(fields.get(f) in (None, getattr(g, f)) for f in ("layout", "bias"))
+        and (not g.dtype or fields.get("dtype") in (None, g.dtype))
+    ]
 
 
 def _gemm_time(fields: dict[str, Any], profile: dict[str, Any]) -> float | None:
@@ -47,8 +50,9 @@ def _gemm_time(fields: dict[str, Any], profile: dict[str, Any]) -> float | None:
     return sum(times) if times else None
 
 
-def _identity(kernel: str, fields: dict[str, Any] | None, profile: dict[str, Any],
-              launches: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _identity(
+    kernel: str, fields: dict[str, Any] | None, profile: dict[str, Any], launches: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     """Which kernels ran an entry's calls, by kernel identity in the profile. Where the profiler recorded the calls
     as operators (eager, and the library calls torch.compile leaves), the kernels each call launched (by its
     External id): the dispatcher's own (its name is their common prefix: matmul_kernel, matmul_tma_kernel, ...)
@@ -63,14 +67,21 @@ def _identity(kernel: str, fields: dict[str, Any] | None, profile: dict[str, Any
             ran[name] += n
     if ran:
         own = {n: c for n, c in ran.items() if kernel and n.startswith(kernel)}
-        return {"profiled_by": "operator", "profiled_kernels": sorted(own),
-                "profiled_launches": sum(own.values()),
-                "other_launches": sum(c for n, c in ran.items() if n not in own),
-                "other_kernels": sorted(n for n in ran if n not in own)}
+        return {
+            "profiled_by": "operator",
+            "profiled_kernels": sorted(own),
+            "profiled_launches": sum(own.values()),
+            "other_launches": sum(c for n, c in ran.items() if n not in own),
+            "other_kernels": sorted(n for n in ran if n not in own),
+        }
     seen = [k for n, k in launches.items() if kernel and n.startswith(kernel)]
-    return {"profiled_by": "kernel name", "profiled_kernels": sorted(k["name"] for k in seen),
-            "profiled_launches": sum(k["launches"] for k in seen) if seen else None,
-            "other_launches": None, "other_kernels": []}
+    return {
+        "profiled_by": "kernel name",
+        "profiled_kernels": sorted(k["name"] for k in seen),
+        "profiled_launches": sum(k["launches"] for k in seen) if seen else None,
+        "other_launches": None,
+        "other_kernels": [],
+    }
 
 
 def engagement(reports: list[dict[str, Any]], profile: dict[str, Any]) -> dict[str, Any]:
@@ -88,8 +99,10 @@ def engagement(reports: list[dict[str, Any]], profile: dict[str, Any]) -> dict[s
         if r["disabled"]:
             disabled.append({"kernel": r["name"], "table": r["table"], "reason": r["disabled"]})
         for key, status in r["entries"].items():
-            entries.setdefault((r["table"], key), {"table": r["table"], "key": key, "status": status,
-                                                   "kernel": r["name"], "config": None})
+            entries.setdefault(
+                (r["table"], key),
+                {"table": r["table"], "key": key, "status": status, "kernel": r["name"], "config": None},
+            )
         for d in r["decisions"]:
             calls += d["calls"]
             if d["kind"] == "exact":
@@ -98,28 +111,56 @@ def engagement(reports: list[dict[str, Any]], profile: dict[str, Any]) -> dict[s
                 fields[(r["table"], d["key"])] = d.get("fields") or {}
                 entries[(r["table"], d["key"])].update(kernel=r["name"], config=d["config"])
             elif d["calls"]:
-                misses.append({"kernel": r["name"], "key": d["key"], "decision": d["kind"], "calls": d["calls"],
-                               "config": d["config"], "device_us": _gemm_time(d.get("fields") or {}, profile)})
+                misses.append(
+                    {
+                        "kernel": r["name"],
+                        "key": d["key"],
+                        "decision": d["kind"],
+                        "calls": d["calls"],
+                        "config": d["config"],
+                        "device_us": _gemm_time(d.get("fields") or {}, profile),
+                    }
+                )
     rows = []
     for ident, entry in sorted(entries.items()):
-        ran = _identity(entry["kernel"], fields.get(ident), profile, launches) if served[ident] else {
-            "profiled_by": None, "profiled_kernels": [], "profiled_launches": 0, "other_launches": None,
-            "other_kernels": []}
+        ran = (
+            _identity(entry["kernel"], fields.get(ident), profile, launches)
+            if served[ident]
+            else {
+                "profiled_by": None,
+                "profiled_kernels": [],
+                "profiled_launches": 0,
+                "other_launches": None,
+                "other_kernels": [],
+            }
+        )
         engaged = served[ident] > 0 and (ran["profiled_by"] != "operator" or ran["profiled_launches"] > 0)
         rows.append({**entry, "calls": served[ident], "engaged": engaged, **ran})
     total = sum(k["device_us"] for k in profile.get("kernels", []))
     own = [k for k in launches.values() if any(n and k["name"].startswith(n) for n in names)]
     mine = sum(k["device_us"] for k in own)
-    tied = sum(c for line in (profile.get("gemm_kernels") or {}).values() for name, c in line.items()
-               if any(n and name.startswith(n) for n in names))
+    tied = sum(
+        c
+        for line in (profile.get("gemm_kernels") or {}).values()
+        for name, c in line.items()
+        if any(n and name.startswith(n) for n in names)
+    )
     share = mine / total if total else None
-    return {"entries": rows, "misses": misses, "disabled": disabled, "calls": calls, "exact_calls": exact,
-            "hit_rate": exact / calls if calls else None, "kernels": sorted(n for n in names if n),
-            "device_share": share, "amdahl_bound": 1 / (1 - share) if share is not None and share < 1 else None,
-            # the dispatchers' kernels launched where no operator call encloses them: CUDA-graph replays of served
-            # calls (or kernels a program launches itself); tied to no entry
-            "untied_launches": sum(k["launches"] for k in own) - tied if "gemm_kernels" in profile else None,
-            "never_engaged": [r["key"] for r in rows if not r["engaged"]]}
+    return {
+        "entries": rows,
+        "misses": misses,
+        "disabled": disabled,
+        "calls": calls,
+        "exact_calls": exact,
+        "hit_rate": exact / calls if calls else None,
+        "kernels": sorted(n for n in names if n),
+        "device_share": share,
+        "amdahl_bound": 1 / (1 - share) if share is not None and share < 1 else None,
+        # the dispatchers' kernels launched where no operator call encloses them: CUDA-graph replays of served
+        # calls (or kernels a program launches itself); tied to no entry
+        "untied_launches": sum(k["launches"] for k in own) - tied if "gemm_kernels" in profile else None,
+        "never_engaged": [r["key"] for r in rows if not r["engaged"]],
+    }
 
 
 def served_op_counts(stats: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
@@ -134,9 +175,16 @@ def served_op_counts(stats: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return ops
 
 
-def verify(command: Sequence[str], store: Store, settings: Settings, *, processes: int | None = None,
-           metric: str | None = None, end_to_end: bool = True,
-           engaged: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+def verify(
+    command: Sequence[str],
+    store: Store,
+    settings: Settings,
+    *,
+    processes: int | None = None,
+    metric: str | None = None,
+    end_to_end: bool = True,
+    engaged: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """Engagement from one profiled run, then (``end_to_end``) the table-off vs table-on A/B. ``engaged`` is
     handed the engagement report as soon as it is known, before the A/B: the A/B runs the program in at least
     eight fresh processes (its A/A band, then A against B), minutes for a compiled model, and a caller that stops
@@ -146,22 +194,39 @@ def verify(command: Sequence[str], store: Store, settings: Settings, *, processe
         reports = [r for f in sorted(Path(folder).glob("dispatch-*.json")) for r in json.loads(f.read_text())]
         served = [json.loads(f.read_text()) for f in sorted(Path(folder).glob("serve-*.json"))]
     if profile["exit_code"] != 0:
-        raise UsageError(f"{shlex.join(command)} exited with {profile['exit_code']} under the profiler: "
-                         + " | ".join(profile["stderr"].strip().splitlines()[-3:]))
+        raise UsageError(
+            f"{shlex.join(command)} exited with {profile['exit_code']} under the profiler: "
+            + " | ".join(profile["stderr"].strip().splitlines()[-3:])
+        )
     if not reports:
-        raise UsageError(f"{shlex.join(command)} created no kerntune Dispatcher: nothing reads a table (build one "
-                         "with kerntune.runtime.Dispatcher or @kerntune.autotune(table=..., op=...))")
-    found = {"command": shlex.join(command), "gpu": profile["gpu"], **engagement(reports, profile),
-             "served_ops": served_op_counts(served),
-             # entries deploy marked library_faster: kerntune run leaves their keys to the library (not a miss)
-             "left_to_library": sorted({k for one in served for k in one.get("left_to_library") or []})}
+        raise UsageError(
+            f"{shlex.join(command)} created no kerntune Dispatcher: nothing reads a table (build one "
+            "with kerntune.runtime.Dispatcher or @kerntune.autotune(table=..., op=...))"
+        )
+    found = {
+        "command": shlex.join(command),
+        "gpu": profile["gpu"],
+        **engagement(reports, profile),
+        "served_ops": served_op_counts(served),
+        # entries deploy marked library_faster: kerntune run leaves their keys to the library (not a miss)
+        "left_to_library": sorted({k for one in served for k in one.get("left_to_library") or []}),
+    }
     if engaged is not None:
         engaged(found)
     if end_to_end:
         line = shlex.join(command)
-        record = run_ab(ABRequest(a=f"cmd:KERNTUNE_DISPATCH=off {line}", b=f"cmd:{line}", processes=processes,
-                                  metric=metric), settings, store)
-        found["end_to_end"] = {"ab": record.id, "verdict": record.verdict, "ratio": record.ratio,
-                               "ci": [record.ci_low, record.ci_high], "band": record.band,
-                               "speedup": 1 / record.ratio if record.ratio else None, "reason": record.reason}
+        record = run_ab(
+            ABRequest(a=f"cmd:KERNTUNE_DISPATCH=off {line}", b=f"cmd:{line}", processes=processes, metric=metric),
+            settings,
+            store,
+        )
+        found["end_to_end"] = {
+            "ab": record.id,
+            "verdict": record.verdict,
+            "ratio": record.ratio,
+            "ci": [record.ci_low, record.ci_high],
+            "band": record.band,
+            "speedup": 1 / record.ratio if record.ratio else None,
+            "reason": record.reason,
+        }
     return found

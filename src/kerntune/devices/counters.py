@@ -30,9 +30,21 @@ NCU_METRICS = {
     "launch__registers_per_thread": "registers",
 }
 ROCPROF_COUNTERS = ("SQ_WAVES", "SQ_BUSY_CYCLES", "GRBM_GUI_ACTIVE", "TCC_HIT_sum", "TCC_MISS_sum")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3, "msecond": 1e-3, "s": 1.0, "second": 1.0,
-          "nsecond": 1e-9, "byte/second": 1.0, "Kbyte/second": 1e3, "Mbyte/second": 1e6, "Gbyte/second": 1e9,
-          "Tbyte/second": 1e12}
+_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "usecond": 1e-6,
+    "ms": 1e-3,
+    "msecond": 1e-3,
+    "s": 1.0,
+    "second": 1.0,
+    "nsecond": 1e-9,
+    "byte/second": 1.0,
+    "Kbyte/second": 1e3,
+    "Mbyte/second": 1e6,
+    "Gbyte/second": 1e9,
+    "Tbyte/second": 1e12,
+}
 
 
 def profiler_for(vendor: str) -> str:
@@ -47,15 +59,37 @@ def profiler_for(vendor: str) -> str:
 
 
 def ncu_command(harness: Sequence[str]) -> list[str]:
-    return ["ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", f"{RANGE}/", "--csv", "--page", "raw",
-            "--metrics", ",".join(NCU_METRICS), *harness]
+    return [
+        "ncu",
+        "--clock-control",
+        "none",
+        "--nvtx",
+        "--nvtx-include",
+        f"{RANGE}/",
+        "--csv",
+        "--page",
+        "raw",
+        "--metrics",
+        ",".join(NCU_METRICS),
+        *harness,
+    ]
 
 
 def rocprof_command(harness: Sequence[str], out_dir: Path) -> list[str]:
     """Untested here (no ROCm GPU): counter collection of every dispatch of the harness, its warm-up launches
     included (no range filter is applied on this path)."""
-    return ["rocprofv3", "--pmc", *ROCPROF_COUNTERS, "--kernel-trace", "--output-format", "csv", "-d", str(out_dir),
-            "--", *harness]
+    return [
+        "rocprofv3",
+        "--pmc",
+        *ROCPROF_COUNTERS,
+        "--kernel-trace",
+        "--output-format",
+        "csv",
+        "-d",
+        str(out_dir),
+        "--",
+        *harness,
+    ]
 
 
 def _number(text: str) -> float | str:
@@ -70,8 +104,10 @@ def parse_ncu_raw(text: str) -> list[dict[str, Any]]:
     Each kernel becomes {"kernel", "metrics": {short name: value in base units}}; durations in seconds."""
     start = text.find('"ID"')
     if start < 0:
-        raise UsageError("ncu printed no result table: was any kernel launched inside the profiled range? "
-                         f"Its output began: {text[:400]!r}")
+        raise UsageError(
+            "ncu printed no result table: was any kernel launched inside the profiled range? "
+            f"Its output began: {text[:400]!r}"
+        )
     rows = list(csv.reader(io.StringIO(text[start:])))
     header, units, values = rows[0], rows[1], [r for r in rows[2:] if len(r) == len(rows[0])]
     kernels = []
@@ -84,8 +120,9 @@ def parse_ncu_raw(text: str) -> list[dict[str, Any]]:
                 continue
             value = _number(record[metric])
             scale = _UNITS.get(unit_of.get(metric, ""), 1.0)
-            metrics["duration_s" if short == "duration" else short] = value * scale if isinstance(value, float) \
-                else value
+            metrics["duration_s" if short == "duration" else short] = (
+                value * scale if isinstance(value, float) else value
+            )
         kernels.append({"kernel": record.get("Kernel Name", ""), "metrics": metrics})
     return kernels
 

@@ -24,7 +24,7 @@ def _parents(proc: Path) -> dict[int, int]:
             continue
         try:
             stat = (entry / "stat").read_text()
-            found[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+            found[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
         except (OSError, ValueError, IndexError):  # a process that ended while read
             continue
     return found

@@ -34,8 +34,9 @@ _REASONS = {
 }
 OWN_REFRESH_S = 2.0
 """How often the count of kerntune's own processes with a CUDA context is re-read (a /proc walk)."""
-THROTTLING = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
-                        "hw_power_brake_slowdown"})
+THROTTLING = frozenset(
+    {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
+)
 
 
 def is_throttling(reason: str) -> bool:
@@ -154,11 +155,13 @@ class AmdSmi:
         processes: dict[str, Any] = {}
         with contextlib.suppress(Exception):
             processes["compute_processes"] = len(self.amdsmi.amdsmi_get_gpu_process_list(self.handle))
-        reading = {"sm_mhz": value("current_gfxclk", "average_gfxclk_frequency"),
-                   "mem_mhz": value("current_uclk", "average_uclk_frequency"),
-                   "power_w": value("current_socket_power", "average_socket_power"),
-                   "temp_c": value("temperature_hotspot", "temperature_edge"),
-                   "reasons": [f"amd_throttle_status={status:#x}"] if status else []}
+        reading = {
+            "sm_mhz": value("current_gfxclk", "average_gfxclk_frequency"),
+            "mem_mhz": value("current_uclk", "average_uclk_frequency"),
+            "power_w": value("current_socket_power", "average_socket_power"),
+            "temp_c": value("temperature_hotspot", "temperature_edge"),
+            "reasons": [f"amd_throttle_status={status:#x}"] if status else [],
+        }
         if reading["sm_mhz"] is None:
             return {"available": False, "reason": "amdsmi's metrics table has no gfx clock on this GPU"}
         return {**{k: (0.0 if v is None else v) for k, v in reading.items()}, **processes}
@@ -206,17 +209,23 @@ class Recorder:
         r = self.readings
         reasons = sorted({name for x in r for name in x["reasons"]})
         summary: dict[str, Any] = {
-            "sm_mhz_min": min(x["sm_mhz"] for x in r), "sm_mhz_max": max(x["sm_mhz"] for x in r),
-            "mem_mhz_min": min(x["mem_mhz"] for x in r), "mem_mhz_max": max(x["mem_mhz"] for x in r),
-            "power_w_max": max(x["power_w"] for x in r), "temp_c_max": max(x["temp_c"] for x in r),
-            "reasons": reasons, "throttled": any(is_throttling(x) for x in reasons), "readings": len(r),
+            "sm_mhz_min": min(x["sm_mhz"] for x in r),
+            "sm_mhz_max": max(x["sm_mhz"] for x in r),
+            "mem_mhz_min": min(x["mem_mhz"] for x in r),
+            "mem_mhz_max": max(x["mem_mhz"] for x in r),
+            "power_w_max": max(x["power_w"] for x in r),
+            "temp_c_max": max(x["temp_c"] for x in r),
+            "reasons": reasons,
+            "throttled": any(is_throttling(x) for x in reasons),
+            "readings": len(r),
             "available": True,
         }
         counted = [x for x in r if "compute_processes" in x]
         if counted:  # beyond this command's own processes with a context (at least the measuring one): a tenant
             summary["compute_processes_max"] = max(int(x["compute_processes"]) for x in counted)
-            summary["other_tenant"] = any(int(x["compute_processes"]) > max(int(x.get("own_processes") or 0), 1)
-                                          for x in counted)
+            summary["other_tenant"] = any(
+                int(x["compute_processes"]) > max(int(x.get("own_processes") or 0), 1) for x in counted
+            )
             own = [int(x["own_processes"]) for x in counted if x.get("own_processes") is not None]
             if own:
                 summary["own_processes_max"] = max(own)

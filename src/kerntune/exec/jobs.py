@@ -30,8 +30,10 @@ class Job:
 
     def state(self) -> dict[str, Any]:
         code = self.process.poll()
-        found: dict[str, Any] = {"command": " ".join(self.argv[2:]),
-                                 "elapsed_s": round(time.monotonic() - self.started, 1)}
+        found: dict[str, Any] = {
+            "command": " ".join(self.argv[2:]),
+            "elapsed_s": round(time.monotonic() - self.started, 1),
+        }
         lines = self.err.read_text(errors="replace").strip().splitlines()
         if code is None:
             return {**found, "state": "running", "progress": lines[-1][-300:] if lines else ""}
@@ -40,8 +42,13 @@ class Job:
             result = json.loads(text) if text.strip() else None
         except ValueError:
             result = {"output": text[-2000:]}
-        return {**found, "state": "done" if code == 0 else "failed", "exit": code, "result": result,
-                **({"error": lines[-1][-500:]} if code != 0 and lines else {})}
+        return {
+            **found,
+            "state": "done" if code == 0 else "failed",
+            "exit": code,
+            "result": result,
+            **({"error": lines[-1][-500:]} if code != 0 and lines else {}),
+        }
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -61,6 +68,7 @@ def start_job(args: list[str], folder: Path, name: str, home: Path) -> Job:
     split = args.index("--") if "--" in args else len(args)  # a program's own arguments follow its --
     argv = [sys.executable, "-m", "kerntune", *args[:split], "--json", *args[split:]]
     with out.open("wb") as o, err.open("wb") as e:
-        process = subprocess.Popen(argv, stdout=o, stderr=e, stdin=subprocess.DEVNULL,
-                                   env={**os.environ, "KERNTUNE_HOME": str(home)})
+        process = subprocess.Popen(
+            argv, stdout=o, stderr=e, stdin=subprocess.DEVNULL, env={**os.environ, "KERNTUNE_HOME": str(home)}
+        )
     return Job(argv, out, err, process)

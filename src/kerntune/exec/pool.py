@@ -86,8 +86,12 @@ class Worker:
         child_in, parent_out = os.pipe()
         parent_in, child_out = os.pipe()
         # KERNTUNE_DISPATCH=off: code measured here never reads a deployed table (it would measure itself).
-        env = {**self._env, "PYTHONUNBUFFERED": "1", "KERNTUNE_PARENT_PID": str(os.getpid()),
-               "KERNTUNE_DISPATCH": "off"}
+        env = {
+            **self._env,
+            "PYTHONUNBUFFERED": "1",
+            "KERNTUNE_PARENT_PID": str(os.getpid()),
+            "KERNTUNE_DISPATCH": "off",
+        }
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "kerntune.exec.worker", str(child_in), str(child_out)],
             pass_fds=(child_in, child_out),
@@ -167,8 +171,9 @@ class Worker:
                 if restart:
                     self.restarts += 1
                     self.start()
-                return Outcome("failed", kind="hang", reason=f"no answer within {timeout_s:g} s; worker killed",
-                               restarted=restart)
+                return Outcome(
+                    "failed", kind="hang", reason=f"no answer within {timeout_s:g} s; worker killed", restarted=restart
+                )
 
     @staticmethod
     def _outcome(reply: tuple[Any, ...]) -> Outcome:

@@ -83,8 +83,9 @@ def _reachable(address: str) -> None:
     try:
         socket.create_connection((host, int(port)), timeout=REACH_S).close()
     except OSError as exc:
-        raise UsageError(f"cannot reach the Ray cluster at {address} ({exc}): start it (ray start --head) or fix "
-                         "--address") from None
+        raise UsageError(
+            f"cannot reach the Ray cluster at {address} ({exc}): start it (ray start --head) or fix --address"
+        ) from None
 
 
 def connect(address: str) -> Any:
@@ -97,8 +98,7 @@ def connect(address: str) -> Any:
         if address:
             _reachable(address)
         try:
-            ray.init(address=address or None, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)
+            ray.init(address=address or None, include_dashboard=False, log_to_driver=False, configure_logging=False)
         except (ConnectionError, ValueError) as exc:
             raise UsageError(f"cannot join the Ray cluster at {address or '(local)'}: {exc}") from None
     return ray
@@ -108,8 +108,9 @@ class RaySlot:
     """One device of the cluster, held by one actor for the run (``options``: the actor's Ray resources and
     placement). A compile worker is a RaySlot too: the same calls, on an actor that holds CPUs only."""
 
-    def __init__(self, ray: Any, name: str, setup: tuple[str, dict[str, Any]], *, options: dict[str, Any],
-                 setup_timeout_s: float) -> None:
+    def __init__(
+        self, ray: Any, name: str, setup: tuple[str, dict[str, Any]], *, options: dict[str, Any], setup_timeout_s: float
+    ) -> None:
         self.name = name
         self._ray, self._setup, self._setup_timeout_s = ray, setup, setup_timeout_s
         self._actor = ray.remote(max_restarts=-1, max_task_retries=0)(_DeviceActor).options(**options).remote()
@@ -128,12 +129,14 @@ class RaySlot:
         for _ in range(LOSSES_PER_CALL + 1):
             self._await_new_process()
             try:
-                reply = self._ray.get(self._actor.run.remote(path, payload, self._incarnation),
-                                      timeout=self._setup_timeout_s)
+                reply = self._ray.get(
+                    self._actor.run.remote(path, payload, self._incarnation), timeout=self._setup_timeout_s
+                )
             except self._ray.exceptions.GetTimeoutError:
                 self._ray.kill(self._actor, no_restart=False)
-                raise BackendUnavailable(f"{self.name}: setup gave no answer within {self._setup_timeout_s:g} s "
-                                         "(KERNTUNE_SETUP_TIMEOUT_S)") from None
+                raise BackendUnavailable(
+                    f"{self.name}: setup gave no answer within {self._setup_timeout_s:g} s (KERNTUNE_SETUP_TIMEOUT_S)"
+                ) from None
             except self._ray.exceptions.RayActorError:
                 continue  # died while setting up: its next process is awaited and set up
             if reply[0] == RESTARTED:
@@ -153,8 +156,9 @@ class RaySlot:
         deadline = time.monotonic() + self._setup_timeout_s
         while time.monotonic() < deadline:
             try:
-                incarnation, self.node, self.visible = ray.get(self._actor.hello.remote(),
-                                                               timeout=max(0.1, deadline - time.monotonic()))
+                incarnation, self.node, self.visible = ray.get(
+                    self._actor.hello.remote(), timeout=max(0.1, deadline - time.monotonic())
+                )
             except ray.exceptions.RayActorError:  # restarting (ActorUnavailableError) or between processes
                 time.sleep(POLL_S)
                 continue
@@ -171,12 +175,27 @@ class RaySlot:
         seeing this slot's device, at low priority. Started by their user (``CompileAhead``)."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        env = {**self.visible, **{f"RAY_EXPERIMENTAL_NOSET_{v}": "1" for v in self.visible},
-               "KERNTUNE_WORKER_NICE": str(NICE)}
-        options = {"num_cpus": 1, "num_gpus": 0, "runtime_env": {"env_vars": env},
-                   "scheduling_strategy": NodeAffinitySchedulingStrategy(self.node, soft=True)}
-        return [RaySlot(self._ray, f"{self.name} compiler {i}", self._setup, options=options,
-                        setup_timeout_s=self._setup_timeout_s) for i in range(count)]
+        env = {
+            **self.visible,
+            **{f"RAY_EXPERIMENTAL_NOSET_{v}": "1" for v in self.visible},
+            "KERNTUNE_WORKER_NICE": str(NICE),
+        }
+        options = {
+            "num_cpus": 1,
+            "num_gpus": 0,
+            "runtime_env": {"env_vars": env},
+            "scheduling_strategy": NodeAffinitySchedulingStrategy(self.node, soft=True),
+        }
+        return [
+            RaySlot(
+                self._ray,
+                f"{self.name} compiler {i}",
+                self._setup,
+                options=options,
+                setup_timeout_s=self._setup_timeout_s,
+            )
+            for i in range(count)
+        ]
 
     def call(self, path: str, payload: dict[str, Any], timeout_s: float, *, restart: bool = True) -> Outcome:
         ray = self._ray
@@ -189,8 +208,12 @@ class RaySlot:
                 if restart:
                     self.restarts += 1
                     self.start()
-                return Outcome("failed", kind="hang", reason=f"no answer within {timeout_s:g} s; actor restarted",
-                               restarted=restart)
+                return Outcome(
+                    "failed",
+                    kind="hang",
+                    reason=f"no answer within {timeout_s:g} s; actor restarted",
+                    restarted=restart,
+                )
             except ray.exceptions.RayActorError as exc:
                 losses.append(str(exc).splitlines()[0][:200])
                 self.restarts += 1
@@ -201,8 +224,12 @@ class RaySlot:
                 self.start()
                 continue
             return Worker._outcome(reply)
-        return Outcome("failed", kind="crash", reason=f"the actor died {len(losses)} times on this call: "
-                       f"{losses[-1]}", restarted=True)
+        return Outcome(
+            "failed",
+            kind="crash",
+            reason=f"the actor died {len(losses)} times on this call: {losses[-1]}",
+            restarted=True,
+        )
 
     def restart(self) -> None:
         self._ray.kill(self._actor, no_restart=False)
@@ -256,8 +283,9 @@ def ray_slots(address: str, count: int, setup: tuple[str, dict[str, Any]], *, se
     if count < 1 or count > have:
         raise UsageError(f"--workers {count}: the Ray cluster has {have} {'GPUs' if gpu else 'CPUs'}")
     options = {"num_gpus": 1, "num_cpus": 0} if gpu else {"num_gpus": 0, "num_cpus": 1}
-    return [RaySlot(ray, f"ray actor {i}", setup, options=options, setup_timeout_s=setup_timeout_s)
-            for i in range(count)]
+    return [
+        RaySlot(ray, f"ray actor {i}", setup, options=options, setup_timeout_s=setup_timeout_s) for i in range(count)
+    ]
 
 
 def compile_counts(slots: list[RaySlot], requested: int, vendor: str) -> list[int]:
@@ -269,8 +297,9 @@ def compile_counts(slots: list[RaySlot], requested: int, vendor: str) -> list[in
     return share_compilers([(s.node, s.cpus) for s in slots], cpus, requested, vendor)
 
 
-def share_compilers(slots: list[tuple[str, float]], node_cpus: dict[str, float], requested: int,
-                    vendor: str) -> list[int]:
+def share_compilers(
+    slots: list[tuple[str, float]], node_cpus: dict[str, float], requested: int, vendor: str
+) -> list[int]:
     """Compile actors for each slot (its node, the CPUs it holds). Automatic (``requested`` < 0): the CPUs Ray
     lists on the slot's node beyond those its slots hold, shared between them, less two (the driver, Ray's
     daemons), at most MAX_COMPILERS — and none on a CPU device (the compilers would take the cores being timed).

@@ -61,8 +61,16 @@ class LocalSlot(Worker):
     """A worker process pinned to one GPU (``device``: its index, or "" for a CPU device shared by the pool),
     holding ``<locks>/gpu-<device>.lock`` while it lives so that no other kerntune run times on it meanwhile."""
 
-    def __init__(self, setup: tuple[str, dict[str, Any]], *, device: str, log_path: Path, lock_dir: Path,
-                 setup_timeout_s: float, index: int = 0) -> None:
+    def __init__(
+        self,
+        setup: tuple[str, dict[str, Any]],
+        *,
+        device: str,
+        log_path: Path,
+        lock_dir: Path,
+        setup_timeout_s: float,
+        index: int = 0,
+    ) -> None:
         env = dict(os.environ)
         if device:
             env.update(CUDA_VISIBLE_DEVICES=device, HIP_VISIBLE_DEVICES=device)
@@ -80,8 +88,10 @@ class LocalSlot(Worker):
             try:
                 lock.acquire(timeout=LOCK_WAIT_S)
             except Timeout:
-                raise UsageError(f"GPU {self.device} is held by another kerntune run ({lock.lock_file}); wait for "
-                                 "it, or leave this GPU out with CUDA_VISIBLE_DEVICES") from None
+                raise UsageError(
+                    f"GPU {self.device} is held by another kerntune run ({lock.lock_file}); wait for "
+                    "it, or leave this GPU out with CUDA_VISIBLE_DEVICES"
+                ) from None
             self._lock = lock
         try:
             return super().start()
@@ -97,8 +107,9 @@ class LocalSlot(Worker):
             self._lock = None
 
 
-def local_slots(setup: tuple[str, dict[str, Any]], count: int, *, log_dir: Path, lock_dir: Path,
-                setup_timeout_s: float, tag: str) -> list[LocalSlot]:
+def local_slots(
+    setup: tuple[str, dict[str, Any]], count: int, *, log_dir: Path, lock_dir: Path, setup_timeout_s: float, tag: str
+) -> list[LocalSlot]:
     """``count`` slots, one per visible GPU (pinned), or ``count`` processes sharing a CPU device when the
     machine has no GPU (PoCL: useful for tests; their timings then share the cores)."""
     if count < 1:
@@ -109,5 +120,14 @@ def local_slots(setup: tuple[str, dict[str, Any]], count: int, *, log_dir: Path,
     if not gpus and count > (os.cpu_count() or 1):
         raise UsageError(f"--workers {count} on a CPU device asks for more processes than its {os.cpu_count()} cores")
     devices = gpus[:count] if gpus else [""] * count
-    return [LocalSlot(setup, device=d, log_path=log_dir / f"worker-{tag}-{i}.log", lock_dir=lock_dir,
-                      setup_timeout_s=setup_timeout_s, index=i) for i, d in enumerate(devices)]
+    return [
+        LocalSlot(
+            setup,
+            device=d,
+            log_path=log_dir / f"worker-{tag}-{i}.log",
+            lock_dir=lock_dir,
+            setup_timeout_s=setup_timeout_s,
+            index=i,
+        )
+        for i, d in enumerate(devices)
+    ]

@@ -9,8 +9,7 @@ from typing import Any
 
 def _metrics(row: dict[str, Any]) -> dict[str, Any]:
     """The comparable figures of one inspect row (resources, spills, occupancy, census), flat."""
-    found: dict[str, Any] = {f"resources.{k}": v for k, v in (row.get("resources") or {}).items()
-                             if isinstance(v, int)}
+    found: dict[str, Any] = {f"resources.{k}": v for k, v in (row.get("resources") or {}).items() if isinstance(v, int)}
     found["spills"] = row.get("spills")
     occupancy = row.get("occupancy") or {}
     for key, value in occupancy.items():  # NVIDIA: blocks and warps per SM; AMD: waves per SIMD, blocks per CU
@@ -38,6 +37,14 @@ def diff_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             if va == vb:
                 continue
             numeric = isinstance(va, (int, float)) and isinstance(vb, (int, float))
-            out.append({"kernel": kernel, "target": target, "metric": metric, "a": va, "b": vb,
-                        "delta": (vb - va) if numeric else None})  # type: ignore[operator]
+            out.append(
+                {
+                    "kernel": kernel,
+                    "target": target,
+                    "metric": metric,
+                    "a": va,
+                    "b": vb,
+                    "delta": (vb - va) if numeric else None,
+                }
+            )  # type: ignore[operator]
     return out

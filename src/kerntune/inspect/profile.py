@@ -42,7 +42,8 @@ def chosen(report: RunReport, top: int, baselines: bool) -> list[tuple[ShapeRepo
     for s in report.shapes:
         searched = [c for c in s.all_candidates if c.role == "search" and c.status == "ok" and c.measurement]
         ranked = [c for c in s.finalists if c.role == "search"] or sorted(
-            searched, key=lambda c: c.measurement.median_ms if c.measurement else 0.0)
+            searched, key=lambda c: c.measurement.median_ms if c.measurement else 0.0
+        )
         picked += [(s, c) for c in ranked[:top]]
         if baselines:
             picked += [(s, b) for b in s.baselines if b.status == "ok"]
@@ -52,9 +53,15 @@ def chosen(report: RunReport, top: int, baselines: bool) -> list[tuple[ShapeRepo
 def _payload(report: RunReport, s: ShapeReport, c: Candidate) -> dict[str, Any]:
     run = report.run
     kernel_baseline = c.role == "baseline" and not c.config.items
-    return {"spec_path": run.spec_path, "device": str(run.options.get("device", "")), "shape": s.shape.as_dict(),
-            "dtype": run.dtype, "config": {} if kernel_baseline else c.config.as_dict(),
-            "baseline": c.label if kernel_baseline else None, "warmup": 3}
+    return {
+        "spec_path": run.spec_path,
+        "device": str(run.options.get("device", "")),
+        "shape": s.shape.as_dict(),
+        "dtype": run.dtype,
+        "config": {} if kernel_baseline else c.config.as_dict(),
+        "baseline": c.label if kernel_baseline else None,
+        "warmup": 3,
+    }
 
 
 def profile_one(tool: str, payload: dict[str, Any], workdir: Path) -> list[dict[str, Any]]:
@@ -66,8 +73,13 @@ def profile_one(tool: str, payload: dict[str, Any], workdir: Path) -> list[dict[
     out_dir = workdir / "rocprof"
     command = counters.ncu_command(harness) if tool == "ncu" else counters.rocprof_command(harness, out_dir)
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=PROFILE_TIMEOUT_S,
-                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        proc = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=PROFILE_TIMEOUT_S,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
     except subprocess.TimeoutExpired as exc:
         raise UsageError(f"{tool} did not finish in {PROFILE_TIMEOUT_S:g} s") from exc
     if proc.returncode != 0:
@@ -80,13 +92,20 @@ def profile(request: ProfileRequest, store: Store) -> list[dict[str, Any]]:
     report = build_report(store, store.get_run(request.run))
     run = report.run
     if not run.target.claims_timing:
-        raise UsageError(f"run {run.id} ran on {run.target.device_name}, where no timing is claimed: profile a "
-                         "run tuned on a GPU, on that GPU")
+        raise UsageError(
+            f"run {run.id} ran on {run.target.device_name}, where no timing is claimed: profile a "
+            "run tuned on a GPU, on that GPU"
+        )
     tool = counters.profiler_for(run.target.vendor)
     rows = []
     for s, c in chosen(report, request.top, request.baselines):
-        row: dict[str, Any] = {"shape": s.shape.key, "role": c.role, "label": c.name, "candidate_id": c.id,
-                               "tool": tool}
+        row: dict[str, Any] = {
+            "shape": s.shape.key,
+            "role": c.role,
+            "label": c.name,
+            "candidate_id": c.id,
+            "tool": tool,
+        }
         with tempfile.TemporaryDirectory(prefix="kerntune-profile-") as tmp:
             try:
                 row["kernels"] = profile_one(tool, _payload(report, s, c), Path(tmp))

@@ -28,9 +28,20 @@ INSPECT = "kerntune.inspect.resources:inspect_in_worker"
 SETUP = "kerntune.inspect.resources:setup_in_worker"
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 KNOWN_TARGETS = tuple(TARGETS)
-TRITON_TYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64", "int8": "i8",
-                "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "i1",
-                "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5"}
+TRITON_TYPES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "float32": "fp32",
+    "float64": "fp64",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "bool": "i1",
+    "float8_e4m3fn": "fp8e4nv",
+    "float8_e5m2": "fp8e5",
+}
 
 
 @dataclass(frozen=True)
@@ -48,8 +59,10 @@ def setup_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str,
     os.environ.pop("TRITON_INTERPRET", None)
     loaded = load_spec(payload["spec_path"])
     if not isinstance(loaded.problem.kernel, (TritonKernel, NativeKernel, VulkanKernel)):
-        raise SpecError("inspect cross-compiles Triton, CUDA C++ and HIP kernels and reads Vulkan pipelines; this "
-                        f"spec's kernel is {loaded.problem.kernel.language}")
+        raise SpecError(
+            "inspect cross-compiles Triton, CUDA C++ and HIP kernels and reads Vulkan pipelines; this "
+            f"spec's kernel is {loaded.problem.kernel.language}"
+        )
     state["problem"] = loaded.problem
     return {"name": loaded.problem.name}
 
@@ -71,8 +84,10 @@ def _argument_type(name: str, value: Any) -> tuple[str, bool]:
         return ("i32" if -(2**31) <= value < 2**31 else "i64"), value % 16 == 0
     if isinstance(value, float):
         return "fp32", False
-    raise UsageError(f"argument {name!r} is a {type(value).__name__}: inspect cross-compiles tensor, TMA "
-                     "descriptor, int and float arguments only")
+    raise UsageError(
+        f"argument {name!r} is a {type(value).__name__}: inspect cross-compiles tensor, TMA "
+        "descriptor, int and float arguments only"
+    )
 
 
 def _element_type(name: str, tensor: Any) -> str:
@@ -82,8 +97,9 @@ def _element_type(name: str, tensor: Any) -> str:
     return TRITON_TYPES[dtype]
 
 
-def compile_inputs(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any],
-                                                                                     dict[Any, Any], dict[str, Any]]:
+def compile_inputs(
+    fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[dict[str, str], dict[str, Any], dict[Any, Any], dict[str, Any]]:
     """What Triton's JIT would compile ``fn[grid](*args, **kwargs)`` as: its signature, constexprs, specialization
     attributes and launch options (for ``triton_cross.cross_compile_source``)."""
     names = list(fn.arg_names)
@@ -115,8 +131,9 @@ def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[di
     if isinstance(problem.kernel, NativeKernel):
         return _inspect_native(problem.kernel, meta, tunables, payload["targets"])
     if isinstance(problem.kernel, VulkanKernel):
-        return [_inspect_vulkan(problem, shape, meta, tunables, payload["dtype"], target)
-                for target in payload["targets"]]
+        return [
+            _inspect_vulkan(problem, shape, meta, tunables, payload["dtype"], target) for target in payload["targets"]
+        ]
 
     from kerntune.backends.triton import intercepted_launches
     from kerntune.backends.triton_cross import cross_compile_source, inspect_compiled
@@ -129,8 +146,9 @@ def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[di
             kernel.launch(kernel.fn, args, meta)
         else:
             names = set(kernel.fn.arg_names)
-            kernel.fn[tuple(kernel.grid(meta))](*args.values(), **{k: v for k, v in tunables.items()
-                                                                   if k in names or k in LAUNCH_OPTIONS})
+            kernel.fn[tuple(kernel.grid(meta))](
+                *args.values(), **{k: v for k, v in tunables.items() if k in names or k in LAUNCH_OPTIONS}
+            )
     if not calls:
         raise UsageError("the spec's launch ran no Triton kernel for this config")
     rows = []
@@ -141,23 +159,31 @@ def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[di
             try:
                 compiled = cross_compile_source(fn, signature, constexprs, attrs, target, options)
                 found = inspect_compiled(compiled, target)
-                row.update(resources=found.resources, census=found.census, spills=found.spills,
-                           occupancy=asdict(found.occupancy) if found.occupancy else None,
-                           next_boundary=found.next_boundary)
+                row.update(
+                    resources=found.resources,
+                    census=found.census,
+                    spills=found.spills,
+                    occupancy=asdict(found.occupancy) if found.occupancy else None,
+                    next_boundary=found.next_boundary,
+                )
             except CandidateFailed as exc:
                 row["error"] = exc.reason
             rows.append(row)
     return rows
 
 
-def _inspect_native(kernel: NativeKernel, meta: Mapping[str, Any], tunables: Mapping[str, Any],
-                    targets: Sequence[str]) -> list[dict[str, Any]]:
+def _inspect_native(
+    kernel: NativeKernel, meta: Mapping[str, Any], tunables: Mapping[str, Any], targets: Sequence[str]
+) -> list[dict[str, Any]]:
     """A CUDA C++ kernel compiled for each NVIDIA target (NVRTC, or nvcc), a HIP kernel for each AMD target
     (hiprtc or hipcc): one row per target."""
     from kerntune.backends.cubin import Inspection
 
-    vendor, language, builds_for, other = ("cuda", "CUDA C++", "NVIDIA", "AMD: write it as a HipKernel") \
-        if isinstance(kernel, CudaKernel) else ("hip", "HIP", "AMD", "NVIDIA: write it as a CudaKernel")
+    vendor, language, builds_for, other = (
+        ("cuda", "CUDA C++", "NVIDIA", "AMD: write it as a HipKernel")
+        if isinstance(kernel, CudaKernel)
+        else ("hip", "HIP", "AMD", "NVIDIA: write it as a CudaKernel")
+    )
     rows: list[dict[str, Any]] = []
     for target in targets:
         row: dict[str, Any] = {"kernel": kernel.name, "target": target, "options": {}}
@@ -178,17 +204,23 @@ def _inspect_native(kernel: NativeKernel, meta: Mapping[str, Any], tunables: Map
                     compiler = hip_binary.compiler
                 else:
                     raise CandidateFailed("error", f"no inspector for a {type(kernel).__name__}")
-                row.update(resources=found.resources, census=found.census, spills=found.spills,
-                           occupancy=asdict(found.occupancy) if found.occupancy else None,
-                           next_boundary=found.next_boundary, compiler=compiler)
+                row.update(
+                    resources=found.resources,
+                    census=found.census,
+                    spills=found.spills,
+                    occupancy=asdict(found.occupancy) if found.occupancy else None,
+                    next_boundary=found.next_boundary,
+                    compiler=compiler,
+                )
             except CandidateFailed as exc:
                 row["error"] = exc.reason
         rows.append(row)
     return rows
 
 
-def _inspect_vulkan(problem: Any, shape: Shape, meta: Mapping[str, Any], tunables: Mapping[str, Any], dtype: str,
-                    target: str) -> dict[str, Any]:
+def _inspect_vulkan(
+    problem: Any, shape: Shape, meta: Mapping[str, Any], tunables: Mapping[str, Any], dtype: str, target: str
+) -> dict[str, Any]:
     """A Vulkan shader is not cross-compiled: its pipeline is built on the Vulkan device ``target`` names
     (``vulkan``: the first discrete GPU, else the first device; ``vulkan:NAME`` or ``vulkan:INDEX``), and the
     driver's own reading of it is returned — statistics and ISA text where the driver offers them, a sentence
@@ -201,8 +233,12 @@ def _inspect_vulkan(problem: Any, shape: Shape, meta: Mapping[str, Any], tunable
     compiled = backend.compile(problem.kernel, dict(tunables), dict(meta), args)
     resources = dict(compiled.resources)
     reading = resources.pop("driver", None) or {"not_exposed": backend.not_exposed()}
-    row: dict[str, Any] = {"kernel": problem.kernel.label, "target": f"{target} ({backend.props.deviceName})",
-                           "options": {}, "compiler": dict(backend.target().versions)["driver"]}
+    row: dict[str, Any] = {
+        "kernel": problem.kernel.label,
+        "target": f"{target} ({backend.props.deviceName})",
+        "options": {},
+        "compiler": dict(backend.target().versions)["driver"],
+    }
     for key in ("local_size", "workgroups"):
         resources[key] = "×".join(str(v) for v in resources[key])
     resources.pop("specialization", None)
@@ -227,13 +263,18 @@ def inspect(request: InspectRequest, settings: Settings, log_dir: Path) -> list[
     if isinstance(problem.kernel, VulkanKernel):
         wrong = [t for t in request.targets if t != "vulkan" and not t.startswith("vulkan:")]
         if wrong or not request.targets:
-            raise UsageError(f"a Vulkan shader is read on the Vulkan device present, not cross-compiled: give "
-                             f"--target vulkan (or vulkan:NAME, vulkan:INDEX){f', not {wrong[0]!r}' if wrong else ''}")
+            raise UsageError(
+                f"a Vulkan shader is read on the Vulkan device present, not cross-compiled: give "
+                f"--target vulkan (or vulkan:NAME, vulkan:INDEX){f', not {wrong[0]!r}' if wrong else ''}"
+            )
     else:
         unknown = [t for t in request.targets if t not in KNOWN_TARGETS]
         if unknown or not request.targets:
-            raise UsageError(f"unknown target {unknown[0]!r}: choose from {', '.join(KNOWN_TARGETS)}" if unknown
-                             else f"give at least one --target: {', '.join(KNOWN_TARGETS)}")
+            raise UsageError(
+                f"unknown target {unknown[0]!r}: choose from {', '.join(KNOWN_TARGETS)}"
+                if unknown
+                else f"give at least one --target: {', '.join(KNOWN_TARGETS)}"
+            )
     shape = resolve_shapes(problem, [request.shape] if request.shape else [])[0]
     dtype = request.dtype or problem.dtypes[0]
     if dtype not in problem.dtypes:
@@ -244,18 +285,29 @@ def inspect(request: InspectRequest, settings: Settings, log_dir: Path) -> list[
     for overrides in request.configs:
         unknown_params = [k for k in overrides if k not in problem.space.params]
         if unknown_params:
-            raise UsageError(f"unknown parameter {unknown_params[0]!r}: this spec's are "
-                             f"{', '.join(problem.space.params)}")
-        configs.append(Config.of({**problem.space.default_config().as_dict(),
-                                  **{k: parse_value(str(v)) for k, v in overrides.items()}}))
-    worker = Worker((SETUP, {"spec_path": str(loaded.path)}), log_path=log_dir / f"inspect-{os.getpid()}.log",
-                    setup_timeout_s=settings.setup_timeout_s)
+            raise UsageError(
+                f"unknown parameter {unknown_params[0]!r}: this spec's are {', '.join(problem.space.params)}"
+            )
+        configs.append(
+            Config.of(
+                {**problem.space.default_config().as_dict(), **{k: parse_value(str(v)) for k, v in overrides.items()}}
+            )
+        )
+    worker = Worker(
+        (SETUP, {"spec_path": str(loaded.path)}),
+        log_path=log_dir / f"inspect-{os.getpid()}.log",
+        setup_timeout_s=settings.setup_timeout_s,
+    )
     worker.start()
     rows: list[dict[str, Any]] = []
     try:
         for config in configs:
-            payload = {"shape": shape.as_dict(), "config": config.as_dict(), "dtype": dtype,
-                       "targets": list(request.targets)}
+            payload = {
+                "shape": shape.as_dict(),
+                "config": config.as_dict(),
+                "dtype": dtype,
+                "targets": list(request.targets),
+            }
             outcome = worker.call(INSPECT, payload, settings.candidate_timeout_s * len(request.targets))
             if outcome.status != "ok":
                 error = UsageError if outcome.kind == "UsageError" else SpecError

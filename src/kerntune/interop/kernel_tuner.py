@@ -28,8 +28,11 @@ from kerntune.errors import UsageError
 from kerntune.model import Budget, Conditions, Config, FailureKind, Measurement, Run, Shape, Target
 from kerntune.store import CandidateResult, Store
 
-FAILED = {"CompilationFailedConfig": FailureKind.COMPILE, "RuntimeFailedConfig": FailureKind.CRASH,
-          "InvalidConfig": FailureKind.ERROR}
+FAILED = {
+    "CompilationFailedConfig": FailureKind.COMPILE,
+    "RuntimeFailedConfig": FailureKind.CRASH,
+    "InvalidConfig": FailureKind.ERROR,
+}
 REQUIRED = ("device_name", "kernel_name", "problem_size", "tune_params_keys", "cache")
 
 
@@ -45,8 +48,9 @@ def read_cache(path: Path) -> dict[str, Any]:
         try:  # Kernel Tuner appends entries as it goes and closes the object at the end of a run
             data = json.loads(text.rstrip().rstrip(",") + "}}")
         except json.JSONDecodeError as exc:
-            raise UsageError(f"{path} is not a Kernel Tuner cache file (not JSON: {exc.msg} at line {exc.lineno})"
-                             ) from None
+            raise UsageError(
+                f"{path} is not a Kernel Tuner cache file (not JSON: {exc.msg} at line {exc.lineno})"
+            ) from None
     missing = [k for k in REQUIRED if not isinstance(data, dict) or k not in data]
     if missing:
         raise UsageError(f"{path} is not a Kernel Tuner cache file: no {', '.join(missing)}")
@@ -57,8 +61,10 @@ def _shape(problem_size: Any, names: list[str] | None) -> dict[str, Any]:
     sizes = list(problem_size) if isinstance(problem_size, (list, tuple)) else [problem_size]
     names = names or ["x", "y", "z"][: len(sizes)]
     if len(names) != len(sizes):
-        raise UsageError(f"the cache's problem size {problem_size} has {len(sizes)} dimensions; --shape names "
-                         f"{len(names)} ({', '.join(names)})")
+        raise UsageError(
+            f"the cache's problem size {problem_size} has {len(sizes)} dimensions; --shape names "
+            f"{len(names)} ({', '.join(names)})"
+        )
     return dict(zip(names, sizes, strict=True))
 
 
@@ -67,15 +73,33 @@ def import_cache(store: Store, path: Path, shape_names: list[str] | None = None)
     data = read_cache(path)
     keys = list(data["tune_params_keys"])
     shape = Shape.of(_shape(data["problem_size"], shape_names))
-    target = Target("kernel_tuner", "", str(data["device_name"]).strip().lower().replace(" ", "-"),
-                    str(data["device_name"]), 0, (("kernel_tuner_cache", path.name),))
-    run = Run(id=f"kt-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{hashlib.md5(str(path).encode()).hexdigest()[:4]}",
-              problem=str(data["kernel_name"]), spec_path=str(path),
-              spec_hash=hashlib.sha256(path.read_bytes()).hexdigest()[:16], target=target, strategy="import-kt",
-              budget=Budget(), shapes=(shape,), dtype="", seed=0,
-              created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              options={"imported_from": "kernel_tuner", "objective": data.get("objective"),
-                       "tune_params": data.get("tune_params"), "tune_params_keys": keys})
+    target = Target(
+        "kernel_tuner",
+        "",
+        str(data["device_name"]).strip().lower().replace(" ", "-"),
+        str(data["device_name"]),
+        0,
+        (("kernel_tuner_cache", path.name),),
+    )
+    run = Run(
+        id=f"kt-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{hashlib.md5(str(path).encode()).hexdigest()[:4]}",
+        problem=str(data["kernel_name"]),
+        spec_path=str(path),
+        spec_hash=hashlib.sha256(path.read_bytes()).hexdigest()[:16],
+        target=target,
+        strategy="import-kt",
+        budget=Budget(),
+        shapes=(shape,),
+        dtype="",
+        seed=0,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        options={
+            "imported_from": "kernel_tuner",
+            "objective": data.get("objective"),
+            "tune_params": data.get("tune_params"),
+            "tune_params_keys": keys,
+        },
+    )
     store.create_run(run)
     conditions = Conditions(timer="kernel_tuner", regime="warm")
     rows: list[dict[str, Any]] = []
@@ -90,27 +114,53 @@ def import_cache(store: Store, path: Path, shape_names: list[str] | None = None)
             rows.append({"config": config.key, "status": "failed", "reason": str(time)})
             continue
         m = Measurement(samples_ms=tuple(samples), conditions=conditions)
-        store.finish_candidate(cid, CandidateResult(
-            "ok", compile_s=float(entry.get("compile_time") or 0) / 1e3, measurement=m,
-            gate_s=float(entry.get("verification_time") or 0) / 1e3,
-            measure_s=float(entry.get("benchmark_time") or 0) / 1e3))
-        rows.append({"config": config.key, "status": "ok", "kt_time_ms": time, "median_ms": m.median_ms,
-                     "min_ms": m.min_ms, "max_ms": m.max_ms, "samples": m.n, "spread": m.max_ms / m.min_ms - 1})
+        store.finish_candidate(
+            cid,
+            CandidateResult(
+                "ok",
+                compile_s=float(entry.get("compile_time") or 0) / 1e3,
+                measurement=m,
+                gate_s=float(entry.get("verification_time") or 0) / 1e3,
+                measure_s=float(entry.get("benchmark_time") or 0) / 1e3,
+            ),
+        )
+        rows.append(
+            {
+                "config": config.key,
+                "status": "ok",
+                "kt_time_ms": time,
+                "median_ms": m.median_ms,
+                "min_ms": m.min_ms,
+                "max_ms": m.max_ms,
+                "samples": m.n,
+                "spread": m.max_ms / m.min_ms - 1,
+            }
+        )
     store.update_run(run.id, status="done", stop_reason=f"imported from Kernel Tuner cache {path.name}")
     timed = [r for r in rows if r["status"] == "ok"]
     by_mean = min(timed, key=lambda r: r["kt_time_ms"]) if timed else None
     by_median = min(timed, key=lambda r: r["median_ms"]) if timed else None
-    return {"run": run.id, "kernel": run.problem, "device": target.device_name, "shape": shape.as_dict(),
-            "configs": len(rows), "failed": len(rows) - len(timed), "best_by_kt_mean": by_mean,
-            "best_by_median": by_median, "rows": rows}
+    return {
+        "run": run.id,
+        "kernel": run.problem,
+        "device": target.device_name,
+        "shape": shape.as_dict(),
+        "configs": len(rows),
+        "failed": len(rows) - len(timed),
+        "best_by_kt_mean": by_mean,
+        "best_by_median": by_median,
+        "rows": rows,
+    }
 
 
 def export_run(store: Store, run_ref: str, out: Path) -> dict[str, Any]:
     """Write a run's configs as a Kernel Tuner cache file; what was written."""
     run = store.get_run(run_ref)
     if len(run.shapes) != 1:
-        raise UsageError(f"run {run.id} has {len(run.shapes)} shapes; a Kernel Tuner cache holds one problem size: "
-                         "export a run of one shape")
+        raise UsageError(
+            f"run {run.id} has {len(run.shapes)} shapes; a Kernel Tuner cache holds one problem size: "
+            "export a run of one shape"
+        )
     shape = run.shapes[0].as_dict()
     cache: dict[str, Any] = {}
     keys: list[str] = list(run.options.get("tune_params_keys") or [])
@@ -126,18 +176,28 @@ def export_run(store: Store, run_ref: str, out: Path) -> dict[str, Any]:
         if c.status == "ok" and m is not None:
             entry.update(time=statistics.fmean(m.samples_ms), times=list(m.samples_ms), kerntune_median=m.median_ms)
         else:
-            entry.update(time="CompilationFailedConfig" if c.failure == FailureKind.COMPILE else "RuntimeFailedConfig",
-                         times=[])
-        entry.update(compile_time=(c.compile_s or 0) * 1e3, verification_time=(c.gate_s or 0) * 1e3,
-                     benchmark_time=(c.measure_s or 0) * 1e3, timestamp=run.created)
+            entry.update(
+                time="CompilationFailedConfig" if c.failure == FailureKind.COMPILE else "RuntimeFailedConfig", times=[]
+            )
+        entry.update(
+            compile_time=(c.compile_s or 0) * 1e3,
+            verification_time=(c.gate_s or 0) * 1e3,
+            benchmark_time=(c.measure_s or 0) * 1e3,
+            timestamp=run.created,
+        )
         cache.setdefault(",".join(str(entry[k]) for k in keys), entry)
     if not cache:
         raise UsageError(f"run {run.id} has no finished search candidate to export")
     values = list(shape.values())
-    data = {"device_name": run.target.device_name, "kernel_name": run.problem,
-            "problem_size": values[0] if len(values) == 1 else values, "tune_params_keys": keys,
-            "tune_params": run.options.get("tune_params") or {k: sorted({e[k] for e in cache.values()}, key=str)
-                                                             for k in keys},
-            "objective": run.options.get("objective") or ["time"], "cache": cache}
+    data = {
+        "device_name": run.target.device_name,
+        "kernel_name": run.problem,
+        "problem_size": values[0] if len(values) == 1 else values,
+        "tune_params_keys": keys,
+        "tune_params": run.options.get("tune_params")
+        or {k: sorted({e[k] for e in cache.values()}, key=str) for k in keys},
+        "objective": run.options.get("objective") or ["time"],
+        "cache": cache,
+    }
     out.write_text(json.dumps(data, indent=1))
     return {"run": run.id, "configs": len(cache), "written": str(out)}

@@ -56,8 +56,15 @@ def parse_resources(text: str) -> AmdResources:
     if "vgprs" not in found:
         raise ValueError("no VGPR count in the AMDGCN text: is this a compiled kernel's assembly?")
     wave32 = re.search(r"\.amdhsa_wavefront_size32\s+1", text) is not None
-    return AmdResources(found["vgprs"], found.get("agprs", 0), found.get("sgprs", 0), found.get("lds_bytes", 0),
-                        found.get("scratch_bytes", 0), 32 if wave32 else 64, found.get("compiler_occupancy"))
+    return AmdResources(
+        found["vgprs"],
+        found.get("agprs", 0),
+        found.get("sgprs", 0),
+        found.get("lds_bytes", 0),
+        found.get("scratch_bytes", 0),
+        32 if wave32 else 64,
+        found.get("compiler_occupancy"),
+    )
 
 
 def census(text: str) -> Counter[str]:
@@ -68,5 +75,6 @@ def census(text: str) -> Counter[str]:
 
 def categories(counts: Counter[str]) -> dict[str, int]:
     """Counts per category (a mnemonic belongs to a category when it starts with one of its prefixes)."""
-    return {name: sum(n for op, n in counts.items() if op.startswith(prefixes))
-            for name, prefixes in CATEGORIES.items()}
+    return {
+        name: sum(n for op, n in counts.items() if op.startswith(prefixes)) for name, prefixes in CATEGORIES.items()
+    }

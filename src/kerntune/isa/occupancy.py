@@ -57,10 +57,16 @@ def unlaunchable(resources: Mapping[str, Any], limits: Mapping[str, int]) -> str
         return f"needs {shared} B of shared memory per block; the device allows {limits['shared_bytes_per_block']} B"
     if threads is not None and "threads_per_block" in limits and threads > limits["threads_per_block"]:
         return f"needs {threads} threads per block; the device allows {limits['threads_per_block']}"
-    if isinstance(regs, int) and threads and "registers_per_sm" in limits and \
-            _register_cost(regs, threads, limits) > limits["registers_per_sm"]:
-        return (f"{regs} registers × {threads} threads exceed the {limits['registers_per_sm']} registers of a "
-                "multiprocessor")
+    if (
+        isinstance(regs, int)
+        and threads
+        and "registers_per_sm" in limits
+        and _register_cost(regs, threads, limits) > limits["registers_per_sm"]
+    ):
+        return (
+            f"{regs} registers × {threads} threads exceed the {limits['registers_per_sm']} registers of a "
+            "multiprocessor"
+        )
     return None
 
 
@@ -76,8 +82,7 @@ def occupancy(resources: Mapping[str, Any], limits: Mapping[str, int]) -> Occupa
     if not threads or "threads_per_sm" not in limits:
         return None
     warp = int(limits.get("warp_size", 32))
-    bounds = {"threads": limits["threads_per_sm"] // threads,
-              "the block limit": int(limits.get("blocks_per_sm", 32))}
+    bounds = {"threads": limits["threads_per_sm"] // threads, "the block limit": int(limits.get("blocks_per_sm", 32))}
     if threads > limits.get("threads_per_block", threads):
         bounds["threads per block"] = 0  # over the per-block limit: the launch itself fails
     regs = resources.get("registers")
@@ -120,8 +125,10 @@ def prune_reason(resources: Mapping[str, Any], limits: Mapping[str, int], min_oc
     if occ is not None and occ.blocks_per_sm == 0:
         return f"cannot launch: no block fits a multiprocessor ({occ.limiter})"
     if occ is not None and min_occupancy > 0 and occ.fraction < min_occupancy:
-        return (f"occupancy {occ.fraction:.0%} ({occ.warps_per_sm} warps/SM, limited by {occ.limiter}) is under "
-                f"the minimum {min_occupancy:.0%}")
+        return (
+            f"occupancy {occ.fraction:.0%} ({occ.warps_per_sm} warps/SM, limited by {occ.limiter}) is under "
+            f"the minimum {min_occupancy:.0%}"
+        )
     return None
 
 
@@ -174,15 +181,20 @@ def _waves_per_block(threads_per_block: int, wavefront: int) -> int:
     return max(1, math.ceil(threads_per_block / wavefront))
 
 
-def amd_occupancy(arch_name: str, vgprs: int, agprs: int = 0, lds_bytes: int = 0,
-                  threads_per_block: int | None = None, wavefront: int = 64) -> AmdOccupancy:
+def amd_occupancy(
+    arch_name: str,
+    vgprs: int,
+    agprs: int = 0,
+    lds_bytes: int = 0,
+    threads_per_block: int | None = None,
+    wavefront: int = 64,
+) -> AmdOccupancy:
     """Waves per SIMD for a CDNA/GCN kernel: floor(register file / registers per wave, rounded to the
     granule), capped by the SIMD's wave slots and, when the block size is known, by LDS per CU."""
     if arch_name not in AMD_ARCHES:
         raise KeyError(f"no occupancy rules for {arch_name}: known AMD architectures are {', '.join(AMD_ARCHES)}")
     arch = AMD_ARCHES[arch_name]
-    bounds = {"the wave limit": arch.max_waves,
-              "VGPRs": arch.vgprs_per_lane // _amd_registers(vgprs, agprs, arch)}
+    bounds = {"the wave limit": arch.max_waves, "VGPRs": arch.vgprs_per_lane // _amd_registers(vgprs, agprs, arch)}
     blocks = None
     if threads_per_block:
         per_block = _waves_per_block(threads_per_block, wavefront)
@@ -198,8 +210,14 @@ def amd_occupancy(arch_name: str, vgprs: int, agprs: int = 0, lds_bytes: int = 0
     return AmdOccupancy(waves, blocks, waves / arch.max_waves, limiter)
 
 
-def amd_next_boundary(arch_name: str, vgprs: int, agprs: int = 0, lds_bytes: int = 0,
-                      threads_per_block: int | None = None, wavefront: int = 64) -> str | None:
+def amd_next_boundary(
+    arch_name: str,
+    vgprs: int,
+    agprs: int = 0,
+    lds_bytes: int = 0,
+    threads_per_block: int | None = None,
+    wavefront: int = 64,
+) -> str | None:
     """What one more wave per SIMD would take, named by the resource that binds ("12 fewer VGPRs per lane would
     allow 3 waves per SIMD", or the LDS bytes per block when LDS is the limiter), or None at the wave limit."""
     arch = AMD_ARCHES[arch_name]

@@ -15,9 +15,15 @@ from kerntune.runtime.launch import run_program
 
 def main() -> None:
     request = json.loads(Path(sys.argv[1]).read_text())
-    program = sys.argv[sys.argv.index("--") + 1:]
-    with capture(request["kernel"], request["out"], nth=request["nth"], scope=request["scope"],
-                 match=request.get("match", ""), limit_mb=request.get("limit_mb", 4096.0)) as state:
+    program = sys.argv[sys.argv.index("--") + 1 :]
+    with capture(
+        request["kernel"],
+        request["out"],
+        nth=request["nth"],
+        scope=request["scope"],
+        match=request.get("match", ""),
+        limit_mb=request.get("limit_mb", 4096.0),
+    ) as state:
         code = run_program(program)
     Path(request["result"]).write_text(json.dumps({**state.summary(), "exit": code}))
     sys.exit(code)

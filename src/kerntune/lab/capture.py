@@ -52,7 +52,8 @@ class CaptureState:
     manifest: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)
     selections: deque[tuple[Any, tuple[Any, ...], dict[str, Any], dict[str, Any]]] = field(
-        default_factory=lambda: deque(maxlen=64))
+        default_factory=lambda: deque(maxlen=64)
+    )
     """The latest kerntune Dispatcher selections (dispatcher, args, kwargs, config): which one fed the launch."""
     limit_bytes: int = 4096 << 20
     calls: Counter[str] = field(default_factory=Counter)
@@ -65,8 +66,14 @@ class CaptureState:
     """Inside an Inductor launch: the Triton hook below it does not count the launch again."""
 
     def summary(self) -> dict[str, Any]:
-        return {"captured": self.manifest is not None, "seen": self.seen, "calls": dict(self.calls.most_common()),
-                "kinds": self.kinds, "refused": self.refused, "errors": self.errors[:5]}
+        return {
+            "captured": self.manifest is not None,
+            "seen": self.seen,
+            "calls": dict(self.calls.most_common()),
+            "kinds": self.kinds,
+            "refused": self.refused,
+            "errors": self.errors[:5],
+        }
 
     def count(self, name: str, kind: str) -> None:
         if len(self.calls) < 256 or name in self.calls:
@@ -90,8 +97,12 @@ def device_of(values: dict[str, Any]) -> dict[str, Any]:
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         # Not gcnArchName alone: on CUDA builds of torch it holds the device's name, not an sm_* arch.
-        return {"type": "cuda", "name": props.name, "arch": arch_name(props, bool(torch.version.hip)),
-                "compute_units": props.multi_processor_count}
+        return {
+            "type": "cuda",
+            "name": props.name,
+            "arch": arch_name(props, bool(torch.version.hip)),
+            "compute_units": props.multi_processor_count,
+        }
     return {"type": device.type, "name": platform.processor() or "cpu", "arch": "host", "compute_units": 0}
 
 
@@ -101,10 +112,16 @@ def kernel_identity(fn: Any) -> dict[str, Any]:
     path = Path(inspect.getsourcefile(python_fn) or "").resolve()
     lines, first = inspect.getsourcelines(python_fn)
     source = "".join(lines)
-    return {"language": "triton", "name": python_fn.__name__, "file": str(path), "first_line": first,
-            "source": source, "source_hash": kernel_hash(source),
-            "file_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-            "arg_names": list(getattr(fn, "arg_names", inspect.signature(python_fn).parameters))}
+    return {
+        "language": "triton",
+        "name": python_fn.__name__,
+        "file": str(path),
+        "first_line": first,
+        "source": source,
+        "source_hash": kernel_hash(source),
+        "file_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "arg_names": list(getattr(fn, "arg_names", inspect.signature(python_fn).parameters)),
+    }
 
 
 def resolve_grid(grid: Any, bound: dict[str, Any]) -> list[int]:
@@ -122,8 +139,14 @@ def _other_tensors(device: torch.device, skip: set[int]) -> dict[str, torch.Tens
 
 
 def _header(nth: int, scope: str) -> dict[str, Any]:
-    return {"format": FORMAT, "version": 1, "launch_of": nth, "scope": scope, "versions": _versions(),
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    return {
+        "format": FORMAT,
+        "version": 1,
+        "launch_of": nth,
+        "scope": scope,
+        "versions": _versions(),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def _write(state: CaptureState, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any) -> None:
@@ -140,9 +163,15 @@ def _write(state: CaptureState, fn: Any, args: tuple[Any, ...], kwargs: dict[str
     state.out.mkdir(parents=True, exist_ok=True)
     table, inputs_sha = snapshot(values, state.out / "inputs.safetensors")
     manifest: dict[str, Any] = {
-        **_header(state.nth, state.scope), "kernel": identity, "grid": resolve_grid(grid, {**values, **options}),
-        "options": options, "positional": names[: len(args)], **table, "inputs_sha256": inputs_sha,
-        "interpreted": os.environ.get("TRITON_INTERPRET") == "1", "device": device_of(values),
+        **_header(state.nth, state.scope),
+        "kernel": identity,
+        "grid": resolve_grid(grid, {**values, **options}),
+        "options": options,
+        "positional": names[: len(args)],
+        **table,
+        "inputs_sha256": inputs_sha,
+        "interpreted": os.environ.get("TRITON_INTERPRET") == "1",
+        "device": device_of(values),
     }
     dispatch = _dispatch_of(state, fn, {**values, **options})
     if dispatch is not None:
@@ -162,15 +191,19 @@ def _dispatch_of(state: CaptureState, fn: Any, launch: dict[str, Any]) -> dict[s
     came from, or None."""
     source, name = kernel_hash(fn), getattr(getattr(fn, "fn", fn), "__name__", "")
     for dispatcher, args, kwargs, config in reversed(state.selections):
-        mine = (dispatcher.fixed["source"] == source if "source" in dispatcher.fixed
-                else bool(dispatcher.name) and name.startswith(dispatcher.name))
+        mine = (
+            dispatcher.fixed["source"] == source
+            if "source" in dispatcher.fixed
+            else bool(dispatcher.name) and name.startswith(dispatcher.name)
+        )
         named = [k for k in config if k in launch]
         if mine and named and all(launch[k] == config[k] for k in named):
             described = dispatcher.describe(*args, **kwargs)
             table = Path(described["table"]).resolve() if described["table"] else None
             described["table"] = str(table) if table else ""
-            described["table_sha256"] = (hashlib.sha256(table.read_bytes()).hexdigest()
-                                         if table and table.is_file() else None)
+            described["table_sha256"] = (
+                hashlib.sha256(table.read_bytes()).hexdigest() if table and table.is_file() else None
+            )
             return dict(described)
     return None
 
@@ -181,8 +214,10 @@ def check_selection(kernel: str, match: str, scope: str) -> None:
     operator call."""
     if not is_operator(kernel):
         if match:
-            raise UsageError("--match selects among an operator's calls (--kernel aten::mm); a kernel is selected "
-                             "by its name and --nth")
+            raise UsageError(
+                "--match selects among an operator's calls (--kernel aten::mm); a kernel is selected "
+                "by its name and --nth"
+            )
         return
     overloads(kernel)
     if scope != "reachable":
@@ -194,8 +229,9 @@ def check_selection(kernel: str, match: str, scope: str) -> None:
 
 
 @contextlib.contextmanager
-def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachable", match: str = "",
-            limit_mb: float = 4096.0) -> Iterator[CaptureState | OperatorState]:
+def capture(
+    kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachable", match: str = "", limit_mb: float = 4096.0
+) -> Iterator[CaptureState | OperatorState]:
     """Capture the ``nth`` launch of the Triton or OpenCL kernel named ``kernel`` — or, for a name with ``::``
     (``aten::mm``), the nth call of that operator whose description matches ``match`` (``lab.operator``) — into
     the folder ``out``. The state's ``manifest`` is set once it happened; nothing is written when it did not, nor
@@ -206,8 +242,7 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
         raise UsageError("--nth counts launches from 1")
     check_selection(kernel, match, scope)
     if is_operator(kernel):
-        operator = OperatorState(kernel, nth, Path(out), match, _header(nth, scope), device_of,
-                                 int(limit_mb * 2**20))
+        operator = OperatorState(kernel, nth, Path(out), match, _header(nth, scope), device_of, int(limit_mb * 2**20))
         disarm = arm(operator)
         try:
             yield operator
@@ -247,6 +282,7 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
             snapshot(after, state.out / "outputs.safetensors")  # what the real launch computed
             (state.out / MANIFEST).write_text(json.dumps(state.manifest, indent=1))
             return result
+
         return run
 
     def hooked_opencl(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -262,12 +298,18 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
             state.out.mkdir(parents=True, exist_ok=True)
             inputs = state.out / "inputs.safetensors"
             described = describe_call(self, queue, global_size, local_size, args, inputs)
-            state.manifest = {**_header(state.nth, state.scope), **described, "scope": "reachable",
-                              "inputs_sha256": hashlib.sha256(inputs.read_bytes()).hexdigest(), "interpreted": False}
+            state.manifest = {
+                **_header(state.nth, state.scope),
+                **described,
+                "scope": "reachable",
+                "inputs_sha256": hashlib.sha256(inputs.read_bytes()).hexdigest(),
+                "interpreted": False,
+            }
             result = original(self, queue, global_size, local_size, *args, **kwargs)
             save_buffers(self, queue, args, state.out / "outputs.safetensors")
             (state.out / MANIFEST).write_text(json.dumps(state.manifest, indent=1))
             return result
+
         return call
 
     def hooked_inductor(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -289,6 +331,7 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
             if values is not None:
                 _inductor_after(state, self, args, values)
             return result
+
         return run
 
     def hooked_select(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -297,6 +340,7 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
             if state.manifest is None:
                 state.selections.append((self, args, kwargs, config))
             return config
+
         return select
 
     from kerntune.runtime.dispatch import Dispatcher
@@ -304,7 +348,8 @@ def capture(kernel: str, out: str | Path, *, nth: int = 1, scope: str = "reachab
     originals.append((Dispatcher, "select", Dispatcher.select))
     hooks = {"run": hooked, "__call__": hooked_opencl, "select": hooked_select}
     installed: list[tuple[Any, str, Callable[..., Any], Callable[[Callable[..., Any]], Callable[..., Any]]]] = [
-        (cls, attribute, original, hooks[attribute]) for cls, attribute, original in originals]
+        (cls, attribute, original, hooks[attribute]) for cls, attribute, original in originals
+    ]
     autotuner = autotuner_class()
     if autotuner is not None:  # torch.compile's Triton kernels launch through it, not through JITFunction.run
         installed.append((autotuner, "run", autotuner.run, hooked_inductor))
@@ -350,10 +395,18 @@ def _inductor_after(state: CaptureState, autotuner: Any, args: tuple[Any, ...], 
         table = saved["table"]
         table["arguments"].update({k: {"kind": "scalar", "value": v} for k, v in constexprs.items()})
         identity = keep_source(kernel_identity(live_function(autotuner)), state.out)
-        manifest = {**_header(state.nth, state.scope), "kernel": identity, "grid": grid, "options": options,
-                    "positional": [], **table, "inputs_sha256": saved["sha"], "interpreted":
-                    os.environ.get("TRITON_INTERPRET") == "1", "device": device_of(saved["values"]),
-                    "inductor": about}
+        manifest = {
+            **_header(state.nth, state.scope),
+            "kernel": identity,
+            "grid": grid,
+            "options": options,
+            "positional": [],
+            **table,
+            "inputs_sha256": saved["sha"],
+            "interpreted": os.environ.get("TRITON_INTERPRET") == "1",
+            "device": device_of(saved["values"]),
+            "inductor": about,
+        }
         snapshot(saved["values"], state.out / "outputs.safetensors")  # what the real launch computed
         (state.out / MANIFEST).write_text(json.dumps(manifest, indent=1))
         state.manifest = manifest

@@ -25,8 +25,9 @@ class CapturedCall:
         bases: dict[int, torch.Tensor] = {}
         for t in self.tensors.values():
             bases.setdefault(t.untyped_storage().data_ptr(), t)
-        self.groups = [torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
-                       for t in bases.values()]
+        self.groups = [
+            torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage()) for t in bases.values()
+        ]
         self.pristine = [g.clone() for g in self.groups]
         self._flush: torch.Tensor | None = None
         positional = manifest["positional"]
@@ -95,8 +96,11 @@ class CapturedCall:
 
     def expected(self, folder: Path) -> dict[str, torch.Tensor]:
         table = self.manifest.get("outputs_table", self.manifest)  # an operator's outputs add its result
-        return {n: t for n, t in restore(table, folder / "outputs.safetensors", "cpu").items()
-                if isinstance(t, torch.Tensor)}
+        return {
+            n: t
+            for n, t in restore(table, folder / "outputs.safetensors", "cpu").items()
+            if isinstance(t, torch.Tensor)
+        }
 
     def aliased(self) -> list[str]:
         owners = [t.untyped_storage().data_ptr() for t in self.tensors.values()]

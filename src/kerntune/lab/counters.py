@@ -26,8 +26,9 @@ PROFILED = ("original", "variant")
 def check_counters(manifest: dict[str, Any]) -> str:
     """The profiler for this capture, or a refusal (before anything runs or is recorded)."""
     if manifest["device"]["type"] != "cuda" or manifest.get("interpreted"):
-        raise UsageError("--counters needs a GPU capture (Nsight Compute); this one ran on "
-                         f"{manifest['device']['name']}")
+        raise UsageError(
+            f"--counters needs a GPU capture (Nsight Compute); this one ran on {manifest['device']['name']}"
+        )
     if "gfx" in str(manifest["device"].get("arch", "")):
         raise UsageError("--counters reads Nsight Compute on NVIDIA GPUs; AMD counters in the lab are not done yet")
     return profiler_for("nvidia")
@@ -38,8 +39,13 @@ def profile_pair(folder: Path, manifest: dict[str, Any], request: dict[str, Any]
     tool = check_counters(manifest)
     harness = [sys.executable, "-m", "kerntune.lab.job", str(folder), json.dumps({**request, "job": "profile"})]
     try:
-        done = subprocess.run(ncu_command(harness), capture_output=True, text=True, timeout=JOB_BUDGET_S,
-                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        done = subprocess.run(
+            ncu_command(harness),
+            capture_output=True,
+            text=True,
+            timeout=JOB_BUDGET_S,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
     except subprocess.TimeoutExpired:
         raise UsageError(f"{tool} did not finish in {JOB_BUDGET_S:g} s") from None
     if done.returncode != 0:
@@ -47,8 +53,10 @@ def profile_pair(folder: Path, manifest: dict[str, Any], request: dict[str, Any]
     name = manifest["kernel"]["name"]
     rows = [r for r in parse_ncu_raw(done.stdout) if str(r["kernel"]).startswith(name)]
     if len(rows) != len(PROFILED):
-        raise UsageError(f"{tool} saw {len(rows)} launches of {name} in the range {RANGE}, expected "
-                         f"{len(PROFILED)}: {[r['kernel'] for r in rows]}")
+        raise UsageError(
+            f"{tool} saw {len(rows)} launches of {name} in the range {RANGE}, expected "
+            f"{len(PROFILED)}: {[r['kernel'] for r in rows]}"
+        )
     return {"tool": tool, **{role: row["metrics"] for role, row in zip(PROFILED, rows, strict=True)}}
 
 

@@ -43,8 +43,10 @@ def arguments(autotuner: Any, args: tuple[Any, ...]) -> dict[str, Any]:
     names = [p.name for p in autotuner.fn.params if not p.is_constexpr]
     passed = args[: len(args) - extra] if extra else args
     if len(passed) != len(names):
-        raise ValueError(f"{kernel_name(autotuner)} was launched with {len(passed)} arguments for the parameters "
-                         f"{names}: this Inductor passes its kernels' arguments another way")
+        raise ValueError(
+            f"{kernel_name(autotuner)} was launched with {len(passed)} arguments for the parameters "
+            f"{names}: this Inductor passes its kernels' arguments another way"
+        )
     return dict(zip(names, passed, strict=True))
 
 
@@ -56,12 +58,19 @@ def chosen(autotuner: Any, args: tuple[Any, ...]) -> tuple[dict[str, Any], dict[
     config = launchers[0].config if launchers else autotuner.configs[0]
     _, grid = autotuner._interpret_args_grid(args, config)
     params = {p.name for p in autotuner.fn.params if p.is_constexpr}
-    constants = {str(k): v for k, v in (autotuner.triton_meta.get("constants") or {}).items()
-                 if str(k) in params and (v is None or isinstance(v, (bool, int, float, str)))}
+    constants = {
+        str(k): v
+        for k, v in (autotuner.triton_meta.get("constants") or {}).items()
+        if str(k) in params and (v is None or isinstance(v, (bool, int, float, str)))
+    }
     constexprs = {**constants, **{k: v for k, v in config.kwargs.items() if k in params}}
     options = {"num_warps": int(config.num_warps), "num_stages": int(config.num_stages)}
-    about = {"kernel_name": kernel_name(autotuner), "config": dict(config.kwargs), "configs": len(candidates),
-             "autotuned": len(candidates) > 1}
+    about = {
+        "kernel_name": kernel_name(autotuner),
+        "config": dict(config.kwargs),
+        "configs": len(candidates),
+        "autotuned": len(candidates) > 1,
+    }
     return constexprs, options, [int(g) for g in grid], about
 
 
@@ -83,8 +92,10 @@ def live_function(autotuner: Any) -> Any:
             found.loader.exec_module(module)
             fn = jit_function(getattr(module, kernel_name(autotuner), None))
     if getattr(fn, "fn", None) is None:
-        raise ValueError(f"{kernel_name(autotuner)}: Inductor compiled it in a worker and kept no Python function "
-                         "to read its source from (no _reload_kernel, no generated file)")
+        raise ValueError(
+            f"{kernel_name(autotuner)}: Inductor compiled it in a worker and kept no Python function "
+            "to read its source from (no _reload_kernel, no generated file)"
+        )
     return fn
 
 
@@ -92,8 +103,12 @@ def keep_source(identity: dict[str, Any], out: Path) -> dict[str, Any]:
     """The kernel identity pointing at a copy of the generated module inside the capture folder."""
     copy = out / GENERATED
     shutil.copyfile(identity["file"], copy)
-    return {**identity, "generated_file": identity["file"], "file": str(copy.resolve()),
-            "file_sha256": hashlib.sha256(copy.read_bytes()).hexdigest()}
+    return {
+        **identity,
+        "generated_file": identity["file"],
+        "file": str(copy.resolve()),
+        "file_sha256": hashlib.sha256(copy.read_bytes()).hexdigest(),
+    }
 
 
 def jit_function(loaded: Any) -> Any:
@@ -123,14 +138,19 @@ def regrid(folder: Path, manifest: dict[str, Any]) -> list[int]:
     if autotuner is None or not hasattr(autotuner, "_interpret_args_grid"):
         raise UsageError(f"{path} binds no Inductor autotuner to {manifest['kernel']['name']!r}")
     if autotuner.inductor_meta.get("extra_launcher_args"):
-        raise UsageError("this kernel's grid comes from launcher arguments the capture does not keep: compare a "
-                         "variant at the captured block sizes")
+        raise UsageError(
+            "this kernel's grid comes from launcher arguments the capture does not keep: compare a "
+            "variant at the captured block sizes"
+        )
     arguments = manifest["arguments"]
-    args = tuple(arguments[p.name].get("value") if arguments[p.name]["kind"] == "scalar" else None
-                 for p in autotuner.fn.params if not p.is_constexpr)
+    args = tuple(
+        arguments[p.name].get("value") if arguments[p.name]["kind"] == "scalar" else None
+        for p in autotuner.fn.params
+        if not p.is_constexpr
+    )
     kwargs = {name: arguments[name]["value"] for name in manifest["inductor"]["config"] if name in arguments}
-    config = triton.Config(kwargs, num_warps=int(manifest["options"]["num_warps"]),
-                           num_stages=int(manifest["options"]["num_stages"]))
+    config = triton.Config(
+        kwargs, num_warps=int(manifest["options"]["num_warps"]), num_stages=int(manifest["options"]["num_stages"])
+    )
     _, grid = autotuner._interpret_args_grid(args, config)
     return [int(g) for g in grid]
-

@@ -27,8 +27,9 @@ def launch_resources(compiled: Any, arch: str) -> dict[str, Any] | None:
     from kerntune.backends.triton import kernel_resources
 
     found, _ = kernel_resources(compiled)
-    out: dict[str, Any] = {k: found[k] for k in ("registers", "spills", "shared_bytes", "num_warps", "num_stages")
-                           if k in found}
+    out: dict[str, Any] = {
+        k: found[k] for k in ("registers", "spills", "shared_bytes", "num_warps", "num_stages") if k in found
+    }
     try:
         from kerntune.backends.triton_cross import inspect_compiled
         from kerntune.isa.targets import TARGETS

@@ -76,19 +76,32 @@ def run(folder: Path, request: dict[str, Any]) -> None:
     manifest = load_capture(folder)
     device = check_device(manifest)
     if request.get("rtol") is not None and manifest["kernel"]["language"] in ("opencl", "vulkan"):
-        raise UsageError(f"{manifest['kernel']['language']} buffers are captured as bytes: validation is bitwise "
-                         "(drop --rtol)")
+        raise UsageError(
+            f"{manifest['kernel']['language']} buffers are captured as bytes: validation is bitwise (drop --rtol)"
+        )
     if request["job"] == "profile":  # under Nsight Compute (lab.counters): one launch of each, nothing recorded
         from kerntune.lab.counters import launch_profiled
         from kerntune.lab.replay import make_launch
 
         variant_file = Path(request["variant"]) if request.get("variant") else None
-        launch_profiled([make_launch(manifest, folder, load_kernel(manifest), device),
-                         make_launch(variant_manifest(manifest, folder, request.get("overrides") or {}), folder,
-                                     load_kernel(manifest, variant_file), device)])
+        launch_profiled(
+            [
+                make_launch(manifest, folder, load_kernel(manifest), device),
+                make_launch(
+                    variant_manifest(manifest, folder, request.get("overrides") or {}),
+                    folder,
+                    load_kernel(manifest, variant_file),
+                    device,
+                ),
+            ]
+        )
         return
-    conditions = {"mode": request.get("mode", "isolated"), "iterations": int(request.get("iterations", 20)),
-                  "repeats": int(request.get("repeats", 5)), "device": device}
+    conditions = {
+        "mode": request.get("mode", "isolated"),
+        "iterations": int(request.get("iterations", 20)),
+        "repeats": int(request.get("repeats", 5)),
+        "device": device,
+    }
     original = replay(manifest, folder, load_kernel(manifest), **conditions)
     check_mode(original, conditions["mode"])
     row: dict[str, Any] = {"job": request["job"], **_summary(original), "device": device}
@@ -99,8 +112,10 @@ def run(folder: Path, request: dict[str, Any]) -> None:
             from kerntune.lab.operator_launch import ServedVariant, validate_close, variant_config
 
             if manifest["kernel"]["language"] != "aten":
-                raise UsageError("--spec compares a spec's kernel with a captured library operator call (kerntune "
-                                 "capture --kernel aten::mm); for a kernel launch give --variant or --set")
+                raise UsageError(
+                    "--spec compares a spec's kernel with a captured library operator call (kerntune "
+                    "capture --kernel aten::mm); for a kernel launch give --variant or --set"
+                )
             changed, variant_fn = manifest, ServedVariant(spec, request.get("overrides") or {})
         else:
             changed = variant_manifest(manifest, folder, request.get("overrides") or {})
@@ -108,29 +123,48 @@ def run(folder: Path, request: dict[str, Any]) -> None:
         variant = replay(changed, folder, variant_fn, **conditions)
         check_mode(variant, conditions["mode"])
         if spec is not None:
-            validation = validate_close(original["outputs"], variant["outputs"], str(variant_fn.last_key[0]),
-                                        dict(variant_fn.problem.tolerance), request.get("rtol"))
+            validation = validate_close(
+                original["outputs"],
+                variant["outputs"],
+                str(variant_fn.last_key[0]),
+                dict(variant_fn.problem.tolerance),
+                request.get("rtol"),
+            )
         else:
             validation = validate(original["outputs"], variant["outputs"], request.get("rtol"))
         side_by_side = None
         if original["timing_claimed"]:  # the ratio, from the two timed launch by launch beside each other
-            pair = (make_launch(manifest, folder, load_kernel(manifest), device),
-                    make_launch(changed, folder, variant_fn, device))
+            pair = (
+                make_launch(manifest, folder, load_kernel(manifest), device),
+                make_launch(changed, folder, variant_fn, device),
+            )
             side_by_side = interleaved_ratio(*pair, conditions["iterations"])
             if device == "cuda":  # checked by a second, independent timer on the same conditions
-                side_by_side["second_timer"] = profiled_ratio(*pair, conditions["iterations"],
-                                                              side_by_side["ratio"])
-        row = {"job": "compare", "variant": str(variant_path or ""), "overrides": request.get("overrides") or {},
-               "spec": str(spec.resolve()) if spec else None,
-               **({"served_key": list(variant_fn.last_key), "served_config": variant_config(variant_fn)}
-                  if spec is not None else {}),
-               "variant_sha256": variant_sha(variant_path) if variant_path else None,
-               **({"variant_grid": changed["grid"]} if changed.get("grid") != manifest.get("grid") else {}),
-               "mode": conditions["mode"], "iterations": conditions["iterations"], "device": device,
-               "timing_claimed": original["timing_claimed"], "original": _summary(original),
-               "median_ms": variant["median_ms"], "variant_result": _summary(variant), "validation": validation,
-               "ratio": side_by_side["ratio"] if side_by_side else None, "interleaved": side_by_side,
-               "block_ratio": variant["median_ms"] / original["median_ms"] if original["timing_claimed"] else None}
+                side_by_side["second_timer"] = profiled_ratio(*pair, conditions["iterations"], side_by_side["ratio"])
+        row = {
+            "job": "compare",
+            "variant": str(variant_path or ""),
+            "overrides": request.get("overrides") or {},
+            "spec": str(spec.resolve()) if spec else None,
+            **(
+                {"served_key": list(variant_fn.last_key), "served_config": variant_config(variant_fn)}
+                if spec is not None
+                else {}
+            ),
+            "variant_sha256": variant_sha(variant_path) if variant_path else None,
+            **({"variant_grid": changed["grid"]} if changed.get("grid") != manifest.get("grid") else {}),
+            "mode": conditions["mode"],
+            "iterations": conditions["iterations"],
+            "device": device,
+            "timing_claimed": original["timing_claimed"],
+            "original": _summary(original),
+            "median_ms": variant["median_ms"],
+            "variant_result": _summary(variant),
+            "validation": validation,
+            "ratio": side_by_side["ratio"] if side_by_side else None,
+            "interleaved": side_by_side,
+            "block_ratio": variant["median_ms"] / original["median_ms"] if original["timing_claimed"] else None,
+        }
     print(json.dumps(record(folder, row)))
 
 

@@ -53,30 +53,43 @@ def backend_classes() -> list[Any]:
 def parameters(source: str, name: str) -> list[str] | None:
     """The parameter names of ``__global__ void name(...)`` (a template's too), or None where the source does not
     spell its signature out (a macro writes it)."""
-    found = re.search(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?"
-                      + re.escape(name) + r"\s*\(([^)]*)\)", source)
+    found = re.search(
+        r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?"
+        + re.escape(name)
+        + r"\s*\(([^)]*)\)",
+        source,
+    )
     if found is None:
         return None
     return [re.split(r"[\s*&]+", p.split("=")[0].strip())[-1] for p in found.group(1).split(",") if p.strip()]
 
 
 def _scalars(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: (int(v) if isinstance(v, bool) else v) for k, v in values.items()
-            if isinstance(v, (bool, int, float, str))}
+    return {
+        k: (int(v) if isinstance(v, bool) else v) for k, v in values.items() if isinstance(v, (bool, int, float, str))
+    }
 
 
 def describe(backend: Any, kernel: Any, tunables: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
     """The manifest's kernel identity and launch shape of a native kernel compiled by ``backend``."""
     file, file_sha = source_file(kernel.source)
-    identity = {"language": kernel.language, "name": kernel.name, "source": kernel.source,
-                "source_hash": kernel_hash(kernel.source), "file": file, "file_sha256": file_sha,
-                "template": kernel.template, "compile_options": list(kernel.options), "arch": kernel.arch or "",
-                "device_arch": getattr(backend, "arch", ""), "arg_names": parameters(kernel.source, kernel.name)}
+    identity = {
+        "language": kernel.language,
+        "name": kernel.name,
+        "source": kernel.source,
+        "source_hash": kernel_hash(kernel.source),
+        "file": file,
+        "file_sha256": file_sha,
+        "template": kernel.template,
+        "compile_options": list(kernel.options),
+        "arch": kernel.arch or "",
+        "device_arch": getattr(backend, "arch", ""),
+        "arg_names": parameters(kernel.source, kernel.name),
+    }
     grid = [int(g) for g in kernel.grid(dict(meta))]
     block = [int(b) for b in kernel.block(dict(meta))]
     shared = int(kernel.shared_bytes(dict(meta))) if kernel.shared_bytes else 0
-    return {"kernel": identity, "grid": grid, "block": block, "shared_bytes": shared,
-            "options": _scalars(tunables)}
+    return {"kernel": identity, "grid": grid, "block": block, "shared_bytes": shared, "options": _scalars(tunables)}
 
 
 def arguments(call_args: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -92,11 +105,13 @@ def arguments(call_args: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, A
     return plain, typed
 
 
-def hook_compile(state: Any, header: Callable[[int, str], dict[str, Any]], device_of: Callable[..., dict[str, Any]]
-                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def hook_compile(
+    state: Any, header: Callable[[int, str], dict[str, Any]], device_of: Callable[..., dict[str, Any]]
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The wrapper of a native backend's ``compile``: every launch of the compiled kernel is counted under its
     name; the ``state.nth`` launch of ``state.kernel`` is saved around the real launch (inputs before, outputs
     after). A capture that fails is recorded in ``state.errors``; the launch always runs."""
+
     def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         def compile(self: Any, kernel: Any, tunables: Any, meta: Any, args: dict[str, Any]) -> Any:
             compiled = original(self, kernel, tunables, meta, args)
@@ -121,10 +136,16 @@ def hook_compile(state: Any, header: Callable[[int, str], dict[str, Any]], devic
                         state.out.mkdir(parents=True, exist_ok=True)
                         table, sha = snapshot(plain, state.out / "inputs.safetensors")
                         table["arguments"] = {n: table["arguments"].get(n) or typed[n] for n in call_args}
-                        manifest = {**header(state.nth, state.scope), **describe(self, kernel, tunables, meta),
-                                    "positional": list(call_args), **table, "inputs_sha256": sha,
-                                    "interpreted": False, "device": device_of(plain),
-                                    "binary_hash": compiled.binary_hash}
+                        manifest = {
+                            **header(state.nth, state.scope),
+                            **describe(self, kernel, tunables, meta),
+                            "positional": list(call_args),
+                            **table,
+                            "inputs_sha256": sha,
+                            "interpreted": False,
+                            "device": device_of(plain),
+                            "binary_hash": compiled.binary_hash,
+                        }
                 except Exception as exc:
                     state.errors.append(failure(exc))
                 launch(call_args)
@@ -137,7 +158,9 @@ def hook_compile(state: Any, header: Callable[[int, str], dict[str, Any]], devic
                         state.errors.append(failure(exc))
 
             return replace(compiled, launch=captured)
+
         return compile
+
     return wrap
 
 
@@ -168,9 +191,16 @@ class NativeLaunch(CapturedCall):
         backend = self._backend(identity["language"])
         grid, block, shared = tuple(manifest["grid"]), tuple(manifest["block"]), int(manifest["shared_bytes"])
         kind = CudaKernel if identity["language"] == "cuda" else HipKernel
-        self.kernel = kind(source=source, name=identity["name"], grid=lambda m: grid, block=lambda m: block,
-                           shared_bytes=(lambda m: shared) if shared else None, template=identity.get("template"),
-                           options=tuple(identity.get("compile_options") or ()), arch=identity.get("arch") or None)
+        self.kernel = kind(
+            source=source,
+            name=identity["name"],
+            grid=lambda m: grid,
+            block=lambda m: block,
+            shared_bytes=(lambda m: shared) if shared else None,
+            template=identity.get("template"),
+            options=tuple(identity.get("compile_options") or ()),
+            arch=identity.get("arch") or None,
+        )
         tunables = dict(manifest["options"])
         self.compiled = backend.compile(self.kernel, tunables, tunables, {})
         self.same_binary = self.compiled.binary_hash == manifest.get("binary_hash")
@@ -196,5 +226,8 @@ class NativeLaunch(CapturedCall):
         return None
 
     def resources(self) -> dict[str, Any]:
-        return {**self.compiled.resources, "binary_hash": self.compiled.binary_hash,
-                "same_binary_as_captured": self.same_binary}
+        return {
+            **self.compiled.resources,
+            "binary_hash": self.compiled.binary_hash,
+            "same_binary_as_captured": self.same_binary,
+        }

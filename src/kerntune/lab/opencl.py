@@ -28,8 +28,9 @@ def parameters(source: str, name: str) -> list[str]:
     return [re.split(r"[\s*]+", p.strip())[-1] for p in found.group(1).split(",") if p.strip()]
 
 
-def describe_call(kernel: Any, queue: Any, global_size: Any, local_size: Any, args: tuple[Any, ...], path: Path
-                  ) -> dict[str, Any]:
+def describe_call(
+    kernel: Any, queue: Any, global_size: Any, local_size: Any, args: tuple[Any, ...], path: Path
+) -> dict[str, Any]:
     """Snapshot the call's buffers into ``path`` and describe it for the manifest."""
     source = kernel.program.get_info(cl.program_info.SOURCE).rstrip("\x00")
     device = queue.device
@@ -41,8 +42,9 @@ def describe_call(kernel: Any, queue: Any, global_size: Any, local_size: Any, ar
     for name, value in zip(names, args, strict=True):
         if isinstance(value, cl.Buffer):
             first = seen.setdefault(value.int_ptr, name)
-            arguments[name] = ({"kind": "buffer", "bytes": int(value.size)} if first == name
-                               else {"kind": "buffer", "same_as": first})
+            arguments[name] = (
+                {"kind": "buffer", "bytes": int(value.size)} if first == name else {"kind": "buffer", "same_as": first}
+            )
         elif isinstance(value, np.generic):
             arguments[name] = {"kind": "scalar", "dtype": str(value.dtype), "value": value.item()}
         elif isinstance(value, cl.LocalMemory):
@@ -50,18 +52,34 @@ def describe_call(kernel: Any, queue: Any, global_size: Any, local_size: Any, ar
         elif value is None:
             arguments[name] = {"kind": "none"}
         else:
-            raise UsageError(f"argument {name} is a {type(value).__name__}: the lab captures buffers, numpy scalars "
-                             "and local memory")
+            raise UsageError(
+                f"argument {name} is a {type(value).__name__}: the lab captures buffers, numpy scalars and local memory"
+            )
     save_buffers(kernel, queue, args, path)
     file, file_sha = source_file(source)
-    return {"kernel": {"language": "opencl", "name": kernel.function_name, "source": source,
-                       "source_hash": kernel_hash(source), "file": file, "file_sha256": file_sha,
-                       "build_options": kernel.program.get_build_info(device, cl.program_build_info.OPTIONS),
-                       "arg_names": names},
-            "grid": [int(g) for g in global_size], "local": [int(x) for x in local_size] if local_size else None,
-            "options": {}, "positional": names, "arguments": arguments,
-            "device": {"type": "opencl", "name": device.name.strip(), "arch": device.platform.name.strip(),
-                       "compute_units": int(device.max_compute_units)}}
+    return {
+        "kernel": {
+            "language": "opencl",
+            "name": kernel.function_name,
+            "source": source,
+            "source_hash": kernel_hash(source),
+            "file": file,
+            "file_sha256": file_sha,
+            "build_options": kernel.program.get_build_info(device, cl.program_build_info.OPTIONS),
+            "arg_names": names,
+        },
+        "grid": [int(g) for g in global_size],
+        "local": [int(x) for x in local_size] if local_size else None,
+        "options": {},
+        "positional": names,
+        "arguments": arguments,
+        "device": {
+            "type": "opencl",
+            "name": device.name.strip(),
+            "arch": device.platform.name.strip(),
+            "compute_units": int(device.max_compute_units),
+        },
+    }
 
 
 def save_buffers(kernel: Any, queue: Any, args: tuple[Any, ...], path: Path) -> None:
@@ -84,8 +102,10 @@ def find_device(name: str) -> Any:
     for device in devices:
         if device.name.strip() == name:
             return device
-    raise UsageError(f"captured on the OpenCL device {name!r}, which this machine does not have "
-                     f"({', '.join(d.name.strip() for d in devices) or 'none'}): replay where it was captured")
+    raise UsageError(
+        f"captured on the OpenCL device {name!r}, which this machine does not have "
+        f"({', '.join(d.name.strip() for d in devices) or 'none'}): replay where it was captured"
+    )
 
 
 def load_source(manifest: dict[str, Any], variant: Path | None) -> str:
@@ -118,8 +138,9 @@ class OpenCLLaunch:
         for name, entry in manifest["arguments"].items():
             kind = entry["kind"]
             if kind == "buffer" and "same_as" not in entry:
-                self.buffers[name] = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                                               hostbuf=blobs[name])
+                self.buffers[name] = cl.Buffer(
+                    self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=blobs[name]
+                )
                 self.args.append(self.buffers[name])
             elif kind == "buffer":
                 self.args.append(self.buffers[entry["same_as"]])
@@ -138,8 +159,12 @@ class OpenCLLaunch:
         self.queue.finish()
 
     def _launch(self) -> Any:
-        event = self.kernel(self.queue, tuple(self.manifest["grid"]),
-                            tuple(self.manifest["local"]) if self.manifest["local"] else None, *self.args)
+        event = self.kernel(
+            self.queue,
+            tuple(self.manifest["grid"]),
+            tuple(self.manifest["local"]) if self.manifest["local"] else None,
+            *self.args,
+        )
         event.wait()
         return event
 
@@ -159,8 +184,7 @@ class OpenCLLaunch:
         return out
 
     def cache(self, restore_each: bool) -> str:
-        return ("not controlled: inputs as the restore left them" if restore_each
-                else "warm: launches back to back")
+        return "not controlled: inputs as the restore left them" if restore_each else "warm: launches back to back"
 
     def state(self) -> list[torch.Tensor]:
         return list(self.outputs().values())

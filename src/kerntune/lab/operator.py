@@ -45,8 +45,10 @@ def overloads(name: str) -> list[str]:
     op, _, overload = rest.partition(".")
     packet = getattr(getattr(torch.ops, namespace, None), op, None) if namespace and op else None
     if packet is None or not hasattr(packet, "overloads"):
-        raise UsageError(f"--kernel {name}: no operator of that name in torch {torch.__version__} (write it as the "
-                         "profiler does: aten::mm, aten::addmm, aten::mm.out)")
+        raise UsageError(
+            f"--kernel {name}: no operator of that name in torch {torch.__version__} (write it as the "
+            "profiler does: aten::mm, aten::addmm, aten::mm.out)"
+        )
     found = packet.overloads()
     if overload:
         if overload not in found:
@@ -99,8 +101,16 @@ class OperatorState:
     """What an operator capture saw: matching calls counted, the manifest once written, every call's description
     counted (what a miss names), calls skipped inside CUDA graph capture, and snapshot errors."""
 
-    def __init__(self, name: str, nth: int, out: Path, match: str, header: dict[str, Any],
-                 device_of: Callable[[dict[str, Any]], dict[str, Any]], limit_bytes: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        nth: int,
+        out: Path,
+        match: str,
+        header: dict[str, Any],
+        device_of: Callable[[dict[str, Any]], dict[str, Any]],
+        limit_bytes: int,
+    ) -> None:
         self.name, self.nth, self.out, self.header, self.device_of = name, nth, out, header, device_of
         self.pattern = re.compile(match or "")  # checked by capture.check_selection
         self.limit_bytes = limit_bytes
@@ -113,8 +123,14 @@ class OperatorState:
         """Why the matched call was not saved (over the size limit), or empty."""
 
     def summary(self) -> dict[str, Any]:
-        return {"captured": self.manifest is not None, "seen": self.seen, "calls": dict(self.calls.most_common(20)),
-                "refused": self.refused, "errors": self.errors[:5], "in_graph_capture": self.in_graph_capture}
+        return {
+            "captured": self.manifest is not None,
+            "seen": self.seen,
+            "calls": dict(self.calls.most_common(20)),
+            "refused": self.refused,
+            "errors": self.errors[:5],
+            "in_graph_capture": self.in_graph_capture,
+        }
 
     def before(self, qualified: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
         """The manifest to complete after the call when this is the call to save, else None."""
@@ -137,13 +153,27 @@ class OperatorState:
             return None
         self.out.mkdir(parents=True, exist_ok=True)
         table, sha = snapshot(values, self.out / "inputs.safetensors")
-        return {**self.header, "kernel": {"language": "aten", "name": self.name, "overload": qualified,
-                                          "schema": str(resolve(qualified)._schema), "call": text},
-                "grid": [], "options": {}, "positional": positional, **table, "inputs_sha256": sha,
-                "interpreted": False, "device": self.device_of(values)}
+        return {
+            **self.header,
+            "kernel": {
+                "language": "aten",
+                "name": self.name,
+                "overload": qualified,
+                "schema": str(resolve(qualified)._schema),
+                "call": text,
+            },
+            "grid": [],
+            "options": {},
+            "positional": positional,
+            **table,
+            "inputs_sha256": sha,
+            "interpreted": False,
+            "device": self.device_of(values),
+        }
 
-    def after(self, manifest: dict[str, Any], qualified: str, args: tuple[Any, ...], kwargs: dict[str, Any],
-              result: Any) -> None:
+    def after(
+        self, manifest: dict[str, Any], qualified: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
         values, _ = bind(qualified, args, kwargs)
         if isinstance(result, torch.Tensor):
             values["result"] = result
@@ -158,15 +188,19 @@ def too_large(values: dict[str, Any], limit_bytes: int, what: str) -> str:
     size = sum(v.numel() * v.element_size() for v in values.values() if isinstance(v, torch.Tensor))
     if size <= limit_bytes:
         return ""
-    return (f"{what} holds {size / 2**20:.1f} MiB of tensors, over the capture limit of {limit_bytes / 2**20:.0f} "
-            "MiB (KERNTUNE_CAPTURE_MAX_MB): nothing written")
+    return (
+        f"{what} holds {size / 2**20:.1f} MiB of tensors, over the capture limit of {limit_bytes / 2**20:.0f} "
+        "MiB (KERNTUNE_CAPTURE_MAX_MB): nothing written"
+    )
 
 
 def arm(state: OperatorState) -> Callable[[], None]:
     """Override the operator's CPU and CUDA kernels for the capture; returns the function that removes them."""
     if not hasattr(torch.library, "get_kernel"):
-        raise UsageError(f"capturing an operator needs torch.library.get_kernel (torch 2.9 or newer); this is "
-                         f"torch {torch.__version__}")
+        raise UsageError(
+            f"capturing an operator needs torch.library.get_kernel (torch 2.9 or newer); this is "
+            f"torch {torch.__version__}"
+        )
     library: Any = torch.library.Library(state.name.partition("::")[0], "IMPL")  # type: ignore[no-untyped-call]
     with warnings.catch_warnings():
         # torch warns once that aten kernels are overridden; for the capture that is the point (and reversible).
@@ -177,8 +211,7 @@ def arm(state: OperatorState) -> Callable[[], None]:
                     original = torch.library.get_kernel(qualified, key)
                 except RuntimeError:  # no kernel for this key in this build (a CPU-only torch has CUDA's)
                     continue
-                library.impl(qualified.partition("::")[2], _kernel(state, qualified, original), key,
-                             with_keyset=True)
+                library.impl(qualified.partition("::")[2], _kernel(state, qualified, original), key, with_keyset=True)
     return library._destroy  # type: ignore[no-any-return]
 
 

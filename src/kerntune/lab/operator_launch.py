@@ -51,8 +51,10 @@ class ServedVariant:
             raise UsageError(f"{self.spec} serves {', '.join(serve.ops)}, not {qualified}")
         raw = serve.shape(qualified, args, kwargs)
         if raw is None:
-            raise UsageError(f"{self.spec} cannot take this call (its Serve.shape declines its layout, dtype, "
-                             "strides or scalars): the library would run it")
+            raise UsageError(
+                f"{self.spec} cannot take this call (its Serve.shape declines its layout, dtype, "
+                "strides or scalars): the library would run it"
+            )
         self.last_key = tuple(raw)
         return self.last_key
 
@@ -74,8 +76,14 @@ def captured_target(device: dict[str, Any]) -> Target:
     """The capture's device as a spec's constraints see it: the Triton backend on that arch."""
     arch = str(device.get("arch", ""))
     vendor = "nvidia" if arch.startswith("sm_") else "amd" if arch.startswith("gfx") else "cpu"
-    return Target("triton", vendor, arch, str(device.get("name", "")), int(device.get("compute_units", 0) or 0),
-                  claims_timing=device.get("type") == "cuda")
+    return Target(
+        "triton",
+        vendor,
+        arch,
+        str(device.get("name", "")),
+        int(device.get("compute_units", 0) or 0),
+        claims_timing=device.get("type") == "cuda",
+    )
 
 
 class OperatorLaunch(CapturedCall):
@@ -115,8 +123,13 @@ def variant_config(variant: ServedVariant) -> dict[str, Any]:
     return variant.shape_and_config(variant.last_key)[1]
 
 
-def validate_close(expected: dict[str, torch.Tensor], got: dict[str, torch.Tensor], dtype: str,
-                   tolerance: dict[str, float] | None, rtol: float | None) -> dict[str, Any]:
+def validate_close(
+    expected: dict[str, torch.Tensor],
+    got: dict[str, torch.Tensor],
+    dtype: str,
+    tolerance: dict[str, float] | None,
+    rtol: float | None,
+) -> dict[str, Any]:
     """Every output within the relative L2 error the tuner's gate allows the dtype (``rtol`` overrides it), finite
     everywhere; where it fails, which output and by how much."""
     threshold = rtol if rtol is not None else threshold_for(dtype, tolerance)
@@ -126,8 +139,14 @@ def validate_close(expected: dict[str, torch.Tensor], got: dict[str, torch.Tenso
         have = got[name].double().numpy()
         reference = want.double().numpy()
         if not np.isfinite(have).all():
-            return {"passed": False, "argument": name, "rule": rule, "error": "not finite",
-                    "mismatches": int((~np.isfinite(have)).sum()), "numel": int(have.size)}
+            return {
+                "passed": False,
+                "argument": name,
+                "rule": rule,
+                "error": "not finite",
+                "mismatches": int((~np.isfinite(have)).sum()),
+                "numel": int(have.size),
+            }
         error = relative_error(have, reference)
         worst = max(worst, error)
         if not error <= threshold:

@@ -43,8 +43,9 @@ def load_capture(folder: Path) -> dict[str, Any]:
     try:
         manifest = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError) as exc:
-        raise UsageError(f"{folder} is not a readable kerntune capture ({exc}): make one with kerntune capture") \
-            from None
+        raise UsageError(
+            f"{folder} is not a readable kerntune capture ({exc}): make one with kerntune capture"
+        ) from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("version") != 1:
         raise UsageError(f"{folder / MANIFEST} is not a kerntune capture manifest (version 1)")
     if manifest.get("closed"):
@@ -77,8 +78,10 @@ def check_device(manifest: dict[str, Any]) -> str:
         raise UsageError(f"captured on {captured['name']} ({captured['arch']}); this machine has no GPU")
     here = device_of({"x": torch.empty(1, device="cuda")})
     if (here["name"], here["arch"]) != (captured["name"], captured["arch"]):
-        raise UsageError(f"captured on {captured['name']} ({captured['arch']}), this is {here['name']} "
-                         f"({here['arch']}): replay where it was captured, or capture again here")
+        raise UsageError(
+            f"captured on {captured['name']} ({captured['arch']}), this is {here['name']} "
+            f"({here['arch']}): replay where it was captured, or capture again here"
+        )
     return "cuda"
 
 
@@ -101,8 +104,10 @@ def load_kernel(manifest: dict[str, Any], variant: Path | None = None) -> Any:
         return vulkan_source(manifest, variant)
     if identity["language"] == "aten":  # the library's kernel, chosen again by the library
         if variant is not None:
-            raise UsageError(f"{identity['name']} is a library operator: compare a spec's kernel with it "
-                             "(--spec SPEC --set NAME=VALUE), not a variant source")
+            raise UsageError(
+                f"{identity['name']} is a library operator: compare a spec's kernel with it "
+                "(--spec SPEC --set NAME=VALUE), not a variant source"
+            )
         return None
     path = Path(variant) if variant else Path(identity["file"])
     name = f"kerntune_lab_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
@@ -192,8 +197,16 @@ def reads_what_it_writes(launch: Launch) -> str | None:
     return None
 
 
-def replay(manifest: dict[str, Any], folder: Path, fn: Any, *, mode: str = "isolated", iterations: int = 20,
-           repeats: int = 5, device: str = "cpu") -> dict[str, Any]:
+def replay(
+    manifest: dict[str, Any],
+    folder: Path,
+    fn: Any,
+    *,
+    mode: str = "isolated",
+    iterations: int = 20,
+    repeats: int = 5,
+    device: str = "cpu",
+) -> dict[str, Any]:
     if mode not in MODES:
         raise UsageError(f"replay mode {mode!r}: choose {', '.join(MODES)}")
     if not 1 <= iterations <= 10_000:
@@ -203,9 +216,12 @@ def replay(manifest: dict[str, Any], folder: Path, fn: Any, *, mode: str = "isol
     compiled = launch.run()  # compiles; then check it reproduces the real launch
     launch.reset()
     launch.run()
-    result: dict[str, Any] = {"iterations": iterations, "timing_claimed": claim,
-                              "reproduces_capture": reproduces(launch, folder),
-                              "resources": resources(launch, compiled, manifest["device"].get("arch", ""))}
+    result: dict[str, Any] = {
+        "iterations": iterations,
+        "timing_claimed": claim,
+        "reproduces_capture": reproduces(launch, folder),
+        "resources": resources(launch, compiled, manifest["device"].get("arch", "")),
+    }
     if mode == "sustained":
         refused = reads_what_it_writes(launch)
         if refused:
@@ -228,12 +244,19 @@ def replay(manifest: dict[str, Any], folder: Path, fn: Any, *, mode: str = "isol
     launch.reset()
     launch.run()
     result["outputs"] = launch.outputs()
-    result.update(times_ms=times, median_ms=statistics.median(times), mean_ms=statistics.fmean(times),
-                  min_ms=min(times), launches_per_s=1e3 / statistics.fmean(times) if claim else None)
+    result.update(
+        times_ms=times,
+        median_ms=statistics.median(times),
+        mean_ms=statistics.fmean(times),
+        min_ms=min(times),
+        launches_per_s=1e3 / statistics.fmean(times) if claim else None,
+    )
     moved = sum(int(t.numel()) * t.element_size() for t in launch.pristine)
     # Each argument's storage once: what the launch must at least read or write (a lower bound on its traffic).
-    result.update(argument_bytes=moved, argument_gb_per_s=moved / result["median_ms"] / 1e6
-                  if claim and result["median_ms"] > 0 else None)
+    result.update(
+        argument_bytes=moved,
+        argument_gb_per_s=moved / result["median_ms"] / 1e6 if claim and result["median_ms"] > 0 else None,
+    )
     return result
 
 
@@ -303,8 +326,9 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t.contiguous().view(_SAME_WIDTH[t.element_size()])
 
 
-def validate(expected: dict[str, torch.Tensor], got: dict[str, torch.Tensor], rtol: float | None = None
-             ) -> dict[str, Any]:
+def validate(
+    expected: dict[str, torch.Tensor], got: dict[str, torch.Tensor], rtol: float | None = None
+) -> dict[str, Any]:
     """Bitwise (default: the elements' bits, so -0.0 differs from 0.0 and NaN payloads count) or relative-error
     comparison of every argument; where it differs, and by how much."""
     for name, want in expected.items():
@@ -316,8 +340,14 @@ def validate(expected: dict[str, torch.Tensor], got: dict[str, torch.Tensor], rt
         if not bool(same.all()):
             bad = (~same).nonzero()
             where = [int(i) for i in bad[0].tolist()]
-            return {"passed": False, "argument": name, "mismatches": int(bad.shape[0]), "numel": want.numel(),
-                    "first_index": where, "expected": float(want[tuple(where)]), "got": float(have[tuple(where)]),
-                    "rule": "bitwise" if rtol is None else f"rtol {rtol:g}"}
+            return {
+                "passed": False,
+                "argument": name,
+                "mismatches": int(bad.shape[0]),
+                "numel": want.numel(),
+                "first_index": where,
+                "expected": float(want[tuple(where)]),
+                "got": float(have[tuple(where)]),
+                "rule": "bitwise" if rtol is None else f"rtol {rtol:g}",
+            }
     return {"passed": True, "rule": "bitwise" if rtol is None else f"rtol {rtol:g}"}
-

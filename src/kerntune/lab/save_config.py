@@ -29,14 +29,22 @@ from kerntune.runtime.table import SCHEMA, TableError, entry_key, parse_table, w
 def _passing_comparison(folder: Path, overrides: dict[str, Any], spec: Path | None = None) -> dict[str, Any]:
     """The latest comparison in this session that passed validation with exactly ``overrides`` (a config variant
     of the captured launch, or with ``spec`` a spec's kernel taking a captured operator call)."""
-    passed = [r for r in history(folder) if r.get("job") == "compare" and not r.get("variant")
-              and r.get("spec") == (str(spec) if spec else None) and r.get("overrides") == overrides
-              and (r.get("validation") or {}).get("passed")]
+    passed = [
+        r
+        for r in history(folder)
+        if r.get("job") == "compare"
+        and not r.get("variant")
+        and r.get("spec") == (str(spec) if spec else None)
+        and r.get("overrides") == overrides
+        and (r.get("validation") or {}).get("passed")
+    ]
     if not passed:
         shown = " ".join(f"--set {k}={json.dumps(v)}" for k, v in overrides.items())
         with_spec = f" --spec {spec}" if spec else ""
-        raise UsageError(f"{with_spec.strip()} {shown} has no passing comparison in this session: run kerntune lab "
-                         f"compare {folder}{with_spec} {shown} first".replace("  ", " ").lstrip())
+        raise UsageError(
+            f"{with_spec.strip()} {shown} has no passing comparison in this session: run kerntune lab "
+            f"compare {folder}{with_spec} {shown} first".replace("  ", " ").lstrip()
+        )
     return passed[-1]
 
 
@@ -45,8 +53,10 @@ def _check_source_unchanged(manifest: dict[str, Any]) -> None:
     path = Path(identity.get("file") or "")
     text = path.read_text() if path.is_file() else ""
     if identity["source"] not in text:
-        raise UsageError(f"the kernel's source in {path} changed since the capture: the table key carries the "
-                         "source's hash, so capture again and compare there")
+        raise UsageError(
+            f"the kernel's source in {path} changed since the capture: the table key carries the "
+            "source's hash, so capture again and compare there"
+        )
 
 
 def _table_to_update(path: Path, versions: dict[str, Any], device: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -57,19 +67,24 @@ def _table_to_update(path: Path, versions: dict[str, Any], device: dict[str, Any
         table: dict[str, Any] = json.loads(path.read_text())
         parse_table(table, str(path))
     except (json.JSONDecodeError, TableError) as exc:
-        raise UsageError(f"{path} exists but is not a readable table ({exc}); kerntune will not overwrite it") \
-            from None
-    stale = {k: (v, validators[k]) for k, v in (table.get("validators") or {}).items()
-             if k in validators and validators[k] != v}
+        raise UsageError(f"{path} exists but is not a readable table ({exc}); kerntune will not overwrite it") from None
+    stale = {
+        k: (v, validators[k])
+        for k, v in (table.get("validators") or {}).items()
+        if k in validators and validators[k] != v
+    }
     if stale:
-        raise UsageError(f"{path} was tuned under " + ", ".join(f"{k} {a} (the captured program: {b})"
-                                                                for k, (a, b) in sorted(stale.items()))
-                         + ": the program would not apply it; give another --table")
+        raise UsageError(
+            f"{path} was tuned under "
+            + ", ".join(f"{k} {a} (the captured program: {b})" for k, (a, b) in sorted(stale.items()))
+            + ": the program would not apply it; give another --table"
+        )
     return table
 
 
-def _write_entry(folder: Path, path: Path, table: dict[str, Any],
-                 entry: dict[str, Any]) -> tuple[str, list[dict[str, Any]], Path | None]:
+def _write_entry(
+    folder: Path, path: Path, table: dict[str, Any], entry: dict[str, Any]
+) -> tuple[str, list[dict[str, Any]], Path | None]:
     """``entry`` into ``table`` (replacing the one of its key), written atomically to ``path``; the table it
     replaces backed up in the capture folder. Returns the key, the entries replaced and the backup."""
     key = entry_key(entry["key"])
@@ -93,13 +108,17 @@ def save_config(folder: Path, overrides: dict[str, Any], table_path: Path | None
     manifest = load_capture(folder)
     dispatch = manifest.get("dispatch")
     if not dispatch:
-        raise UsageError("the captured launch's config did not come from a kerntune Dispatcher, so there is no "
-                         "table it reads: set the values in the program's launch, or select its config through "
-                         "kerntune.runtime.Dispatcher and capture again")
+        raise UsageError(
+            "the captured launch's config did not come from a kerntune Dispatcher, so there is no "
+            "table it reads: set the values in the program's launch, or select its config through "
+            "kerntune.runtime.Dispatcher and capture again"
+        )
     unknown = sorted(set(overrides) - set(dispatch["config"]))
     if unknown:
-        raise UsageError(f"--set {unknown[0]}: the dispatcher's config has no such field "
-                         f"({', '.join(dispatch['config'])}), so the live program would never read it")
+        raise UsageError(
+            f"--set {unknown[0]}: the dispatcher's config has no such field "
+            f"({', '.join(dispatch['config'])}), so the live program would never read it"
+        )
     compared = _passing_comparison(folder, overrides)
     _check_source_unchanged(manifest)
     path = (table_path or Path(dispatch["table"] or "")).resolve()
@@ -110,12 +129,23 @@ def save_config(folder: Path, overrides: dict[str, Any], table_path: Path | None
         raise UsageError(f"{path} changed since the capture: nothing written (capture again, or give --table)")
     table = _table_to_update(path, dispatch["versions"])
     config = {**dispatch["config"], **overrides}
-    entry = {"key": dispatch["fields"], "config": config, "status": "measured", "median_ms": compared["median_ms"],
-             "source": f"kerntune lab save ({folder.name}, compare of {compared['created']})"}
+    entry = {
+        "key": dispatch["fields"],
+        "config": config,
+        "status": "measured",
+        "median_ms": compared["median_ms"],
+        "source": f"kerntune lab save ({folder.name}, compare of {compared['created']})",
+    }
     key, replaced, backup = _write_entry(folder, path, table, entry)
-    return {"table": str(path), "key": key, "config": config, "replaced": replaced[0]["config"] if replaced else None,
-            "backup": str(backup) if backup else None, "compare": compared["created"],
-            "ratio": compared.get("ratio")}
+    return {
+        "table": str(path),
+        "key": key,
+        "config": config,
+        "replaced": replaced[0]["config"] if replaced else None,
+        "backup": str(backup) if backup else None,
+        "compare": compared["created"],
+        "ratio": compared.get("ratio"),
+    }
 
 
 def slower_by_either_timer(side: dict[str, Any]) -> str | None:
@@ -142,15 +172,19 @@ def save_served(folder: Path, spec: Path, overrides: dict[str, Any], table_path:
 
     manifest = load_capture(folder)
     if manifest["kernel"]["language"] != "aten":
-        raise UsageError("--spec saves a spec's kernel for a captured operator call; this capture is a kernel "
-                         "launch: save --set NAME=VALUE or --variant FILE")
+        raise UsageError(
+            "--spec saves a spec's kernel for a captured operator call; this capture is a kernel "
+            "launch: save --set NAME=VALUE or --variant FILE"
+        )
     spec = spec.resolve()
     compared = _passing_comparison(folder, overrides, spec)
     side = compared.get("interleaved")
     if not compared.get("timing_claimed") or not side:
-        raise UsageError("that comparison ran where no timing is claimed (the CPU: the spec's kernel ran in "
-                         "Triton's interpreter): a kernel the table serves must have been timed against the "
-                         "library's; compare on the GPU the program runs on")
+        raise UsageError(
+            "that comparison ran where no timing is claimed (the CPU: the spec's kernel ran in "
+            "Triton's interpreter): a kernel the table serves must have been timed against the "
+            "library's; compare on the GPU the program runs on"
+        )
     slower = slower_by_either_timer(side)
     if slower:
         raise UsageError(f"the spec's kernel was slower than the library's on this call ({slower}): nothing written")
@@ -158,17 +192,36 @@ def save_served(folder: Path, spec: Path, overrides: dict[str, Any], table_path:
     fields = problem.shape_fields()
     raw = compared["served_key"]
     device = manifest["device"]
-    key = {"op": problem.name, "source": problem_source_hash(problem), "dtype": raw[0],
-           **dict(zip(fields, raw[1:], strict=True)), "arch": device["arch"],
-           "compute_units": device["compute_units"], "device_name": device["name"]}
-    table = _table_to_update(table_path.resolve(), manifest["versions"],
-                             {"arch": device["arch"], "device_name": device["name"],
-                              "compute_units": device["compute_units"]})
-    entry = {"key": key, "config": compared["served_config"], "status": "measured",
-             "median_ms": compared["median_ms"], "spec": str(spec), "vs_library": {
-                 "ratio": side["ratio"], "ci": side["ci"], "pairs": side["pairs"], "order": side["order"]},
-             "source": f"kerntune lab save ({folder.name}, compare of {compared['created']})"}
+    key = {
+        "op": problem.name,
+        "source": problem_source_hash(problem),
+        "dtype": raw[0],
+        **dict(zip(fields, raw[1:], strict=True)),
+        "arch": device["arch"],
+        "compute_units": device["compute_units"],
+        "device_name": device["name"],
+    }
+    table = _table_to_update(
+        table_path.resolve(),
+        manifest["versions"],
+        {"arch": device["arch"], "device_name": device["name"], "compute_units": device["compute_units"]},
+    )
+    entry = {
+        "key": key,
+        "config": compared["served_config"],
+        "status": "measured",
+        "median_ms": compared["median_ms"],
+        "spec": str(spec),
+        "vs_library": {"ratio": side["ratio"], "ci": side["ci"], "pairs": side["pairs"], "order": side["order"]},
+        "source": f"kerntune lab save ({folder.name}, compare of {compared['created']})",
+    }
     written, replaced, backup = _write_entry(folder, table_path.resolve(), table, entry)
-    return {"table": str(table_path.resolve()), "key": written, "config": entry["config"],
-            "replaced": replaced[0]["config"] if replaced else None, "backup": str(backup) if backup else None,
-            "compare": compared["created"], "ratio": side["ratio"]}
+    return {
+        "table": str(table_path.resolve()),
+        "key": written,
+        "config": entry["config"],
+        "replaced": replaced[0]["config"] if replaced else None,
+        "backup": str(backup) if backup else None,
+        "compare": compared["created"],
+        "ratio": side["ratio"],
+    }

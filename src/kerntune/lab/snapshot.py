@@ -34,8 +34,14 @@ class TensorRecord:
     strides: list[int]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": "tensor", "group": self.group, "byte_offset": self.byte_offset, "dtype": self.dtype,
-                "shape": self.shape, "strides": self.strides}
+        return {
+            "kind": "tensor",
+            "group": self.group,
+            "byte_offset": self.byte_offset,
+            "dtype": self.dtype,
+            "shape": self.shape,
+            "strides": self.strides,
+        }
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -71,9 +77,13 @@ def snapshot(values: dict[str, Any], path: Path) -> tuple[dict[str, Any], str]:
         raw = torch.empty(0, dtype=torch.uint8, device=members[0][1].device).set_(storage)
         blobs[f"group{index}"] = raw[start:end].detach().cpu().clone()
         for name, t in members:
-            arguments[name] = TensorRecord(index, int(t.storage_offset()) * t.element_size() - start,
-                                           str(t.dtype).removeprefix("torch."), list(t.shape),
-                                           list(t.stride())).as_dict()
+            arguments[name] = TensorRecord(
+                index,
+                int(t.storage_offset()) * t.element_size() - start,
+                str(t.dtype).removeprefix("torch."),
+                list(t.shape),
+                list(t.stride()),
+            ).as_dict()
     for name, value in values.items():
         if name in arguments:
             continue

@@ -15,8 +15,10 @@ from kerntune.errors import UsageError
 def require_signature(identity: dict[str, Any], names: list[str], variant: Path) -> None:
     """A variant keeps the captured kernel's name and argument names; another signature is refused."""
     if names != identity["arg_names"]:
-        raise UsageError(f"{variant}: {identity['name']}({', '.join(names)}) has another signature than the captured "
-                         f"({', '.join(identity['arg_names'])}): a variant keeps the arguments")
+        raise UsageError(
+            f"{variant}: {identity['name']}({', '.join(names)}) has another signature than the captured "
+            f"({', '.join(identity['arg_names'])}): a variant keeps the arguments"
+        )
 
 
 def source_file(source: str) -> tuple[str | None, str | None]:
@@ -43,4 +45,3 @@ def source_text(manifest: dict[str, Any], variant: Path | None) -> str:
         return Path(variant).read_text()
     except OSError as exc:
         raise UsageError(f"{variant} cannot be read ({exc})") from None
-

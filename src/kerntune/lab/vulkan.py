@@ -48,8 +48,9 @@ def backend_class() -> Any | None:
 def parameters(source: str) -> list[str]:
     """What a dispatch binds, as a variant must keep it: each storage buffer of set 0 by binding, then the
     push-constant block where there is one."""
-    bindings = sorted(int(b) for b in re.findall(r"layout\s*\([^)]*\bbinding\s*=\s*(\d+)[^)]*\)[^;{]*\bbuffer\b",
-                                                  source))
+    bindings = sorted(
+        int(b) for b in re.findall(r"layout\s*\([^)]*\bbinding\s*=\s*(\d+)[^)]*\)[^;{]*\bbuffer\b", source)
+    )
     push = ["push_constant"] if re.search(r"layout\s*\(\s*push_constant\s*\)", source) else []
     return [f"binding {b}" for b in bindings] + push
 
@@ -68,40 +69,64 @@ def _arguments(backend: Any, call_args: Mapping[str, Any]) -> tuple[dict[str, An
                 described[name] = {"kind": "buffer", "same_as": first}
                 continue
             blobs[name] = np.frombuffer(backend.read_bytes(value), dtype=np.uint8).copy()
-            described[name] = {"kind": "buffer", "bytes": int(blobs[name].size), "dtype": str(value.dtype),
-                               "shape": list(value.shape)}
+            described[name] = {
+                "kind": "buffer",
+                "bytes": int(blobs[name].size),
+                "dtype": str(value.dtype),
+                "shape": list(value.shape),
+            }
         elif isinstance(value, np.generic):
             described[name] = {"kind": "scalar", "dtype": str(value.dtype), "value": value.item()}
         else:
-            raise UsageError(f"argument {name} is a {type(value).__name__}: a Vulkan dispatch takes buffers and numpy "
-                             "scalars")
+            raise UsageError(
+                f"argument {name} is a {type(value).__name__}: a Vulkan dispatch takes buffers and numpy scalars"
+            )
     return described, blobs
 
 
-def describe(backend: Any, kernel: Any, tunables: Mapping[str, Any], meta: Mapping[str, Any], out: Path
-             ) -> dict[str, Any]:
+def describe(
+    backend: Any, kernel: Any, tunables: Mapping[str, Any], meta: Mapping[str, Any], out: Path
+) -> dict[str, Any]:
     """The manifest's shader identity, dispatch shape and the values the config set (defines and constants)."""
     glsl = isinstance(kernel.source, str)
     if not glsl:
         (out / SPIRV_FILE).write_bytes(kernel.source)
     file, file_sha = source_file(kernel.source) if glsl else (None, None)
     constants = dict(kernel.constants)
-    identity = {"language": "vulkan", "name": kernel.label, "entry": kernel.entry,
-                "source": kernel.source if glsl else None, "spirv": None if glsl else SPIRV_FILE,
-                "source_hash": kernel_hash(kernel.source) if glsl else None, "file": file, "file_sha256": file_sha,
-                "constants": constants, "arg_names": parameters(kernel.source) if glsl else None}
+    identity = {
+        "language": "vulkan",
+        "name": kernel.label,
+        "entry": kernel.entry,
+        "source": kernel.source if glsl else None,
+        "spirv": None if glsl else SPIRV_FILE,
+        "source_hash": kernel_hash(kernel.source) if glsl else None,
+        "file": file,
+        "file_sha256": file_sha,
+        "constants": constants,
+        "arg_names": parameters(kernel.source) if glsl else None,
+    }
     local = [int(x) for x in kernel.workgroup(dict(meta))] if kernel.workgroup else None
     options = {k: v for k, v in tunables.items() if isinstance(v, (bool, int, float, str))}
     options.update({k: meta[k] for k in constants if k in meta})
     target = backend.target()
-    return {"kernel": identity, "grid": [int(g) for g in kernel.dispatch(dict(meta))], "local": local,
-            "options": options,
-            "device": {"type": "vulkan", "name": target.device_name, "arch": target.arch,
-                       "memory": backend.memory_kind, "compute_units": 0}}
+    return {
+        "kernel": identity,
+        "grid": [int(g) for g in kernel.dispatch(dict(meta))],
+        "local": local,
+        "options": options,
+        "device": {
+            "type": "vulkan",
+            "name": target.device_name,
+            "arch": target.arch,
+            "memory": backend.memory_kind,
+            "compute_units": 0,
+        },
+    }
 
 
-def hook_compile(state: Any, header: Callable[[int, str], dict[str, Any]]
-                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def hook_compile(
+    state: Any, header: Callable[[int, str], dict[str, Any]]
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """The wrapper of ``VulkanBackend.compile``: every dispatch of the compiled shader is counted under its name;
     the ``state.nth`` dispatch of ``state.kernel`` is saved around the real one (buffers before, and after). A
     capture that fails is recorded in ``state.errors``; the dispatch always runs."""
@@ -124,16 +149,24 @@ def hook_compile(state: Any, header: Callable[[int, str], dict[str, Any]]
                 manifest = None
                 try:
                     described, blobs = _arguments(self, call_args)
-                    state.refused = too_large({n: torch.from_numpy(b) for n, b in blobs.items()}, state.limit_bytes,
-                                              f"dispatch {state.nth} of {kernel.label}")
+                    state.refused = too_large(
+                        {n: torch.from_numpy(b) for n, b in blobs.items()},
+                        state.limit_bytes,
+                        f"dispatch {state.nth} of {kernel.label}",
+                    )
                     if not state.refused:
                         state.out.mkdir(parents=True, exist_ok=True)
                         save_file(blobs, str(state.out / "inputs.safetensors"))
                         sha = hashlib.sha256((state.out / "inputs.safetensors").read_bytes()).hexdigest()
-                        manifest = {**header(state.nth, state.scope), **describe(self, kernel, tunables, meta,
-                                                                                 state.out),
-                                    "positional": list(call_args), "arguments": described, "inputs_sha256": sha,
-                                    "interpreted": False, "binary_hash": compiled.binary_hash}
+                        manifest = {
+                            **header(state.nth, state.scope),
+                            **describe(self, kernel, tunables, meta, state.out),
+                            "positional": list(call_args),
+                            "arguments": described,
+                            "inputs_sha256": sha,
+                            "interpreted": False,
+                            "binary_hash": compiled.binary_hash,
+                        }
                 except Exception as exc:
                     state.errors.append(failure(exc))
                 result = launch(call_args)
@@ -147,7 +180,9 @@ def hook_compile(state: Any, header: Callable[[int, str], dict[str, Any]]
                 return result
 
             return replace(compiled, launch=captured)
+
         return compile
+
     return wrap
 
 
@@ -156,13 +191,17 @@ def check_device(manifest: dict[str, Any]) -> str:
     cls = backend_class()
     captured = manifest["device"]
     if cls is None:
-        raise UsageError(f"captured on the Vulkan device {captured['name']!r}; this machine cannot load Vulkan "
-                         "(pip install vulkan; a driver: apt-get install mesa-vulkan-drivers for lavapipe)")
+        raise UsageError(
+            f"captured on the Vulkan device {captured['name']!r}; this machine cannot load Vulkan "
+            "(pip install vulkan; a driver: apt-get install mesa-vulkan-drivers for lavapipe)"
+        )
     try:
         backend = cls(captured["name"], captured.get("memory"))
     except Exception as exc:
-        raise UsageError(f"captured on the Vulkan device {captured['name']!r}, which this machine does not have "
-                         f"({exc}): replay where it was captured") from None
+        raise UsageError(
+            f"captured on the Vulkan device {captured['name']!r}, which this machine does not have "
+            f"({exc}): replay where it was captured"
+        ) from None
     if backend.target().arch != captured["arch"]:
         raise UsageError(f"captured on {captured['name']} ({captured['arch']}), this is {backend.target().arch}")
     return "vulkan"
@@ -174,14 +213,17 @@ def load_source(manifest: dict[str, Any], variant: Path | None) -> str | bytes:
     identity = manifest["kernel"]
     if identity.get("source") is None:
         if variant is not None:
-            raise UsageError("this dispatch was captured from SPIR-V: a variant is GLSL source of a shader captured "
-                             "from GLSL; compare other constants with --set")
+            raise UsageError(
+                "this dispatch was captured from SPIR-V: a variant is GLSL source of a shader captured "
+                "from GLSL; compare other constants with --set"
+            )
         return b""  # the launch reads shader.spv from the capture
     text = source_text(manifest, variant)
     if variant is not None:
         if not re.search(r"\bvoid\s+" + re.escape(identity["entry"]) + r"\s*\(", text):
-            raise UsageError(f"{variant} defines no entry point {identity['entry']}(): a variant keeps the captured "
-                             "entry point")
+            raise UsageError(
+                f"{variant} defines no entry point {identity['entry']}(): a variant keeps the captured entry point"
+            )
         require_signature(identity, parameters(text), variant)
     return text
 
@@ -203,10 +245,14 @@ class VulkanLaunch:
         shader = source if source else (folder / identity["spirv"]).read_bytes()
         grid = tuple(manifest["grid"])
         local = tuple(manifest["local"]) if manifest.get("local") else None
-        self.kernel = VulkanKernel(source=shader, dispatch=lambda m: grid,
-                                   workgroup=(lambda m: local) if local else None,
-                                   entry=identity["entry"], constants=dict(identity.get("constants") or {}),
-                                   name=identity["name"])
+        self.kernel = VulkanKernel(
+            source=shader,
+            dispatch=lambda m: grid,
+            workgroup=(lambda m: local) if local else None,
+            entry=identity["entry"],
+            constants=dict(identity.get("constants") or {}),
+            name=identity["name"],
+        )
         blobs = load_file(str(folder / "inputs.safetensors"))
         self.buffers: dict[str, Any] = {}
         self.call: dict[str, Any] = {}
@@ -248,24 +294,33 @@ class VulkanLaunch:
         return out
 
     def cache(self, restore_each: bool) -> str:
-        return (f"cold: {self.backend.flush_bytes >> 20} MiB filled before each dispatch, outside the timestamps"
-                if restore_each else "warm: dispatches back to back in one command buffer")
+        return (
+            f"cold: {self.backend.flush_bytes >> 20} MiB filled before each dispatch, outside the timestamps"
+            if restore_each
+            else "warm: dispatches back to back in one command buffer"
+        )
 
     def state(self) -> list[torch.Tensor]:
         return list(self.outputs().values())
 
     def outputs(self) -> dict[str, torch.Tensor]:
-        return {name: torch.frombuffer(bytearray(self.backend.read_bytes(buffer)), dtype=torch.uint8)
-                for name, buffer in self.buffers.items()}
+        return {
+            name: torch.frombuffer(bytearray(self.backend.read_bytes(buffer)), dtype=torch.uint8)
+            for name, buffer in self.buffers.items()
+        }
 
     def expected(self, folder: Path) -> dict[str, torch.Tensor]:
         return {n: torch.from_numpy(a) for n, a in load_file(str(folder / "outputs.safetensors")).items()}
 
     def aliased(self) -> list[str]:
         entries = self.manifest["arguments"].values()
-        return [n for n, e in self.manifest["arguments"].items() if "same_as" in e] + \
-            [e["same_as"] for e in entries if "same_as" in e]
+        return [n for n, e in self.manifest["arguments"].items() if "same_as" in e] + [
+            e["same_as"] for e in entries if "same_as" in e
+        ]
 
     def resources(self) -> dict[str, Any]:
-        return {**self.compiled.resources, "binary_hash": self.compiled.binary_hash,
-                "same_binary_as_captured": self.same_binary}
+        return {
+            **self.compiled.resources,
+            "binary_hash": self.compiled.binary_hash,
+            "same_binary_as_captured": self.same_binary,
+        }

@@ -37,6 +37,7 @@ def _sdk() -> tuple[Any, type[Exception]]:
 def _answering(tool_error: type[Exception]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A refusal (KerntuneError: bad argument, unknown session, busy) becomes the tool's error message, not a
     crash report with a traceback."""
+
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def tool(*args: Any, **kwargs: Any) -> Any:
@@ -44,7 +45,9 @@ def _answering(tool_error: type[Exception]) -> Callable[[Callable[..., Any]], Ca
                 return fn(*args, **kwargs)
             except KerntuneError as exc:
                 raise tool_error(str(exc)) from None
+
         return tool
+
     return wrap
 
 
@@ -95,9 +98,19 @@ def build(home: Path) -> Any:
     @server.resource("kerntune://runs", mime_type="application/json")
     def runs() -> str:
         """The store's latest runs: id, problem, device, strategy, status, created."""
-        return json.dumps([{"id": r.id, "problem": r.problem, "device": r.target.device_name,
-                            "strategy": r.strategy, "status": r.status, "created": r.created}
-                           for r in store().runs(100)])
+        return json.dumps(
+            [
+                {
+                    "id": r.id,
+                    "problem": r.problem,
+                    "device": r.target.device_name,
+                    "strategy": r.strategy,
+                    "status": r.status,
+                    "created": r.created,
+                }
+                for r in store().runs(100)
+            ]
+        )
 
     @server.resource("kerntune://runs/{run_id}", mime_type="application/json")
     def run(run_id: str) -> str:

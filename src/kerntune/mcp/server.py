@@ -54,10 +54,18 @@ class Sessions:
         sid = uuid.uuid4().hex[:12]
         folder = self.home / "mcp" / sid
         folder.mkdir(parents=True)
-        self.open[sid] = Session(sid, folder, spec=str(Path(spec).resolve()) if spec else None,
-                                 capture=str(Path(capture).resolve()) if capture else None)
-        return {"session": sid, "spec": self.open[sid].spec, "capture": self.open[sid].capture,
-                "actions": list(ACTIONS)}
+        self.open[sid] = Session(
+            sid,
+            folder,
+            spec=str(Path(spec).resolve()) if spec else None,
+            capture=str(Path(capture).resolve()) if capture else None,
+        )
+        return {
+            "session": sid,
+            "spec": self.open[sid].spec,
+            "capture": self.open[sid].capture,
+            "actions": list(ACTIONS),
+        }
 
     def start(self, s: Session, args: list[str]) -> dict[str, Any]:
         if s.jobs and s.jobs[-1].running:
@@ -119,8 +127,14 @@ def action_argv(s: Session, action: str, args: dict[str, Any]) -> list[str] | di
         return ["inspect", str(s.spec), *(["--config", _config_text(config)] if config else []), *extra]
     if action == "ab":
         other = dict(args.get("against") or {})
-        return ["ab", "--spec", str(s.spec), f"@{_config_text(config)}" if config else "@default",
-                f"@{_config_text(other)}" if other else "@default", *extra]
+        return [
+            "ab",
+            "--spec",
+            str(s.spec),
+            f"@{_config_text(config)}" if config else "@default",
+            f"@{_config_text(other)}" if other else "@default",
+            *extra,
+        ]
     if action == "deploy":
         if not s.runs or "table" not in args:
             raise UsageError("deploy needs a finished search in this session and args.table (the path to write)")
@@ -130,14 +144,29 @@ def action_argv(s: Session, action: str, args: dict[str, Any]) -> list[str] | di
             raise UsageError("capture needs args.kernel (the kernel's name) and args.command (the program, a list)")
         target = s.folder / f"capture{len(s.jobs)}"
         s.capture = str(target)
-        return ["capture", "--kernel", str(args["kernel"]), "--nth", str(args.get("nth", 1)), "-o", str(target),
-                "--", *[str(a) for a in args["command"]]]
+        return [
+            "capture",
+            "--kernel",
+            str(args["kernel"]),
+            "--nth",
+            str(args.get("nth", 1)),
+            "-o",
+            str(target),
+            "--",
+            *[str(a) for a in args["command"]],
+        ]
     sets = [f"--set={k}={json.dumps(v)}" for k, v in (args.get("set") or {}).items()]
     variant = ["--variant", str(args["variant"])] if args.get("variant") else []
     if action == "run":
         if not sets and not variant:
-            return ["replay", str(s.capture), "--mode", str(args.get("mode", "isolated")),
-                    "--iterations", str(args.get("iterations", 20))]
+            return [
+                "replay",
+                str(s.capture),
+                "--mode",
+                str(args.get("mode", "isolated")),
+                "--iterations",
+                str(args.get("iterations", 20)),
+            ]
         return ["lab", "compare", str(s.capture), *variant, *sets, "--iterations", str(args.get("iterations", 20))]
     table = ["--table", str(args["table"])] if args.get("table") else []
     return ["lab", "save", str(s.capture), *variant, *sets, *table]
@@ -167,8 +196,13 @@ def _select(s: Session, args: dict[str, Any]) -> dict[str, Any]:
     chosen = unique[rank - 1]
     best = chosen.best_measurement
     s.selected = chosen.config.as_dict()
-    return {"session": s.id, "selected": s.selected, "from": f"run {s.runs[-1]}, rank {rank}",
-            "shape": shapes[0].shape.key, "median_ms": best.median_ms if best else None}
+    return {
+        "session": s.id,
+        "selected": s.selected,
+        "from": f"run {s.runs[-1]}, rank {rank}",
+        "shape": shapes[0].shape.key,
+        "median_ms": best.median_ms if best else None,
+    }
 
 
 def _home_of(s: Session) -> Path:

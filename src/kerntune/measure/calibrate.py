@@ -119,8 +119,9 @@ def probe_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str,
     return result
 
 
-def calibrate(settings: Settings, store: Store, *, device: str = "", force: bool = False,
-              array_bytes: int = 256 << 20) -> Ceilings:
+def calibrate(
+    settings: Settings, store: Store, *, device: str = "", force: bool = False, array_bytes: int = 256 << 20
+) -> Ceilings:
     """The device's ceilings: from the store when measured in the last 7 days (unless ``force``), else
     measured now under the device's exclusive lock."""
     from filelock import FileLock, Timeout
@@ -128,8 +129,11 @@ def calibrate(settings: Settings, store: Store, *, device: str = "", force: bool
     from kerntune.exec.pool import Worker
 
     logs = store.home / "logs"
-    worker = Worker((CALIBRATE_SETUP, {"device": device}),
-                    log_path=logs / f"calibrate-{int(time.time())}.log", setup_timeout_s=settings.setup_timeout_s)
+    worker = Worker(
+        (CALIBRATE_SETUP, {"device": device}),
+        log_path=logs / f"calibrate-{int(time.time())}.log",
+        setup_timeout_s=settings.setup_timeout_s,
+    )
     setup = worker.start()
     try:
         key, target = setup["key"], setup["target"]
@@ -142,8 +146,10 @@ def calibrate(settings: Settings, store: Store, *, device: str = "", force: bool
         try:
             lock.acquire(timeout=settings.lock_timeout_s)
         except Timeout as exc:
-            raise UsageError(f"another kerntune holds {target['device_name']} (lock {lock.lock_file}); waited "
-                             f"{settings.lock_timeout_s:g} s: try later or raise KERNTUNE_LOCK_TIMEOUT_S") from exc
+            raise UsageError(
+                f"another kerntune holds {target['device_name']} (lock {lock.lock_file}); waited "
+                f"{settings.lock_timeout_s:g} s: try later or raise KERNTUNE_LOCK_TIMEOUT_S"
+            ) from exc
         try:
             outcome = worker.call(CALIBRATE, {"array_bytes": array_bytes}, settings.candidate_timeout_s * 4)
         finally:

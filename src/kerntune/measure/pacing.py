@@ -102,8 +102,11 @@ class WarmClock:
     def carries(self, recorder: Recorder) -> bool:
         """Whether a measurement starting now, whose first reading ``recorder`` holds, inherits the warm clock."""
         clock = _last_clock(recorder)
-        return (clock is not None and (time.perf_counter() - self.ended_at) * 1e3 <= CARRY_MS
-                and abs(clock - self.sm_mhz) <= RAMP_TOLERANCE * max(clock, self.sm_mhz))
+        return (
+            clock is not None
+            and (time.perf_counter() - self.ended_at) * 1e3 <= CARRY_MS
+            and abs(clock - self.sm_mhz) <= RAMP_TOLERANCE * max(clock, self.sm_mhz)
+        )
 
 
 def _last_clock(recorder: Recorder) -> float | None:

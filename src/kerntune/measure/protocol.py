@@ -65,8 +65,10 @@ class MeasureOptions:
         if self.mode not in MODES:
             raise UsageError(f"unknown mode {self.mode!r}: one of {', '.join(MODES)}")
         if self.mode == "graph" and self.regime == "cold":
-            raise UsageError("graph mode replays launches back to back, so a cache flush between them would be "
-                             "timed: use --regime warm or --regime rotating with --mode graph")
+            raise UsageError(
+                "graph mode replays launches back to back, so a cache flush between them would be "
+                "timed: use --regime warm or --regime rotating with --mode graph"
+            )
         if self.block_ms <= 0:
             raise UsageError("block_ms must be positive")
         if self.min_samples < 3 or self.max_samples < self.min_samples:
@@ -80,15 +82,23 @@ def _spent(count: int, elapsed_ms: float, options: MeasureOptions, budget_ms: fl
     return (elapsed_ms >= budget_ms and count >= options.min_samples) or count >= options.max_samples
 
 
-def _interval(samples: Sequence[float], blocks: Sequence[float] | None, elapsed_ms: float,
-              options: MeasureOptions, budget_ms: float) -> tuple[float, float] | None:
+def _interval(
+    samples: Sequence[float],
+    blocks: Sequence[float] | None,
+    elapsed_ms: float,
+    options: MeasureOptions,
+    budget_ms: float,
+) -> tuple[float, float] | None:
     """The median's 95% interval once sampling may stop (precise to ``ci_target``, or out of samples or
     budget, with at least ``min_samples`` taken); None while it must go on. With ``blocks``, the interval is the
     wider of the order-statistics interval over samples and a batch-means interval over block medians (see
     ``_Sampler.sample``); without, the order-statistics interval alone."""
     done = _spent(len(samples), elapsed_ms, options, budget_ms)
-    if not done and (len(samples) < options.min_samples or elapsed_ms < options.min_window_ms
-                     or (blocks is not None and len(blocks) < MIN_BLOCKS)):
+    if not done and (
+        len(samples) < options.min_samples
+        or elapsed_ms < options.min_window_ms
+        or (blocks is not None and len(blocks) < MIN_BLOCKS)
+    ):
         return None
     median = statistics.median(samples)
     block_half = block_half_width(blocks) if blocks is not None else 0.0
@@ -127,16 +137,21 @@ class _Sampler:
         16 ms warm-up and 25 ms sampling for 20-700 µs kernels, the sampling set by the check's bootstrap (see
         ``_interval``)."""
         total = (time.perf_counter() - self.began) * 1e3
-        return {"warm_up": round(self.warm_up_ms, 3), "sampling": round(total - self.warm_up_ms, 3),
-                "bookkeeping": round(self.books.total * 1e3 + self.first_read_ms, 3),
-                "reads": float(len(self.recorder.readings))}
+        return {
+            "warm_up": round(self.warm_up_ms, 3),
+            "sampling": round(total - self.warm_up_ms, 3),
+            "bookkeeping": round(self.books.total * 1e3 + self.first_read_ms, 3),
+            "reads": float(len(self.recorder.readings)),
+        }
 
     def warm_record(self) -> tuple[float, dict[str, Any]]:
         """The warm-up a measurement's ``Conditions`` record (ms: the target, carried or not, plus any ramp) and
         the telemetry fields that say why."""
-        return self.warm_target_ms + self.ramp_ms, {"clock_ramp_ms": round(self.ramp_ms, 1),
-                                                    "clocks_ramping": self.ramping,
-                                                    "warm_clock_carried": self.carried}
+        return self.warm_target_ms + self.ramp_ms, {
+            "clock_ramp_ms": round(self.ramp_ms, 1),
+            "clocks_ramping": self.ramping,
+            "warm_clock_carried": self.carried,
+        }
 
     def warm_up(self) -> float:
         """Run for ``warmup_ms``, longer while the clock climbs; return the pace of a launch (ms, wall)."""
@@ -190,8 +205,13 @@ class _Sampler:
                 return samples, ci
 
 
-def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: MeasureOptions,
-            telemetry: Telemetry | None = None, rotating_bytes: int = 0) -> Measurement:
+def measure(
+    backend: Backend,
+    launches: Sequence[Callable[[], Any]],
+    options: MeasureOptions,
+    telemetry: Telemetry | None = None,
+    rotating_bytes: int = 0,
+) -> Measurement:
     """Measure ``launches[0]`` (or, in the rotating regime, all of them in turn, each on its own inputs)."""
     if not launches:
         raise ValueError("nothing to measure")
@@ -202,8 +222,10 @@ def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: Me
     flush = options.regime == "cold"
     overhead = None
     if options.mode == "eager":
+
         def take(count: int) -> list[float]:
             return backend.time_launches(list(islice(stream, count)), flush)
+
         sampler = _Sampler(take, options, recorder)
         samples, ci = sampler.sample(sampler.warm_up())
         wall = sampler.wall_split()
@@ -245,8 +267,13 @@ def measure(backend: Backend, launches: Sequence[Callable[[], Any]], options: Me
     return Measurement(tuple(samples), conditions, ci)
 
 
-def measure_interleaved(backend: Backend, launch_a: Launches, launch_b: Launches,
-                        options: MeasureOptions, telemetry: Telemetry | None = None) -> tuple[Measurement, Measurement]:
+def measure_interleaved(
+    backend: Backend,
+    launch_a: Launches,
+    launch_b: Launches,
+    options: MeasureOptions,
+    telemetry: Telemetry | None = None,
+) -> tuple[Measurement, Measurement]:
     """Time two launches interleaved, A B B A A B ..., so that sample ``i`` of A and sample ``i`` of B were
     taken next to each other: slow drift of the machine (clocks, temperature, neighbours) lands on both
     alike. Given one launch of each per placement of the inputs, the pairs take the placements in turn
@@ -266,10 +293,13 @@ def measure_interleaved(backend: Backend, launch_a: Launches, launch_b: Launches
         """Time ``count`` A/B pairs: even pairs run A first, odd pairs B first (ABBA)."""
         first = len(samples[0])
         order = [(0, 1) if (first + i) % 2 == 0 else (1, 0) for i in range(count)]
-        times = backend.time_launches([launch_of(first + i)[side] for i, pair in enumerate(order) for side in pair],
-                                      flush)
-        return ([times[2 * i + pair.index(0)] for i, pair in enumerate(order)],
-                [times[2 * i + pair.index(1)] for i, pair in enumerate(order)])
+        times = backend.time_launches(
+            [launch_of(first + i)[side] for i, pair in enumerate(order) for side in pair], flush
+        )
+        return (
+            [times[2 * i + pair.index(0)] for i, pair in enumerate(order)],
+            [times[2 * i + pair.index(1)] for i, pair in enumerate(order)],
+        )
 
     sampler = _Sampler(lambda count: [a + b for a, b in zip(*pairs(count), strict=True)], options, recorder)
     pace = sampler.warm_up()
@@ -296,18 +326,34 @@ def measure_interleaved(backend: Backend, launch_a: Launches, launch_b: Launches
     wall = sampler.wall_split()
     warmup_ms, warm_fields = sampler.warm_record()
     conditions = Conditions(
-        timer=backend.timer, regime=options.regime,  # type: ignore[arg-type]
-        warmup_ms=warmup_ms, flush_bytes=backend.flush_bytes if flush else 0,
+        timer=backend.timer,
+        regime=options.regime,  # type: ignore[arg-type]
+        warmup_ms=warmup_ms,
+        flush_bytes=backend.flush_bytes if flush else 0,
         cache_bytes=backend.flush_bytes if flush else 0,
-        telemetry=recorder.summary({**warm_fields, "uncovered_chunks": backend.uncovered_chunks - uncovered,
-                                    "interleaved": True,
-                                    "placements": len(launch_a) if isinstance(launch_a, Sequence) else 1}),
-        wall_ms=wall)
+        telemetry=recorder.summary(
+            {
+                **warm_fields,
+                "uncovered_chunks": backend.uncovered_chunks - uncovered,
+                "interleaved": True,
+                "placements": len(launch_a) if isinstance(launch_a, Sequence) else 1,
+            }
+        ),
+        wall_ms=wall,
+    )
     if options.second_timer:
         events_ratio = math.exp(paired_log_ratio(samples[0], samples[1]))
         planned = planned_pairs(samples[0], samples[1], TARGET.get(timer_of(backend) or ""))
-        check = check_pairs(backend, launch_a, launch_b, flush, events_ratio, planned,
-                            sustain=sustain_pairs(samples[0], samples[1]), telemetry=recorder.source)
+        check = check_pairs(
+            backend,
+            launch_a,
+            launch_b,
+            flush,
+            events_ratio,
+            planned,
+            sustain=sustain_pairs(samples[0], samples[1]),
+            telemetry=recorder.source,
+        )
         if check is not None:
             conditions = replace(conditions, telemetry={**(conditions.telemetry or {}), "second_timer": check})
     a_ci, b_ci = intervals

@@ -64,9 +64,13 @@ def timer_of(backend: Any) -> str | None:
     return None
 
 
-def profiled_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], None],
-                synchronize: Callable[[], None], sustain: int = 0,
-                after: Callable[[], None] | None = None) -> list[float]:
+def profiled_ms(
+    launches: Sequence[Callable[[], Any]],
+    prepare: Callable[[int], None],
+    synchronize: Callable[[], None],
+    sustain: int = 0,
+    after: Callable[[], None] | None = None,
+) -> list[float]:
     """Each launch's device time in ms from the profiler's kernel records, in order; ``prepare(i)`` runs before
     launch ``i`` outside its range (restore its inputs, flush the cache), so none of it is counted. The first
     ``sustain`` launches are load only: they run first, in the session but outside any range, and are neither
@@ -112,9 +116,13 @@ def profiled_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], 
     return [us / 1e3 for us in per]
 
 
-def host_clock_ms(launches: Sequence[Callable[[], Any]], prepare: Callable[[int], None],
-                  synchronize: Callable[[], None], sustain: int = 0,
-                  after: Callable[[], None] | None = None) -> list[float]:
+def host_clock_ms(
+    launches: Sequence[Callable[[], Any]],
+    prepare: Callable[[int], None],
+    synchronize: Callable[[], None],
+    sustain: int = 0,
+    after: Callable[[], None] | None = None,
+) -> list[float]:
     """Each launch's time in ms by the host's monotonic clock, the queue drained before and after it; the first
     ``sustain`` launches run first as load only, untimed and not returned; ``after`` runs after the last."""
     out = []
@@ -145,7 +153,7 @@ def planned_pairs(a_ms: Sequence[float], b_ms: Sequence[float], target: float | 
     floor = min(PAIRS, len(a_ms), len(b_ms))
     if target is None or floor < 3:
         return floor
-    logs = abba_block_logs(a_ms[:len(b_ms)], b_ms[:len(a_ms)])
+    logs = abba_block_logs(a_ms[: len(b_ms)], b_ms[: len(a_ms)])
     if len(logs) < 3:
         return floor
     middle = statistics.median(logs)
@@ -173,9 +181,17 @@ def agrees(ratio: float, other: float) -> bool:
     return abs(math.log(other / ratio)) <= math.log1p(AGREE)
 
 
-def check_pairs(backend: Any, launch_a: Launches, launch_b: Launches, flush: bool,
-                events_ratio: float, pairs: int = PAIRS, target: float | None = None,
-                sustain: int = 0, telemetry: Any = None) -> dict[str, Any] | None:
+def check_pairs(
+    backend: Any,
+    launch_a: Launches,
+    launch_b: Launches,
+    flush: bool,
+    events_ratio: float,
+    pairs: int = PAIRS,
+    target: float | None = None,
+    sustain: int = 0,
+    telemetry: Any = None,
+) -> dict[str, Any] | None:
     """A B B A pairs of two launches timed by the backend's second timer (the cache flushed before each launch when
     ``flush``; with one launch of each per placement of the inputs, the placements in turn as the first timer
     takes them: ``placements.placed_pair``), as ``lab.replay``'s ratio summary plus ``timer``, the first timer's
@@ -207,13 +223,15 @@ def check_pairs(backend: Any, launch_a: Launches, launch_b: Launches, flush: boo
     def read_clock() -> None:
         if telemetry is not None and telemetry.available:
             clock.update({k: v for k, v in telemetry.read().items() if k == "sm_mhz"})
+
     while True:
         first = len(paired)
         order = [(0, 1) if (first + i) % 2 == 0 else (1, 0) for i in range(count)]
         launches = [launch_of(first + i)[side] for i, pair in enumerate(order) for side in pair]
         try:
-            timed = (profiled_ms if timer == PROFILER else host_clock_ms)(load + launches, prepare,
-                                                                          backend.synchronize, len(load), read_clock)
+            timed = (profiled_ms if timer == PROFILER else host_clock_ms)(
+                load + launches, prepare, backend.synchronize, len(load), read_clock
+            )
         except Exception as exc:  # CUPTI refused, a trace this torch writes differently, a launch that failed
             return {"timer": timer, "error": f"{type(exc).__name__}: {exc}"}
         paired += [(timed[2 * i + p.index(0)], timed[2 * i + p.index(1)]) for i, p in enumerate(order)]
@@ -226,9 +244,16 @@ def check_pairs(backend: Any, launch_a: Launches, launch_b: Launches, flush: boo
     if placed is not None:  # the claim carries the error of its placements, which more pairs do not reduce
         low, high = math.exp(-placed["half_width"]), math.exp(placed["half_width"])
         found["ci"] = [min(found["ci"][0], found["ratio"] * low), max(found["ci"][1], found["ratio"] * high)]
-    return {**found, "half_width": half_width, "timer": timer, "events_ratio": events_ratio,
-            "agrees": agrees(events_ratio, found["ratio"]), "sustain_pairs": sustain, **clock,
-            **({"placements": placed} if placed is not None else {})}
+    return {
+        **found,
+        "half_width": half_width,
+        "timer": timer,
+        "events_ratio": events_ratio,
+        "agrees": agrees(events_ratio, found["ratio"]),
+        "sustain_pairs": sustain,
+        **clock,
+        **({"placements": placed} if placed is not None else {}),
+    }
 
 
 def placement_count(launches: Launches) -> int:
@@ -268,8 +293,14 @@ def combine(checks: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     ratio = math.exp(sum(math.log(c["ratio"]) for c in timed) / len(timed))
     events = math.exp(sum(math.log(c["events_ratio"]) for c in timed) / len(timed))
     clocks = [c["sm_mhz"] for c in timed if c.get("sm_mhz")]
-    return {"timer": timed[0]["timer"], "ratio": ratio, "events_ratio": events, "rounds": len(timed),
-            "agrees": agrees(events, ratio), **({"sm_mhz_range": [min(clocks), max(clocks)]} if clocks else {})}
+    return {
+        "timer": timed[0]["timer"],
+        "ratio": ratio,
+        "events_ratio": events,
+        "rounds": len(timed),
+        "agrees": agrees(events, ratio),
+        **({"sm_mhz_range": [min(clocks), max(clocks)]} if clocks else {}),
+    }
 
 
 def said(check: dict[str, Any] | None) -> str:
@@ -283,7 +314,7 @@ def said(check: dict[str, Any] | None) -> str:
 
 
 def at_clock(check: dict[str, Any]) -> str:
-    """" at 1500 MHz" (or a range over rounds) where the check read the clock its pairs ran at, else ""."""
+    """ " at 1500 MHz" (or a range over rounds) where the check read the clock its pairs ran at, else ""."""
     low, high = check.get("sm_mhz_range") or [check.get("sm_mhz")] * 2
     if not low:
         return ""

@@ -22,8 +22,7 @@ def memory_ceiling(ceilings: Mapping[str, Any]) -> tuple[float, str]:
     """The bandwidth ceiling: the fastest of the calibration's probes (bytes/s) and its name."""
     found = [(float(ceilings[key]), name) for name, key in BANDWIDTH_PROBES if ceilings.get(key)]
     if not found:
-        raise KeyError("the calibration has no bandwidth probe (copy_bytes_per_s, triad_bytes_per_s, "
-                       "read_bytes_per_s)")
+        raise KeyError("the calibration has no bandwidth probe (copy_bytes_per_s, triad_bytes_per_s, read_bytes_per_s)")
     return max(found)
 
 
@@ -42,12 +41,21 @@ def speed_of_light(cost: Mapping[str, float], median_ms: float, ceilings: Mappin
         bound = "latency"
     else:
         bound = "compute" if compute_s >= memory_s else "memory"
-    return {"flops_per_s": flops / seconds, "bytes_per_s": moved / seconds, "compute_fraction": compute_s / seconds,
-            "compute_ceiling": ceiling, "memory_fraction": memory_s / seconds, "memory_ceiling": probe,
-            "roofline_fraction": bound_s / seconds, "bound": bound}
+    return {
+        "flops_per_s": flops / seconds,
+        "bytes_per_s": moved / seconds,
+        "compute_fraction": compute_s / seconds,
+        "compute_ceiling": ceiling,
+        "memory_fraction": memory_s / seconds,
+        "memory_ceiling": probe,
+        "roofline_fraction": bound_s / seconds,
+        "bound": bound,
+    }
 
 
 def describe(sol: Mapping[str, Any]) -> str:
-    return (f"{sol['roofline_fraction']:.0%} of the roofline ({sol['bound']}-bound): "
-            f"{sol['bytes_per_s'] / 1e9:.3g} GB/s ({sol['memory_fraction']:.0%} of {sol['memory_ceiling']}), "
-            f"{sol['flops_per_s'] / 1e9:.3g} GFLOP/s ({sol['compute_fraction']:.0%} of {sol['compute_ceiling']})")
+    return (
+        f"{sol['roofline_fraction']:.0%} of the roofline ({sol['bound']}-bound): "
+        f"{sol['bytes_per_s'] / 1e9:.3g} GB/s ({sol['memory_fraction']:.0%} of {sol['memory_ceiling']}), "
+        f"{sol['flops_per_s'] / 1e9:.3g} GFLOP/s ({sol['compute_fraction']:.0%} of {sol['compute_ceiling']})"
+    )

@@ -34,8 +34,14 @@ def bootstrap_median_ci(samples: Sequence[float], confidence: float = 0.95) -> t
     if data.size < 3 or float(data.min()) == float(data.max()):
         return float(data.min()), float(data.max())
     result = stats.bootstrap(
-        (data,), np.median, confidence_level=confidence, n_resamples=BOOTSTRAP_RESAMPLES,
-        method="percentile", vectorized=True, axis=-1, random_state=np.random.default_rng(0),
+        (data,),
+        np.median,
+        confidence_level=confidence,
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        method="percentile",
+        vectorized=True,
+        axis=-1,
+        random_state=np.random.default_rng(0),
     )
     low, high = result.confidence_interval
     return float(low), float(high)
@@ -86,8 +92,9 @@ DISTURBED_Z = 5.0
 from the median of all pairs to be set aside as disturbed."""
 
 
-def robust_ratio_ci(pairs: Sequence[tuple[float, float]],
-                    confidence: float = 0.95) -> tuple[RatioEstimate, tuple[float, float] | None]:
+def robust_ratio_ci(
+    pairs: Sequence[tuple[float, float]], confidence: float = 0.95
+) -> tuple[RatioEstimate, tuple[float, float] | None]:
     """``ratio_ci`` robust to one disturbed pair: with four pairs or more, the one pair whose log ratio lies
     farthest from the median is set aside when it is more than ``DISTURBED_Z`` robust standard deviations away (a
     process that shared the device with another, or started under other clocks), and the interval is taken over
@@ -122,8 +129,9 @@ def abba_block_logs(a_samples: Sequence[float], b_samples: Sequence[float]) -> l
     if len(a_samples) == 1:
         sums = [(a_samples[0], b_samples[0])]
     else:
-        sums = [(a_samples[i] + a_samples[i + 1], b_samples[i] + b_samples[i + 1])
-                for i in range(0, len(a_samples) - 1, 2)]
+        sums = [
+            (a_samples[i] + a_samples[i + 1], b_samples[i] + b_samples[i + 1]) for i in range(0, len(a_samples) - 1, 2)
+        ]
     return [math.log(b / a) for a, b in sums if a > 0 and b > 0]
 
 
@@ -145,6 +153,11 @@ def pair_ratio(pairs: Sequence[tuple[float, float]]) -> dict[str, Any]:
     if not logs:
         raise ValueError("a pair ratio needs at least one pair with a measurable time on both sides")
     low, high = bootstrap_median_ci(logs)
-    return {"ratio": math.exp(statistics.median(logs)), "ci": [math.exp(low), math.exp(high)], "pairs": len(pairs),
-            "blocks": len(logs), "original_ms": statistics.median(a for a, _ in pairs),
-            "variant_ms": statistics.median(b for _, b in pairs)}
+    return {
+        "ratio": math.exp(statistics.median(logs)),
+        "ci": [math.exp(low), math.exp(high)],
+        "pairs": len(pairs),
+        "blocks": len(logs),
+        "original_ms": statistics.median(a for a, _ in pairs),
+        "variant_ms": statistics.median(b for _, b in pairs),
+    }

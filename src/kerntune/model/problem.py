@@ -164,8 +164,10 @@ class Serve:
     ops: Sequence[str]
     shape: Callable[[str, tuple[Any, ...], dict[str, Any]], tuple[Any, ...] | None]
     run: Callable[[str, Mapping[str, Scalar], Mapping[str, Any], tuple[Any, ...], dict[str, Any]], Any]
-    prepare: Callable[[str, Mapping[str, Scalar], Mapping[str, Any]],
-                      Callable[[tuple[Any, ...], dict[str, Any]], Any]] | None = None
+    prepare: (
+        Callable[[str, Mapping[str, Scalar], Mapping[str, Any]], Callable[[tuple[Any, ...], dict[str, Any]], Any]]
+        | None
+    ) = None
     kernel: str = ""
     """The prefix the names of the kernels it launches share (``matmul`` for matmul_kernel, matmul_tma_kernel...):
     how ``kerntune verify`` finds them in a profile. Default: the spec kernel's name."""

@@ -80,8 +80,10 @@ class Budget:
             for text in filter(None, (t.strip() for t in raw.split(","))):
                 match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(?:(s|m|h)(/shape)?)?", text)
                 if not match:
-                    raise UsageError(f"--budget {text!r}: give an evaluation count (100), a time for the run (90s, 5m, "
-                                     "1h) or a time per shape (45s/shape)")
+                    raise UsageError(
+                        f"--budget {text!r}: give an evaluation count (100), a time for the run (90s, 5m, "
+                        "1h) or a time per shape (45s/shape)"
+                    )
                 number, unit = float(match.group(1)), match.group(2)
                 if unit is None:
                     if number < 1 or number != int(number):

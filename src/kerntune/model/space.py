@@ -120,8 +120,7 @@ class Space:
         meta = self.meta(config, shape)
         return {k: meta[k] for k in (*config.names(), *self.derived)}
 
-    def check(self, config: Config, shape: Shape, target: Target | None, *, target_unknown: bool = False
-              ) -> str | None:
+    def check(self, config: Config, shape: Shape, target: Target | None, *, target_unknown: bool = False) -> str | None:
         """None when the config is valid for this shape and target, else the rejecting constraint's name. With
         ``target_unknown`` (a parent process that has not met the device yet), constraints that read the target
         are not judged: the caller checks them again once a worker names its Target."""
@@ -170,8 +169,9 @@ class Space:
         visit(0, {}, list(range(len(checks))))
         return valid, rejected
 
-    def _partial_meta(self, fields: Mapping[str, Scalar], assigned: Mapping[str, Scalar],
-                      unset: frozenset[str]) -> Meta:
+    def _partial_meta(
+        self, fields: Mapping[str, Scalar], assigned: Mapping[str, Scalar], unset: frozenset[str]
+    ) -> Meta:
         """``meta`` of a prefix of the parameters: reading one still unset raises ``_Unassigned`` (so does a
         derived value that needs one); with every parameter set, a plain dict."""
         meta: Meta = {**fields, **assigned} if not unset else _PartialMeta({**fields, **assigned}, unset)

@@ -39,17 +39,31 @@ class TimePlan:
 
     @classmethod
     def of(cls, budget: Budget, shapes: int, confirms: bool) -> TimePlan:
-        run_s = budget.seconds if budget.seconds is not None else (
-            budget.shape_seconds * shapes if budget.shape_seconds is not None else None)
+        run_s = (
+            budget.seconds
+            if budget.seconds is not None
+            else (budget.shape_seconds * shapes if budget.shape_seconds is not None else None)
+        )
         keep = 1.0 - CONFIRM_SHARE if confirms else 1.0
-        return cls(run_s, None if budget.shape_seconds is None else budget.shape_seconds * keep,
-                   None if run_s is None else run_s * keep, counts_start_up=budget.seconds is not None)
+        return cls(
+            run_s,
+            None if budget.shape_seconds is None else budget.shape_seconds * keep,
+            None if run_s is None else run_s * keep,
+            counts_start_up=budget.seconds is not None,
+        )
 
     def search_limit(self, per_shape: bool) -> str:
         """Which search bound was reached, in words: ``2 s per shape``, or ``9 s of 12 s for the run to search``."""
-        limit, whole = ((self.search_shape_s, None if self.run_s is None or self.search_run_s is None else
-                         self.search_shape_s and self.search_shape_s * self.run_s / self.search_run_s)
-                        if per_shape else (self.search_run_s, self.run_s))
+        limit, whole = (
+            (
+                self.search_shape_s,
+                None
+                if self.run_s is None or self.search_run_s is None
+                else self.search_shape_s and self.search_shape_s * self.run_s / self.search_run_s,
+            )
+            if per_shape
+            else (self.search_run_s, self.run_s)
+        )
         unit = "per shape" if per_shape else "for the run"
         if limit is None or whole is None or abs(whole - limit) < 1e-9:
             return f"{(whole or limit or 0):.3g} s {unit}"
@@ -59,12 +73,20 @@ class TimePlan:
         """Seconds the run will take: at most, by phase, under a time bound (``basis`` budget); else about, from
         earlier runs' evaluation times (``basis`` earlier runs); None when neither is known."""
         if self.run_s is not None and self.search_run_s is not None:
-            return {"run_s": self.run_s, "search_s": self.search_run_s, "confirm_s": self.run_s - self.search_run_s,
-                    "basis": "budget"}
+            return {
+                "run_s": self.run_s,
+                "search_s": self.search_run_s,
+                "confirm_s": self.run_s - self.search_run_s,
+                "basis": "budget",
+            }
         if self.earlier_evaluation_s is None or not self.evaluations:
             return None
-        return {"run_s": round(self.evaluations * self.earlier_evaluation_s, 1), "search_s": None, "confirm_s": None,
-                "basis": f"earlier runs: {self.evaluations} evaluations × {self.earlier_evaluation_s:.2g} s"}
+        return {
+            "run_s": round(self.evaluations * self.earlier_evaluation_s, 1),
+            "search_s": None,
+            "confirm_s": None,
+            "basis": f"earlier runs: {self.evaluations} evaluations × {self.earlier_evaluation_s:.2g} s",
+        }
 
     def describe(self) -> str:
         found = self.estimate()

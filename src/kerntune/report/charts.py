@@ -31,9 +31,12 @@ def _num(value: float) -> str:
 
 
 def _svg(height: float, body: list[str], title: str) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{WIDTH}" '
-            f'height="{height:.0f}" viewBox="0 0 {WIDTH} {height:.0f}"><title>{escape(title)}</title>'
-            + "".join(body) + "</svg>")
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{WIDTH}" '
+        f'height="{height:.0f}" viewBox="0 0 {WIDTH} {height:.0f}"><title>{escape(title)}</title>'
+        + "".join(body)
+        + "</svg>"
+    )
 
 
 LABEL_GAP = 56.0
@@ -59,11 +62,15 @@ def _axis(low: float, high: float, y: float, unit: str, data: tuple[float, float
         if any(abs(x - other) < LABEL_GAP for other in kept):
             continue
         kept.append(x)
-        out.append(f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="#888"/><text class="tick" '
-                   f'x="{x:.1f}" y="{y + 15}" font-size="11" text-anchor="{anchor}">{value:.4g}</text>')
+        out.append(
+            f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="#888"/><text class="tick" '
+            f'x="{x:.1f}" y="{y + 15}" font-size="11" text-anchor="{anchor}">{value:.4g}</text>'
+        )
     scale = ", log scale" if log else ""
-    out.append(f'<text class="unit" x="{WIDTH - PAD}" y="{y + 28}" font-size="11" text-anchor="end" fill="#555">'
-               f"{escape(unit)}{scale}</text>")
+    out.append(
+        f'<text class="unit" x="{WIDTH - PAD}" y="{y + 28}" font-size="11" text-anchor="end" fill="#555">'
+        f"{escape(unit)}{scale}</text>"
+    )
     return out
 
 
@@ -81,18 +88,30 @@ def _x(value: float, low: float, high: float, log: bool = False) -> float:
     return LEFT + frac * (WIDTH - PAD - LEFT)
 
 
-def _strip(attrs: str, label: str, values: Sequence[float], mark: float, mark_class: str, y: float,
-           scale: tuple[float, float, bool]) -> str:
+def _strip(
+    attrs: str,
+    label: str,
+    values: Sequence[float],
+    mark: float,
+    mark_class: str,
+    y: float,
+    scale: tuple[float, float, bool],
+) -> str:
     """One labelled row of a strip chart: each value a dot (evenly thinned beyond MAX_DOTS), ``mark`` (a median or
     a best) a bar; ``attrs`` the group's class and data- attributes (already escaped)."""
     low, high, log = scale
     step = max(1, math.ceil(len(values) / MAX_DOTS))
-    dots = "".join(f'<circle cx="{_x(v, low, high, log):.1f}" cy="{y:.1f}" r="2" fill="#4477aa" fill-opacity="0.45" '
-                   f'data-ms="{_num(v)}"/>' for v in list(values)[::step])
+    dots = "".join(
+        f'<circle cx="{_x(v, low, high, log):.1f}" cy="{y:.1f}" r="2" fill="#4477aa" fill-opacity="0.45" '
+        f'data-ms="{_num(v)}"/>'
+        for v in list(values)[::step]
+    )
     mx = _x(mark, low, high, log)
-    return (f'<g {attrs}><text x="{LEFT - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{escape(label[:34])}'
-            f'</text>{dots}<line class="{mark_class}" x1="{mx:.1f}" y1="{y - 9:.1f}" x2="{mx:.1f}" y2="{y + 9:.1f}" '
-            'stroke="#cc3311" stroke-width="2"/></g>')
+    return (
+        f'<g {attrs}><text x="{LEFT - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{escape(label[:34])}'
+        f'</text>{dots}<line class="{mark_class}" x1="{mx:.1f}" y1="{y - 9:.1f}" x2="{mx:.1f}" y2="{y + 9:.1f}" '
+        'stroke="#cc3311" stroke-width="2"/></g>'
+    )
 
 
 def distributions(rows: Sequence[tuple[str, Sequence[float], float]], title: str = "samples") -> str:
@@ -104,9 +123,17 @@ def distributions(rows: Sequence[tuple[str, Sequence[float], float]], title: str
     low, high = _scale(min(values), max(values), log)
     body = []
     for i, (label, samples, median) in enumerate(rows):
-        body.append(_strip(f'class="series" data-label="{escape(label)}" data-median-ms="{_num(median)}" '
-                           f'data-n="{len(samples)}"', label, samples, median, "median",
-                           PAD + i * ROW + ROW / 2, (low, high, log)))
+        body.append(
+            _strip(
+                f'class="series" data-label="{escape(label)}" data-median-ms="{_num(median)}" data-n="{len(samples)}"',
+                label,
+                samples,
+                median,
+                "median",
+                PAD + i * ROW + ROW / 2,
+                (low, high, log),
+            )
+        )
     height = PAD + len(rows) * ROW + 44
     return _svg(height, [*body, *_axis(low, high, height - 40, "ms", (min(values), max(values)), log)], title)
 
@@ -117,9 +144,15 @@ def trace(points: Sequence[tuple[float, float]], x_unit: str, title: str = "sear
         return ""
     if len(points) == 1:  # one evaluation: the point and its value, not an empty frame around one dot
         x, v = points[0]
-        return _svg(34.0, [f'<circle class="evaluation best" cx="{LEFT}" cy="17" r="3.5" fill="#cc3311" '
-                           f'data-x="{_num(x)}" data-ms="{_num(v)}"/><text x="{LEFT + 10}" y="21" font-size="12">'
-                           f"one evaluation: {_num(v)} ms (at {_num(x)} {escape(x_unit)})</text>"], title)
+        return _svg(
+            34.0,
+            [
+                f'<circle class="evaluation best" cx="{LEFT}" cy="17" r="3.5" fill="#cc3311" '
+                f'data-x="{_num(x)}" data-ms="{_num(v)}"/><text x="{LEFT + 10}" y="21" font-size="12">'
+                f"one evaluation: {_num(v)} ms (at {_num(x)} {escape(x_unit)})</text>"
+            ],
+            title,
+        )
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     xlow, xhigh = _scale(min(xs), max(xs))
     log = wants_log(ys)
@@ -133,25 +166,32 @@ def trace(points: Sequence[tuple[float, float]], x_unit: str, title: str = "sear
     best, path, marks = math.inf, "", []
     for x, v in points:
         px, py = _x(x, xlow, xhigh), y_of(v)
-        marks.append(f'<circle class="evaluation" cx="{px:.1f}" cy="{py:.1f}" r="2" fill="#999" '
-                     f'data-x="{_num(x)}" data-ms="{_num(v)}"/>')
+        marks.append(
+            f'<circle class="evaluation" cx="{px:.1f}" cy="{py:.1f}" r="2" fill="#999" '
+            f'data-x="{_num(x)}" data-ms="{_num(v)}"/>'
+        )
         if v < best:  # a new best: the step line moves right to here, then down to it
             best = v
             path += f"M{px:.1f} {py:.1f}" if not path else f"H{px:.1f}V{py:.1f}"
-            marks.append(f'<circle class="best" cx="{px:.1f}" cy="{py:.1f}" r="3" fill="#cc3311" '
-                         f'data-x="{_num(x)}" data-ms="{_num(v)}"/>')
+            marks.append(
+                f'<circle class="best" cx="{px:.1f}" cy="{py:.1f}" r="3" fill="#cc3311" '
+                f'data-x="{_num(x)}" data-ms="{_num(v)}"/>'
+            )
     path += f"H{_x(xs[-1], xlow, xhigh):.1f}"
     ends = sorted({min(ys), max(ys)})
     if len(ends) == 2 and abs(y_of(ends[0]) - y_of(ends[1])) < 14:  # two labels that would print over each other
         ends = ends[:1]
-    labels = [f'<text class="tick" x="{LEFT - 6}" y="{y_of(v) + 4:.1f}" font-size="11" text-anchor="end">'
-              f"{_num(v)} ms</text>" for v in ends]
+    labels = [
+        f'<text class="tick" x="{LEFT - 6}" y="{y_of(v) + 4:.1f}" font-size="11" text-anchor="end">{_num(v)} ms</text>'
+        for v in ends
+    ]
     if log:
-        labels.append(f'<text class="unit" x="{LEFT - 6}" y="{top + 4:.1f}" font-size="11" text-anchor="end" '
-                      'fill="#555">log scale</text>')
+        labels.append(
+            f'<text class="unit" x="{LEFT - 6}" y="{top + 4:.1f}" font-size="11" text-anchor="end" '
+            'fill="#555">log scale</text>'
+        )
     line = f'<path class="best-so-far" d="{path}" fill="none" stroke="#cc3311" stroke-width="1.5"/>'
-    return _svg(height, [*marks, line, *labels, *_axis(xlow, xhigh, height - 44, x_unit, (min(xs), max(xs)))],
-                title)
+    return _svg(height, [*marks, line, *labels, *_axis(xlow, xhigh, height - 44, x_unit, (min(xs), max(xs)))], title)
 
 
 def pairs(rows: Sequence[tuple[str, float, float | None]], title: str = "search vs confirmed") -> str:
@@ -164,27 +204,41 @@ def pairs(rows: Sequence[tuple[str, float, float | None]], title: str = "search 
     for i, (label, search, confirmed) in enumerate(rows):
         y = PAD + i * ROW
         bars = [("search", search, "#4477aa", 0), ("confirmed", confirmed, "#228833", 10)]
-        marks = "".join(f'<rect class="{kind}" x="{LEFT}" y="{y + dy:.1f}" width="{_x(v, 0, high) - LEFT:.1f}" '
-                        f'height="9" fill="{color}" data-ms="{_num(v)}"/>' for kind, v, color, dy in bars
-                        if v is not None)
-        body.append(f'<g class="pair" data-label="{escape(label)}"><text x="{LEFT - 6}" y="{y + 13:.1f}" '
-                    f'font-size="11" text-anchor="end">{escape(label[:34])}</text>{marks}</g>')
+        marks = "".join(
+            f'<rect class="{kind}" x="{LEFT}" y="{y + dy:.1f}" width="{_x(v, 0, high) - LEFT:.1f}" '
+            f'height="9" fill="{color}" data-ms="{_num(v)}"/>'
+            for kind, v, color, dy in bars
+            if v is not None
+        )
+        body.append(
+            f'<g class="pair" data-label="{escape(label)}"><text x="{LEFT - 6}" y="{y + 13:.1f}" '
+            f'font-size="11" text-anchor="end">{escape(label[:34])}</text>{marks}</g>'
+        )
     height = PAD + len(rows) * ROW + 44
-    legend = ('<rect x="8" y="4" width="10" height="8" fill="#4477aa"/><text x="22" y="12" font-size="11">search'
-              '</text><rect x="80" y="4" width="10" height="8" fill="#228833"/><text x="94" y="12" font-size="11">'
-              "confirmed (fresh processes)</text>")
+    legend = (
+        '<rect x="8" y="4" width="10" height="8" fill="#4477aa"/><text x="22" y="12" font-size="11">search'
+        '</text><rect x="80" y="4" width="10" height="8" fill="#228833"/><text x="94" y="12" font-size="11">'
+        "confirmed (fresh processes)</text>"
+    )
     return _svg(height, [legend, *body, *_axis(0.0, high, height - 40, "ms", (0.0, max(values)))], title)
 
 
-def roofline(points: Sequence[dict[str, float | str | bool]], roofs: dict[str, float], copy_bytes_per_s: float,
-             title: str = "roofline") -> str:
+def roofline(
+    points: Sequence[dict[str, float | str | bool]],
+    roofs: dict[str, float],
+    copy_bytes_per_s: float,
+    title: str = "roofline",
+) -> str:
     """``points`` as ``roofline.roofline_points`` gives them; ``roofs`` the compute ceilings (FLOP/s) by name."""
     if not points or not roofs or copy_bytes_per_s <= 0:
         return ""
     xs = [float(p["intensity"]) for p in points]
     top = max(roofs.values())
-    xlow, xhigh = _scale(min(min(xs) / 4, min(roofs.values()) / copy_bytes_per_s / 8),
-                         max(max(xs) * 4, top / copy_bytes_per_s * 4), log=True)
+    xlow, xhigh = _scale(
+        min(min(xs) / 4, min(roofs.values()) / copy_bytes_per_s / 8),
+        max(max(xs) * 4, top / copy_bytes_per_s * 4),
+        log=True,
+    )
     ylow, yhigh = _scale(min(float(p["flops_per_s"]) for p in points) / 4, top * 1.5, log=True)
     height, y0 = 312.0, 12.0
 
@@ -195,22 +249,30 @@ def roofline(points: Sequence[dict[str, float | str | bool]], roofs: dict[str, f
     for name, rate in roofs.items():
         knee = rate / copy_bytes_per_s
         left_y = max(copy_bytes_per_s * xlow, ylow)
-        body.append(f'<path class="ceiling" data-name="{escape(name)}" data-flops-per-s="{_num(rate)}" '
-                    f'd="M{_x(xlow, xlow, xhigh, True):.1f} {y_of(left_y):.1f} L{_x(knee, xlow, xhigh, True):.1f} '
-                    f'{y_of(rate):.1f} H{WIDTH - PAD}" fill="none" stroke="#333" stroke-dasharray="4 2"/>'
-                    f'<text x="{WIDTH - PAD}" y="{y_of(rate) - 4:.1f}" font-size="11" text-anchor="end">'
-                    f"{escape(name)} {rate / 1e12:.3g} TFLOP/s</text>")
+        body.append(
+            f'<path class="ceiling" data-name="{escape(name)}" data-flops-per-s="{_num(rate)}" '
+            f'd="M{_x(xlow, xlow, xhigh, True):.1f} {y_of(left_y):.1f} L{_x(knee, xlow, xhigh, True):.1f} '
+            f'{y_of(rate):.1f} H{WIDTH - PAD}" fill="none" stroke="#333" stroke-dasharray="4 2"/>'
+            f'<text x="{WIDTH - PAD}" y="{y_of(rate) - 4:.1f}" font-size="11" text-anchor="end">'
+            f"{escape(name)} {rate / 1e12:.3g} TFLOP/s</text>"
+        )
     for p in points:
         color = "#cc3311" if p.get("winner") else ("#228833" if p.get("role") == "baseline" else "#4477aa")
-        body.append(f'<circle class="point" cx="{_x(float(p["intensity"]), xlow, xhigh, True):.1f}" '
-                    f'cy="{y_of(float(p["flops_per_s"])):.1f}" r="3.5" fill="{color}" '
-                    f'data-label="{escape(str(p["label"]))}" data-median-ms="{_num(float(p["median_ms"]))}" '
-                    f'data-flops-per-s="{_num(float(p["flops_per_s"]))}"/>')
+        body.append(
+            f'<circle class="point" cx="{_x(float(p["intensity"]), xlow, xhigh, True):.1f}" '
+            f'cy="{y_of(float(p["flops_per_s"])):.1f}" r="3.5" fill="{color}" '
+            f'data-label="{escape(str(p["label"]))}" data-median-ms="{_num(float(p["median_ms"]))}" '
+            f'data-flops-per-s="{_num(float(p["flops_per_s"]))}"/>'
+        )
     return _svg(height, [*body, *_axis(xlow, xhigh, height - 44, "FLOP/B", (min(xs), max(xs)), log=True)], title)
 
 
-def parameters(rows: Sequence[tuple[Mapping[str, Any], float]], params: Mapping[str, Sequence[Any]],
-               importance: Mapping[str, float] | None, title: str = "time by parameter") -> str:
+def parameters(
+    rows: Sequence[tuple[Mapping[str, Any], float]],
+    params: Mapping[str, Sequence[Any]],
+    importance: Mapping[str, float] | None,
+    title: str = "time by parameter",
+) -> str:
     """Time against each parameter's values: per parameter that varies (most important first when ``importance``
     says), one row per value with every timed config's median at that value as a dot and the value's best as a
     bar — the view that shows which parameter moved the time. ``rows``: (config, median ms)."""
@@ -224,16 +286,27 @@ def parameters(rows: Sequence[tuple[Mapping[str, Any], float]], params: Mapping[
     y = float(PAD)
     for name in order:
         score = f" — importance {importance[name]:.2f}" if importance and name in importance else ""
-        body.append(f'<text class="parameter" x="8" y="{y + 4:.1f}" font-size="12" font-weight="bold" '
-                    f'data-parameter="{escape(name)}">{escape(name)}{escape(score)}</text>')
+        body.append(
+            f'<text class="parameter" x="8" y="{y + 4:.1f}" font-size="12" font-weight="bold" '
+            f'data-parameter="{escape(name)}">{escape(name)}{escape(score)}</text>'
+        )
         y += ROW * 0.8
         for value in params[name]:
             mine = [ms for config, ms in rows if config.get(name) == value]
             if not mine:
                 continue
-            body.append(_strip(f'class="value" data-parameter="{escape(name)}" data-value="{escape(str(value))}" '
-                               f'data-best-ms="{_num(min(mine))}" data-n="{len(mine)}"', f"{name} = {value}", mine,
-                               min(mine), "best", y, (low, high, log)))
+            body.append(
+                _strip(
+                    f'class="value" data-parameter="{escape(name)}" data-value="{escape(str(value))}" '
+                    f'data-best-ms="{_num(min(mine))}" data-n="{len(mine)}"',
+                    f"{name} = {value}",
+                    mine,
+                    min(mine),
+                    "best",
+                    y,
+                    (low, high, log),
+                )
+            )
             y += ROW
     height = y + 44
     return _svg(height, [*body, *_axis(low, high, height - 40, "ms", (min(times), max(times)), log)], title)

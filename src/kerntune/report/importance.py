@@ -39,8 +39,14 @@ def parameter_importance(rows: Sequence[tuple[Mapping[str, Any], float]]) -> dic
     from optuna.importance import PedAnovaImportanceEvaluator, get_param_importances
 
     distributions = {name: CategoricalDistribution(values) for name, values in params.items()}
-    trials = [optuna.trial.create_trial(params={n: c[n] for n in params if n in c}, distributions={
-        n: d for n, d in distributions.items() if n in c}, value=ms) for c, ms in rows]
+    trials = [
+        optuna.trial.create_trial(
+            params={n: c[n] for n in params if n in c},
+            distributions={n: d for n, d in distributions.items() if n in c},
+            value=ms,
+        )
+        for c, ms in rows
+    ]
     with warnings.catch_warnings():  # PED-ANOVA is marked experimental in some Optuna releases
         warnings.simplefilter("ignore")
         optuna.logging.set_verbosity(optuna.logging.WARNING)

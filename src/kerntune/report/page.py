@@ -61,56 +61,92 @@ def _shown(s: ShapeReport) -> list[Candidate]:
 def _shape_section(report: RunReport, s: ShapeReport, trace: list[tuple[int, str, float, float]]) -> str:
     w = s.winner
     best = w.best_measurement if w else None
-    summary = [("winner", w.config.key if w else "none passed the gate"), ("median ms", _ms(best.median_ms if best
-                                                                                          else None)),
-               ("gate", w.verdict.outcome if w and w.verdict else "—"),
-               ("outcomes", ", ".join(f"{k} {v}" for k, v in s.outcome_counts.items())
-                + (f"; {s.coverage}" if s.coverage else "")),
-               ("seconds", ", ".join(f"{k} {v:.3g}" for k, v in s.seconds.items()))]
-    baselines = [(b.label or b.config.key, _ms(b.best_measurement.median_ms if b.best_measurement else None),
-                  f"{s.speedup_over(b):.3f}×" if s.speedup_over(b) else "—") for b in s.baselines]
+    summary = [
+        ("winner", w.config.key if w else "none passed the gate"),
+        ("median ms", _ms(best.median_ms if best else None)),
+        ("gate", w.verdict.outcome if w and w.verdict else "—"),
+        (
+            "outcomes",
+            ", ".join(f"{k} {v}" for k, v in s.outcome_counts.items()) + (f"; {s.coverage}" if s.coverage else ""),
+        ),
+        ("seconds", ", ".join(f"{k} {v:.3g}" for k, v in s.seconds.items())),
+    ]
+    baselines = [
+        (
+            b.label or b.config.key,
+            _ms(b.best_measurement.median_ms if b.best_measurement else None),
+            f"{s.speedup_over(b):.3f}×" if s.speedup_over(b) else "—",
+        )
+        for b in s.baselines
+    ]
     shown = _shown(s)
     mine = [t for t in trace if t[1] == s.shape.key]
     start = mine[0][3] if mine else 0.0
-    parts = [f'<section class="shape" data-shape="{escape(s.shape.key)}"><h2>{escape(s.shape.key)}</h2>',
-             fields(summary, "summary"),
-             table(("baseline", "median ms", "winner speedup"), baselines, "baselines") if baselines else "",
-             "<h3>Samples</h3>" if shown else "",
-             charts.distributions([(_label(c), c.best_measurement.samples_ms, c.best_measurement.median_ms)
-                                   for c in shown if c.best_measurement], f"samples at {s.shape.key}")]
-    finalists = [(_label(c), c.measurement.median_ms if c.measurement else None,
-                  c.confirmed.median_ms if c.confirmed else None) for c in s.finalists]
+    parts = [
+        f'<section class="shape" data-shape="{escape(s.shape.key)}"><h2>{escape(s.shape.key)}</h2>',
+        fields(summary, "summary"),
+        table(("baseline", "median ms", "winner speedup"), baselines, "baselines") if baselines else "",
+        "<h3>Samples</h3>" if shown else "",
+        charts.distributions(
+            [
+                (_label(c), c.best_measurement.samples_ms, c.best_measurement.median_ms)
+                for c in shown
+                if c.best_measurement
+            ],
+            f"samples at {s.shape.key}",
+        ),
+    ]
+    finalists = [
+        (_label(c), c.measurement.median_ms if c.measurement else None, c.confirmed.median_ms if c.confirmed else None)
+        for c in s.finalists
+    ]
     rows = [(label, a, b) for label, a, b in finalists if a is not None]
     if rows:
         parts += ["<h3>Search-time vs confirmed medians</h3>", charts.pairs(rows, f"finalists at {s.shape.key}")]
     parts.append(_parameters(s))
     if mine:
-        parts += ["<h3>Search trace</h3>",
-                  charts.trace([(float(i + 1), m) for i, (_, _, m, _) in enumerate(mine)], "evaluations",
-                               f"best so far by evaluation at {s.shape.key}"),
-                  charts.trace([(t - start, m) for _, _, m, t in mine], "s",
-                               f"best so far by seconds at {s.shape.key}")]
+        parts += [
+            "<h3>Search trace</h3>",
+            charts.trace(
+                [(float(i + 1), m) for i, (_, _, m, _) in enumerate(mine)],
+                "evaluations",
+                f"best so far by evaluation at {s.shape.key}",
+            ),
+            charts.trace([(t - start, m) for _, _, m, t in mine], "s", f"best so far by seconds at {s.shape.key}"),
+        ]
     if s.failed:
-        parts += ["<h3>Failed</h3>", table(("config", "failure", "reason"),
-                                            [(c.config.key, c.failure.value if c.failure else "", c.reason[:300])
-                                             for c in s.failed], "failed")]
+        parts += [
+            "<h3>Failed</h3>",
+            table(
+                ("config", "failure", "reason"),
+                [(c.config.key, c.failure.value if c.failure else "", c.reason[:300]) for c in s.failed],
+                "failed",
+            ),
+        ]
     return "".join(parts) + "</section>"
 
 
 def _parameters(s: ShapeReport) -> str:
     """Time by each tunable parameter's values over the shape's timed configs, and which parameters mattered."""
-    rows = [(c.config.as_dict(), c.measurement.median_ms) for c in s.all_candidates
-            if c.role != "baseline" and c.status == "ok" and c.measurement is not None]
+    rows = [
+        (c.config.as_dict(), c.measurement.median_ms)
+        for c in s.all_candidates
+        if c.role != "baseline" and c.status == "ok" and c.measurement is not None
+    ]
     params = varying(rows)
     if len(rows) < 2 or not params:
         return ""
     importance = parameter_importance(rows)
-    said = (", ".join(f"{name} {score:.2f}" for name, score in importance.items()) if importance else
-            f"not scored: {len(rows)} timed configs (PED-ANOVA needs {MIN_CONFIGS} and two varying parameters)")
-    return ("<h3>Time by parameter</h3>"
-            f'<p class="importance">Which parameters moved the time (Optuna PED-ANOVA, search-time medians): '
-            f"{escape(said)}</p>"
-            + charts.parameters(rows, params, importance, f"time by parameter at {s.shape.key}"))
+    said = (
+        ", ".join(f"{name} {score:.2f}" for name, score in importance.items())
+        if importance
+        else f"not scored: {len(rows)} timed configs (PED-ANOVA needs {MIN_CONFIGS} and two varying parameters)"
+    )
+    return (
+        "<h3>Time by parameter</h3>"
+        f'<p class="importance">Which parameters moved the time (Optuna PED-ANOVA, search-time medians): '
+        f"{escape(said)}</p>" + charts.parameters(rows, params, importance, f"time by parameter at {s.shape.key}")
+    )
 
 
 def _roofline(report: RunReport) -> str:
@@ -125,14 +161,28 @@ def _roofline(report: RunReport) -> str:
 def render(report: RunReport, trace: list[tuple[int, str, float, float]]) -> str:
     """The page, from a run's report and its search trace (``Store.measured_at``)."""
     run = report.run
-    head = [("run", run.id), ("problem", run.problem), ("device", run.target.device_name),
-            ("arch", run.target.arch), ("strategy", run.strategy), ("dtype", run.dtype),
-            ("status", run.status), ("stop reason", run.stop_reason), ("created", run.created),
-            ("elapsed s", f"{run.elapsed_s:.1f}"),
-            ("timing claimed", run.target.claims_timing)]
+    head = [
+        ("run", run.id),
+        ("problem", run.problem),
+        ("device", run.target.device_name),
+        ("arch", run.target.arch),
+        ("strategy", run.strategy),
+        ("dtype", run.dtype),
+        ("status", run.status),
+        ("stop reason", run.stop_reason),
+        ("created", run.created),
+        ("elapsed s", f"{run.elapsed_s:.1f}"),
+        ("timing claimed", run.target.claims_timing),
+    ]
     data = json.dumps(report_json(report)).replace("</", "<\\/")  # never closes the script element early
-    body = [f"<h1>kerntune run {escape(run.id)}</h1>", fields(head, "run"),
-            *(_shape_section(report, s, trace) for s in report.shapes), _roofline(report),
-            f'<script type="application/json" id="kerntune-report">{data}</script>']
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>kerntune {escape(run.id)}</title>'
-            f"<style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n")
+    body = [
+        f"<h1>kerntune run {escape(run.id)}</h1>",
+        fields(head, "run"),
+        *(_shape_section(report, s, trace) for s in report.shapes),
+        _roofline(report),
+        f'<script type="application/json" id="kerntune-report">{data}</script>',
+    ]
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>kerntune {escape(run.id)}</title>'
+        f"<style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n"
+    )

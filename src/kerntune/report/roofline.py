@@ -31,18 +31,27 @@ def roofline_points(report: RunReport) -> list[dict[str, Any]]:
             m = c.best_measurement
             if c.status != "ok" or m is None or c.role == "screen":
                 continue
-            points.append({"shape": shape.shape.key, "role": c.role, "label": c.label or c.config.key,
-                           "winner": shape.winner is not None and c.id == shape.winner.id,
-                           "median_ms": m.median_ms, "intensity": intensity,
-                           "flops_per_s": float(cost["flops"]) / (m.median_ms * 1e-3)})
+            points.append(
+                {
+                    "shape": shape.shape.key,
+                    "role": c.role,
+                    "label": c.label or c.config.key,
+                    "winner": shape.winner is not None and c.id == shape.winner.id,
+                    "median_ms": m.median_ms,
+                    "intensity": intensity,
+                    "flops_per_s": float(cost["flops"]) / (m.median_ms * 1e-3),
+                }
+            )
     return points
 
 
 def ceilings_of(report: RunReport) -> dict[str, Any]:
     ceilings = report.run.options.get("ceilings")
     if not ceilings:
-        raise UsageError(f"run {report.run.id} has no calibration recorded: run `kerntune calibrate` on this device, "
-                         "then tune again (the run keeps the calibration it was measured against)")
+        raise UsageError(
+            f"run {report.run.id} has no calibration recorded: run `kerntune calibrate` on this device, "
+            "then tune again (the run keeps the calibration it was measured against)"
+        )
     return dict(ceilings)
 
 
@@ -52,8 +61,7 @@ def roofs_of(report: RunReport, ceilings: dict[str, Any]) -> tuple[float, dict[s
     copy, fma = memory_ceiling(ceilings)[0], float(ceilings["fma_flops_per_s"])
     matrix_dtypes = {str(s.cost["matrix"]) for s in report.shapes if s.cost and s.cost.get("matrix")}
     matrix_rates = ceilings.get("matrix_flops_per_s") or {}
-    return copy, {"FMA (fp32)": fma, **{f"{d} matrix": float(r) for d, r in matrix_rates.items()
-                                        if d in matrix_dtypes}}
+    return copy, {"FMA (fp32)": fma, **{f"{d} matrix": float(r) for d, r in matrix_rates.items() if d in matrix_dtypes}}
 
 
 def draw_roofline(report: RunReport, path: Path) -> dict[str, Any]:
@@ -63,8 +71,10 @@ def draw_roofline(report: RunReport, path: Path) -> dict[str, Any]:
     ceilings = ceilings_of(report)
     points = roofline_points(report)
     if not points:
-        raise UsageError(f"run {report.run.id} has no timed candidate with a cost model: the spec needs "
-                         "cost=lambda shape, dtype: kt.Cost(flops=..., bytes=...)")
+        raise UsageError(
+            f"run {report.run.id} has no timed candidate with a cost model: the spec needs "
+            "cost=lambda shape, dtype: kt.Cost(flops=..., bytes=...)"
+        )
     try:
         import matplotlib
 
@@ -81,8 +91,13 @@ def draw_roofline(report: RunReport, path: Path) -> dict[str, Any]:
     low, high = min(min(xs) / 4, fma / copy / 8), max(max(xs) * 4, top / copy * 4)
     grid = [low * (high / low) ** (i / 200) for i in range(201)]
     fig, ax = plt.subplots(figsize=(10.5, 5.5), dpi=120)
-    ax.plot(grid, [min(copy * x, fma) for x in grid], color="black", lw=1.5,
-            label=f"{probe} {copy / 1e9:.4g} GB/s, FMA {fma / 1e12:.3g} TFLOP/s")
+    ax.plot(
+        grid,
+        [min(copy * x, fma) for x in grid],
+        color="black",
+        lw=1.5,
+        label=f"{probe} {copy / 1e9:.4g} GB/s, FMA {fma / 1e12:.3g} TFLOP/s",
+    )
     for name, rate in roofs.items():
         if name.startswith("FMA"):
             continue
@@ -94,13 +109,27 @@ def draw_roofline(report: RunReport, path: Path) -> dict[str, Any]:
         for role, marker, size in (("search", "o", 14), ("baseline", "s", 40)):
             chosen = [p for p in mine if p["role"] == role and not p["winner"]]
             if chosen:
-                ax.scatter([p["intensity"] for p in chosen], [p["flops_per_s"] for p in chosen], s=size,
-                           marker=marker, color=colors(i % 10), alpha=0.5 if role == "search" else 0.9,
-                           edgecolors="none" if role == "search" else "black",
-                           label=f"{key}: {role}" if role == "baseline" or len(shapes) > 1 else role)
+                ax.scatter(
+                    [p["intensity"] for p in chosen],
+                    [p["flops_per_s"] for p in chosen],
+                    s=size,
+                    marker=marker,
+                    color=colors(i % 10),
+                    alpha=0.5 if role == "search" else 0.9,
+                    edgecolors="none" if role == "search" else "black",
+                    label=f"{key}: {role}" if role == "baseline" or len(shapes) > 1 else role,
+                )
         for p in (p for p in mine if p["winner"]):
-            ax.scatter([p["intensity"]], [p["flops_per_s"]], s=160, marker="*", color=colors(i % 10),
-                       edgecolors="black", zorder=5, label=f"{key}: winner {p['median_ms']:.4g} ms")
+            ax.scatter(
+                [p["intensity"]],
+                [p["flops_per_s"]],
+                s=160,
+                marker="*",
+                color=colors(i % 10),
+                edgecolors="black",
+                zorder=5,
+                label=f"{key}: winner {p['median_ms']:.4g} ms",
+            )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP / byte)")

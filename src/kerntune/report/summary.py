@@ -42,8 +42,11 @@ class ShapeReport:
         """Of this shape's timed measurements (search and confirmation): how many ran throttled, and how many
         while another process was on the device."""
         seen = [m for c in self.all_candidates for m in (c.measurement, c.confirmed) if m is not None]
-        return {"measurements": len(seen), "throttled": sum(m.conditions.throttled for m in seen),
-                "other_tenant": sum(m.conditions.other_tenant for m in seen)}
+        return {
+            "measurements": len(seen),
+            "throttled": sum(m.conditions.throttled for m in seen),
+            "other_tenant": sum(m.conditions.other_tenant for m in seen),
+        }
 
     @property
     def outcome_counts(self) -> dict[str, int]:
@@ -63,8 +66,13 @@ class ShapeReport:
         """Distinct configs of the space the search got to at this shape, whatever became of them (timed, failed,
         pruned after compiling, a duplicate), and the baselines' configs that ran (a spec's default counts once;
         one its constraints refuse at this shape is not a point of the space). Never more than were reached."""
-        return len({c.config.key for c in self.all_candidates if c.config.key and c.status != "pending"
-                    and (c.role != "baseline" or c.status == "ok")})
+        return len(
+            {
+                c.config.key
+                for c in self.all_candidates
+                if c.config.key and c.status != "pending" and (c.role != "baseline" or c.status == "ok")
+            }
+        )
 
     @property
     def coverage(self) -> str:
@@ -92,8 +100,14 @@ class ShapeReport:
     def runners_up(self, count: int = 5) -> list[Candidate]:
         """The fastest ``count`` searched configs after the winner by their full-protocol search medians
         (confirmed or not): where a reproducibility oracle or a user looks for what came close."""
-        done = [c for c in self.all_candidates if c.role == "search" and c.status == "ok" and c.measurement
-                and (self.winner is None or c.id != self.winner.id)]
+        done = [
+            c
+            for c in self.all_candidates
+            if c.role == "search"
+            and c.status == "ok"
+            and c.measurement
+            and (self.winner is None or c.id != self.winner.id)
+        ]
         return sorted(done, key=lambda c: c.measurement.median_ms if c.measurement else 0.0)[:count]
 
     def speed_of_light(self, c: Candidate | None) -> dict[str, Any] | None:
@@ -128,8 +142,11 @@ class ShapeReport:
         if self.winner is None or other is None:
             return None
         led, other_led = self.headline(self.winner), self.headline(other)
-        if led is not None and other_led is not None and (
-                led[1] == other_led[1] or "reference" in (led[1], other_led[1])):
+        if (
+            led is not None
+            and other_led is not None
+            and (led[1] == other_led[1] or "reference" in (led[1], other_led[1]))
+        ):
             return other_led[0] / led[0]
         mine_r, theirs_r = self.interleaved.get(self.winner.id or -1), self.interleaved.get(other.id or -1)
         if mine_r is not None and theirs_r is not None:
@@ -161,10 +178,13 @@ def _timed(c: Candidate) -> bool:
 
 
 def _seconds(mine: list[Candidate]) -> dict[str, float]:
-    return {"compile": sum(c.compile_s or 0.0 for c in mine if c.role != "baseline"),
-            "gate": sum(c.gate_s or 0.0 for c in mine), "measure": sum(c.measure_s or 0.0 for c in mine),
-            "screened": float(sum(1 for c in mine if c.role == "screen" and c.measurement is not None)),
-            "timed": float(sum(1 for c in mine if c.role != "screen" and c.measurement is not None))}
+    return {
+        "compile": sum(c.compile_s or 0.0 for c in mine if c.role != "baseline"),
+        "gate": sum(c.gate_s or 0.0 for c in mine),
+        "measure": sum(c.measure_s or 0.0 for c in mine),
+        "screened": float(sum(1 for c in mine if c.role == "screen" and c.measurement is not None)),
+        "timed": float(sum(1 for c in mine if c.role != "screen" and c.measurement is not None)),
+    }
 
 
 def _rank_key(c: Candidate) -> tuple[int, float]:
@@ -208,8 +228,13 @@ def second_timer_ratios(store: Store, mine: list[Candidate]) -> dict[int, dict[s
             continue
         # Only rounds where this candidate was the side timed beside the reference ("paired"): the reference's
         # own stored rounds carry the same pair's telemetry, whose ratio is the other side's.
-        checked = combine([(cond.telemetry or {}).get("second_timer") or {}
-                           for cond in store.confirmation_conditions(c.id) if (cond.telemetry or {}).get("paired")])
+        checked = combine(
+            [
+                (cond.telemetry or {}).get("second_timer") or {}
+                for cond in store.confirmation_conditions(c.id)
+                if (cond.telemetry or {}).get("paired")
+            ]
+        )
         if checked:
             found[c.id] = checked
     return found
@@ -227,24 +252,37 @@ def build_report(store: Store, run: Run) -> RunReport:
         # medians taken at different moments are not equal conditions under a power cap.
         ranked = sorted(timed, key=lambda c: (0, ratios[c.id].ratio) if c.id in ratios else (1, *_rank_key(c)))
         counts: Counter[str] = Counter(c.status for c in mine)
-        reports.append(ShapeReport(
-            shape=shape,
-            winner=ranked[0] if ranked else None,
-            baselines=[c for c in mine if c.role == "baseline"],
-            slowest=max(timed, key=lambda c: c.measurement.median_ms if c.measurement else 0.0)
-            if len(timed) > 1 else None,
-            failed=[c for c in mine if c.status == "failed"],
-            counts=dict(counts),
-            timing_claimed=run.target.claims_timing,
-            pending=counts.get("pending", 0),
-            finalists=sorted((c for c in mine if c.status == "ok" and c.confirmed is not None),
-                             key=lambda c: (0, ratios[c.id].ratio) if c.id in ratios else
-                             (1, c.confirmed.median_ms if c.confirmed else 0.0)),
-            pruned_by_constraint=pruned.get(shape.key, 0), seconds=_seconds(mine), all_candidates=mine,
-            valid_configs=(run.options.get("valid_configs") or {}).get(shape.key),
-            cost=(run.options.get("costs") or {}).get(shape.key), ceilings=run.options.get("ceilings"),
-            interleaved=ratios, reference=ref, second_timer=second_timer_ratios(store, mine),
-        ))
+        reports.append(
+            ShapeReport(
+                shape=shape,
+                winner=ranked[0] if ranked else None,
+                baselines=[c for c in mine if c.role == "baseline"],
+                slowest=max(timed, key=lambda c: c.measurement.median_ms if c.measurement else 0.0)
+                if len(timed) > 1
+                else None,
+                failed=[c for c in mine if c.status == "failed"],
+                counts=dict(counts),
+                timing_claimed=run.target.claims_timing,
+                pending=counts.get("pending", 0),
+                finalists=sorted(
+                    (c for c in mine if c.status == "ok" and c.confirmed is not None),
+                    key=lambda c: (
+                        (0, ratios[c.id].ratio)
+                        if c.id in ratios
+                        else (1, c.confirmed.median_ms if c.confirmed else 0.0)
+                    ),
+                ),
+                pruned_by_constraint=pruned.get(shape.key, 0),
+                seconds=_seconds(mine),
+                all_candidates=mine,
+                valid_configs=(run.options.get("valid_configs") or {}).get(shape.key),
+                cost=(run.options.get("costs") or {}).get(shape.key),
+                ceilings=run.options.get("ceilings"),
+                interleaved=ratios,
+                reference=ref,
+                second_timer=second_timer_ratios(store, mine),
+            )
+        )
     return RunReport(run, reports)
 
 
@@ -252,26 +290,49 @@ def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
     if c is None:
         return None
     out: dict[str, Any] = {
-        "id": c.id, "role": c.role, "label": c.label, "config": c.config.as_dict(), "status": c.status,
-        "failure": c.failure.value if c.failure else None, "reason": c.reason, "compile_s": c.compile_s,
-        "binary_hash": c.binary_hash, "resources": dict(c.resources),
+        "id": c.id,
+        "role": c.role,
+        "label": c.label,
+        "config": c.config.as_dict(),
+        "status": c.status,
+        "failure": c.failure.value if c.failure else None,
+        "reason": c.reason,
+        "compile_s": c.compile_s,
+        "binary_hash": c.binary_hash,
+        "resources": dict(c.resources),
     }
     for key, m in (("measurement", c.measurement), ("confirmed", c.confirmed)):
         if m is not None:
             out[key] = {**m.summary(), "spread": m.spread, "conditions": m.conditions.as_dict()}
     if c.verdict is not None:
-        out["gate"] = {"outcome": c.verdict.outcome, "metric": c.verdict.metric, "value": c.verdict.value,
-                       "threshold": c.verdict.threshold, "reason": c.verdict.reason}
+        out["gate"] = {
+            "outcome": c.verdict.outcome,
+            "metric": c.verdict.metric,
+            "value": c.verdict.value,
+            "threshold": c.verdict.threshold,
+            "reason": c.verdict.reason,
+        }
     return out
 
 
 def run_json(run: Run) -> dict[str, Any]:
     return {
-        "id": run.id, "problem": run.problem, "spec": run.spec_path, "spec_hash": run.spec_hash,
-        "target": run.target.as_dict(), "strategy": run.strategy, "budget": run.budget.as_dict(),
-        "dtype": run.dtype, "seed": run.seed, "status": run.status, "stop_reason": run.stop_reason,
-        "created": run.created, "elapsed_s": run.elapsed_s, "shapes": [s.as_dict() for s in run.shapes],
-        "placement": run.options.get("placement"), "shape_slots": run.options.get("shape_slots"),
+        "id": run.id,
+        "problem": run.problem,
+        "spec": run.spec_path,
+        "spec_hash": run.spec_hash,
+        "target": run.target.as_dict(),
+        "strategy": run.strategy,
+        "budget": run.budget.as_dict(),
+        "dtype": run.dtype,
+        "seed": run.seed,
+        "status": run.status,
+        "stop_reason": run.stop_reason,
+        "created": run.created,
+        "elapsed_s": run.elapsed_s,
+        "shapes": [s.as_dict() for s in run.shapes],
+        "placement": run.options.get("placement"),
+        "shape_slots": run.options.get("shape_slots"),
         "phases": run.options.get("phases"),
     }
 
@@ -283,43 +344,67 @@ def _headline_json(found: tuple[float, str] | None) -> dict[str, Any] | None:
 
 def _ratio_json(r: RatioEstimate) -> dict[str, Any]:
     """A ratio to the reference: NaN bounds (one round) are written as null."""
-    return {"ratio": r.ratio, "low": None if math.isnan(r.low) else r.low,
-            "high": None if math.isnan(r.high) else r.high, "rounds": r.n}
+    return {
+        "ratio": r.ratio,
+        "low": None if math.isnan(r.low) else r.low,
+        "high": None if math.isnan(r.high) else r.high,
+        "rounds": r.n,
+    }
 
 
 def report_json(report: RunReport) -> dict[str, Any]:
     shapes = []
     for s in report.shapes:
-        shapes.append({
-            "shape": s.shape.as_dict(),
-            "timing_claimed": s.timing_claimed,
-            "counts": s.counts,
-            "outcomes": s.outcome_counts,
-            "valid_configs": s.valid_configs,
-            "reached": s.reached,
-            "disturbed": s.disturbed,
-            "seconds": s.seconds,
-            "winner": _candidate_json(s.winner),
-            "speed_of_light": s.speed_of_light(s.winner),
-            "baselines": [
-                {**(_candidate_json(b) or {}), "winner_speedup": s.speedup_over(b),
-                 "speed_of_light": s.speed_of_light(b)} for b in s.baselines
-            ],
-            "slowest": {**(_candidate_json(s.slowest) or {}), "winner_speedup": s.speedup_over(s.slowest)}
-            if s.slowest else None,
-            "failed": [_candidate_json(f) for f in s.failed],
-            "reference": s.reference.name if s.reference else None,
-            "interleaved": {str(cid): _ratio_json(r) for cid, r in s.interleaved.items()},
-            "runners_up": [{"id": c.id, "config": c.config.as_dict(),
-                            "search_median_ms": c.measurement.median_ms if c.measurement else None}
-                           for c in s.runners_up()],
-            "finalists": [{"id": f.id, "name": f.name, "role": f.role, "config": f.config.as_dict(),
-                           "ratio": _headline_json(s.headline(f)),
-                           "interleaved_ratio": _ratio_json(s.interleaved[f.id]) if f.id in s.interleaved else None,
-                           "second_timer": s.second_timer.get(f.id or -1),
-                           "search_median_ms": f.measurement.median_ms if f.measurement else None,
-                           "confirmed_median_ms": f.confirmed.median_ms if f.confirmed else None,
-                           "confirmed_n": f.confirmed.n if f.confirmed else 0,
-                           "speed_of_light": s.speed_of_light(f)} for f in s.finalists],
-        })
+        shapes.append(
+            {
+                "shape": s.shape.as_dict(),
+                "timing_claimed": s.timing_claimed,
+                "counts": s.counts,
+                "outcomes": s.outcome_counts,
+                "valid_configs": s.valid_configs,
+                "reached": s.reached,
+                "disturbed": s.disturbed,
+                "seconds": s.seconds,
+                "winner": _candidate_json(s.winner),
+                "speed_of_light": s.speed_of_light(s.winner),
+                "baselines": [
+                    {
+                        **(_candidate_json(b) or {}),
+                        "winner_speedup": s.speedup_over(b),
+                        "speed_of_light": s.speed_of_light(b),
+                    }
+                    for b in s.baselines
+                ],
+                "slowest": {**(_candidate_json(s.slowest) or {}), "winner_speedup": s.speedup_over(s.slowest)}
+                if s.slowest
+                else None,
+                "failed": [_candidate_json(f) for f in s.failed],
+                "reference": s.reference.name if s.reference else None,
+                "interleaved": {str(cid): _ratio_json(r) for cid, r in s.interleaved.items()},
+                "runners_up": [
+                    {
+                        "id": c.id,
+                        "config": c.config.as_dict(),
+                        "search_median_ms": c.measurement.median_ms if c.measurement else None,
+                    }
+                    for c in s.runners_up()
+                ],
+                "finalists": [
+                    {
+                        "id": f.id,
+                        "name": f.name,
+                        "role": f.role,
+                        "config": f.config.as_dict(),
+                        "ratio": _headline_json(s.headline(f)),
+                        "interleaved_ratio": _ratio_json(s.interleaved[f.id]) if f.id in s.interleaved else None,
+                        "second_timer": s.second_timer.get(f.id or -1),
+                        "search_median_ms": f.measurement.median_ms if f.measurement else None,
+                        "confirmed_median_ms": f.confirmed.median_ms if f.confirmed else None,
+                        "confirmed_n": f.confirmed.n if f.confirmed else 0,
+                        "speed_of_light": s.speed_of_light(f),
+                    }
+                    for f in s.finalists
+                ],
+            }
+        )
     return {"run": run_json(report.run), "shapes": shapes, "all_gated": report.all_gated}

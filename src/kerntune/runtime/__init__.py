@@ -7,5 +7,14 @@ from kerntune.runtime.keys import kernel_hash, torch_device_fields
 from kerntune.runtime.serving import Serving, serve
 from kerntune.runtime.table import Table, load_table
 
-__all__ = ["Dispatcher", "Serving", "Table", "TunableKernel", "autotune", "kernel_hash", "load_table", "serve",
-           "torch_device_fields"]
+__all__ = [
+    "Dispatcher",
+    "Serving",
+    "Table",
+    "TunableKernel",
+    "autotune",
+    "kernel_hash",
+    "load_table",
+    "serve",
+    "torch_device_fields",
+]

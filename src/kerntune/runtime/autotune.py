@@ -40,8 +40,9 @@ def config_point(config: Any) -> dict[str, Scalar]:
 class TunableKernel:
     """A Triton kernel with a list of candidate configs."""
 
-    def __init__(self, fn: Any, configs: Sequence[Any], key: Sequence[str], dispatch: DispatchOptions | None = None
-                 ) -> None:
+    def __init__(
+        self, fn: Any, configs: Sequence[Any], key: Sequence[str], dispatch: DispatchOptions | None = None
+    ) -> None:
         if not configs:
             raise ValueError("kerntune.autotune needs at least one config")
         self.fn = fn
@@ -95,8 +96,10 @@ class DispatchOptions:
         wanted = ((self.dtype_arg,) if self.dtype_arg else ()) + key
         missing = [n for n in wanted if n not in names]
         if missing:
-            raise ValueError(f"kerntune.autotune: {missing[0]!r} is not an argument of {getattr(fn, '__name__', fn)} "
-                             f"(its arguments: {', '.join(names) or 'unknown'})")
+            raise ValueError(
+                f"kerntune.autotune: {missing[0]!r} is not an argument of {getattr(fn, '__name__', fn)} "
+                f"(its arguments: {', '.join(names) or 'unknown'})"
+            )
         at = [names.index(n) for n in key]
         op, dtype_at, dtype_name = self.op, names.index(self.dtype_arg) if self.dtype_arg else None, self.dtype_arg
 
@@ -110,13 +113,21 @@ class DispatchOptions:
             return (op, str(arg(args, kwargs, dtype_at).dtype).removeprefix("torch."), *values)
 
         fields = ("op",) + (("dtype",) if dtype_name else ()) + key
-        return Dispatcher(self.table, key=call_key, key_fields=fields, default=default, device=self.device,
-                          mode=self.mode)
+        return Dispatcher(
+            self.table, key=call_key, key_fields=fields, default=default, device=self.device, mode=self.mode
+        )
 
 
-def autotune(configs: Sequence[Any], key: Sequence[str] = (), *, table: str | Path | None = None,
-             op: str | None = None, dtype_arg: str | None = None, device: Mapping[str, Any] | None = None,
-             mode: str = "explore") -> Callable[[Any], TunableKernel]:
+def autotune(
+    configs: Sequence[Any],
+    key: Sequence[str] = (),
+    *,
+    table: str | Path | None = None,
+    op: str | None = None,
+    dtype_arg: str | None = None,
+    device: Mapping[str, Any] | None = None,
+    mode: str = "explore",
+) -> Callable[[Any], TunableKernel]:
     """Decorate a ``@triton.jit`` function with candidate configs, as ``triton.autotune`` does; with ``table``
     and ``op``, launch each call with the table's config for its key (see the module docstring)."""
     if (table is None) != (op is None):

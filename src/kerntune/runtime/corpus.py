@@ -46,8 +46,9 @@ class CorpusLine:
     @property
     def identity(self) -> str:
         """What makes two lines the same call: everything but the counts."""
-        return json.dumps([self.op, self.shape, self.dtype, self.layout, self.bias, self.source, self.device],
-                          sort_keys=True)
+        return json.dumps(
+            [self.op, self.shape, self.dtype, self.layout, self.bias, self.source, self.device], sort_keys=True
+        )
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(", ", ": "))
@@ -66,9 +67,16 @@ class CorpusLine:
         fields apart, ``layout`` and ``bias`` lifted out, the rest its shape."""
         rest = {k: v for k, v in fields.items() if k not in ("op", "source", "dtype", *DEVICE_FIELDS, *GEMM_FIELDS)}
         bias = fields.get("bias")
-        return cls(op=str(fields.get("op", "")), shape=rest, dtype=str(fields.get("dtype", "")),
-                   layout=fields.get("layout"), bias=None if bias is None else int(bias), calls=calls,
-                   source=fields.get("source"), device={k: fields[k] for k in DEVICE_FIELDS if k in fields})
+        return cls(
+            op=str(fields.get("op", "")),
+            shape=rest,
+            dtype=str(fields.get("dtype", "")),
+            layout=fields.get("layout"),
+            bias=None if bias is None else int(bias),
+            calls=calls,
+            source=fields.get("source"),
+            device={k: fields[k] for k in DEVICE_FIELDS if k in fields},
+        )
 
 
 def parse_line(text: str, where: str) -> CorpusLine:
@@ -76,29 +84,42 @@ def parse_line(text: str, where: str) -> CorpusLine:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CorpusError(f"{where} is not JSON ({exc.msg}): a corpus is JSON lines as `kerntune scope --corpus` "
-                          "or KERNTUNE_RECORD_UNTUNED write them") from None
+        raise CorpusError(
+            f"{where} is not JSON ({exc.msg}): a corpus is JSON lines as `kerntune scope --corpus` "
+            "or KERNTUNE_RECORD_UNTUNED write them"
+        ) from None
     if isinstance(data, dict) and isinstance(data.get("key"), dict) and "op" not in data:
         return CorpusLine.from_key(data["key"], calls=int(data.get("calls") or 0))  # the older one-key form
     if not (isinstance(data, dict) and isinstance(data.get("op"), str) and isinstance(data.get("shape"), dict)):
-        raise CorpusError(f"{where} is not a corpus line: it needs an 'op' string and a 'shape' object "
-                          "(op, shape, dtype, layout, bias, calls, device_us)")
+        raise CorpusError(
+            f"{where} is not a corpus line: it needs an 'op' string and a 'shape' object "
+            "(op, shape, dtype, layout, bias, calls, device_us)"
+        )
     try:
         bias = data.get("bias")
         device_us = data.get("device_us")
-        return CorpusLine(op=data["op"], shape=dict(data["shape"]), dtype=str(data.get("dtype") or ""),
-                          layout=data.get("layout"), bias=None if bias is None else int(bias),
-                          calls=int(data.get("calls") or 0), device_us=None if device_us is None else float(device_us),
-                          source=data.get("source"), device=dict(data.get("device") or {}))
+        return CorpusLine(
+            op=data["op"],
+            shape=dict(data["shape"]),
+            dtype=str(data.get("dtype") or ""),
+            layout=data.get("layout"),
+            bias=None if bias is None else int(bias),
+            calls=int(data.get("calls") or 0),
+            device_us=None if device_us is None else float(device_us),
+            source=data.get("source"),
+            device=dict(data.get("device") or {}),
+        )
     except (TypeError, ValueError) as exc:
-        raise CorpusError(f"{where}: a field has the wrong type ({exc}): calls is an integer, device_us a number, "
-                          "bias 0 or 1") from None
+        raise CorpusError(
+            f"{where}: a field has the wrong type ({exc}): calls is an integer, device_us a number, bias 0 or 1"
+        ) from None
 
 
 def read_corpus(path: Path) -> list[CorpusLine]:
     """Every line of ``path`` in order (blank lines skipped). OSError and CorpusError pass to the caller."""
-    return [parse_line(text, f"{path} line {n}") for n, text in enumerate(path.read_text().splitlines(), 1)
-            if text.strip()]
+    return [
+        parse_line(text, f"{path} line {n}") for n, text in enumerate(path.read_text().splitlines(), 1) if text.strip()
+    ]
 
 
 def merge(lines: Iterable[CorpusLine]) -> list[CorpusLine]:
@@ -117,8 +138,9 @@ def merge(lines: Iterable[CorpusLine]) -> list[CorpusLine]:
 
 def top(lines: Sequence[CorpusLine], n: int) -> list[CorpusLine]:
     """The ``n`` lines with the most device time (lines without one after, by calls), ties in corpus order."""
-    order = sorted(range(len(lines)), key=lambda i: (lines[i].device_us is None, -(lines[i].device_us or 0.0),
-                                                     -lines[i].calls, i))
+    order = sorted(
+        range(len(lines)), key=lambda i: (lines[i].device_us is None, -(lines[i].device_us or 0.0), -lines[i].calls, i)
+    )
     return [lines[i] for i in order[:n]]
 
 

@@ -53,10 +53,19 @@ def live_versions() -> dict[str, str]:
 
 
 class Dispatcher:
-    def __init__(self, table: Table | str | Path, *, key: Callable[..., Any],
-                 default: Mapping[str, Any], device: Mapping[str, Any] | None = None,
-                 versions: Mapping[str, str] | None = None, mode: str = "explore",
-                 settings: Settings | None = None, key_fields: tuple[str, ...] = (), name: str = "") -> None:
+    def __init__(
+        self,
+        table: Table | str | Path,
+        *,
+        key: Callable[..., Any],
+        default: Mapping[str, Any],
+        device: Mapping[str, Any] | None = None,
+        versions: Mapping[str, str] | None = None,
+        mode: str = "explore",
+        settings: Settings | None = None,
+        key_fields: tuple[str, ...] = (),
+        name: str = "",
+    ) -> None:
         """``key(*args, **kwargs)`` gives the call's fields (op, dtypes, layout, shape) as a mapping, or, when
         ``key_fields`` names them, as a tuple of their values in that order (the cheaper form: no dict is
         built per call). ``device`` holds the device's fields (arch, compute_units, device_name) that every
@@ -78,9 +87,11 @@ class Dispatcher:
         live = dict(versions) if versions is not None else live_versions()
         stale = {k: (v, live[k]) for k, v in self.table.validators.items() if k in live and live[k] != v}
         if problem is None and stale:
-            problem = (f"dispatch table {self.table.path or '(in memory)'} was tuned under "
-                       + ", ".join(f"{k} {was} (this process: {now})" for k, (was, now) in sorted(stale.items()))
-                       + ": not applied; tune again or `kerntune migrate` it")
+            problem = (
+                f"dispatch table {self.table.path or '(in memory)'} was tuned under "
+                + ", ".join(f"{k} {was} (this process: {now})" for k, (was, now) in sorted(stale.items()))
+                + ": not applied; tune again or `kerntune migrate` it"
+            )
         if self.settings.dispatch == "off":
             problem = "KERNTUNE_DISPATCH=off (set while kerntune measures, so a table never measures itself)"
         self.disabled = problem
@@ -94,8 +105,9 @@ class Dispatcher:
     def _decide(self, fields: Mapping[str, Any], key: str) -> tuple[dict[str, Any], str]:
         if self.disabled is None:
             entry = self.table.entries.get(key)
-            usable = entry is not None and (entry["status"] == "admitted" if self.mode == "production"
-                                            else entry["status"] != "rejected")
+            usable = entry is not None and (
+                entry["status"] == "admitted" if self.mode == "production" else entry["status"] != "rejected"
+            )
             if entry is not None and usable:
                 return dict(entry["config"]), "exact"
             for rule in self.table.rules:
@@ -139,8 +151,10 @@ class Dispatcher:
         """A call's key fields: the fixed ones (device, op, source) and the key function's values."""
         if self.key_fields:
             if len(raw) != len(self.key_fields):
-                raise ValueError(f"the key function gave {len(raw)} values for the {len(self.key_fields)} "
-                                 f"key_fields {self.key_fields}")
+                raise ValueError(
+                    f"the key function gave {len(raw)} values for the {len(self.key_fields)} "
+                    f"key_fields {self.key_fields}"
+                )
             return {**self.fixed, **dict(zip(self.key_fields, raw, strict=True))}
         return {**self.fixed, **dict(raw)}
 
@@ -153,10 +167,18 @@ class Dispatcher:
         if raw.__class__ is not tuple:
             raw = tuple(raw.items())
         decision = self._cache.get(raw) or self._first_call(raw)
-        return {"name": self.name, "fields": self._fields(raw), "key": decision.key, "kind": decision.kind,
-                "config": dict(decision.config), "table": self.table.path, "mode": self.mode,
-                "table_validators": dict(self.table.validators), "versions": live_versions(),
-                "disabled": self.disabled}
+        return {
+            "name": self.name,
+            "fields": self._fields(raw),
+            "key": decision.key,
+            "kind": decision.kind,
+            "config": dict(decision.config),
+            "table": self.table.path,
+            "mode": self.mode,
+            "table_validators": dict(self.table.validators),
+            "versions": live_versions(),
+            "disabled": self.disabled,
+        }
 
     def kernel(self, fn: Any) -> Any:
         """``fn`` (a ``@triton.jit`` function) launched as ``kernel[grid](*args)`` with the config this
@@ -187,15 +209,28 @@ class Dispatcher:
             by_kind[d.kind] += d.calls
         total = sum(by_kind.values())
         missed = {d.key: d.calls for d in self._cache.values() if d.kind != "exact" and d.calls}
-        return {"calls": total, **by_kind, "hit_rate": by_kind["exact"] / total if total else None,
-                "missed_keys": missed, "disabled": self.disabled}
+        return {
+            "calls": total,
+            **by_kind,
+            "hit_rate": by_kind["exact"] / total if total else None,
+            "missed_keys": missed,
+            "disabled": self.disabled,
+        }
 
     def report(self) -> dict[str, Any]:
         """What ``kerntune verify`` reads: every decision with its calls, and the table's entries."""
-        return {"name": self.name, "table": self.table.path, "mode": self.mode, "disabled": self.disabled,
-                "decisions": [{"key": d.key, "kind": d.kind, "calls": d.calls, "config": d.config, "fields": d.fields}
-                              for d in self._cache.values()],
-                "entries": {k: e["status"] for k, e in self.table.entries.items()}, "stats": self.stats()}
+        return {
+            "name": self.name,
+            "table": self.table.path,
+            "mode": self.mode,
+            "disabled": self.disabled,
+            "decisions": [
+                {"key": d.key, "kind": d.kind, "calls": d.calls, "config": d.config, "fields": d.fields}
+                for d in self._cache.values()
+            ],
+            "entries": {k: e["status"] for k, e in self.table.entries.items()},
+            "stats": self.stats(),
+        }
 
 
 _REPORTED: list[Dispatcher] = []
@@ -239,9 +274,12 @@ class _DispatchedKernel:
     def __getitem__(self, grid: Any) -> Any:
         fn, run, select = self.fn, self._run, self.dispatcher.select
         if run is not None:
+
             def launch(*args: Any, **kwargs: Any) -> Any:
                 return run(*args, grid=grid, warmup=False, **kwargs, **select(*args, **kwargs))
         else:
+
             def launch(*args: Any, **kwargs: Any) -> Any:
                 return fn[grid](*args, **kwargs, **select(*args, **kwargs))
+
         return launch

@@ -35,7 +35,7 @@ def kernel_source(kernel: Any) -> str:
     # From ``def`` on, as a JITFunction's ``src`` is: under TRITON_INTERPRET=1 the kernel is an
     # InterpretedFunction read from its Python function, decorators included, and must hash the same.
     found = re.search(r"^def\s+\w+\s*\(", text, re.MULTILINE)
-    return text[found.start():] if found else text
+    return text[found.start() :] if found else text
 
 
 def kernel_hash(kernel: Any) -> str:
@@ -49,8 +49,9 @@ def problem_source_hash(problem: Problem) -> str | None:
     kernel = problem.kernel
     if isinstance(kernel, VulkanKernel) and isinstance(kernel.source, bytes):  # SPIR-V: keyed by its bytes
         return hashlib.sha256(kernel.source).hexdigest()[:16]
-    source = kernel.source if isinstance(kernel, (OpenCLKernel, NativeKernel, VulkanKernel)) else \
-        getattr(kernel, "fn", None)
+    source = (
+        kernel.source if isinstance(kernel, (OpenCLKernel, NativeKernel, VulkanKernel)) else getattr(kernel, "fn", None)
+    )
     try:
         return kernel_hash(source) if source is not None else None
     except ValueError:
@@ -83,11 +84,16 @@ def torch_device_fields(index: int | None = None) -> dict[str, Any]:
     the current (or ``index``) GPU, as ``kerntune tune`` recorded them for the run."""
     torch = sys.modules.get("torch")  # the live program holds it already; the runtime never imports it
     if torch is None:
-        raise RuntimeError("torch_device_fields reads torch's device properties: import torch first, or pass "
-                           "device={'arch': ..., 'compute_units': ..., 'device_name': ...} yourself")
+        raise RuntimeError(
+            "torch_device_fields reads torch's device properties: import torch first, or pass "
+            "device={'arch': ..., 'compute_units': ..., 'device_name': ...} yourself"
+        )
     props = torch.cuda.get_device_properties(torch.cuda.current_device() if index is None else index)
-    return {"arch": arch_name(props, bool(getattr(torch.version, "hip", None))),
-            "compute_units": int(props.multi_processor_count), "device_name": str(props.name)}
+    return {
+        "arch": arch_name(props, bool(getattr(torch.version, "hip", None))),
+        "compute_units": int(props.multi_processor_count),
+        "device_name": str(props.name),
+    }
 
 
 def opencl_device_fields(device: Any, cpu_type_bit: int = 2) -> dict[str, Any]:

@@ -45,24 +45,36 @@ def _write_counts(serving: Serving, folder: Path) -> None:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m kerntune.runtime.launch")
     parser.add_argument("--table", required=True, help="the deployed table (kerntune deploy RUN --table T.json)")
-    parser.add_argument("--spec", action="append", default=[], help="a spec serving operators (default: the "
-                        "specs the table's entries name); repeat for several")
+    parser.add_argument(
+        "--spec",
+        action="append",
+        default=[],
+        help="a spec serving operators (default: the specs the table's entries name); repeat for several",
+    )
     parser.add_argument("--mode", default="explore", choices=("explore", "production"), help=MODES_HELP)
-    parser.add_argument("--backend", default="CUDA", choices=("CUDA", "CPU"),
-                        help="the dispatch key served (CPU: the Triton interpreter)")
+    parser.add_argument(
+        "--backend",
+        default="CUDA",
+        choices=("CUDA", "CPU"),
+        help="the dispatch key served (CPU: the Triton interpreter)",
+    )
     if "--" not in argv:
         parser.error("give the program after --, e.g. --table T.json -- app.py --steps 10")
     split = argv.index("--")
-    options, program = parser.parse_args(argv[:split]), argv[split + 1:]
+    options, program = parser.parse_args(argv[:split]), argv[split + 1 :]
     if not program:
         parser.error("give the program after --")
     settings = Settings.from_env()
     try:
-        serving = serve(options.table, specs=options.spec, mode=options.mode, backend=options.backend,
-                        settings=settings)
+        serving = serve(
+            options.table, specs=options.spec, mode=options.mode, backend=options.backend, settings=settings
+        )
     except Exception as exc:  # serving that cannot start must never keep the program from running
-        warnings.warn(f"kerntune run: the table is not served ({type(exc).__name__}: {exc}); the library runs "
-                      "every call", RuntimeWarning, stacklevel=1)
+        warnings.warn(
+            f"kerntune run: the table is not served ({type(exc).__name__}: {exc}); the library runs every call",
+            RuntimeWarning,
+            stacklevel=1,
+        )
     else:
         if settings.verify_out:
             atexit.register(_write_counts, serving, Path(settings.verify_out))

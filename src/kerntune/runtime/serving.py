@@ -54,8 +54,9 @@ class ServedSpec:
     dispatcher: Dispatcher
     failed: set[tuple[Any, ...]] = field(default_factory=set)
     """Keys whose served kernel raised: the library runs them from then on."""
-    launchers: dict[tuple[str, tuple[Any, ...]], Callable[[tuple[Any, ...], dict[str, Any]], Any]] = \
-        field(default_factory=dict)
+    launchers: dict[tuple[str, tuple[Any, ...]], Callable[[tuple[Any, ...], dict[str, Any]], Any]] = field(
+        default_factory=dict
+    )
     """Per operator and key, the launcher that takes its served calls (``Serve.prepare``'s, or one calling
     ``Serve.run``): made at the key's first served call."""
     broken: str = ""
@@ -79,10 +80,13 @@ class Serving:
     """The table's entries marked ``library_faster`` by deploy: not served, the library keeps their keys."""
 
     def stats(self) -> dict[str, Any]:
-        return {"table": self.table.path, "disabled": self.problem, "ops": {op: dict(self.counts[op])
-                                                                            for op in self.ops},
-                "specs": {s.problem.name: s.dispatcher.stats() for s in self.specs},
-                "left_to_library": self.left_to_library}
+        return {
+            "table": self.table.path,
+            "disabled": self.problem,
+            "ops": {op: dict(self.counts[op]) for op in self.ops},
+            "specs": {s.problem.name: s.dispatcher.stats() for s in self.specs},
+            "left_to_library": self.left_to_library,
+        }
 
     def close(self) -> None:
         """Remove the overrides: the library's kernels take every call again."""
@@ -113,8 +117,10 @@ def load_served_spec(path: str | Path) -> Problem:
     if not isinstance(problem, Problem):
         raise ValueError(f"{file} defines no `problem = kt.Problem(...)`")
     if problem.serve is None:
-        raise ValueError(f"{file}: problem {problem.name!r} declares no `serve=kt.Serve(...)`: it cannot take a "
-                         "library operator's calls")
+        raise ValueError(
+            f"{file}: problem {problem.name!r} declares no `serve=kt.Serve(...)`: it cannot take a "
+            "library operator's calls"
+        )
     return problem
 
 
@@ -123,9 +129,15 @@ def cpu_device_fields() -> dict[str, Any]:
     return {"arch": "cpu", "compute_units": os.cpu_count() or 1, "device_name": "cpu"}
 
 
-def serve(table: str | Path, *, specs: Sequence[str | Path] = (), mode: str = "explore",
-          backend: str = "CUDA", device: Mapping[str, Any] | None = None,
-          settings: Settings | None = None) -> Serving:
+def serve(
+    table: str | Path,
+    *,
+    specs: Sequence[str | Path] = (),
+    mode: str = "explore",
+    backend: str = "CUDA",
+    device: Mapping[str, Any] | None = None,
+    settings: Settings | None = None,
+) -> Serving:
     """Install the table's tuned kernels behind the library operators their specs serve; returns what was
     installed and its per-call counts. ``specs``: spec files or folders (default: those the table's entries
     name). ``backend``: the dispatch key overridden (``CUDA``; ``CPU`` for the interpreter). ``device``: the
@@ -133,15 +145,21 @@ def serve(table: str | Path, *, specs: Sequence[str | Path] = (), mode: str = "e
     import torch
 
     if _ACTIVE:  # torch (2.11) refuses a second Python override of one operator; one serving decides each call
-        raise ValueError(f"kerntune serve: {_ACTIVE[0].table.path} is already served in this process; close() its "
-                         "Serving before serving another table")
+        raise ValueError(
+            f"kerntune serve: {_ACTIVE[0].table.path} is already served in this process; close() its "
+            "Serving before serving another table"
+        )
     settings = settings or Settings.from_env()
     loaded, problem = load_table(table)
     left = sorted(k for k, e in loaded.entries.items() if e.get("library_faster"))
     loaded = replace(loaded, entries={k: e for k, e in loaded.entries.items() if k not in left})
     if not hasattr(torch.library, "get_kernel"):  # torch < 2.9: the library's kernel could not be called back
-        warnings.warn(f"kerntune serve: torch {torch.__version__} has no torch.library.get_kernel (2.9 and newer "
-                      "have it); nothing is served, the library runs every call", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"kerntune serve: torch {torch.__version__} has no torch.library.get_kernel (2.9 and newer "
+            "have it); nothing is served, the library runs every call",
+            RuntimeWarning,
+            stacklevel=2,
+        )
         return Serving(loaded, "torch.library.get_kernel is missing", [], [], left_to_library=left)
     paths = list(specs) or sorted({str(e["spec"]) for e in loaded.entries.values() if e.get("spec")})
     if device is None:
@@ -151,20 +169,31 @@ def serve(table: str | Path, *, specs: Sequence[str | Path] = (), mode: str = "e
         try:
             spec = load_served_spec(path)
         except Exception as exc:  # a spec that will not load must not take the program down
-            warnings.warn(f"kerntune serve: spec {path} not served ({type(exc).__name__}: {exc}); the library "
-                          "runs its calls", RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"kerntune serve: spec {path} not served ({type(exc).__name__}: {exc}); the library runs its calls",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             continue
         assert spec.serve is not None
         fields = spec.shape_fields()
-        dispatcher = Dispatcher(loaded, key=_no_key, key_fields=("dtype", *fields), default={}, mode=mode,
-                                settings=settings, name=spec.serve.kernel or problem_kernel_name(spec),
-                                device={**device, "op": spec.name, "source": problem_source_hash(spec)})
+        dispatcher = Dispatcher(
+            loaded,
+            key=_no_key,
+            key_fields=("dtype", *fields),
+            default={},
+            mode=mode,
+            settings=settings,
+            name=spec.serve.kernel or problem_kernel_name(spec),
+            device={**device, "op": spec.name, "source": problem_source_hash(spec)},
+        )
         served.append(ServedSpec(str(path), spec, spec.serve, fields, dispatcher))
     if problem is not None:
         warnings.warn(f"kerntune serve: {problem}; the library runs every call", RuntimeWarning, stacklevel=2)
     ops = sorted({op for s in served for op in s.serve.ops})
-    serving = Serving(loaded, problem, served, ops, {op: Counter(served=0, library=0, failed=0) for op in ops},
-                      left_to_library=left)
+    serving = Serving(
+        loaded, problem, served, ops, {op: Counter(served=0, library=0, failed=0) for op in ops}, left_to_library=left
+    )
     if ops:
         serving.library = torch.library.Library("aten", "IMPL")  # type: ignore[no-untyped-call]
         with warnings.catch_warnings():
@@ -175,8 +204,12 @@ def serve(table: str | Path, *, specs: Sequence[str | Path] = (), mode: str = "e
                 if namespace != "aten":
                     raise ValueError(f"serve overrides aten operators; {op!r} is not one")
                 original = torch.library.get_kernel(op, backend)
-                serving.library.impl(name, _served_kernel(op, original, [s for s in served if op in s.serve.ops],
-                                                          serving.counts[op]), backend, with_keyset=True)
+                serving.library.impl(
+                    name,
+                    _served_kernel(op, original, [s for s in served if op in s.serve.ops], serving.counts[op]),
+                    backend,
+                    with_keyset=True,
+                )
         _ACTIVE.append(serving)
     return serving
 
@@ -191,8 +224,9 @@ def _warn(message: str) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
-def _launcher(op: str, s: ServedSpec, raw: tuple[Any, ...], config: Mapping[str, Any]
-              ) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+def _launcher(
+    op: str, s: ServedSpec, raw: tuple[Any, ...], config: Mapping[str, Any]
+) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
     """What takes a key's served calls: the spec's prepared launcher, or its ``run`` at the key's shape."""
     shape = dict(zip(s.fields, raw[1:], strict=True))
     if s.serve.prepare is not None:
@@ -215,8 +249,10 @@ def _served_kernel(op: str, original: Any, specs: list[ServedSpec], counts: Coun
                 config = None if raw is None else s.dispatcher.lookup(raw)
             except Exception as exc:  # a spec's reader that raises (or a key of the wrong length) serves nothing
                 s.broken, outcome = f"{type(exc).__name__}: {exc}", "failed"
-                _warn(f"kerntune serve: {s.problem.name} could not read an {op} call ({s.broken}); the library "
-                      "runs its calls from now on")
+                _warn(
+                    f"kerntune serve: {s.problem.name} could not read an {op} call ({s.broken}); the library "
+                    "runs its calls from now on"
+                )
                 continue
             if raw is None or config is None or raw in s.failed:
                 continue
@@ -228,8 +264,10 @@ def _served_kernel(op: str, original: Any, specs: list[ServedSpec], counts: Coun
             except Exception as exc:  # a served kernel that fails must never take the program down
                 s.failed.add(raw)
                 outcome = "failed"
-                _warn(f"kerntune serve: {s.problem.name} failed at {dict(zip(s.fields, raw[1:], strict=False))} "
-                      f"({type(exc).__name__}: {exc}); the library runs this key from now on")
+                _warn(
+                    f"kerntune serve: {s.problem.name} failed at {dict(zip(s.fields, raw[1:], strict=False))} "
+                    f"({type(exc).__name__}: {exc}); the library runs this key from now on"
+                )
                 break
             counts["served"] += 1
             return result

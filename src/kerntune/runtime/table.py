@@ -107,8 +107,14 @@ def parse_table(data: Any, path: str = "") -> Table:
         if not (isinstance(rule, dict) and _objects(rule, "when", "config")):
             raise TableError(f"{path}: rule {i} needs a 'when' object and a 'config' object")
     validators = {str(k): str(v) for k, v in (data.get("validators") or {}).items()}
-    return Table(entries=entries, rules=list(rules), validators=validators, device=dict(data.get("device") or {}),
-                 provenance=dict(data.get("provenance") or {}), path=path)
+    return Table(
+        entries=entries,
+        rules=list(rules),
+        validators=validators,
+        device=dict(data.get("device") or {}),
+        provenance=dict(data.get("provenance") or {}),
+        path=path,
+    )
 
 
 def load_table(path: str | Path) -> tuple[Table, str | None]:
@@ -121,8 +127,11 @@ def load_table(path: str | Path) -> tuple[Table, str | None]:
     try:
         return parse_table(json.loads(text), str(path)), None
     except json.JSONDecodeError as exc:
-        return Table(path=str(path)), f"dispatch table {path} is not valid JSON ({exc.msg} at line {exc.lineno}): " \
-                                      "truncated or hand-edited; deploy it again"
+        return (
+            Table(path=str(path)),
+            f"dispatch table {path} is not valid JSON ({exc.msg} at line {exc.lineno}): "
+            "truncated or hand-edited; deploy it again",
+        )
     except TableError as exc:
         return Table(path=str(path)), f"dispatch table {exc}"
 

@@ -33,8 +33,10 @@ def program_args(command: Sequence[str]) -> list[str]:
     if not command:
         raise UsageError("give the program after --, e.g. kerntune scope -- python train.py --steps 10")
     if not Path(command[0]).name.startswith("python") or len(command) < 2:
-        raise UsageError(f"scope, verify and run take Python programs: give `python SCRIPT.py ...` or `python -m "
-                         f"MODULE ...` after -- (got {' '.join(command)!r})")
+        raise UsageError(
+            f"scope, verify and run take Python programs: give `python SCRIPT.py ...` or `python -m "
+            f"MODULE ...` after -- (got {' '.join(command)!r})"
+        )
     program = list(command[1:])
     if program[0].startswith("-") and program[0] != "-m":
         raise UsageError(f"interpreter option {program[0]!r} is not supported here: put it in PYTHON* variables")
@@ -53,10 +55,11 @@ def served_args(command: Sequence[str]) -> list[str] | None:
     else:
         return None
     if "--" not in rest:
-        raise UsageError("kerntune run needs the program after its own --: kerntune run --table T.json -- python "
-                         "app.py")
+        raise UsageError(
+            "kerntune run needs the program after its own --: kerntune run --table T.json -- python app.py"
+        )
     split = rest.index("--")
-    return ["-m", "kerntune.runtime.launch", *rest[:split], "--", *program_args(rest[split + 1:])]
+    return ["-m", "kerntune.runtime.launch", *rest[:split], "--", *program_args(rest[split + 1 :])]
 
 
 def profiled_command(command: Sequence[str], out: Path) -> list[str]:
@@ -66,16 +69,22 @@ def profiled_command(command: Sequence[str], out: Path) -> list[str]:
     return [sys.executable, "-m", "kerntune.exec.profiled", str(out), "--", *program]
 
 
-def profile_program(command: Sequence[str], env: Mapping[str, str] | None = None, timeout_s: float = 1800.0,
-                    window: Window = WHOLE_RUN, keep_trace: Path | None = None) -> dict[str, Any]:
+def profile_program(
+    command: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 1800.0,
+    window: Window = WHOLE_RUN,
+    keep_trace: Path | None = None,
+) -> dict[str, Any]:
     """Run the program once under the profiler; what ran in ``window`` (``kerntune.scope.trace.analyze``, every
     kernel listed), its exit code and output. ``keep_trace``: copy the Chrome trace there."""
     with tempfile.TemporaryDirectory(prefix="kerntune-scope-") as tmp:
         out = Path(tmp) / "profile.json"
         argv = profiled_command(command, out)
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **(env or {})},
-                                  timeout=timeout_s)
+            done = subprocess.run(
+                argv, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=timeout_s
+            )
         except subprocess.TimeoutExpired:
             raise UsageError(f"{' '.join(command)} ran past {timeout_s:g} s under the profiler") from None
         if not out.exists():
@@ -88,10 +97,11 @@ def profile_program(command: Sequence[str], env: Mapping[str, str] | None = None
             shutil.copyfile(meta["trace"], keep_trace)
     found = analyze(events, window, top=10**9)
     if window.region and not found["window"]["spans"]:
-        raise UsageError(f"the program marked no range named {window.region!r}: wrap its steady state in "
-                         f"torch.profiler.record_function({window.region!r})")
-    return {"gpu": meta["gpu"], "exit_code": meta["exit_code"], **found, "stdout": done.stdout,
-            "stderr": done.stderr}
+        raise UsageError(
+            f"the program marked no range named {window.region!r}: wrap its steady state in "
+            f"torch.profiler.record_function({window.region!r})"
+        )
+    return {"gpu": meta["gpu"], "exit_code": meta["exit_code"], **found, "stdout": done.stdout, "stderr": done.stderr}
 
 
 def inductor_folders() -> list[Path]:
@@ -101,17 +111,31 @@ def inductor_folders() -> list[Path]:
     return [Path(named)] if named else [Path(tempfile.gettempdir()) / f"torchinductor_{user}"]
 
 
-def scope(command: Sequence[str], corpus: Path | None = None, top: int = 20, window: Window = WHOLE_RUN,
-          keep_trace: Path | None = None) -> dict[str, Any]:
+def scope(
+    command: Sequence[str],
+    corpus: Path | None = None,
+    top: int = 20,
+    window: Window = WHOLE_RUN,
+    keep_trace: Path | None = None,
+) -> dict[str, Any]:
     """Device time in the window by class and kernel, how busy the device was and what that means, the GEMM-like
     operators (appended to ``corpus`` as corpus lines), Inductor kernels' generated files."""
     found = profile_program(command, window=window, keep_trace=keep_trace)
     sources = inductor_sources((k["name"] for k in found["kernels"]), inductor_folders())
-    kernels = [{**k, **({"source": sources[k["name"]]} if k["name"] in sources else {})}
-               for k in found["kernels"][:top]]
+    kernels = [
+        {**k, **({"source": sources[k["name"]]} if k["name"] in sources else {})} for k in found["kernels"][:top]
+    ]
     if corpus is not None and found["gemms"]:
         append_corpus(corpus, found["gemms"])
-    return {"gpu": found["gpu"], "exit_code": found["exit_code"], "window": found["window"],
-            "device_us": found["device_us"], "classes": found["classes"], "busy": found["busy"],
-            "verdict": found["verdict"], "kernels": kernels,
-            "gemms": [json.loads(g.to_json()) for g in found["gemms"]], "corpus": str(corpus) if corpus else None}
+    return {
+        "gpu": found["gpu"],
+        "exit_code": found["exit_code"],
+        "window": found["window"],
+        "device_us": found["device_us"],
+        "classes": found["classes"],
+        "busy": found["busy"],
+        "verdict": found["verdict"],
+        "kernels": kernels,
+        "gemms": [json.loads(g.to_json()) for g in found["gemms"]],
+        "corpus": str(corpus) if corpus else None,
+    }

@@ -39,9 +39,19 @@ CLASSES = (
 )
 DRIVER_LAUNCHED = "Triton (user) or custom, driver-launched"
 CUSTOM = "custom CUDA or HIP"
-DTYPES = {"c10::BFloat16": "bfloat16", "c10::Half": "float16", "float": "float32", "double": "float64",
-          "c10::Float8_e4m3fn": "float8_e4m3fn", "c10::Float8_e5m2": "float8_e5m2", "int": "int32",
-          "long int": "int64", "signed char": "int8", "unsigned char": "uint8", "bool": "bool"}
+DTYPES = {
+    "c10::BFloat16": "bfloat16",
+    "c10::Half": "float16",
+    "float": "float32",
+    "double": "float64",
+    "c10::Float8_e4m3fn": "float8_e4m3fn",
+    "c10::Float8_e5m2": "float8_e5m2",
+    "int": "int32",
+    "long int": "int64",
+    "signed char": "int8",
+    "unsigned char": "uint8",
+    "bool": "bool",
+}
 HOST_BOUND_BELOW = 0.8
 """A window whose device is busy less than this fraction of it is host-bound."""
 
@@ -85,8 +95,11 @@ def load_trace(path: Path) -> list[dict[str, Any]]:
 
 def _intervals(window: Window, events: Sequence[dict[str, Any]]) -> list[tuple[float, float]]:
     if window.region:
-        return sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in events
-                      if e.get("name") == window.region and e.get("cat") in ("user_annotation", "cpu_op"))
+        return sorted(
+            (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)))
+            for e in events
+            if e.get("name") == window.region and e.get("cat") in ("user_annotation", "cpu_op")
+        )
     start = min((float(e["ts"]) for e in events), default=0.0) + window.skip_s * 1e6
     end = start + window.duration_s * 1e6 if window.duration_s is not None else float("inf")
     return [(start, end)]
@@ -143,15 +156,25 @@ def gemm_line(op: Mapping[str, Any]) -> CorpusLine | None:
     letters = [layout_letter(dims[i], strides[i]) if i < len(strides) else None for i in (first, first + 1)]
     beta = concrete[3] if first and len(concrete) > 3 else ""
     bias = int(bool(first) and beta not in ("0", "0.0"))
-    return CorpusLine(op=name, shape=shape, dtype=DTYPES.get(str(types[first]) if len(types) > first else "", ""),
-                      layout="".join(letters) if None not in letters else None, bias=bias)  # type: ignore[arg-type]
+    return CorpusLine(
+        op=name,
+        shape=shape,
+        dtype=DTYPES.get(str(types[first]) if len(types) > first else "", ""),
+        layout="".join(letters) if None not in letters else None,
+        bias=bias,
+    )  # type: ignore[arg-type]
 
 
 def _device_events(events: Sequence[dict[str, Any]], spans: Sequence[tuple[float, float]]) -> list[dict[str, Any]]:
     """The device activity (kernels, copies, memsets) whose launch — the runtime or driver call it shares a
     ``correlation`` with — starts inside one of ``spans``, each with its span's index, launch and External id."""
-    launches = {e["args"]["correlation"]: e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
-                and isinstance(e.get("args"), dict) and "correlation" in e["args"]}
+    launches = {
+        e["args"]["correlation"]: e
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver")
+        and isinstance(e.get("args"), dict)
+        and "correlation" in e["args"]
+    }
     device: list[dict[str, Any]] = []
     for e in events:
         kind = DEVICE_CATEGORIES.get(str(e.get("cat")))
@@ -161,8 +184,15 @@ def _device_events(events: Sequence[dict[str, Any]], spans: Sequence[tuple[float
         host_ts = float(launch["ts"]) if launch else float(e["ts"])
         span = _span_of(host_ts, spans)
         if span is not None:
-            device.append({**e, "kind": kind, "span": span, "launch": str(launch["name"]) if launch else "",
-                           "ext": (launch or e).get("args", {}).get("External id")})
+            device.append(
+                {
+                    **e,
+                    "kind": kind,
+                    "span": span,
+                    "launch": str(launch["name"]) if launch else "",
+                    "ext": (launch or e).get("args", {}).get("External id"),
+                }
+            )
     return device
 
 
@@ -202,8 +232,9 @@ def analyze(events: Sequence[dict[str, Any]], window: Window = WHOLE_RUN, top: i
     for e in device:
         launch = alone.get(str(e["name"]), e["launch"]) if "GraphLaunch" in e["launch"] else e["launch"]
         label = e["kind"] if e["kind"] != "kernel" else kernel_class(str(e["name"]), launch)
-        row = kernels.setdefault(str(e["name"]), {"name": str(e["name"]), "class": label, "launches": 0,
-                                                  "device_us": 0.0})
+        row = kernels.setdefault(
+            str(e["name"]), {"name": str(e["name"]), "class": label, "launches": 0, "device_us": 0.0}
+        )
         row["launches"] += 1
         row["device_us"] += float(e.get("dur", 0))
         by_class[label] += float(e.get("dur", 0))
@@ -234,11 +265,16 @@ def analyze(events: Sequence[dict[str, Any]], window: Window = WHOLE_RUN, top: i
         gemms[line.identity] = CorpusLine(**{**line.__dict__, "calls": calls, "device_us": time_us if device else None})
     wall = _wall_us(spans, device)
     busy = _union_us((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in device) / wall if wall else None
-    return {"window": {"describe": window.describe(), "spans": len(spans), "wall_us": wall},
-            "device_us": total, "classes": dict(sorted(by_class.items(), key=lambda kv: -kv[1])),
-            "busy": busy, "verdict": verdict(busy, total), "kernels": ranked[:top],
-            "gemms": sorted(gemms.values(), key=lambda g: -(g.device_us or 0.0)),
-            "gemm_kernels": {identity: dict(names) for identity, names in gemm_kernels.items()}}
+    return {
+        "window": {"describe": window.describe(), "spans": len(spans), "wall_us": wall},
+        "device_us": total,
+        "classes": dict(sorted(by_class.items(), key=lambda kv: -kv[1])),
+        "busy": busy,
+        "verdict": verdict(busy, total),
+        "kernels": ranked[:top],
+        "gemms": sorted(gemms.values(), key=lambda g: -(g.device_us or 0.0)),
+        "gemm_kernels": {identity: dict(names) for identity, names in gemm_kernels.items()},
+    }
 
 
 def _wall_us(spans: Sequence[tuple[float, float]], device: Sequence[dict[str, Any]]) -> float:
@@ -262,12 +298,15 @@ def verdict(busy: float | None, device_us: float) -> str:
     if not device_us or busy is None:
         return "no device work in the window: nothing a kernel could speed up"
     if busy < HOST_BOUND_BELOW:
-        return (f"host-bound: the device is busy {busy:.0%} of the window, so faster kernels cannot shorten it by "
-                f"more than {busy:.0%}; the host sets the pace (CUDA graphs or torch.compile cut host time). "
-                "Measured under the profiler, whose own host cost lengthens a host-bound window: unprofiled, the "
-                "device is busier")
-    return (f"device-bound: the device is busy {busy:.0%} of the window; kernel time is what a faster kernel "
-            "takes off it")
+        return (
+            f"host-bound: the device is busy {busy:.0%} of the window, so faster kernels cannot shorten it by "
+            f"more than {busy:.0%}; the host sets the pace (CUDA graphs or torch.compile cut host time). "
+            "Measured under the profiler, whose own host cost lengthens a host-bound window: unprofiled, the "
+            "device is busier"
+        )
+    return (
+        f"device-bound: the device is busy {busy:.0%} of the window; kernel time is what a faster kernel takes off it"
+    )
 
 
 def inductor_sources(names: Iterable[str], folders: Sequence[Path]) -> dict[str, str]:

@@ -17,8 +17,13 @@ from kerntune.search.random import RandomSearch
 from kerntune.search.tpe import TPESearch
 
 STRATEGIES: dict[str, type[Strategy]] = {
-    "exhaustive": Exhaustive, "random": RandomSearch, "coordinate": CoordinateSearch, "lever": OneLever,
-    "tpe": TPESearch, "cmaes": CMAESSearch, "race": Race,
+    "exhaustive": Exhaustive,
+    "random": RandomSearch,
+    "coordinate": CoordinateSearch,
+    "lever": OneLever,
+    "tpe": TPESearch,
+    "cmaes": CMAESSearch,
+    "race": Race,
     "local": LocalSearch,
 }
 
@@ -36,8 +41,9 @@ def resolve_strategy(name: str, valid: int, timed: bool) -> str:
     return "race" if timed and valid > AUTO_EXHAUSTIVE_MAX else "exhaustive"
 
 
-def make_strategy(name: str, configs: Sequence[Config], seed: int, start: Config | None = None,
-                  first: Sequence[Config] = ()) -> Strategy:
+def make_strategy(
+    name: str, configs: Sequence[Config], seed: int, start: Config | None = None, first: Sequence[Config] = ()
+) -> Strategy:
     """The strategy ``name`` over ``configs`` (the valid ones), seeded; ``start`` seeds local strategies;
     ``first`` (the spec's seeds) are tried right after the start by local, race and random (exhaustive keeps
     its order; TPE, CMA-ES, coordinate and lever let their own rule decide)."""

@@ -20,12 +20,14 @@ class Strategy(ABC):
     """Why the strategy ended early, when it did (a strategy that stops itself sets it)."""
     """True when the strategy applies its own stopping rule (the tuner's plateau rule then stays out)."""
 
-    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None,
-                 first: Sequence[Config] = ()) -> None:
+    def __init__(
+        self, configs: Sequence[Config], seed: int, start: Config | None = None, first: Sequence[Config] = ()
+    ) -> None:
         self.configs = list(configs)
         self.seed = seed
-        self.start = start if start is not None and start in self.configs else (self.configs[0] if self.configs
-                                                                                 else None)
+        self.start = (
+            start if start is not None and start in self.configs else (self.configs[0] if self.configs else None)
+        )
         """Where local strategies begin: the space's default config when valid, else the first valid one."""
         valid = {c.key for c in self.configs}
         self.first = [c for c in dict.fromkeys(first) if c.key in valid and c != self.start]

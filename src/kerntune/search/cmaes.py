@@ -15,8 +15,9 @@ class CMAESSearch(OptunaSearch):
     name = "cmaes"
 
     def sampler(self, seed: int, size: int) -> Any:
-        return self._optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=min(10, size),
-                                                  warn_independent_sampling=False)
+        return self._optuna.samplers.CmaEsSampler(
+            seed=seed, n_startup_trials=min(10, size), warn_independent_sampling=False
+        )
 
     def suggest(self, trial: Any) -> dict[str, Scalar]:
         return {n: values[trial.suggest_int(n, 0, len(values) - 1)] for n, values in self.choices.items()}

@@ -50,12 +50,20 @@ class CompileWorker(Protocol):
     def stop(self) -> None: ...
 
 
-def local_compile_workers(count: int, setup: tuple[str, dict[str, Any]], *, log_dir: Path,
-                          setup_timeout_s: float) -> list[Worker]:
+def local_compile_workers(
+    count: int, setup: tuple[str, dict[str, Any]], *, log_dir: Path, setup_timeout_s: float
+) -> list[Worker]:
     """``count`` subprocesses on this host, at low priority."""
     env = {**os.environ, "KERNTUNE_WORKER_NICE": str(NICE)}
-    return [Worker(setup, log_path=log_dir / f"compile-{i}-{secrets.token_hex(2)}.log", env=env,
-                   setup_timeout_s=setup_timeout_s) for i in range(count)]
+    return [
+        Worker(
+            setup,
+            log_path=log_dir / f"compile-{i}-{secrets.token_hex(2)}.log",
+            env=env,
+            setup_timeout_s=setup_timeout_s,
+        )
+        for i in range(count)
+    ]
 
 
 class CompileAhead:

@@ -15,8 +15,9 @@ from kerntune.search.neighbourhood import one_parameter_moves, parameter_names
 class CoordinateSearch(Strategy):
     name = "coordinate"
 
-    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None,
-                 first: Sequence[Config] = ()) -> None:
+    def __init__(
+        self, configs: Sequence[Config], seed: int, start: Config | None = None, first: Sequence[Config] = ()
+    ) -> None:
         super().__init__(configs, seed, start, first)
         self._names = parameter_names(self.configs)
         self._results: dict[str, float | None] = {}

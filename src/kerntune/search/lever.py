@@ -14,8 +14,9 @@ from kerntune.search.neighbourhood import one_parameter_moves, parameter_names
 class OneLever(Strategy):
     name = "lever"
 
-    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None,
-                 first: Sequence[Config] = ()) -> None:
+    def __init__(
+        self, configs: Sequence[Config], seed: int, start: Config | None = None, first: Sequence[Config] = ()
+    ) -> None:
         super().__init__(configs, seed, start, first)
         base = self.start
         self._order: list[Config] = [base] if base is not None else []

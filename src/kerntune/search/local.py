@@ -21,8 +21,14 @@ EXPLORE_EVERY = 4
 class LocalSearch(Strategy):
     name = "local"
 
-    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None,
-                 first: Sequence[Config] = (), explore: int | None = None) -> None:
+    def __init__(
+        self,
+        configs: Sequence[Config],
+        seed: int,
+        start: Config | None = None,
+        first: Sequence[Config] = (),
+        explore: int | None = None,
+    ) -> None:
         super().__init__(configs, seed, start, first)
         leading = [c for c in (self.start, *self.first) if c is not None]
         self._random = [c for c in self.configs if c not in leading]
@@ -55,8 +61,11 @@ class LocalSearch(Strategy):
 
     def _move(self) -> Config | None:
         best = sorted(self._results, key=lambda k: self._results[k])[:TOP]
-        names = self._names[self._turn % len(self._names):] + self._names[:self._turn % len(self._names)] \
-            if self._names else []
+        names = (
+            self._names[self._turn % len(self._names) :] + self._names[: self._turn % len(self._names)]
+            if self._names
+            else []
+        )
         for i in range(len(best)):
             centre = self._by_key[best[(self._turn + i) % len(best)]]
             for name in names:  # a different parameter first each time: every axis gets explored

@@ -11,8 +11,7 @@ from kerntune.model import Config
 def one_parameter_moves(start: Config, configs: Iterable[Config], name: str) -> list[Config]:
     """Valid configs equal to ``start`` except in parameter ``name`` (in the space's order)."""
     others = {k: v for k, v in start.items if k != name}
-    return [c for c in configs if c.get(name) != start.get(name)
-            and {k: v for k, v in c.items if k != name} == others]
+    return [c for c in configs if c.get(name) != start.get(name) and {k: v for k, v in c.items if k != name} == others]
 
 
 def parameter_names(configs: Sequence[Config]) -> list[str]:

@@ -22,8 +22,9 @@ MAX_REDRAWS = 50
 
 
 class OptunaSearch(Strategy):
-    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None,
-                 first: Sequence[Config] = ()) -> None:
+    def __init__(
+        self, configs: Sequence[Config], seed: int, start: Config | None = None, first: Sequence[Config] = ()
+    ) -> None:
         super().__init__(configs, seed, start, first)
         import optuna
 

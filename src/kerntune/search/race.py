@@ -43,8 +43,14 @@ class Race(Strategy):
     name = "race"
     stops_itself = True
 
-    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None,
-                 first: Sequence[Config] = (), inner: type[Strategy] = LocalSearch) -> None:
+    def __init__(
+        self,
+        configs: Sequence[Config],
+        seed: int,
+        start: Config | None = None,
+        first: Sequence[Config] = (),
+        inner: type[Strategy] = LocalSearch,
+    ) -> None:
         super().__init__(configs, seed, start, first)
         self._inner = inner(self.configs, seed, start, first)
         self._plateau = Plateau(max(8, min(PLATEAU_ROUND_MAX, len(self.configs) // 20)))

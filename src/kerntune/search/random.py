@@ -13,8 +13,9 @@ from kerntune.search.base import Strategy
 class RandomSearch(Strategy):
     name = "random"
 
-    def __init__(self, configs: Sequence[Config], seed: int, start: Config | None = None,
-                 first: Sequence[Config] = ()) -> None:
+    def __init__(
+        self, configs: Sequence[Config], seed: int, start: Config | None = None, first: Sequence[Config] = ()
+    ) -> None:
         super().__init__(configs, seed, start, first)
         self._order = [c for c in self.configs if c not in self.first]
         random.Random(seed).shuffle(self._order)

@@ -90,15 +90,25 @@ class SearchHost(Protocol):
     def plan(self) -> TimePlan:
         """The run's time bounds: one shape's search, all searches, the whole run (``model.time_plan``)."""
 
-    def payload(self, shape: Shape, config: Config, baseline_kernel: str | None,
-                measure: dict[str, Any] | None = None) -> dict[str, Any]: ...
+    def payload(
+        self, shape: Shape, config: Config, baseline_kernel: str | None, measure: dict[str, Any] | None = None
+    ) -> dict[str, Any]: ...
 
-    def evaluate(self, shape: Shape, config: Config, role: str, label: str, baseline_kernel: str | None = None, *,
-                 measure: dict[str, Any] | None = None,
-                 precompiled: Mapping[str, Any] | None = None) -> CandidateResult | None: ...
+    def evaluate(
+        self,
+        shape: Shape,
+        config: Config,
+        role: str,
+        label: str,
+        baseline_kernel: str | None = None,
+        *,
+        measure: dict[str, Any] | None = None,
+        precompiled: Mapping[str, Any] | None = None,
+    ) -> CandidateResult | None: ...
 
-    def skip_known_bad(self, shape: Shape, config: Config, row: LedgerRow, role: str = "search",
-                       label: str = "") -> None: ...
+    def skip_known_bad(
+        self, shape: Shape, config: Config, row: LedgerRow, role: str = "search", label: str = ""
+    ) -> None: ...
 
 
 def rung_options(full: Mapping[str, Any], rung: int | None) -> dict[str, Any]:
@@ -112,10 +122,15 @@ def rung_options(full: Mapping[str, Any], rung: int | None) -> dict[str, Any]:
     if rung is None:
         return dict(full)
     f = rung_fraction(rung)
-    return {**full, "warmup_ms": full["warmup_ms"] * f, "budget_ms": full["budget_ms"] * f,
-            "block_ms": full.get("block_ms", BATCH_MS) * f,
-            "min_window_ms": full["min_window_ms"] * f, "ramp_limit_ms": full.get("ramp_limit_ms", 1000.0) * f,
-            "ci_target": min(0.05, full["ci_target"] / math.sqrt(f))}
+    return {
+        **full,
+        "warmup_ms": full["warmup_ms"] * f,
+        "budget_ms": full["budget_ms"] * f,
+        "block_ms": full.get("block_ms", BATCH_MS) * f,
+        "min_window_ms": full["min_window_ms"] * f,
+        "ramp_limit_ms": full.get("ramp_limit_ms", 1000.0) * f,
+        "ci_target": min(0.05, full["ci_target"] / math.sqrt(f)),
+    }
 
 
 @dataclass
@@ -194,9 +209,11 @@ class ShapeSearch:
             return None
         occ = occupancy(resources, limits)
         blocks = occ.blocks_per_sm if occ else 0
-        return (f"register pressure at an occupancy boundary: the best config ({median:.4g} ms) uses "
-                f"{resources.get('registers')} registers per thread, {blocks} block(s) per multiprocessor; "
-                f"{fewer} fewer would allow {blocks + 1} — restructure the kernel, more config search will not help")
+        return (
+            f"register pressure at an occupancy boundary: the best config ({median:.4g} ms) uses "
+            f"{resources.get('registers')} registers per thread, {blocks} block(s) per multiprocessor; "
+            f"{fewer} fewer would allow {blocks + 1} — restructure the kernel, more config search will not help"
+        )
 
     def _near_limit(self, median: float | None) -> str | None:
         """Stop when a config runs within KERNTUNE_SOL_STOP of the roofline: nothing faster is left to find."""
@@ -271,8 +288,14 @@ class ShapeSearch:
             outcome = self.ahead.result(shape.key, config.key)
             if outcome.status == "failed" or (outcome.status == "error" and outcome.kind != "setup"):
                 kind = outcome.kind if outcome.kind in FailureKind._value2member_map_ else FailureKind.COMPILE.value
-                return self._record(config, role, label, CandidateResult(
-                    "failed", failure=FailureKind(kind), reason=f"{outcome.reason} (compile-ahead worker)"))
+                return self._record(
+                    config,
+                    role,
+                    label,
+                    CandidateResult(
+                        "failed", failure=FailureKind(kind), reason=f"{outcome.reason} (compile-ahead worker)"
+                    ),
+                )
             if outcome.status == "ok":
                 compiled = outcome.value
                 assert compiled is not None
@@ -280,8 +303,9 @@ class ShapeSearch:
                 if skip is not None:
                     return skip[0]
         began = time.monotonic()
-        result = tuner.evaluate(shape, config, role, label, measure=rung_options(tuner.measure, rung),
-                                precompiled=compiled)
+        result = tuner.evaluate(
+            shape, config, role, label, measure=rung_options(tuner.measure, rung), precompiled=compiled
+        )
         self.durations.add(rung, time.monotonic() - began)
         median = result.measurement.median_ms if result is not None and result.measurement else None
         if rung is None and median is not None and compiled and (self.best_full is None or median < self.best_full[0]):
@@ -291,26 +315,41 @@ class ShapeSearch:
             self.signatures[(signature, role, label)] = (config.key, median)
         return median
 
-    def _skip(self, config: Config, role: str, label: str,
-              compiled: Mapping[str, Any]) -> tuple[float | None] | None:
+    def _skip(self, config: Config, role: str, label: str, compiled: Mapping[str, Any]) -> tuple[float | None] | None:
         """Record a config that needs no timing (pruned or a duplicate) and return its median in a 1-tuple;
         None when it must be timed."""
         resources = dict(compiled.get("resources") or {})
-        reasons = [prune_reason(r, compiled.get("limits") or {}, self.tuner.settings.min_occupancy)
-                   for r in [resources, *resources.get("kernels", [])[1:]]]
+        reasons = [
+            prune_reason(r, compiled.get("limits") or {}, self.tuner.settings.min_occupancy)
+            for r in [resources, *resources.get("kernels", [])[1:]]
+        ]
         reason = next((r for r in reasons if r), None) or (
-            f"cannot load: {resources['load_error']}" if resources.get("load_error") else None)
+            f"cannot load: {resources['load_error']}" if resources.get("load_error") else None
+        )
         compile_s, binary = compiled.get("compile_s"), compiled.get("binary_hash")
         if reason is not None:
-            self._record(config, role, label, CandidateResult("pruned", reason=reason, compile_s=compile_s,
-                                                              binary_hash=binary, resources=resources))
+            self._record(
+                config,
+                role,
+                label,
+                CandidateResult("pruned", reason=reason, compile_s=compile_s, binary_hash=binary, resources=resources),
+            )
             return (None,)
         signature = compiled.get("signature")
         twin = self.signatures.get((signature, role, label)) if signature else None
         if twin is not None:
-            self._record(config, role, label, CandidateResult(
-                "duplicate", reason=f"same binaries and grids as {twin[0]}: timed once", compile_s=compile_s,
-                binary_hash=binary, resources=resources))
+            self._record(
+                config,
+                role,
+                label,
+                CandidateResult(
+                    "duplicate",
+                    reason=f"same binaries and grids as {twin[0]}: timed once",
+                    compile_s=compile_s,
+                    binary_hash=binary,
+                    resources=resources,
+                ),
+            )
             return (twin[1],)
         return None
 
@@ -320,4 +359,3 @@ class ShapeSearch:
         tuner.store.finish_candidate(cid, result)
         tuner.progress.finished(config.key, result.status, result.reason)
         return None
-

@@ -49,6 +49,8 @@ class Plateau:
         self.history.append(improvement)
         self._stale = self._stale + 1 if improvement < self.gain else 0
         if self._stale >= self.rounds:
-            return (f"plateau: {self.rounds} rounds of {self.round_size} configs improved the best by under "
-                    f"{self.gain:.0%} (best {now:.4g} ms)")
+            return (
+                f"plateau: {self.rounds} rounds of {self.round_size} configs improved the best by under "
+                f"{self.gain:.0%} (best {now:.4g} ms)"
+            )
         return None

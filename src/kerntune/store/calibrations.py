@@ -11,13 +11,17 @@ from kerntune.store.sqlite import Store
 
 def save_calibration(store: Store, device_key: str, data: dict[str, Any]) -> None:
     with store._transaction() as db:
-        db.execute("INSERT INTO calibrations (device_key, created, data) VALUES (?,?,?)",
-                   (device_key, float(data["created"]), json.dumps(data)))
+        db.execute(
+            "INSERT INTO calibrations (device_key, created, data) VALUES (?,?,?)",
+            (device_key, float(data["created"]), json.dumps(data)),
+        )
 
 
 def latest_calibration(store: Store, device_key: str, max_age_s: float) -> dict[str, Any] | None:
     """The newest calibration of this device if it is younger than ``max_age_s``."""
-    row = store.db.execute("SELECT data FROM calibrations WHERE device_key=? AND created>=? ORDER BY created DESC"
-                           " LIMIT 1", (device_key, time.time() - max_age_s)).fetchone()
+    row = store.db.execute(
+        "SELECT data FROM calibrations WHERE device_key=? AND created>=? ORDER BY created DESC LIMIT 1",
+        (device_key, time.time() - max_age_s),
+    ).fetchone()
     found: dict[str, Any] | None = json.loads(row[0]) if row else None
     return found

@@ -64,24 +64,62 @@ def save_ab(store: Store, r: ABRecord) -> None:
         db.execute(
             "INSERT INTO ab_runs (id, created, kind, a, b, target, conditions, scheme, ratio, ci_low, ci_high, band,"
             " verdict, expect, claim_failed, reason, hashes, wall_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (r.id, r.created, r.kind, json.dumps(r.a), json.dumps(r.b), json.dumps(r.target),
-             json.dumps(r.conditions), r.scheme, r.ratio, r.ci_low, r.ci_high, r.band, r.verdict, r.expect,
-             int(r.claim_failed), r.reason, json.dumps(r.hashes), r.wall_s))
+            (
+                r.id,
+                r.created,
+                r.kind,
+                json.dumps(r.a),
+                json.dumps(r.b),
+                json.dumps(r.target),
+                json.dumps(r.conditions),
+                r.scheme,
+                r.ratio,
+                r.ci_low,
+                r.ci_high,
+                r.band,
+                r.verdict,
+                r.expect,
+                int(r.claim_failed),
+                r.reason,
+                json.dumps(r.hashes),
+                r.wall_s,
+            ),
+        )
         db.executemany(
             "INSERT INTO ab_processes (ab_id, seq, side, value, samples, info) VALUES (?,?,?,?,?,?)",
-            [(r.id, p.seq, p.side, p.value, json.dumps(list(p.samples)), json.dumps(p.info, default=str))
-             for p in r.processes])
+            [
+                (r.id, p.seq, p.side, p.value, json.dumps(list(p.samples)), json.dumps(p.info, default=str))
+                for p in r.processes
+            ],
+        )
 
 
 def _record(store: Store, row: Any) -> ABRecord:
     processes = tuple(
         ProcessRecord(p["seq"], p["side"], p["value"], tuple(json.loads(p["samples"])), json.loads(p["info"]))
-        for p in store.db.execute("SELECT * FROM ab_processes WHERE ab_id=? ORDER BY seq", (row["id"],)))
+        for p in store.db.execute("SELECT * FROM ab_processes WHERE ab_id=? ORDER BY seq", (row["id"],))
+    )
     return ABRecord(
-        row["id"], row["created"], row["kind"], json.loads(row["a"]), json.loads(row["b"]),
-        json.loads(row["target"]), json.loads(row["conditions"]), row["scheme"], row["ratio"], row["ci_low"],
-        row["ci_high"], row["band"], row["verdict"], row["expect"], bool(row["claim_failed"]), row["reason"],
-        json.loads(row["hashes"]), row["wall_s"], processes)
+        row["id"],
+        row["created"],
+        row["kind"],
+        json.loads(row["a"]),
+        json.loads(row["b"]),
+        json.loads(row["target"]),
+        json.loads(row["conditions"]),
+        row["scheme"],
+        row["ratio"],
+        row["ci_low"],
+        row["ci_high"],
+        row["band"],
+        row["verdict"],
+        row["expect"],
+        bool(row["claim_failed"]),
+        row["reason"],
+        json.loads(row["hashes"]),
+        row["wall_s"],
+        processes,
+    )
 
 
 def ab_records(store: Store, *, failed_claims_only: bool = False, limit: int = 200) -> list[ABRecord]:
@@ -97,5 +135,6 @@ def noise_band(store: Store, scope: str) -> tuple[float, str] | None:
 
 
 def set_noise_band(store: Store, scope: str, band: float, ab_id: str) -> None:
-    store.db.execute("INSERT OR REPLACE INTO noise_bands (scope, band, ab_id, created) VALUES (?,?,?,?)",
-                     (scope, band, ab_id, now()))
+    store.db.execute(
+        "INSERT OR REPLACE INTO noise_bands (scope, band, ab_id, created) VALUES (?,?,?,?)", (scope, band, ab_id, now())
+    )

@@ -70,9 +70,15 @@ class Store:
 
     def _migrate(self) -> None:
         """Columns added after a store may have been created: add them where missing (old rows keep NULL)."""
-        added = {"measurements": {"ci_low": "REAL", "ci_high": "REAL", "phase": "TEXT NOT NULL DEFAULT 'search'",
-                                  "round": "INTEGER NOT NULL DEFAULT 0"},
-                 "candidates": {"gate_s": "REAL", "measure_s": "REAL"}}
+        added = {
+            "measurements": {
+                "ci_low": "REAL",
+                "ci_high": "REAL",
+                "phase": "TEXT NOT NULL DEFAULT 'search'",
+                "round": "INTEGER NOT NULL DEFAULT 0",
+            },
+            "candidates": {"gate_s": "REAL", "measure_s": "REAL"},
+        }
         for table, names in added.items():
             columns = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})").fetchall()}
             for name, kind in names.items():
@@ -96,14 +102,27 @@ class Store:
                 "INSERT INTO runs (id, created, problem, spec_path, spec_hash, target, strategy, budget, shapes,"
                 " dtype, seed, options, status, stop_reason, elapsed_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    run.id, run.created, run.problem, run.spec_path, run.spec_hash, json.dumps(run.target.as_dict()),
-                    run.strategy, json.dumps(run.budget.as_dict()), json.dumps([s.as_dict() for s in run.shapes]),
-                    run.dtype, run.seed, json.dumps(dict(run.options)), run.status, run.stop_reason, run.elapsed_s,
+                    run.id,
+                    run.created,
+                    run.problem,
+                    run.spec_path,
+                    run.spec_hash,
+                    json.dumps(run.target.as_dict()),
+                    run.strategy,
+                    json.dumps(run.budget.as_dict()),
+                    json.dumps([s.as_dict() for s in run.shapes]),
+                    run.dtype,
+                    run.seed,
+                    json.dumps(dict(run.options)),
+                    run.status,
+                    run.stop_reason,
+                    run.elapsed_s,
                 ),
             )
 
-    def update_run(self, run_id: str, *, status: str | None = None, stop_reason: str | None = None,
-                   elapsed_s: float | None = None) -> None:
+    def update_run(
+        self, run_id: str, *, status: str | None = None, stop_reason: str | None = None, elapsed_s: float | None = None
+    ) -> None:
         sets, values = [], []
         for column, value in (("status", status), ("stop_reason", stop_reason), ("elapsed_s", elapsed_s)):
             if value is not None:
@@ -115,19 +134,31 @@ class Store:
     def set_run_option(self, run_id: str, key: str, name: str, value: Any) -> None:
         """Set ``options[key][name] = value`` in one statement (safe beside other writers of the same run)."""
         path = f'$."{key}"'
-        self.db.execute("UPDATE runs SET options = json_set(options, ?, json_patch(coalesce(json_extract(options, ?),"
-                        " '{}'), ?)) WHERE id = ?", (path, path, json.dumps({name: value}), run_id))
+        self.db.execute(
+            "UPDATE runs SET options = json_set(options, ?, json_patch(coalesce(json_extract(options, ?),"
+            " '{}'), ?)) WHERE id = ?",
+            (path, path, json.dumps({name: value}), run_id),
+        )
 
     @staticmethod
     def _run(row: sqlite3.Row) -> Run:
         budget = json.loads(row["budget"])
         return Run(
-            id=row["id"], problem=row["problem"], spec_path=row["spec_path"], spec_hash=row["spec_hash"],
-            target=Target.from_dict(json.loads(row["target"])), strategy=row["strategy"],
+            id=row["id"],
+            problem=row["problem"],
+            spec_path=row["spec_path"],
+            spec_hash=row["spec_hash"],
+            target=Target.from_dict(json.loads(row["target"])),
+            strategy=row["strategy"],
             budget=Budget(budget.get("evaluations"), budget.get("seconds"), budget.get("shape_seconds")),
-            shapes=tuple(Shape.of(s) for s in json.loads(row["shapes"])), dtype=row["dtype"], seed=row["seed"],
-            status=row["status"], stop_reason=row["stop_reason"], created=row["created"],
-            elapsed_s=row["elapsed_s"], options=json.loads(row["options"]),
+            shapes=tuple(Shape.of(s) for s in json.loads(row["shapes"])),
+            dtype=row["dtype"],
+            seed=row["seed"],
+            status=row["status"],
+            stop_reason=row["stop_reason"],
+            created=row["created"],
+            elapsed_s=row["elapsed_s"],
+            options=json.loads(row["options"]),
         )
 
     def get_run(self, ref: str) -> Run:
@@ -137,8 +168,9 @@ class Store:
         else:
             # The ref is a prefix, never a pattern: LIKE's wildcards in it are matched as themselves.
             prefix = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            rows = self.db.execute("SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY id",
-                                   (prefix + "%",)).fetchall()
+            rows = self.db.execute(
+                "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY id", (prefix + "%",)
+            ).fetchall()
         if not rows:
             raise RunNotFound(f"no run {ref!r} in {self.path}: `kerntune runs` lists the runs there")
         if len(rows) > 1:
@@ -156,7 +188,9 @@ class Store:
         with self._transaction() as db:
             row = db.execute(
                 "SELECT id, status FROM candidates WHERE run_id=? AND shape_key=? AND role=? AND label=?"
-                " AND config_key=?", (run_id, shape.key, role, label, config.key)).fetchone()
+                " AND config_key=?",
+                (run_id, shape.key, role, label, config.key),
+            ).fetchone()
             if row is not None:
                 if row["status"] != "pending":
                     raise StoreError(f"candidate {label or config.key} already finished in run {run_id}")
@@ -167,15 +201,26 @@ class Store:
             cursor = db.execute(
                 "INSERT INTO candidates (run_id, shape_key, shape, config_key, config, role, label, status,"
                 " started) VALUES (?,?,?,?,?,?,?,?,?)",
-                (run_id, shape.key, json.dumps(shape.as_dict()), config.key, json.dumps(config.as_dict()),
-                 role, label, "pending", time.time()))
+                (
+                    run_id,
+                    shape.key,
+                    json.dumps(shape.as_dict()),
+                    config.key,
+                    json.dumps(config.as_dict()),
+                    role,
+                    label,
+                    "pending",
+                    time.time(),
+                ),
+            )
             return int(cursor.lastrowid or 0)
 
     @staticmethod
     def _delete_results(db: sqlite3.Connection, ids: Sequence[int]) -> None:
         for cid in ids:
-            db.execute("DELETE FROM samples WHERE measurement_id IN"
-                       " (SELECT id FROM measurements WHERE candidate_id=?)", (cid,))
+            db.execute(
+                "DELETE FROM samples WHERE measurement_id IN (SELECT id FROM measurements WHERE candidate_id=?)", (cid,)
+            )
             db.execute("DELETE FROM measurements WHERE candidate_id=?", (cid,))
             db.execute("DELETE FROM verdicts WHERE candidate_id=?", (cid,))
 
@@ -185,36 +230,68 @@ class Store:
             db.execute(
                 "UPDATE candidates SET status=?, failure=?, reason=?, compile_s=?, binary_hash=?, resources=?,"
                 " finished=?, gate_s=?, measure_s=? WHERE id=?",
-                (result.status, result.failure.value if result.failure else None, result.reason, result.compile_s,
-                 result.binary_hash, json.dumps(result.resources or {}), time.time(), result.gate_s,
-                 result.measure_s, candidate_id))
+                (
+                    result.status,
+                    result.failure.value if result.failure else None,
+                    result.reason,
+                    result.compile_s,
+                    result.binary_hash,
+                    json.dumps(result.resources or {}),
+                    time.time(),
+                    result.gate_s,
+                    result.measure_s,
+                    candidate_id,
+                ),
+            )
             if result.verdict is not None:
                 v = result.verdict
                 db.execute(
                     "INSERT INTO verdicts (candidate_id, kind, outcome, metric, value, threshold, reason, details)"
                     " VALUES (?,?,?,?,?,?,?,?)",
-                    (candidate_id, v.kind, v.outcome, v.metric, v.value, v.threshold, v.reason,
-                     json.dumps(dict(v.details))))
+                    (
+                        candidate_id,
+                        v.kind,
+                        v.outcome,
+                        v.metric,
+                        v.value,
+                        v.threshold,
+                        v.reason,
+                        json.dumps(dict(v.details)),
+                    ),
+                )
             if result.measurement is not None:
                 self._insert_measurement(db, candidate_id, result.measurement, "search", 0)
 
     @staticmethod
-    def _insert_measurement(db: sqlite3.Connection, candidate_id: int, m: Measurement, phase: str,
-                            round_: int) -> None:
+    def _insert_measurement(db: sqlite3.Connection, candidate_id: int, m: Measurement, phase: str, round_: int) -> None:
         ci = m.ci or (None, None)
         cursor = db.execute(
             "INSERT INTO measurements (candidate_id, conditions, median_ms, n, created, phase, round, ci_low, ci_high)"
             " VALUES (?,?,?,?,?,?,?,?,?)",
-            (candidate_id, json.dumps(m.conditions.as_dict()), m.median_ms, m.n, time.time(), phase, round_,
-             ci[0], ci[1]))
+            (
+                candidate_id,
+                json.dumps(m.conditions.as_dict()),
+                m.median_ms,
+                m.n,
+                time.time(),
+                phase,
+                round_,
+                ci[0],
+                ci[1],
+            ),
+        )
         mid = cursor.lastrowid
-        db.executemany("INSERT INTO samples (measurement_id, seq, ms) VALUES (?,?,?)",
-                       [(mid, i, s) for i, s in enumerate(m.samples_ms)])
+        db.executemany(
+            "INSERT INTO samples (measurement_id, seq, ms) VALUES (?,?,?)",
+            [(mid, i, s) for i, s in enumerate(m.samples_ms)],
+        )
 
     def fail_candidate(self, candidate_id: int, failure: FailureKind, reason: str) -> None:
         """Mark a finished candidate failed (it failed when checked again); its measurements stay on record."""
-        self.db.execute("UPDATE candidates SET status='failed', failure=?, reason=? WHERE id=?",
-                        (failure.value, reason, candidate_id))
+        self.db.execute(
+            "UPDATE candidates SET status='failed', failure=?, reason=? WHERE id=?",
+            (failure.value, reason, candidate_id),
+        )
 
     def add_confirmation(self, candidate_id: int, measurement: Measurement, round_: int) -> None:
         """Record one confirmation round of a finished candidate (its search-time row is left as it is)."""
@@ -222,15 +299,18 @@ class Store:
             self._insert_measurement(db, candidate_id, measurement, "confirm", round_)
 
     def confirmed_rounds(self, candidate_id: int) -> set[int]:
-        rows = self.db.execute("SELECT round FROM measurements WHERE candidate_id=? AND phase='confirm'",
-                               (candidate_id,))
+        rows = self.db.execute(
+            "SELECT round FROM measurements WHERE candidate_id=? AND phase='confirm'", (candidate_id,)
+        )
         return {int(r[0]) for r in rows.fetchall()}
 
     def confirmation_conditions(self, candidate_id: int) -> list[Conditions]:
         """The conditions of each confirmation round of a candidate, in round order (an interleaved round's
         telemetry carries its ``paired`` ratio against the shape's reference)."""
-        rows = self.db.execute("SELECT conditions FROM measurements WHERE candidate_id=? AND phase='confirm'"
-                               " ORDER BY round, id", (candidate_id,)).fetchall()
+        rows = self.db.execute(
+            "SELECT conditions FROM measurements WHERE candidate_id=? AND phase='confirm' ORDER BY round, id",
+            (candidate_id,),
+        ).fetchall()
         return [Conditions.from_dict(json.loads(r[0])) for r in rows]
 
     def paired_ratios(self, candidate_id: int) -> list[tuple[int, float]]:
@@ -246,19 +326,23 @@ class Store:
     def record_pruned(self, run_id: str, shape: Shape, rejected: dict[str, int]) -> None:
         """How many configs each constraint removed before the search (the ledger's ``pruned`` rows)."""
         with self._transaction() as db:
-            db.executemany("INSERT OR REPLACE INTO pruned (run_id, shape_key, reason, count) VALUES (?,?,?,?)",
-                           [(run_id, shape.key, reason, count) for reason, count in rejected.items()])
+            db.executemany(
+                "INSERT OR REPLACE INTO pruned (run_id, shape_key, reason, count) VALUES (?,?,?,?)",
+                [(run_id, shape.key, reason, count) for reason, count in rejected.items()],
+            )
 
     def pruned_counts(self, run_id: str) -> dict[str, int]:
         """Configs removed by constraints before the search, per shape key."""
-        rows = self.db.execute("SELECT shape_key, SUM(count) FROM pruned WHERE run_id=? GROUP BY shape_key",
-                               (run_id,)).fetchall()
+        rows = self.db.execute(
+            "SELECT shape_key, SUM(count) FROM pruned WHERE run_id=? GROUP BY shape_key", (run_id,)
+        ).fetchall()
         return {str(r[0]): int(r[1]) for r in rows}
 
     def finished_keys(self, run_id: str) -> set[tuple[str, str, str, str]]:
         rows = self.db.execute(
             "SELECT shape_key, role, label, config_key FROM candidates WHERE run_id=? AND status != 'pending'",
-            (run_id,))
+            (run_id,),
+        )
         return {(r[0], r[1], r[2], r[3]) for r in rows.fetchall()}
 
     def candidates(self, run_id: str) -> list[Candidate]:
@@ -267,13 +351,26 @@ class Store:
         result = []
         for row in rows:
             cid = int(row["id"])
-            result.append(Candidate(
-                shape=Shape.of(json.loads(row["shape"])), config=Config.of(json.loads(row["config"])),
-                role=row["role"], label=row["label"], status=row["status"],
-                failure=FailureKind(row["failure"]) if row["failure"] else None, reason=row["reason"],
-                compile_s=row["compile_s"], binary_hash=row["binary_hash"], resources=json.loads(row["resources"]),
-                measurement=self._measurement(cid), confirmed=self._confirmed(cid), verdict=self._verdict(cid),
-                id=cid, gate_s=row["gate_s"], measure_s=row["measure_s"]))
+            result.append(
+                Candidate(
+                    shape=Shape.of(json.loads(row["shape"])),
+                    config=Config.of(json.loads(row["config"])),
+                    role=row["role"],
+                    label=row["label"],
+                    status=row["status"],
+                    failure=FailureKind(row["failure"]) if row["failure"] else None,
+                    reason=row["reason"],
+                    compile_s=row["compile_s"],
+                    binary_hash=row["binary_hash"],
+                    resources=json.loads(row["resources"]),
+                    measurement=self._measurement(cid),
+                    confirmed=self._confirmed(cid),
+                    verdict=self._verdict(cid),
+                    id=cid,
+                    gate_s=row["gate_s"],
+                    measure_s=row["measure_s"],
+                )
+            )
         return result
 
     def measured_at(self, run_id: str) -> list[tuple[int, str, float, float]]:
@@ -281,35 +378,58 @@ class Store:
         unix time it was recorded) — a search trace's x axes (evaluations, seconds)."""
         rows = self.db.execute(
             "SELECT c.id, c.shape_key, m.median_ms, m.created FROM measurements m JOIN candidates c"
-            " ON c.id = m.candidate_id WHERE c.run_id=? AND m.phase='search' ORDER BY m.created, m.id", (run_id,))
+            " ON c.id = m.candidate_id WHERE c.run_id=? AND m.phase='search' ORDER BY m.created, m.id",
+            (run_id,),
+        )
         return [(int(r[0]), str(r[1]), float(r[2]), float(r[3])) for r in rows.fetchall()]
 
     def _confirmed(self, candidate_id: int) -> Measurement | None:
-        rows = self.db.execute("SELECT id, conditions FROM measurements WHERE candidate_id=? AND phase='confirm'"
-                               " ORDER BY round, id", (candidate_id,)).fetchall()
+        rows = self.db.execute(
+            "SELECT id, conditions FROM measurements WHERE candidate_id=? AND phase='confirm' ORDER BY round, id",
+            (candidate_id,),
+        ).fetchall()
         if not rows:
             return None
-        samples = [r[0] for r in self.db.execute(
-            "SELECT s.ms FROM samples s JOIN measurements m ON m.id = s.measurement_id"
-            " WHERE m.candidate_id=? AND m.phase='confirm' ORDER BY m.round, m.id, s.seq", (candidate_id,))]
+        samples = [
+            r[0]
+            for r in self.db.execute(
+                "SELECT s.ms FROM samples s JOIN measurements m ON m.id = s.measurement_id"
+                " WHERE m.candidate_id=? AND m.phase='confirm' ORDER BY m.round, m.id, s.seq",
+                (candidate_id,),
+            )
+        ]
         conditions = Conditions.from_dict({**json.loads(rows[0]["conditions"]), "fresh_process": True})
         return Measurement(tuple(samples), conditions)
 
     def _measurement(self, candidate_id: int) -> Measurement | None:
-        row = self.db.execute("SELECT id, conditions, ci_low, ci_high FROM measurements WHERE candidate_id=?"
-                              " AND phase='search' ORDER BY id DESC LIMIT 1", (candidate_id,)).fetchone()
+        row = self.db.execute(
+            "SELECT id, conditions, ci_low, ci_high FROM measurements WHERE candidate_id=?"
+            " AND phase='search' ORDER BY id DESC LIMIT 1",
+            (candidate_id,),
+        ).fetchone()
         if row is None:
             return None
-        samples = [r[0] for r in self.db.execute(
-            "SELECT ms FROM samples WHERE measurement_id=? ORDER BY seq", (row["id"],)).fetchall()]
+        samples = [
+            r[0]
+            for r in self.db.execute(
+                "SELECT ms FROM samples WHERE measurement_id=? ORDER BY seq", (row["id"],)
+            ).fetchall()
+        ]
         ci = (row["ci_low"], row["ci_high"]) if row["ci_low"] is not None else None
         return Measurement(tuple(samples), Conditions.from_dict(json.loads(row["conditions"])), ci)
 
     def _verdict(self, candidate_id: int) -> Verdict | None:
-        row = self.db.execute("SELECT * FROM verdicts WHERE candidate_id=? AND kind='gate' ORDER BY id DESC"
-                              " LIMIT 1", (candidate_id,)).fetchone()
+        row = self.db.execute(
+            "SELECT * FROM verdicts WHERE candidate_id=? AND kind='gate' ORDER BY id DESC LIMIT 1", (candidate_id,)
+        ).fetchone()
         if row is None:
             return None
-        return Verdict(row["kind"], row["outcome"], row["metric"], row["value"], row["threshold"], row["reason"],
-                       json.loads(row["details"]))
-
+        return Verdict(
+            row["kind"],
+            row["outcome"],
+            row["metric"],
+            row["value"],
+            row["threshold"],
+            row["reason"],
+            json.loads(row["details"]),
+        )

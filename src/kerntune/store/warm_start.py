@@ -35,8 +35,9 @@ def shape_distance(a: Mapping[str, Scalar], b: Mapping[str, Scalar]) -> float:
     return total
 
 
-def nearest_winners(store: Store, *, problem: str, dtype: str, target: Target, shape: Shape,
-                    current_run: str) -> list[Seed]:
+def nearest_winners(
+    store: Store, *, problem: str, dtype: str, target: Target, shape: Shape, current_run: str
+) -> list[Seed]:
     """Each tuned shape's fastest full measurement, nearest shape first (this shape itself, if tuned before).
     Shapes the current run finished earlier count (a run over many shapes seeds each from its neighbours); the
     shape being searched in the current run does not."""
@@ -44,7 +45,8 @@ def nearest_winners(store: Store, *, problem: str, dtype: str, target: Target, s
         "SELECT r.id, r.target, c.shape, c.config, m.median_ms FROM candidates c JOIN runs r ON r.id = c.run_id"
         " JOIN measurements m ON m.candidate_id = c.id WHERE r.problem = ? AND r.dtype = ?"
         " AND c.role = 'search' AND c.status = 'ok' AND m.phase = 'search'",
-        (problem, dtype)).fetchall()
+        (problem, dtype),
+    ).fetchall()
     best: dict[str, Seed] = {}
     for run_id, target_json, shape_json, config_json, median in rows:
         other = json.loads(target_json)

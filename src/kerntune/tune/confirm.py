@@ -68,8 +68,9 @@ class ConfirmHost(Protocol):
         """The search's mean full-protocol evaluation wall time (compile, gate, measure): a comparison's first
         estimate is built from it."""
 
-    def payload(self, shape: Shape, config: Config, baseline_kernel: str | None,
-                measure: dict[str, Any] | None = None) -> dict[str, Any]: ...
+    def payload(
+        self, shape: Shape, config: Config, baseline_kernel: str | None, measure: dict[str, Any] | None = None
+    ) -> dict[str, Any]: ...
 
 
 def reference(finalists: Sequence[Candidate]) -> Candidate | None:
@@ -130,19 +131,23 @@ def confirm(host: ConfirmHost, shapes: Sequence[Shape], claims_timing: bool) -> 
     # later rose, it could come back for a round and be ranked on rounds the others did not share.
     dropped: dict[int, float] = {}
     for round_ in range(rounds):
-        todo = {shape.key: [c for c in finalists
-                            if c.id is not None and round_ not in host.store.confirmed_rounds(c.id)]
-                for shape, finalists in plan}
+        todo = {
+            shape.key: [c for c in finalists if c.id is not None and round_ not in host.store.confirmed_rounds(c.id)]
+            for shape, finalists in plan
+        }
         if round_ > 0 and interleave and host.settings.confirm_band > 0:
             for shape, finalists in plan:
                 behind = {**dropped, **_behind(host.store, finalists, host.settings.confirm_band)}
                 dropped.update(behind)
                 for c in todo[shape.key]:
                     if c.id in behind:
-                        host.progress.finished(_label(host, round_, c), "skipped",
-                                               f"{behind[c.id]:.1%} behind the best finalist after {round_} "
-                                               f"round(s), beyond the {host.settings.confirm_band:.0%} band: "
-                                               "not re-timed")
+                        host.progress.finished(
+                            _label(host, round_, c),
+                            "skipped",
+                            f"{behind[c.id]:.1%} behind the best finalist after {round_} "
+                            f"round(s), beyond the {host.settings.confirm_band:.0%} band: "
+                            "not re-timed",
+                        )
                         planned -= 1
                 todo[shape.key] = [c for c in todo[shape.key] if c.id not in behind]
         if not any(todo.values()):
@@ -175,11 +180,16 @@ def confirm(host: ConfirmHost, shapes: Sequence[Shape], claims_timing: bool) -> 
             break
     if not clock.cut:
         return ""
-    unconfirmed = [shape.key for shape, finalists in plan
-                   if not any(c.id is not None and host.store.confirmed_rounds(c.id) for c in finalists)]
-    why = (f"confirmation cut to fit the time budget at {clock.cut}: {clock.done} of {planned} comparisons made "
-           "(each round confirms every shape's best finalist first)"
-           + (f"; left unconfirmed: {', '.join(unconfirmed)}" if unconfirmed else ""))
+    unconfirmed = [
+        shape.key
+        for shape, finalists in plan
+        if not any(c.id is not None and host.store.confirmed_rounds(c.id) for c in finalists)
+    ]
+    why = (
+        f"confirmation cut to fit the time budget at {clock.cut}: {clock.done} of {planned} comparisons made "
+        "(each round confirms every shape's best finalist first)"
+        + (f"; left unconfirmed: {', '.join(unconfirmed)}" if unconfirmed else "")
+    )
     host.progress.finished("confirmation", "cut", why)
     return why
 
@@ -200,8 +210,15 @@ def _behind(store: Store, finalists: Sequence[Candidate], band: float) -> dict[i
     return {cid: math.exp(v - best) - 1 for cid, v in logs.items() if math.exp(v - best) - 1 > band}
 
 
-def _confirm_shape(host: ConfirmHost, worker: Slot, shape: Shape, cands: list[Candidate], ref: Candidate | None,
-                   round_: int, clock: _Clock) -> bool:
+def _confirm_shape(
+    host: ConfirmHost,
+    worker: Slot,
+    shape: Shape,
+    cands: list[Candidate],
+    ref: Candidate | None,
+    round_: int,
+    clock: _Clock,
+) -> bool:
     """One shape's round; False when the time left could not hold the next comparison (the round stops)."""
     assert all(c.id is not None for c in cands)
     ref_stored = ref is None or round_ in host.store.confirmed_rounds(ref.id or -1)
@@ -237,8 +254,9 @@ def _flaky(host: ConfirmHost, cand: Candidate, round_: int, failure: FailureKind
     # A candidate that passed in search and fails now is flaky (a race, a read of unwritten memory): it is no
     # longer a result anyone should trust.
     assert cand.id is not None
-    host.store.fail_candidate(cand.id, failure or FailureKind.ERROR, f"failed in confirmation round {round_ + 1}: "
-                              f"{reason}")
+    host.store.fail_candidate(
+        cand.id, failure or FailureKind.ERROR, f"failed in confirmation round {round_ + 1}: {reason}"
+    )
     host.progress.finished(_label(host, round_, cand), "failed", reason)
 
 
@@ -255,11 +273,13 @@ def _call(worker: Slot, path: str, payload: dict[str, Any], timeout_s: float, cl
     return outcome
 
 
-def confirm_one(host: ConfirmHost, worker: Slot, shape: Shape, cand: Candidate, round_: int,
-                clock: _Clock | None = None) -> None:
+def confirm_one(
+    host: ConfirmHost, worker: Slot, shape: Shape, cand: Candidate, round_: int, clock: _Clock | None = None
+) -> None:
     assert cand.id is not None
-    outcome = _call(worker, EVALUATE, host.payload(shape, cand.config, _kernel(cand)),
-                    host.settings.candidate_timeout_s, clock)
+    outcome = _call(
+        worker, EVALUATE, host.payload(shape, cand.config, _kernel(cand)), host.settings.candidate_timeout_s, clock
+    )
     result = candidate_result(outcome)
     if result.measurement is None:
         _flaky(host, cand, round_, result.failure, result.reason)
@@ -269,12 +289,23 @@ def confirm_one(host: ConfirmHost, worker: Slot, shape: Shape, cand: Candidate, 
     host.progress.finished(_label(host, round_, cand), "ok", f"{result.measurement.median_ms:.4g} ms")
 
 
-def confirm_pair(host: ConfirmHost, worker: Slot, shape: Shape, ref: Candidate, cand: Candidate, round_: int,
-                 store_reference: bool, clock: _Clock | None = None) -> bool:
+def confirm_pair(
+    host: ConfirmHost,
+    worker: Slot,
+    shape: Shape,
+    ref: Candidate,
+    cand: Candidate,
+    round_: int,
+    store_reference: bool,
+    clock: _Clock | None = None,
+) -> bool:
     """``cand`` timed interleaved with ``ref``; False when the reference failed (it is marked failed)."""
     assert ref.id is not None and cand.id is not None
-    payload = {"a": host.payload(shape, ref.config, _kernel(ref)), "b": host.payload(shape, cand.config, _kernel(cand)),
-               "measure": host.measure}
+    payload = {
+        "a": host.payload(shape, ref.config, _kernel(ref)),
+        "b": host.payload(shape, cand.config, _kernel(cand)),
+        "measure": host.measure,
+    }
     outcome = _call(worker, EVALUATE_PAIR, payload, 2 * host.settings.candidate_timeout_s, clock)
     if outcome.status != "ok":  # a crash or a hang of the pair: who caused it is found by timing each alone
         confirm_one(host, worker, shape, cand, round_, clock)
@@ -297,7 +328,11 @@ def confirm_pair(host: ConfirmHost, worker: Slot, shape: Shape, ref: Candidate, 
     if store_reference:
         ref_fresh = replace(a.measurement.conditions, fresh_process=True)
         host.store.add_confirmation(ref.id, Measurement(a.measurement.samples_ms, ref_fresh), round_)
-    host.progress.finished(_label(host, round_, cand), "ok", f"{b.measurement.median_ms:.4g} ms, "
-                           f"{math.exp(log_ratio):.4f}× {ref.name} interleaved"
-                           f"{said((conditions.telemetry or {}).get('second_timer'))}")
+    host.progress.finished(
+        _label(host, round_, cand),
+        "ok",
+        f"{b.measurement.median_ms:.4g} ms, "
+        f"{math.exp(log_ratio):.4f}× {ref.name} interleaved"
+        f"{said((conditions.telemetry or {}).get('second_timer'))}",
+    )
     return True

@@ -48,10 +48,23 @@ def setup(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
     state.clear()
     target = backend.target()
     telemetry = backend.telemetry()
-    state.update(problem=problem, backend=backend, target=target, inputs={}, references={}, telemetry=telemetry,
-                 variants=variants)
-    return {"target": target.as_dict(), "digest": loaded.digest, "pid": os.getpid(),
-            "telemetry": telemetry.read(), "graphs": backend.graphs, "backend": backend.name}
+    state.update(
+        problem=problem,
+        backend=backend,
+        target=target,
+        inputs={},
+        references={},
+        telemetry=telemetry,
+        variants=variants,
+    )
+    return {
+        "target": target.as_dict(),
+        "digest": loaded.digest,
+        "pid": os.getpid(),
+        "telemetry": telemetry.read(),
+        "graphs": backend.graphs,
+        "backend": backend.name,
+    }
 
 
 def _keep_shape(cache: dict[Any, Any], key: tuple[Any, ...]) -> None:
@@ -74,8 +87,10 @@ def _inputs(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> dict[
         _refuse_degenerate_inputs(args, problem.outputs, seed)
         for (other_shape, other_dtype, other_seed), other in cache.items():
             if (other_shape, other_dtype) == (shape.key, dtype) and other_seed != seed and _same_inputs(args, other):
-                raise SpecError(f"make_inputs returned the same inputs for seeds {other_seed} and {seed}: "
-                                "draw them from the seed so each gate check sees fresh data")
+                raise SpecError(
+                    f"make_inputs returned the same inputs for seeds {other_seed} and {seed}: "
+                    "draw them from the seed so each gate check sees fresh data"
+                )
         cache[key] = args
     inputs: dict[str, Any] = cache[key]
     return inputs
@@ -160,8 +175,13 @@ def precompile(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]
         cache.clear()
         cache[key] = backend.place(_inputs(state, shape, dtype, int(payload["seeds"][0])))
     compiled = backend.precompile(problem.kernel, tunables, meta, dict(cache[key]))
-    return {"compile_s": compiled.compile_s, "binary_hash": compiled.binary_hash, "resources": compiled.resources,
-            "signature": compiled.signature, "limits": backend.limits()}
+    return {
+        "compile_s": compiled.compile_s,
+        "binary_hash": compiled.binary_hash,
+        "resources": compiled.resources,
+        "signature": compiled.signature,
+        "limits": backend.limits(),
+    }
 
 
 def _spec_call(what: str, fn: Any, *args: Any) -> Any:
@@ -259,8 +279,11 @@ def _prepare(state: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, 
     config = Config.of(payload.get("config") or {})
     result: dict[str, Any] = {}
     first_args = placed_inputs(state, shape, dtype, seeds[0])
-    kernel = state["variants"][payload["kernel_source"]] if payload.get("kernel_source") else \
-        kernel_for(problem, payload.get("baseline_kernel"))
+    kernel = (
+        state["variants"][payload["kernel_source"]]
+        if payload.get("kernel_source")
+        else kernel_for(problem, payload.get("baseline_kernel"))
+    )
     compiled = compile_for(state, shape, config, kernel, first_args)
     result.update(compile_s=compiled.compile_s, binary_hash=compiled.binary_hash, resources=compiled.resources)
 
@@ -281,10 +304,11 @@ def _prepare(state: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, 
         else:
             produced = [args[name] for name in problem.outputs]
         if len(produced) != len(refs):
-            raise CandidateFailed(FailureKind.ERROR.value,
-                                  f"produced {len(produced)} outputs, expected {len(refs)}")
-        compared = [(name, backend.compare(value, ref))
-                    for name, value, ref in zip(problem.outputs, produced, refs, strict=True)]
+            raise CandidateFailed(FailureKind.ERROR.value, f"produced {len(produced)} outputs, expected {len(refs)}")
+        compared = [
+            (name, backend.compare(value, ref))
+            for name, value, ref in zip(problem.outputs, produced, refs, strict=True)
+        ]
         verdicts.append(gate.judge(compared, dtype, threshold, seed))
         timing_args = args
     result["gate_s"] = time.perf_counter() - gate_start
@@ -305,8 +329,14 @@ def _prepare(state: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, 
 
 
 def _verdict_dict(verdict: Any) -> dict[str, Any]:
-    return {"outcome": verdict.outcome, "metric": verdict.metric, "value": verdict.value,
-            "threshold": verdict.threshold, "reason": verdict.reason, "details": dict(verdict.details)}
+    return {
+        "outcome": verdict.outcome,
+        "metric": verdict.metric,
+        "value": verdict.value,
+        "threshold": verdict.threshold,
+        "reason": verdict.reason,
+        "details": dict(verdict.details),
+    }
 
 
 def _set_bytes(args: dict[str, Any]) -> int:

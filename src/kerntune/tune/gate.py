@@ -57,11 +57,22 @@ def judge(comparisons: Sequence[tuple[str, Comparison]], dtype: str, threshold: 
     worst = 0.0
     for name, c in comparisons:
         if c.shape != c.ref_shape:
-            return Verdict("gate", "fail", "rel_l2", None, threshold,
-                           f"output {name!r} has shape {c.shape}, the reference {c.ref_shape}", {"seed": seed})
+            return Verdict(
+                "gate",
+                "fail",
+                "rel_l2",
+                None,
+                threshold,
+                f"output {name!r} has shape {c.shape}, the reference {c.ref_shape}",
+                {"seed": seed},
+            )
         if c.non_finite:
             return Verdict(
-                "gate", "fail", "rel_l2", None, threshold,
+                "gate",
+                "fail",
+                "rel_l2",
+                None,
+                threshold,
                 f"output {name!r}: {c.non_finite} of {c.size} elements are NaN/Inf (unwritten or non-finite), "
                 f"seed {seed}",
                 {"seed": seed, "non_finite": c.non_finite},
@@ -70,12 +81,17 @@ def judge(comparisons: Sequence[tuple[str, Comparison]], dtype: str, threshold: 
         worst = max(worst, err)
         if not err <= threshold:
             return Verdict(
-                "gate", "fail", "rel_l2", err, threshold,
+                "gate",
+                "fail",
+                "rel_l2",
+                err,
+                threshold,
                 f"output {name!r}: relative error {err:.3g} > {threshold:.3g} ({dtype}), seed {seed}",
                 {"seed": seed},
             )
-    return Verdict("gate", "pass", "rel_l2", worst, threshold, f"relative error {worst:.3g} <= {threshold:.3g}",
-                   {"seed": seed})
+    return Verdict(
+        "gate", "pass", "rel_l2", worst, threshold, f"relative error {worst:.3g} <= {threshold:.3g}", {"seed": seed}
+    )
 
 
 def combine(verdicts: Sequence[Verdict]) -> Verdict:
@@ -85,5 +101,12 @@ def combine(verdicts: Sequence[Verdict]) -> Verdict:
             return verdict
     worst = max(verdicts, key=lambda v: v.value or 0.0)
     seeds = [v.details.get("seed") for v in verdicts]
-    return Verdict("gate", "pass", worst.metric, worst.value, worst.threshold,
-                   f"{worst.reason} over seeds {seeds}", {"seeds": seeds})
+    return Verdict(
+        "gate",
+        "pass",
+        worst.metric,
+        worst.value,
+        worst.threshold,
+        f"{worst.reason} over seeds {seeds}",
+        {"seeds": seeds},
+    )

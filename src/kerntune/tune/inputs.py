@@ -54,8 +54,9 @@ def resolve_shapes(problem: Problem, overrides: Sequence[Mapping[str, str]]) -> 
     return shapes
 
 
-def roofline_inputs(problem: Problem, shapes: Sequence[Shape], dtype: str, store: Store,
-                    target: Target) -> dict[str, Any]:
+def roofline_inputs(
+    problem: Problem, shapes: Sequence[Shape], dtype: str, store: Store, target: Target
+) -> dict[str, Any]:
     """The spec's cost per shape and this device's latest calibration, kept with the run: the report's speed
     of light and the near-the-limit stopping rule read them (nothing when either is missing)."""
     if problem.cost is None:
@@ -64,11 +65,16 @@ def roofline_inputs(problem: Problem, shapes: Sequence[Shape], dtype: str, store
     for shape in shapes:
         try:
             cost = problem.cost(shape.as_dict(), dtype)
-            costs[shape.key] = {"flops": float(cost.flops), "bytes": float(cost.bytes),
-                                **({"matrix": str(cost.matrix)} if cost.matrix else {})}
+            costs[shape.key] = {
+                "flops": float(cost.flops),
+                "bytes": float(cost.bytes),
+                **({"matrix": str(cost.matrix)} if cost.matrix else {}),
+            }
         except Exception as exc:
-            raise SpecError(f"the spec's cost raised {type(exc).__name__}: {exc} at shape {shape.key}; fix the spec "
-                            "(cost(shape, dtype) returns kt.Cost(flops=..., bytes=...))") from exc
+            raise SpecError(
+                f"the spec's cost raised {type(exc).__name__}: {exc} at shape {shape.key}; fix the spec "
+                "(cost(shape, dtype) returns kt.Cost(flops=..., bytes=...))"
+            ) from exc
     ceilings = latest_calibration(store, device_key(target.as_dict()), MAX_AGE_S)
     return {"costs": costs, **({"ceilings": ceilings} if ceilings else {})}
 
@@ -92,10 +98,17 @@ def corpus_shapes(path: Path, problem: Problem, dtype: str, top_n: int = 0) -> l
     mine: dict[str, tuple[dict[str, str], CorpusLine]] = {}
     for line in lines:
         shape = line.shape_for(fields)
-        why = ("another op" if line.op.split(".")[0] not in ops else
-               "another kernel source" if source and line.source not in (None, source) else
-               "another dtype" if (line.dtype or dtype) != dtype else
-               "missing shape fields" if shape is None else "")
+        why = (
+            "another op"
+            if line.op.split(".")[0] not in ops
+            else "another kernel source"
+            if source and line.source not in (None, source)
+            else "another dtype"
+            if (line.dtype or dtype) != dtype
+            else "missing shape fields"
+            if shape is None
+            else ""
+        )
         if why or shape is None:
             skipped[why] = skipped.get(why, 0) + 1
             continue
@@ -106,8 +119,10 @@ def corpus_shapes(path: Path, problem: Problem, dtype: str, top_n: int = 0) -> l
             mine[key] = (text, line)
         else:
             times = [t for t in (was[1].device_us, line.device_us) if t is not None]
-            mine[key] = (text, replace(was[1], calls=was[1].calls + line.calls,
-                                       device_us=sum(times) if times else None))
+            mine[key] = (
+                text,
+                replace(was[1], calls=was[1].calls + line.calls, device_us=sum(times) if times else None),
+            )
     if not mine:
         left = ", ".join(f"{n} of {why}" for why, n in skipped.items()) or "no lines"
         raise UsageError(f"--shapes-from {path} has no shape of {problem.name} ({dtype}) to tune: {left}")
@@ -122,17 +137,26 @@ def measure_options(settings: Settings) -> dict[str, Any]:
     """The measurement protocol's options from the settings (validated here, in the parent, so a bad
     regime or mode is a usage error before any worker starts)."""
     values: dict[str, Any] = dict(
-        warmup_ms=settings.warmup_ms, min_samples=settings.min_samples, max_samples=settings.max_samples,
-        budget_ms=settings.sample_budget_ms, ci_target=settings.ci_target, regime=settings.regime,
-        min_window_ms=settings.min_window_ms, mode=settings.mode, second_timer=bool(settings.second_timer))
+        warmup_ms=settings.warmup_ms,
+        min_samples=settings.min_samples,
+        max_samples=settings.max_samples,
+        budget_ms=settings.sample_budget_ms,
+        ci_target=settings.ci_target,
+        regime=settings.regime,
+        min_window_ms=settings.min_window_ms,
+        mode=settings.mode,
+        second_timer=bool(settings.second_timer),
+    )
     return asdict(MeasureOptions(**values))
 
 
 def require_graphs(settings: Settings, setup: Mapping[str, Any]) -> None:
     """Graph mode asked of a backend that cannot capture graphs is a usage error, not N failed candidates."""
     if settings.mode == "graph" and not setup.get("graphs"):
-        raise UsageError(f"the {setup.get('backend', '')} backend on this device has no graph mode "
-                         "(CUDA/HIP graphs): measure with KERNTUNE_MODE=eager")
+        raise UsageError(
+            f"the {setup.get('backend', '')} backend on this device has no graph mode "
+            "(CUDA/HIP graphs): measure with KERNTUNE_MODE=eager"
+        )
 
 
 ValidSets = dict[str, tuple[list[Config], dict[str, int]]]
@@ -160,8 +184,11 @@ def earlier_evaluation_s(store: Store, run: Run, target: Target, enough: int = 5
     for earlier in store.runs(limit=20):
         if earlier.id == run.id or earlier.problem != run.problem or earlier.target.label != target.label:
             continue
-        seconds += [(c.compile_s or 0.0) + (c.gate_s or 0.0) + (c.measure_s or 0.0)
-                    for c in store.candidates(earlier.id) if c.status == "ok" and c.measure_s]
+        seconds += [
+            (c.compile_s or 0.0) + (c.gate_s or 0.0) + (c.measure_s or 0.0)
+            for c in store.candidates(earlier.id)
+            if c.status == "ok" and c.measure_s
+        ]
         if len(seconds) >= enough:
             break
     return sum(seconds) / len(seconds) if seconds else None

@@ -23,8 +23,11 @@ def candidate_result(outcome: Outcome) -> CandidateResult:
     measurement = None
     if value.get("samples_ms"):
         ci = value.get("ci_ms")
-        measurement = Measurement(tuple(value["samples_ms"]), Conditions.from_dict(value["conditions"]),
-                                  (float(ci[0]), float(ci[1])) if ci else None)
+        measurement = Measurement(
+            tuple(value["samples_ms"]),
+            Conditions.from_dict(value["conditions"]),
+            (float(ci[0]), float(ci[1])) if ci else None,
+        )
     failure = value.get("failure")
     return CandidateResult(
         status="failed" if failure else "ok",

@@ -43,17 +43,27 @@ class Placement:
             raise UsageError("--address names a Ray cluster: use it with --executor ray")
 
 
-def make_slots(placement: Placement, setup: tuple[str, dict[str, Any]], store: Store, settings: Settings,
-               tag: str) -> list[Any]:
+def make_slots(
+    placement: Placement, setup: tuple[str, dict[str, Any]], store: Store, settings: Settings, tag: str
+) -> list[Any]:
     log_dir = store.home / "logs"
     if placement.executor == "ray":
         from kerntune.exec.ray_slots import ray_slots
 
-        return list(ray_slots(placement.address, placement.workers or 1, setup,
-                              setup_timeout_s=settings.setup_timeout_s))
+        return list(
+            ray_slots(placement.address, placement.workers or 1, setup, setup_timeout_s=settings.setup_timeout_s)
+        )
     if placement.workers is not None:
-        return list(local_slots(setup, placement.workers, log_dir=log_dir, lock_dir=store.home / "locks",
-                                setup_timeout_s=settings.setup_timeout_s, tag=tag))
+        return list(
+            local_slots(
+                setup,
+                placement.workers,
+                log_dir=log_dir,
+                lock_dir=store.home / "locks",
+                setup_timeout_s=settings.setup_timeout_s,
+                tag=tag,
+            )
+        )
     return [Worker(setup, log_path=log_dir / f"worker-{tag}.log", setup_timeout_s=settings.setup_timeout_s)]
 
 
@@ -65,8 +75,10 @@ def start_slots(slots: Sequence[Slot]) -> list[Any]:
     kinds = {(t.vendor, t.arch, t.device_name, t.versions) for t in targets}
     if len(kinds) > 1:
         labels = sorted({t.label for t in targets})
-        raise UsageError(f"the workers hold different devices ({'; '.join(labels)}): tune each kind in its own run "
-                         "(pin the pool with CUDA_VISIBLE_DEVICES)")
+        raise UsageError(
+            f"the workers hold different devices ({'; '.join(labels)}): tune each kind in its own run "
+            "(pin the pool with CUDA_VISIBLE_DEVICES)"
+        )
     return setups
 
 
@@ -150,4 +162,3 @@ def share_shapes(shapes: Sequence[Shape], slots: Sequence[Slot], work: Callable[
         time.sleep(0.05)  # joined in a loop: Ctrl-C still reaches the main thread
     if errors:
         raise errors[0]
-

@@ -77,16 +77,34 @@ class _Tuner(RunClock):
     ``SearchHost`` of ``kerntune.search.shape_search``) and confirms the finalists of the shapes it took; its
     time budget is kept by ``RunClock``."""
 
-    def __init__(self, run: Run, loaded: LoadedSpec, store: Store, settings: Settings, progress: Progress,
-                 worker: Slot, target: Target, compile_workers: int = 0, started: float | None = None) -> None:
+    def __init__(
+        self,
+        run: Run,
+        loaded: LoadedSpec,
+        store: Store,
+        settings: Settings,
+        progress: Progress,
+        worker: Slot,
+        target: Target,
+        compile_workers: int = 0,
+        started: float | None = None,
+    ) -> None:
         self.run, self.loaded, self.store, self.settings = run, loaded, store, settings
         self.problem = loaded.problem
         self.progress, self.worker, self.target = progress, worker, target
         self.finished = store.finished_keys(run.id)
         self.measure = measure_options(settings)
         self.seeds = [run.seed * 1000 + i + 1 for i in range(settings.gate_seeds)]
-        super().__init__(run, settings, TimePlan.of(run.budget, len(run.shapes), confirms=target.claims_timing and
-                                                    settings.confirm_rounds > 0 and settings.finalists > 0), started)
+        super().__init__(
+            run,
+            settings,
+            TimePlan.of(
+                run.budget,
+                len(run.shapes),
+                confirms=target.claims_timing and settings.confirm_rounds > 0 and settings.finalists > 0,
+            ),
+            started,
+        )
         self.stop_reason = ""
         self.valid_sets: ValidSets = {}
         self.setup = (SETUP, {"spec_path": str(loaded.path), "device": str(run.options.get("device", ""))})
@@ -98,9 +116,17 @@ class _Tuner(RunClock):
             self.valid_sets[shape.key] = self.problem.space.valid_configs(shape, self.target)
         return self.valid_sets[shape.key]
 
-    def evaluate(self, shape: Shape, config: Config, role: str, label: str, baseline_kernel: str | None = None, *,
-                 measure: dict[str, Any] | None = None,
-                 precompiled: Mapping[str, Any] | None = None) -> CandidateResult | None:
+    def evaluate(
+        self,
+        shape: Shape,
+        config: Config,
+        role: str,
+        label: str,
+        baseline_kernel: str | None = None,
+        *,
+        measure: dict[str, Any] | None = None,
+        precompiled: Mapping[str, Any] | None = None,
+    ) -> CandidateResult | None:
         """Evaluate one candidate in the timing worker unless the store already holds its result (then return
         None). ``precompiled``: a compile-ahead worker's result, whose compile time is the real one (the
         timing worker's own compile was a cache hit)."""
@@ -109,48 +135,69 @@ class _Tuner(RunClock):
         cid = self.store.start_candidate(self.run.id, shape, config, role, label)
         reason = self.problem.space.check(config, shape, self.target) if config.items else None
         if reason is not None:
-            result = CandidateResult("failed", failure=FailureKind.ERROR,
-                                     reason=f"violates constraint {reason!r} at this shape")
+            result = CandidateResult(
+                "failed", failure=FailureKind.ERROR, reason=f"violates constraint {reason!r} at this shape"
+            )
         else:
             began = time.monotonic()
-            outcome = self.worker.call(EVALUATE, self.payload(shape, config, baseline_kernel, measure),
-                                       self.settings.candidate_timeout_s)
-            self.durations.add(FULL if measure is None or measure == self.measure else SCREENING,
-                               time.monotonic() - began)
+            outcome = self.worker.call(
+                EVALUATE, self.payload(shape, config, baseline_kernel, measure), self.settings.candidate_timeout_s
+            )
+            self.durations.add(
+                FULL if measure is None or measure == self.measure else SCREENING, time.monotonic() - began
+            )
             if outcome.status == "error" and outcome.kind in ("SpecError", "BackendUnavailable"):
                 raise SpecError(outcome.reason)  # the spec's own code failed: every candidate would
             result = candidate_result(outcome)
             if precompiled is not None:
-                result = replace(result, compile_s=precompiled.get("compile_s"),
-                                 resources={**(precompiled.get("resources") or {}), **(result.resources or {})})
+                result = replace(
+                    result,
+                    compile_s=precompiled.get("compile_s"),
+                    resources={**(precompiled.get("resources") or {}), **(result.resources or {})},
+                )
             if outcome.status == "failed" and outcome.kind in CONTEXT_FATAL_KINDS and not outcome.restarted:
                 # The process survived but its device context may not have (CUDA errors are sticky).
                 self.worker.restart()
         self.store.finish_candidate(cid, result)
         self.store.update_run(self.run.id, elapsed_s=self.elapsed())
-        detail = (f"{result.measurement.median_ms:.4g} ms" if result.measurement
-                  else f"{result.failure.value if result.failure else ''} {result.reason}".strip())
-        self.progress.finished(f"{label} {config.key}" if role == "screen" else label or config.key,
-                               result.status, detail)
+        detail = (
+            f"{result.measurement.median_ms:.4g} ms"
+            if result.measurement
+            else f"{result.failure.value if result.failure else ''} {result.reason}".strip()
+        )
+        self.progress.finished(
+            f"{label} {config.key}" if role == "screen" else label or config.key, result.status, detail
+        )
         return result
 
-    def skip_known_bad(self, shape: Shape, config: Config, row: LedgerRow, role: str = "search",
-                       label: str = "") -> None:
+    def skip_known_bad(
+        self, shape: Shape, config: Config, row: LedgerRow, role: str = "search", label: str = ""
+    ) -> None:
         """Record, without running it, a config that failed deterministically in an earlier run."""
         cid = self.store.start_candidate(self.run.id, shape, config, role, label)
         reason = f"skipped: failed in run {row.run_id} ({row.failure}: {row.reason}); --retry-failed runs it"
         self.store.finish_candidate(cid, CandidateResult("failed", failure=FailureKind(row.failure), reason=reason))
         self.progress.finished(config.key, "failed", "skipped (ledger)")
 
-    def payload(self, shape: Shape, config: Config, baseline_kernel: str | None,
-                measure: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {"shape": shape.as_dict(), "dtype": self.run.dtype, "seeds": self.seeds, "config": config.as_dict(),
-                "baseline_kernel": baseline_kernel, "measure": measure or self.measure}
+    def payload(
+        self, shape: Shape, config: Config, baseline_kernel: str | None, measure: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return {
+            "shape": shape.as_dict(),
+            "dtype": self.run.dtype,
+            "seeds": self.seeds,
+            "config": config.as_dict(),
+            "baseline_kernel": baseline_kernel,
+            "measure": measure or self.measure,
+        }
 
     def finalists(self, shape: Shape) -> list[Candidate]:
         """The fastest searched configs, then every timed baseline: what confirmation re-times."""
-        timed = [c for c in self.store.candidates(self.run.id)
-                 if c.shape == shape and c.status == "ok" and c.measurement is not None]
+        timed = [
+            c
+            for c in self.store.candidates(self.run.id)
+            if c.shape == shape and c.status == "ok" and c.measurement is not None
+        ]
         searched = [c for c in timed if c.role == "search"]
         top = sorted(searched, key=lambda c: c.measurement.median_ms)[: self.settings.finalists]  # type: ignore[union-attr]
         return top + [c for c in timed if c.role == "baseline"]
@@ -177,12 +224,21 @@ class _Tuner(RunClock):
         in this run — that are valid here (nearest first, at most ``WARM_STARTS``); else the spec's default."""
         allowed = {c.key for c in valid}
         found: list[Config] = []
-        for seed in nearest_winners(self.store, problem=self.problem.name, dtype=self.run.dtype, target=self.target,
-                                    shape=shape, current_run=self.run.id):
+        for seed in nearest_winners(
+            self.store,
+            problem=self.problem.name,
+            dtype=self.run.dtype,
+            target=self.target,
+            shape=shape,
+            current_run=self.run.id,
+        ):
             if seed.config.key in allowed and seed.config not in found:
                 if not found:
-                    self.progress.finished("warm start", "ok", f"from {seed.config.key}, the winner at "
-                                           f"{seed.shape.key} in run {seed.run_id}")
+                    self.progress.finished(
+                        "warm start",
+                        "ok",
+                        f"from {seed.config.key}, the winner at {seed.shape.key} in run {seed.run_id}",
+                    )
                 found.append(seed.config)
             if len(found) == WARM_STARTS:
                 break
@@ -193,9 +249,18 @@ class _Tuner(RunClock):
         valid, rejected = self.valid(shape)
         self.store.record_pruned(self.run.id, shape, rejected)
         self.store.set_run_option(self.run.id, "valid_configs", shape.key, len(valid))
-        known_bad = {} if self.run.options.get("retry_failed") else prior_failures(
-            self.store, run_id=self.run.id, problem=self.problem.name, spec_hash=self.run.spec_hash,
-            target=self.target, shape_key=shape.key)
+        known_bad = (
+            {}
+            if self.run.options.get("retry_failed")
+            else prior_failures(
+                self.store,
+                run_id=self.run.id,
+                problem=self.problem.name,
+                spec_hash=self.run.spec_hash,
+                target=self.target,
+                shape_key=shape.key,
+            )
+        )
         # A shape's share of a per-shape budget starts here, its baselines included: counted from the first
         # proposal instead, slow baselines (a first compile) overran the share and left later shapes none.
         begun_s = self.elapsed()
@@ -210,8 +275,17 @@ class _Tuner(RunClock):
         name = resolve_strategy(self.run.strategy, len(valid), self.target.claims_timing)
         start, *near = self.warm_starts(shape, valid)
         strategy = make_strategy(name, valid, self.run.seed, start, [*near, *self.problem.space.seed_configs()])
-        search = ShapeSearch(self, shape, strategy, ahead, in_space, known_bad, known=self.stored_medians(shape),
-                             begun_s=begun_s, later=later)
+        search = ShapeSearch(
+            self,
+            shape,
+            strategy,
+            ahead,
+            in_space,
+            known_bad,
+            known=self.stored_medians(shape),
+            begun_s=begun_s,
+            later=later,
+        )
         try:
             reason = search.run()
         finally:
@@ -229,8 +303,13 @@ class _Tuner(RunClock):
             ahead = None
             if self.compile_workers:
                 count, slot, timeout_s = self.compile_workers, self.worker, self.settings.setup_timeout_s
-                workers = slot.compile_workers(count) if isinstance(slot, RaySlot) else local_compile_workers(
-                    count, self.setup, log_dir=self.store.home / "logs", setup_timeout_s=timeout_s)
+                workers = (
+                    slot.compile_workers(count)
+                    if isinstance(slot, RaySlot)
+                    else local_compile_workers(
+                        count, self.setup, log_dir=self.store.home / "logs", setup_timeout_s=timeout_s
+                    )
+                )
                 ahead = stack.enter_context(CompileAhead(workers, timeout_s=self.settings.candidate_timeout_s))
             began = time.monotonic()
             while (shape := todo.take()) is not None:
@@ -275,9 +354,11 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         loaded = load_spec(request.spec)
         device = request.device
         dtype = request.dtype or loaded.problem.dtypes[0]
-        overrides = list(request.shapes) + (corpus_shapes(Path(request.shapes_from), loaded.problem, dtype,
-                                                          request.shapes_top)
-                                            if request.shapes_from else [])
+        overrides = list(request.shapes) + (
+            corpus_shapes(Path(request.shapes_from), loaded.problem, dtype, request.shapes_top)
+            if request.shapes_from
+            else []
+        )
         shapes = resolve_shapes(loaded.problem, overrides)
         if dtype not in loaded.problem.dtypes:
             raise UsageError(f"dtype {dtype!r} is not one of this spec's dtypes: {', '.join(loaded.problem.dtypes)}")
@@ -294,23 +375,39 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         if request.resume:
             run = store.get_run(request.resume)
             if target.device_name != run.target.device_name or target.arch != run.target.arch:
-                raise UsageError(f"run {run.id} was measured on {run.target.label}, this device is {target.label}: "
-                                 "results from two devices are never mixed; start a new run")
+                raise UsageError(
+                    f"run {run.id} was measured on {run.target.label}, this device is {target.label}: "
+                    "results from two devices are never mixed; start a new run"
+                )
         valid_sets: ValidSets = {}
         if not request.resume:
             valid_sets = check_space(loaded.problem, shapes, target)
             run = Run(
-                id=_new_run_id(), problem=loaded.problem.name, spec_path=str(loaded.path), spec_hash=loaded.digest,
-                target=target, strategy=request.strategy, budget=request.budget, shapes=tuple(shapes), dtype=dtype,
-                seed=request.seed, created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                options={"device": device, "retry_failed": request.retry_failed,
-                         "kernel_hash": problem_source_hash(loaded.problem),
-                         # Its winners are served in place of a library operator (deploy keeps only the faster).
-                         "serves": list(loaded.problem.serve.ops) if loaded.problem.serve else [],
-                         "placement": {"workers": placement.workers, "executor": placement.executor,
-                                       "address": placement.address},
-                         "target_ms": request.target_ms, **roofline_inputs(loaded.problem, shapes, dtype, store,
-                                                                               target)},
+                id=_new_run_id(),
+                problem=loaded.problem.name,
+                spec_path=str(loaded.path),
+                spec_hash=loaded.digest,
+                target=target,
+                strategy=request.strategy,
+                budget=request.budget,
+                shapes=tuple(shapes),
+                dtype=dtype,
+                seed=request.seed,
+                created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                options={
+                    "device": device,
+                    "retry_failed": request.retry_failed,
+                    "kernel_hash": problem_source_hash(loaded.problem),
+                    # Its winners are served in place of a library operator (deploy keeps only the faster).
+                    "serves": list(loaded.problem.serve.ops) if loaded.problem.serve else [],
+                    "placement": {
+                        "workers": placement.workers,
+                        "executor": placement.executor,
+                        "address": placement.address,
+                    },
+                    "target_ms": request.target_ms,
+                    **roofline_inputs(loaded.problem, shapes, dtype, store, target),
+                },
             )
             store.create_run(run)
         store.update_run(run.id, status="running")
@@ -318,14 +415,30 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         tuner = _Tuner(run, loaded, store, settings, progress, slots[0], target, compilers[0], started)
         tuner.valid_sets.update(valid_sets)
         total = tuner.planned_total(shapes)
-        progress.planned(run, total, replace(tuner.plan, evaluations=total, earlier_evaluation_s=earlier_evaluation_s(
-            store, run, target)))
+        progress.planned(
+            run,
+            total,
+            replace(tuner.plan, evaluations=total, earlier_evaluation_s=earlier_evaluation_s(store, run, target)),
+        )
         tuners = [tuner]
         shared = LockedProgress(progress)
 
         def work(slot: Slot, todo: ShapeQueue) -> None:
-            mine = tuner if len(slots) == 1 else _Tuner(run, loaded, Store(store.home), settings, shared, slot,
-                                                         target, compilers[slots.index(slot)], started)
+            mine = (
+                tuner
+                if len(slots) == 1
+                else _Tuner(
+                    run,
+                    loaded,
+                    Store(store.home),
+                    settings,
+                    shared,
+                    slot,
+                    target,
+                    compilers[slots.index(slot)],
+                    started,
+                )
+            )
             if mine is tuner:
                 tuner.take_shapes(todo, len(slots))
                 return
@@ -344,8 +457,9 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         except BaseException:
             store.update_run(run.id, status="interrupted", elapsed_s=tuner.elapsed())
             raise
-        reason = "; ".join(dict.fromkeys(t.stop_reason for t in tuners if t.stop_reason)) or \
-            "every valid config evaluated"
+        reason = (
+            "; ".join(dict.fromkeys(t.stop_reason for t in tuners if t.stop_reason)) or "every valid config evaluated"
+        )
         store.update_run(run.id, status="done", stop_reason=reason, elapsed_s=tuner.elapsed())
         return store.get_run(run.id)
     finally:

@@ -62,9 +62,7 @@ def load_spec(path: str | Path) -> LoadedSpec:
     try:
         compile(source, str(spec_path), "exec")
     except SyntaxError as exc:
-        raise SpecError(
-            f"{spec_path}:{exc.lineno}: syntax error: {exc.msg}; fix the spec file and run again"
-        ) from None
+        raise SpecError(f"{spec_path}:{exc.lineno}: syntax error: {exc.msg}; fix the spec file and run again") from None
     module_name = f"kerntune_spec_{hashlib.md5(str(spec_path).encode()).hexdigest()[:12]}"
     module_spec = importlib.util.spec_from_file_location(module_name, spec_path)
     if module_spec is None or module_spec.loader is None:
@@ -125,8 +123,9 @@ def with_kernel_source(loaded: LoadedSpec, source_path: str | Path) -> LoadedSpe
     if isinstance(kernel, (OpenCLKernel, CudaKernel, HipKernel)):
         new_kernel = replace(kernel, source=text.decode())
     elif isinstance(kernel, VulkanKernel):  # GLSL text, or SPIR-V (a .spv file: its magic number says so)
-        new_kernel = replace(kernel, source=text if text[:4] in (b"\x03\x02\x23\x07", b"\x07\x23\x02\x03")
-                             else text.decode())
+        new_kernel = replace(
+            kernel, source=text if text[:4] in (b"\x03\x02\x23\x07", b"\x07\x23\x02\x03") else text.decode()
+        )
     elif isinstance(kernel, TritonKernel):
         name = getattr(getattr(kernel.fn, "fn", kernel.fn), "__name__", "")
         module = _import_file(path, f"kerntune_source_{hashlib.md5(text).hexdigest()[:12]}")

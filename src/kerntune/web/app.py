@@ -75,8 +75,7 @@ class VariantRequest(BaseModel):
     """With ``spec``, on save: the served table to write, a .json path inside the programs folder."""
 
 
-def create_app(home: Path, specs_root: Path, token: str | None = None,
-               programs_root: Path | None = None) -> FastAPI:
+def create_app(home: Path, specs_root: Path, token: str | None = None, programs_root: Path | None = None) -> FastAPI:
     """The app over the store at ``home``; tunes may start specs inside ``specs_root``, dispatch lists and captures
     run programs (and read variants) inside ``programs_root`` (default: ``specs_root``)."""
     app = FastAPI(title="kerntune", docs_url=None, redoc_url=None, openapi_url=None)
@@ -89,11 +88,20 @@ def create_app(home: Path, specs_root: Path, token: str | None = None,
     async def require_token(request: Request, call_next: Any) -> Response:
         if token is None:
             return await call_next(request)  # type: ignore[no-any-return]
-        given = (request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-                 or request.cookies.get("kerntune_token") or request.query_params.get("token") or "")
+        given = (
+            request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+            or request.cookies.get("kerntune_token")
+            or request.query_params.get("token")
+            or ""
+        )
         if not hmac.compare_digest(given.encode(), token.encode()):
-            return JSONResponse({"detail": "this server needs its token: Authorization: Bearer TOKEN, or open "
-                                           "the page once with ?token=TOKEN"}, status_code=401)
+            return JSONResponse(
+                {
+                    "detail": "this server needs its token: Authorization: Bearer TOKEN, or open "
+                    "the page once with ?token=TOKEN"
+                },
+                status_code=401,
+            )
         response: Response = await call_next(request)
         if request.query_params.get("token"):
             response.set_cookie("kerntune_token", token, httponly=True, samesite="strict")
@@ -108,9 +116,11 @@ def create_app(home: Path, specs_root: Path, token: str | None = None,
 
     def spec_names() -> list[str]:
         # Hidden folders (.venv, .git, the store) and installed packages are not specs to offer.
-        found = sorted(p.parent for p in specs_root.rglob("spec.py")
-                       if not any(part.startswith(".") or part == "site-packages"
-                                  for part in p.relative_to(specs_root).parts))
+        found = sorted(
+            p.parent
+            for p in specs_root.rglob("spec.py")
+            if not any(part.startswith(".") or part == "site-packages" for part in p.relative_to(specs_root).parts)
+        )
         return [str(p.relative_to(specs_root)) for p in found][:500]
 
     def spec_path(name: str) -> Path:
@@ -130,8 +140,11 @@ def create_app(home: Path, specs_root: Path, token: str | None = None,
     def inside_programs(name: str, what: str, suffixes: tuple[str, ...]) -> Path:
         path = (programs / name).resolve()
         if not path.is_relative_to(programs) or not path.is_file() or path.suffix not in suffixes:
-            raise HTTPException(400, f"{what} {name!r}: not a {'/'.join(suffixes)} file inside the programs folder "
-                                     f"this server serves ({programs})")
+            raise HTTPException(
+                400,
+                f"{what} {name!r}: not a {'/'.join(suffixes)} file inside the programs folder "
+                f"this server serves ({programs})",
+            )
         return path
 
     def program_command(request: ProgramRequest) -> list[str]:
@@ -141,8 +154,9 @@ def create_app(home: Path, specs_root: Path, token: str | None = None,
         """A file path inside the programs folder that may not exist yet (a table to write)."""
         path = (programs / name).resolve()
         if not path.is_relative_to(programs) or path.suffix != suffix or not path.parent.is_dir():
-            raise HTTPException(400, f"{name!r}: not a {suffix} path inside the programs folder this server serves "
-                                     f"({programs})")
+            raise HTTPException(
+                400, f"{name!r}: not a {suffix} path inside the programs folder this server serves ({programs})"
+            )
         return path
 
     def variant_args(request: VariantRequest) -> list[str]:
@@ -215,9 +229,11 @@ def create_app(home: Path, specs_root: Path, token: str | None = None,
 
     @app.get("/dispatches", response_class=HTMLResponse)
     def dispatches() -> str:
-        found = sorted(str(p.relative_to(programs)) for p in programs.rglob("*.py")
-                       if not any(part.startswith(".") or part == "site-packages"
-                                  for part in p.relative_to(programs).parts))
+        found = sorted(
+            str(p.relative_to(programs))
+            for p in programs.rglob("*.py")
+            if not any(part.startswith(".") or part == "site-packages" for part in p.relative_to(programs).parts)
+        )
         return pages.dispatches_page(found[:500])
 
     @app.post("/api/dispatches")
@@ -234,13 +250,28 @@ def create_app(home: Path, specs_root: Path, token: str | None = None,
             from kerntune.lab.operator import match_for
 
             match = ["--match", match_for(request.gemm)]
-        return {**launch(["capture", "--kernel", request.kernel, "--nth", str(request.nth), *match, "-o",
-                          str(home / "captures" / name), *program_command(request)]), "capture": name}
+        return {
+            **launch(
+                [
+                    "capture",
+                    "--kernel",
+                    request.kernel,
+                    "--nth",
+                    str(request.nth),
+                    *match,
+                    "-o",
+                    str(home / "captures" / name),
+                    *program_command(request),
+                ]
+            ),
+            "capture": name,
+        }
 
     @app.post("/api/lab/{name}/compare")
     def start_compare(name: str, request: VariantRequest) -> dict[str, Any]:
-        return launch(["lab", "compare", str(capture_path(name)), *variant_args(request), "--iterations",
-                       str(request.iterations)])
+        return launch(
+            ["lab", "compare", str(capture_path(name)), *variant_args(request), "--iterations", str(request.iterations)]
+        )
 
     @app.post("/api/lab/{name}/save")
     def start_save(name: str, request: VariantRequest) -> dict[str, Any]:
@@ -249,8 +280,17 @@ def create_app(home: Path, specs_root: Path, token: str | None = None,
 
     @app.get("/api/runs")
     def api_runs() -> list[dict[str, Any]]:
-        return [{"id": r.id, "problem": r.problem, "device": r.target.device_name, "strategy": r.strategy,
-                 "status": r.status, "created": r.created} for r in store().runs(200)]
+        return [
+            {
+                "id": r.id,
+                "problem": r.problem,
+                "device": r.target.device_name,
+                "strategy": r.strategy,
+                "status": r.status,
+                "created": r.created,
+            }
+            for r in store().runs(200)
+        ]
 
     @app.get("/api/runs/{run_id}")
     def api_run(run_id: str) -> dict[str, Any]:
@@ -268,9 +308,15 @@ def create_app(home: Path, specs_root: Path, token: str | None = None,
             manifest = folder / "manifest.json"
             if CAPTURE_NAME.match(folder.name) and manifest.is_file():
                 data = json.loads(manifest.read_text())
-                found.append({"name": folder.name, "kernel": data.get("kernel", {}).get("name"),
-                              "language": data.get("kernel", {}).get("language"),
-                              "closed": data.get("closed"), "history": history(folder)[-50:]})
+                found.append(
+                    {
+                        "name": folder.name,
+                        "kernel": data.get("kernel", {}).get("name"),
+                        "language": data.get("kernel", {}).get("language"),
+                        "closed": data.get("closed"),
+                        "history": history(folder)[-50:],
+                    }
+                )
         return found
 
     @app.post("/api/tunes")
@@ -292,8 +338,9 @@ def create_app(home: Path, specs_root: Path, token: str | None = None,
     def start_replay(name: str, request: ReplayRequest) -> dict[str, Any]:
         if request.mode not in ("isolated", "sustained", "replays"):
             raise HTTPException(400, f"mode {request.mode!r}: isolated, sustained or replays")
-        return launch(["replay", str(capture_path(name)), "--mode", request.mode, "--iterations",
-                       str(request.iterations)])
+        return launch(
+            ["replay", str(capture_path(name)), "--mode", request.mode, "--iterations", str(request.iterations)]
+        )
 
     @app.get("/api/jobs/{n}")
     def job_state(n: int) -> dict[str, Any]:

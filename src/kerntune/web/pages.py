@@ -185,9 +185,11 @@ async function tuneKernel(kernel, gemm) {
 
 def page(title: str, body: str) -> str:
     nav = '<nav><a href="/">runs</a> · <a href="/dispatches">dispatches</a> · <a href="/lab">lab</a></nav>'
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
-            f"<style>{STYLE} nav{{margin-bottom:12px}} #job{{font-family:monospace;margin:8px 0}}</style>"
-            f"<script>{FOLLOW}</script></head><body>{nav}{body}</body></html>")
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        f"<style>{STYLE} nav{{margin-bottom:12px}} #job{{font-family:monospace;margin:8px 0}}</style>"
+        f"<script>{FOLLOW}</script></head><body>{nav}{body}</body></html>"
+    )
 
 
 def _side(side: dict[str, Any]) -> str:
@@ -198,11 +200,20 @@ def _side(side: dict[str, Any]) -> str:
 def ab_table(records: Sequence[Any]) -> str:
     """The latest A/B verdicts (``kerntune ab``): sides, B/A ratio with its 95% interval, the noise band, the
     verdict and whether a claim it was asked to check failed."""
-    rows = [(escape(r.created), _side(r.a), _side(r.b),
-             escape(f"{r.ratio:.4f}") if r.ratio is not None else "—",
-             escape(f"{r.ci_low:.4f}–{r.ci_high:.4f}") if r.ci_low is not None and r.ci_high is not None else "—",
-             escape(f"±{r.band:.2%}") if r.band is not None else "—", f"<b>{escape(r.verdict)}</b>",
-             escape(r.expect or ""), "failed" if r.claim_failed else "") for r in records]
+    rows = [
+        (
+            escape(r.created),
+            _side(r.a),
+            _side(r.b),
+            escape(f"{r.ratio:.4f}") if r.ratio is not None else "—",
+            escape(f"{r.ci_low:.4f}–{r.ci_high:.4f}") if r.ci_low is not None and r.ci_high is not None else "—",
+            escape(f"±{r.band:.2%}") if r.band is not None else "—",
+            f"<b>{escape(r.verdict)}</b>",
+            escape(r.expect or ""),
+            "failed" if r.claim_failed else "",
+        )
+        for r in records
+    ]
     header = ("created", "A", "B", "B/A", "95% CI", "noise band", "verdict", "expected", "claim")
     return "<h2>A/B verdicts</h2>" + (table(header, rows, "ab", markup=True) if rows else "<p>none yet</p>")
 
@@ -210,25 +221,44 @@ def ab_table(records: Sequence[Any]) -> str:
 def runs_page(runs: list[Run], specs: list[str], ab: Sequence[Any] = ()) -> str:
     options = "".join(f'<option value="{escape(s)}">{escape(s)}</option>' for s in specs)
     strategies = "".join(f"<option>{s}</option>" for s in STRATEGIES)
-    form = (f'<form id="tune" onsubmit="startTune(this); return false;"><label>spec <select name="spec">{options}'
-            f'</select></label> <label>strategy <select name="strategy">{strategies}</select></label> '
-            '<label>budget <input name="budget" size="10" placeholder="100, 90s"></label> '
-            '<button type="submit" id="start">Start tune</button> <button type="button" id="stop" '
-            'onclick="stopJob()">Stop</button></form><div id="job" data-state="idle"></div>')
-    rows = [(f'<a href="/runs/{escape(r.id)}">{escape(r.id)}</a>', escape(r.problem), escape(r.target.device_name),
-             escape(r.strategy), escape(r.status), escape(r.created)) for r in runs]
-    return page("kerntune runs", "<h1>kerntune</h1><h2>Start a tune</h2>" + form + "<h2>Runs</h2>"
-                + table(("run", "problem", "device", "strategy", "status", "created"), rows, "runs", markup=True)
-                + ab_table(ab))
+    form = (
+        f'<form id="tune" onsubmit="startTune(this); return false;"><label>spec <select name="spec">{options}'
+        f'</select></label> <label>strategy <select name="strategy">{strategies}</select></label> '
+        '<label>budget <input name="budget" size="10" placeholder="100, 90s"></label> '
+        '<button type="submit" id="start">Start tune</button> <button type="button" id="stop" '
+        'onclick="stopJob()">Stop</button></form><div id="job" data-state="idle"></div>'
+    )
+    rows = [
+        (
+            f'<a href="/runs/{escape(r.id)}">{escape(r.id)}</a>',
+            escape(r.problem),
+            escape(r.target.device_name),
+            escape(r.strategy),
+            escape(r.status),
+            escape(r.created),
+        )
+        for r in runs
+    ]
+    return page(
+        "kerntune runs",
+        "<h1>kerntune</h1><h2>Start a tune</h2>"
+        + form
+        + "<h2>Runs</h2>"
+        + table(("run", "problem", "device", "strategy", "status", "created"), rows, "runs", markup=True)
+        + ab_table(ab),
+    )
 
 
 def diff_form(run_id: str, candidates: list[Candidate]) -> str:
     timed = [c for c in candidates if c.id is not None and c.status == "ok"]
-    options = "".join(f'<option value="{c.id}">{c.id}: {escape(c.role)} {escape(c.config.key or c.label)}</option>'
-                      for c in timed)
-    return (f'<h2>Compare two candidates</h2><form method="get" action="/runs/{escape(run_id)}/diff">'
-            f'<select name="a">{options}</select> vs <select name="b">{options}</select> '
-            '<button type="submit">ISA and occupancy diff</button></form>')
+    options = "".join(
+        f'<option value="{c.id}">{c.id}: {escape(c.role)} {escape(c.config.key or c.label)}</option>' for c in timed
+    )
+    return (
+        f'<h2>Compare two candidates</h2><form method="get" action="/runs/{escape(run_id)}/diff">'
+        f'<select name="a">{options}</select> vs <select name="b">{options}</select> '
+        '<button type="submit">ISA and occupancy diff</button></form>'
+    )
 
 
 def _flat(resources: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -256,15 +286,20 @@ def diff_page(run_id: str, a: Candidate, b: Candidate) -> str:
         mark = ' class="differs"' if va != vb else ""
         rows.append((f"<span{mark}>{escape(key)}</span>", escape(_value(va)), escape(_value(vb))))
     title = f"{a.id}: {a.config.key or a.label} vs {b.id}: {b.config.key or b.label}"
-    return page(f"diff {run_id}", f'<h1>{escape(title)}</h1><p><a href="/runs/{escape(run_id)}">back to the run</a>'
-                "</p>" + table(("resource", f"candidate {a.id}", f"candidate {b.id}"), rows, "diff", markup=True)
-                + "<style>.differs{font-weight:bold;color:#cc3311}</style>")
+    return page(
+        f"diff {run_id}",
+        f'<h1>{escape(title)}</h1><p><a href="/runs/{escape(run_id)}">back to the run</a>'
+        "</p>"
+        + table(("resource", f"candidate {a.id}", f"candidate {b.id}"), rows, "diff", markup=True)
+        + "<style>.differs{font-weight:bold;color:#cc3311}</style>",
+    )
 
 
 def _compared(row: dict[str, Any]) -> str:
     """What a comparison ran: a spec at its config changes, a variant source, or config changes."""
     what = (f"spec {row['spec'].rsplit('/', 1)[-1]}" if row.get("spec") else row.get("variant") or "") + (
-        " " + " ".join(f"{k}={v}" for k, v in (row.get("overrides") or {}).items()) if row.get("overrides") else "")
+        " " + " ".join(f"{k}={v}" for k, v in (row.get("overrides") or {}).items()) if row.get("overrides") else ""
+    )
     return what.strip() or "the original"
 
 
@@ -277,16 +312,33 @@ def _comparisons(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         side, check = r.get("interleaved") or {}, r.get("validation") or {}
         second = side.get("second_timer") or {}
-        events = (f"{r['ratio']:.3f} ({side['ci'][0]:.3f}–{side['ci'][1]:.3f})" if r.get("ratio") and side.get("ci")
-                  else "not timed")
-        profiler = (f"{second['ratio']:.3f} ({second['ci'][0]:.3f}–{second['ci'][1]:.3f})"
-                    + ("" if second.get("agrees", True) else " DISAGREES") if second.get("ratio") and second.get("ci")
-                    else "—")
+        events = (
+            f"{r['ratio']:.3f} ({side['ci'][0]:.3f}–{side['ci'][1]:.3f})"
+            if r.get("ratio") and side.get("ci")
+            else "not timed"
+        )
+        profiler = (
+            f"{second['ratio']:.3f} ({second['ci'][0]:.3f}–{second['ci'][1]:.3f})"
+            + ("" if second.get("agrees", True) else " DISAGREES")
+            if second.get("ratio") and second.get("ci")
+            else "—"
+        )
         verdict = "passed" if check.get("passed") else f"FAILED {check.get('argument') or ''}".strip()
-        lines.append((escape(_compared(r)), escape(verdict), escape(events), escape(profiler),
-                      "<b>fastest</b>" if r is best else ""))
-    return table(("compared with the original", "validation", "time ratio, events (95% CI)", "profiler (CUPTI)", ""),
-                 lines, "comparisons", markup=True)
+        lines.append(
+            (
+                escape(_compared(r)),
+                escape(verdict),
+                escape(events),
+                escape(profiler),
+                "<b>fastest</b>" if r is best else "",
+            )
+        )
+    return table(
+        ("compared with the original", "validation", "time ratio, events (95% CI)", "profiler (CUPTI)", ""),
+        lines,
+        "comparisons",
+        markup=True,
+    )
 
 
 def _results(history: list[dict[str, Any]]) -> str:
@@ -310,23 +362,34 @@ def lab_page(captures: list[dict[str, Any]]) -> str:
     programs folder, or NAME=VALUE config changes, or a spec for an operator call), save one that passed."""
     rows = []
     for c in captures:
-        actions = ('<button onclick="replay(this.closest(\'tr\').dataset.capture)">Replay</button> '
-                   '<input class="variant" size="14" placeholder="variant file"> '
-                   '<input class="sets" size="14" placeholder="NAME=VALUE ..."> '
-                   '<input class="spec" size="12" placeholder="spec (operator call)"> '
-                   '<input class="table" size="12" placeholder="served table .json"> '
-                   '<button onclick="labJob(this, \'compare\')">Compare</button> '
-                   '<button onclick="labJob(this, \'save\')">Save</button>') if not c.get("closed") else "closed"
+        actions = (
+            (
+                "<button onclick=\"replay(this.closest('tr').dataset.capture)\">Replay</button> "
+                '<input class="variant" size="14" placeholder="variant file"> '
+                '<input class="sets" size="14" placeholder="NAME=VALUE ..."> '
+                '<input class="spec" size="12" placeholder="spec (operator call)"> '
+                '<input class="table" size="12" placeholder="served table .json"> '
+                "<button onclick=\"labJob(this, 'compare')\">Compare</button> "
+                "<button onclick=\"labJob(this, 'save')\">Save</button>"
+            )
+            if not c.get("closed")
+            else "closed"
+        )
         name = escape(c["name"], quote=True)  # the row carries its capture's name, never the script
-        head = (f'<td class="name"><b>{escape(c["name"])}</b><br><span class="kernel">'
-                f'{escape(str(c.get("kernel", "")))}</span><br>{len(c["history"])} runs</td>')
-        rows.append(f'<tr id="{name}" data-capture="{name}">{head}<td>{_results(c["history"])}</td>'
-                    f'<td class="actions">{actions}</td></tr>')
-    body = ('<table class="captures"><tr><th>capture, kernel</th><th>results</th><th></th></tr>'
-            f'{"".join(rows)}</table>')
-    style = ("<style>.captures td{vertical-align:top}.captures .name{max-width:22em;overflow-wrap:anywhere}"
-             ".kernel{font-family:monospace;font-size:12px}.captures .actions{width:15em}"
-             ".comparisons td,.comparisons th{font-size:12px}</style>")
+        head = (
+            f'<td class="name"><b>{escape(c["name"])}</b><br><span class="kernel">'
+            f"{escape(str(c.get('kernel', '')))}</span><br>{len(c['history'])} runs</td>"
+        )
+        rows.append(
+            f'<tr id="{name}" data-capture="{name}">{head}<td>{_results(c["history"])}</td>'
+            f'<td class="actions">{actions}</td></tr>'
+        )
+    body = f'<table class="captures"><tr><th>capture, kernel</th><th>results</th><th></th></tr>{"".join(rows)}</table>'
+    style = (
+        "<style>.captures td{vertical-align:top}.captures .name{max-width:22em;overflow-wrap:anywhere}"
+        ".kernel{font-family:monospace;font-size:12px}.captures .actions{width:15em}"
+        ".comparisons td,.comparisons th{font-size:12px}</style>"
+    )
     return page("kerntune lab", '<h1>Lab captures</h1><div id="job" data-state="idle"></div>' + body + style)
 
 
@@ -336,14 +399,20 @@ def dispatches_page(programs: Sequence[str]) -> str:
     calls behind the library's kernels). Each row's "Tune this kernel" captures that kernel's first launch, or the
     first call of that operator at that shape, dtype and layout, for the lab."""
     options = "".join(f'<option value="{escape(p, quote=True)}">{escape(p)}</option>' for p in programs)
-    form = (f'<form id="program" onsubmit="listDispatches(); return false;"><label>program <select name="program">'
-            f'{options}</select></label> <label>arguments <input name="args" size="30"></label> '
-            '<label><input type="checkbox" name="profile"> by device time (kerntune scope: a GPU)</label> '
-            '<label>steady-state region <input name="region" size="8" placeholder="step"></label> '
-            '<button type="submit">List dispatches</button> or <label>a stored scope <input name="scope" size="24" '
-            'placeholder="scope.json (kerntune scope --json)"></label> <button type="button" '
-            'onclick="storedScope()">Show stored scope</button></form><div id="job" data-state="idle"></div>')
-    style = ("<style>.dispatches td:first-child{font-family:monospace;font-size:12px;overflow-wrap:anywhere;"
-             "max-width:44em}.dispatches button{white-space:nowrap}</style>")  # kernel names run to 300 characters
-    return page("kerntune dispatches", "<h1>Dispatch list</h1>" + form
-                + table(("kernel", "class", "launches", "share", ""), [], "dispatches") + style)
+    form = (
+        f'<form id="program" onsubmit="listDispatches(); return false;"><label>program <select name="program">'
+        f'{options}</select></label> <label>arguments <input name="args" size="30"></label> '
+        '<label><input type="checkbox" name="profile"> by device time (kerntune scope: a GPU)</label> '
+        '<label>steady-state region <input name="region" size="8" placeholder="step"></label> '
+        '<button type="submit">List dispatches</button> or <label>a stored scope <input name="scope" size="24" '
+        'placeholder="scope.json (kerntune scope --json)"></label> <button type="button" '
+        'onclick="storedScope()">Show stored scope</button></form><div id="job" data-state="idle"></div>'
+    )
+    style = (
+        "<style>.dispatches td:first-child{font-family:monospace;font-size:12px;overflow-wrap:anywhere;"
+        "max-width:44em}.dispatches button{white-space:nowrap}</style>"
+    )  # kernel names run to 300 characters
+    return page(
+        "kerntune dispatches",
+        "<h1>Dispatch list</h1>" + form + table(("kernel", "class", "launches", "share", ""), [], "dispatches") + style,
+    )

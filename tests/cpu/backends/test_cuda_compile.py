@@ -20,13 +20,15 @@ from tests.conftest import DATA, EXAMPLES, CliResult
 CONFIG = {"TILE": 64, "WPT": 8, "VEC": 4, "UNROLL": 16}
 needs_a_compiler = pytest.mark.skipif(
     shutil.which("nvcc") is None and not __import__("importlib").util.find_spec("cuda.core"),
-    reason="needs nvcc or cuda.core with NVRTC")
+    reason="needs nvcc or cuda.core with NVRTC",
+)
 
 
 def _matmul_source() -> str:
     sys.path.insert(0, str(EXAMPLES / "cuda_matmul"))
     try:
         import spec
+
         return str(spec.SOURCE)
     finally:
         sys.path.pop(0)
@@ -39,8 +41,12 @@ def _ptxas_v(source: str, arch: str, tmp_path: Path) -> tuple[int, int]:
     cu.write_text(source)
     defines = [f"-D{k}={v}" for k, v in CONFIG.items()]
     cubin = str(tmp_path / "k.cubin")
-    done = subprocess.run(["nvcc", "-cubin", f"-arch={arch}", *defines, "-Xptxas", "-v", "-o", cubin, str(cu)],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        ["nvcc", "-cubin", f"-arch={arch}", *defines, "-Xptxas", "-v", "-o", cubin, str(cu)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     found = re.search(r"Used (\d+) registers.*?(\d+) bytes smem", done.stderr)
     assert found, done.stderr
     return int(found.group(1)), int(found.group(2))
@@ -69,8 +75,7 @@ def test_inspect_reads_what_ptxas_reports(kerntune: Callable[..., CliResult], tm
 
 @needs_a_compiler
 def test_an_amd_target_and_a_broken_kernel_are_named_errors(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("inspect", str(EXAMPLES / "cuda_reduction"), "--target", "sm_90", "--target", "gfx942",
-                      "--json")
+    result = kerntune("inspect", str(EXAMPLES / "cuda_reduction"), "--target", "sm_90", "--target", "gfx942", "--json")
     assert result.code == 2
     rows = {r["target"]: r for r in result.json()}
     assert rows["sm_90"]["resources"]["registers"] > 0 and "error" not in rows["sm_90"]
@@ -78,8 +83,12 @@ def test_an_amd_target_and_a_broken_kernel_are_named_errors(kerntune: Callable[.
 
     from kerntune.backends.cuda_compile import compile_cubin
 
-    broken = CudaKernel(source='extern "C" __global__ void k(float* x) { x[0] = nope; }', name="k",
-                        grid=lambda m: (1,), block=lambda m: (32,))
+    broken = CudaKernel(
+        source='extern "C" __global__ void k(float* x) { x[0] = nope; }',
+        name="k",
+        grid=lambda m: (1,),
+        block=lambda m: (32,),
+    )
     with pytest.raises(CandidateFailed) as failed:
         compile_cubin(broken, {"TILE": 1}, "sm_90")
     assert failed.value.kind == "compile" and "nope" in failed.value.reason and "is undefined" in failed.value.reason
@@ -99,8 +108,16 @@ def test_bad_cuda_input_is_named_per_config(kerntune: Callable[..., CliResult]) 
     assert code == 2 and "BLOCK=512 is refused on purpose" in failed["error"] and "\x00" not in failed["error"]
     occupancy = rows["BLOCK=2048"][1]["occupancy"]
     assert (occupancy["blocks_per_sm"], occupancy["limiter"]) == (0, "threads per block")
-    result = kerntune("inspect", bad, "--target", "sm_90", "--config", "BLOCK=128", "--json",
-                      env={"KERNTUNE_TEST_KERNEL_NAME": "nope"})
+    result = kerntune(
+        "inspect",
+        bad,
+        "--target",
+        "sm_90",
+        "--config",
+        "BLOCK=128",
+        "--json",
+        env={"KERNTUNE_TEST_KERNEL_NAME": "nope"},
+    )
     assert result.code == 2 and "no kernel 'nope'" in result.json()[0]["error"]
     assert "(functions: scale)" in result.json()[0]["error"]
 
@@ -110,8 +127,13 @@ def test_template_instances_and_the_cubin_cache(tmp_path: Path, monkeypatch: pyt
     from kerntune.backends.cuda_compile import compile_cubin, inspect_cuda
 
     monkeypatch.setenv("KERNTUNE_BINARY_CACHE", str(tmp_path))
-    kernel = CudaKernel(source="template <int N> __global__ void scale(float* x) { x[threadIdx.x] *= N; }",
-                        name="scale", template="scale<{N}>", grid=lambda m: (1,), block=lambda m: (m["T"],))
+    kernel = CudaKernel(
+        source="template <int N> __global__ void scale(float* x) { x[threadIdx.x] *= N; }",
+        name="scale",
+        template="scale<{N}>",
+        grid=lambda m: (1,),
+        block=lambda m: (m["T"],),
+    )
     first = compile_cubin(kernel, {"N": 3}, "sm_90")
     assert first.symbol.startswith("_Z") and first.compiler == "nvrtc" and first.compile_s > 0
     again = compile_cubin(kernel, {"N": 3}, "sm_90")
@@ -121,8 +143,9 @@ def test_template_instances_and_the_cubin_cache(tmp_path: Path, monkeypatch: pyt
     assert found.resources["registers"] > 0 and found.resources["num_warps"] == 4
 
 
-def test_without_cuda_core_nvcc_compiles_and_its_registers_match_ptxas(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_cuda_core_nvcc_compiles_and_its_registers_match_ptxas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if shutil.which("nvcc") is None:
         pytest.skip("no nvcc here")
     from kerntune.backends.cuda_compile import inspect_cuda
@@ -132,19 +155,25 @@ def test_without_cuda_core_nvcc_compiles_and_its_registers_match_ptxas(tmp_path:
     kernel = CudaKernel(source=_matmul_source(), name="matmul", grid=lambda m: (1,), block=lambda m: (16, 8))
     binary, found = inspect_cuda(kernel, {**CONFIG, "M": 64, "N": 64, "K": 64}, CONFIG, "sm_90")
     assert binary.compiler == "nvcc" and binary.symbol == "matmul"
-    assert (found.resources["registers"], found.resources["static_shared_bytes"]) == _ptxas_v(_matmul_source(),
-                                                                                            "sm_90", tmp_path)
+    assert (found.resources["registers"], found.resources["static_shared_bytes"]) == _ptxas_v(
+        _matmul_source(), "sm_90", tmp_path
+    )
 
 
-def test_a_config_needing_wgmma_is_refused_off_sm_90a_as_a_capability(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_config_needing_wgmma_is_refused_off_sm_90a_as_a_capability(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from kerntune.backends.cuda_compile import compile_cubin
     from kerntune.isa.targets import missing_features
 
     monkeypatch.setenv("KERNTUNE_BINARY_CACHE", str(tmp_path))
-    kernel = CudaKernel(source='extern "C" __global__ void k(float* x) { x[threadIdx.x] += 1.0f; }', name="k",
-                        grid=lambda m: (1,), block=lambda m: (32,),
-                        requires=lambda m: ["wgmma"] if m["PATH"] == 1 else [])
+    kernel = CudaKernel(
+        source='extern "C" __global__ void k(float* x) { x[threadIdx.x] += 1.0f; }',
+        name="k",
+        grid=lambda m: (1,),
+        block=lambda m: (32,),
+        requires=lambda m: ["wgmma"] if m["PATH"] == 1 else [],
+    )
     for arch in ("sm_80", "sm_90"):
         with pytest.raises(CandidateFailed) as refused:
             compile_cubin(kernel, {"PATH": 1}, arch)

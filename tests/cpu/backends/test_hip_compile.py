@@ -30,21 +30,47 @@ def _remarks(source: str, arch: str, tmp_path: Path) -> dict[str, int]:
     path.write_text(source)
     hipcc = hipcc_path()
     assert hipcc is not None
-    done = subprocess.run([hipcc, "--cuda-device-only", "-c", "-include", "hip/hip_runtime.h",
-                           f"--offload-arch={arch}", "-O3", "-std=c++17",
-                           *(f"-D{k}={v}" for k, v in CONFIG.items()), "-Rpass-analysis=kernel-resource-usage",
-                           "-o", str(tmp_path / "k.o"), str(path)], capture_output=True, text=True,
-                          env={**os.environ, "HIP_PLATFORM": "amd"}, check=True)
-    found = {name: int(value) for name, value in re.findall(r"remark:\s+([A-Za-z ]+?)(?: \[[^\]]*\])?: (\d+)",
-                                                             done.stderr)}
+    done = subprocess.run(
+        [
+            hipcc,
+            "--cuda-device-only",
+            "-c",
+            "-include",
+            "hip/hip_runtime.h",
+            f"--offload-arch={arch}",
+            "-O3",
+            "-std=c++17",
+            *(f"-D{k}={v}" for k, v in CONFIG.items()),
+            "-Rpass-analysis=kernel-resource-usage",
+            "-o",
+            str(tmp_path / "k.o"),
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HIP_PLATFORM": "amd"},
+        check=True,
+    )
+    found = {
+        name: int(value) for name, value in re.findall(r"remark:\s+([A-Za-z ]+?)(?: \[[^\]]*\])?: (\d+)", done.stderr)
+    }
     assert "VGPRs" in found, done.stderr
     return found
 
 
 def test_inspect_reads_what_the_compiler_reports(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
     config = ",".join(f"{k}={v}" for k, v in CONFIG.items())
-    result = kerntune("inspect", str(EXAMPLES / "hip_reduction"), "--target", "gfx90a", "--target", "sm_90",
-                      "--config", config, "--json")
+    result = kerntune(
+        "inspect",
+        str(EXAMPLES / "hip_reduction"),
+        "--target",
+        "gfx90a",
+        "--target",
+        "sm_90",
+        "--config",
+        config,
+        "--json",
+    )
     assert result.code == 2  # sm_90 does not build a HIP kernel
     rows = {r["target"]: r for r in result.json()}
     assert "AMD targets only" in rows["sm_90"]["error"]
@@ -63,11 +89,16 @@ def test_inspect_reads_what_the_compiler_reports(kerntune: Callable[..., CliResu
     assert rows["gfx90a"]["occupancy"]["waves_per_simd"] == min(8, remarks["Occupancy"])
 
 
-def test_errors_are_named_and_capabilities_refused_before_compiling(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_errors_are_named_and_capabilities_refused_before_compiling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("KERNTUNE_BINARY_CACHE", str(tmp_path))
-    broken = HipKernel(source='extern "C" __global__ void k(float* x) { x[0] = nope; }', name="k",
-                       grid=lambda m: (1,), block=lambda m: (64,))
+    broken = HipKernel(
+        source='extern "C" __global__ void k(float* x) { x[0] = nope; }',
+        name="k",
+        grid=lambda m: (1,),
+        block=lambda m: (64,),
+    )
     with pytest.raises(CandidateFailed) as failed:
         compile_hsaco(broken, {"SCALE_BY": 2}, "gfx90a")
     assert failed.value.kind == "compile" and "nope" in failed.value.reason and "undeclared" in failed.value.reason
@@ -86,8 +117,9 @@ def test_errors_are_named_and_capabilities_refused_before_compiling(tmp_path: Pa
     with pytest.raises(CandidateFailed, match="kernels: none"):
         kernel_assembly("\t.text\n", "scale")
 
-    needs_mfma = HipKernel(source=SCALE, name="scale", grid=lambda m: (1,), block=lambda m: (64,),
-                           requires=lambda m: ["mfma"])
+    needs_mfma = HipKernel(
+        source=SCALE, name="scale", grid=lambda m: (1,), block=lambda m: (64,), requires=lambda m: ["mfma"]
+    )
     with pytest.raises(CandidateFailed) as refused:
         compile_hsaco(needs_mfma, {"SCALE_BY": 2}, "gfx1100")
     assert refused.value.kind == "unsupported" and "mfma" in refused.value.reason

@@ -17,8 +17,19 @@ pytestmark = pytest.mark.skipif(has_gpu(), reason="the interpreter path is for m
 
 
 def test_matmul_in_the_interpreter_gates_and_claims_no_timing(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("tune", str(EXAMPLES / "triton_matmul"), "--shape", "M=64,N=64,K=128", "--dtype", "float16",
-                      "--strategy", "random", "--budget", "3", "--json")
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "triton_matmul"),
+        "--shape",
+        "M=64,N=64,K=128",
+        "--dtype",
+        "float16",
+        "--strategy",
+        "random",
+        "--budget",
+        "3",
+        "--json",
+    )
     assert result.code == 0, result.stderr
     report = result.json()
     assert report["run"]["target"]["claims_timing"] is False
@@ -33,8 +44,9 @@ def test_matmul_in_the_interpreter_gates_and_claims_no_timing(kerntune: Callable
 def test_wrong_kernel_is_caught_by_the_gate_in_the_interpreter(kerntune: Callable[..., CliResult]) -> None:
     from tests.conftest import SPECS, failures_by_config
 
-    result = kerntune("tune", str(SPECS / "faults_triton"), "--shape", "N=2048", "--json",
-                      env={"KERNTUNE_CANDIDATE_TIMEOUT_S": "10"})
+    result = kerntune(
+        "tune", str(SPECS / "faults_triton"), "--shape", "N=2048", "--json", env={"KERNTUNE_CANDIDATE_TIMEOUT_S": "10"}
+    )
     assert result.code == 0, result.stderr
     failed = failures_by_config(result.json())
     assert failed["VARIANT=4,BLOCK=1024"] == "wrong-result"
@@ -92,8 +104,13 @@ def _interpreted(tmp_path: Path, check: str) -> str:
     process (the interpreter is chosen when triton is first imported)."""
     script = tmp_path / "check.py"
     script.write_text(check)
-    done = subprocess.run([sys.executable, str(script), str(EXAMPLES / "triton_matmul" / "spec.py")],
-                          env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(script), str(EXAMPLES / "triton_matmul" / "spec.py")],
+        env={**os.environ, "TRITON_INTERPRET": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -228,8 +245,11 @@ def test_wide_tiles_are_valid_where_they_fill_the_waves_better_than_their_head_b
 
     def widths(shape: dict[str, int | str]) -> set[tuple[int, int, int]]:
         valid, _ = problem.space.valid_configs(Shape.of({"layout": "NT", "bias": 0, **shape}), h200)
-        return {(c["BLOCK_M"], c["BLOCK_N"], c["TMA"]) for c in (dict(v.items) for v in valid)
-                if c["BLOCK_N"] in (96, 160, 192)}
+        return {
+            (c["BLOCK_M"], c["BLOCK_N"], c["TMA"])
+            for c in (dict(v.items) for v in valid)
+            if c["BLOCK_N"] in (96, 160, 192)
+        }
 
     # 256x10240x8192: 64x160 makes 256 tiles (0.97 of two waves) where 64x128 makes 320 (0.81 of three)
     medium = widths({"M": 256, "N": 10240, "K": 8192})
@@ -257,8 +277,9 @@ def test_gemv_configs_exist_only_for_decode_with_a_transposed_weight() -> None:
     h200 = Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132)
 
     def gemv(m: int, layout: str) -> list[dict[str, int]]:
-        valid, _ = problem.space.valid_configs(Shape.of({"M": m, "N": 6144, "K": 4096, "layout": layout,
-                                                         "bias": 0}), h200)
+        valid, _ = problem.space.valid_configs(
+            Shape.of({"M": m, "N": 6144, "K": 4096, "layout": layout, "bias": 0}), h200
+        )
         return [dict(c.items) for c in valid if dict(c.items)["GEMV"]]
 
     decode = gemv(1, "NT")
@@ -281,5 +302,7 @@ def test_gemv_configs_exist_only_for_decode_with_a_transposed_weight() -> None:
     seeds = [s for s in problem.space.seed_configs() if s.as_dict()["GEMV"]]
     inductor_settled = {"BLOCK_N": 1, "BLOCK_K": 2048, "num_warps": 8, "num_stages": 1}  # its coordinate descent's
     assert any(inductor_settled.items() <= s.as_dict().items() for s in seeds)
-    assert seeds and all(problem.space.check(s, Shape.of({"M": 1, "N": 6144, "K": 4096, "layout": "NT", "bias": 0}),
-                                             h200) is None for s in seeds)
+    assert seeds and all(
+        problem.space.check(s, Shape.of({"M": 1, "N": 6144, "K": 4096, "layout": "NT", "bias": 0}), h200) is None
+        for s in seeds
+    )

@@ -22,13 +22,21 @@ def _vulkan_missing() -> str:
     try:
         import vulkan as vk
 
-        instance = vk.vkCreateInstance(vk.VkInstanceCreateInfo(pApplicationInfo=vk.VkApplicationInfo(
-            pApplicationName="kerntune-test", apiVersion=vk.VK_MAKE_VERSION(1, 1, 0))), None)
+        instance = vk.vkCreateInstance(
+            vk.VkInstanceCreateInfo(
+                pApplicationInfo=vk.VkApplicationInfo(
+                    pApplicationName="kerntune-test", apiVersion=vk.VK_MAKE_VERSION(1, 1, 0)
+                )
+            ),
+            None,
+        )
         found = vk.vkEnumeratePhysicalDevices(instance)
         vk.vkDestroyInstance(instance, None)
     except Exception as exc:  # no bindings, no loader, no driver
-        return f"a Vulkan device ({type(exc).__name__}: pip install vulkan; apt-get install libvulkan1 " \
-               "mesa-vulkan-drivers)"
+        return (
+            f"a Vulkan device ({type(exc).__name__}: pip install vulkan; apt-get install libvulkan1 "
+            "mesa-vulkan-drivers)"
+        )
     return "" if found else "a Vulkan device (apt-get install mesa-vulkan-drivers)"
 
 
@@ -59,8 +67,16 @@ def test_both_examples_tune_to_a_gated_timed_winner(kerntune: Callable[..., CliR
 
 
 def test_host_visible_placement_is_part_of_the_target(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("tune", str(EXAMPLES / "vulkan_reduction"), "--shape", "N=65536", "--budget", "3", "--json",
-                      env={"KERNTUNE_VULKAN_MEMORY": "host-visible"})
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "vulkan_reduction"),
+        "--shape",
+        "N=65536",
+        "--budget",
+        "3",
+        "--json",
+        env={"KERNTUNE_VULKAN_MEMORY": "host-visible"},
+    )
     assert result.code == 0, result.stderr[-2000:]
     assert dict(result.json()["run"]["target"]["versions"])["memory"] == "host-visible"
     assert result.json()["shapes"][0]["winner"]["gate"]["outcome"] == "pass"
@@ -79,13 +95,19 @@ def test_each_fault_is_its_own_candidate_s_failure(kerntune: Callable[..., CliRe
     assert failures[3][0] == "hang" and "worker killed" in failures[3][1]
 
 
-@pytest.mark.parametrize(("edit", "said"), [
-    (('entry="main"', 'entry="mian"'), "the shader has no entry point 'mian' (it has: main)"),
-    (('"WPT": 1}', '"WPT": 7}'),
-     "no specialization constant for WPT (constant_id 7); its constant_ids: 0, 1, 100, 101"),
-])
-def test_a_name_the_shader_lacks_is_refused_in_one_line(kerntune: Callable[..., CliResult], tmp_path: Path,
-                                                         edit: tuple[str, str], said: str) -> None:
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (('entry="main"', 'entry="mian"'), "the shader has no entry point 'mian' (it has: main)"),
+        (
+            ('"WPT": 1}', '"WPT": 7}'),
+            "no specialization constant for WPT (constant_id 7); its constant_ids: 0, 1, 100, 101",
+        ),
+    ],
+)
+def test_a_name_the_shader_lacks_is_refused_in_one_line(
+    kerntune: Callable[..., CliResult], tmp_path: Path, edit: tuple[str, str], said: str
+) -> None:
     source = (EXAMPLES / "vulkan_matmul" / "spec.py").read_text()
     assert edit[0] in source
     spec = tmp_path / "spec.py"
@@ -95,8 +117,7 @@ def test_a_name_the_shader_lacks_is_refused_in_one_line(kerntune: Callable[..., 
     assert len([line for line in result.stderr.splitlines() if line.startswith("kerntune: error")]) == 1
 
 
-def test_two_shader_sources_of_one_spec_a_b_in_one_process(kerntune: Callable[..., CliResult],
-                                                           tmp_path: Path) -> None:
+def test_two_shader_sources_of_one_spec_a_b_in_one_process(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
     import importlib.util
 
     loader = importlib.util.spec_from_file_location("vulkan_matmul_spec", EXAMPLES / "vulkan_matmul" / "spec.py")
@@ -106,8 +127,18 @@ def test_two_shader_sources_of_one_spec_a_b_in_one_process(kerntune: Callable[..
     first, copy = tmp_path / "matmul.comp", tmp_path / "matmul_copy.comp"
     first.write_text(module.SOURCE)
     copy.write_text(module.SOURCE)  # the same shader in another file: an A/A by content
-    same = kerntune("ab", "--spec", str(EXAMPLES / "vulkan_matmul"), str(first), str(copy), "--shape",
-                    "M=64,N=64,K=64", "--expect", "same", "--json")
+    same = kerntune(
+        "ab",
+        "--spec",
+        str(EXAMPLES / "vulkan_matmul"),
+        str(first),
+        str(copy),
+        "--shape",
+        "M=64,N=64,K=64",
+        "--expect",
+        "same",
+        "--json",
+    )
     assert same.code == 0, same.stdout[-1500:] + same.stderr[-1500:]
     data = same.json()
     assert data["scheme"] == "in-process" and data["kind"] == "aa" and data["verdict"] == "noise"
@@ -115,12 +146,22 @@ def test_two_shader_sources_of_one_spec_a_b_in_one_process(kerntune: Callable[..
 
 
 def test_inspect_reads_the_pipeline_on_the_device_and_says_what_the_driver_does_not_expose(
-        kerntune: Callable[..., CliResult]) -> None:
+    kerntune: Callable[..., CliResult],
+) -> None:
     from kerntune.backends.vulkan import VulkanBackend
 
     exposed = VulkanBackend().executable_info
-    result = kerntune("inspect", str(EXAMPLES / "vulkan_reduction"), "--target", "vulkan", "--config",
-                      "ITEMS=16,VEC=4", "--shape", "N=65536", "--json")
+    result = kerntune(
+        "inspect",
+        str(EXAMPLES / "vulkan_reduction"),
+        "--target",
+        "vulkan",
+        "--config",
+        "ITEMS=16,VEC=4",
+        "--shape",
+        "N=65536",
+        "--json",
+    )
     assert result.code == 0, result.stderr[-1500:]
     row = result.json()[0]
     assert row["config"] == "WG=64,ITEMS=16,VEC=4" and row["resources"]["local_size"] == "64×1×1"
@@ -140,10 +181,26 @@ def test_placement_side_by_side_gates_both_and_pairs_every_sample(tmp_path: Path
     import sys
 
     out = tmp_path / "placement.json"
-    done = subprocess.run([sys.executable, "benchmarks/vulkan_placement.py", "--spec",
-                           str(EXAMPLES / "vulkan_reduction"), "--shape", "N=65539", "--config",
-                           "WG=64,ITEMS=4,VEC=4", "--pairs", "4", "--out", str(out)],
-                          capture_output=True, text=True, cwd=EXAMPLES.parent, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "benchmarks/vulkan_placement.py",
+            "--spec",
+            str(EXAMPLES / "vulkan_reduction"),
+            "--shape",
+            "N=65539",
+            "--config",
+            "WG=64,ITEMS=4,VEC=4",
+            "--pairs",
+            "4",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=EXAMPLES.parent,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-1500:]
     data = json.loads(out.read_text())
     assert set(data["gate"]) == {"device-local", "host-visible"} and max(data["gate"].values()) < 1e-5

@@ -25,6 +25,7 @@ def test_aa_is_noise_and_calibrates_the_band_once(kerntune: Callable[..., CliRes
     assert data["conditions"]["telemetry"]["available"] is False  # no telemetry on the CPU, and it says so
     second = kerntune("ab", str(PLANTED), f"{PLANTED}@ITERS=200", "--json", env=AB_ENV)
     assert second.code == 0, second.stderr
+
     def band_of(reason: str) -> str:
         return reason.split("(A/A ")[1].split(")")[0]
 
@@ -73,8 +74,21 @@ def test_two_kernel_sources_of_one_spec_in_one_process(kerntune: Callable[..., C
 
 
 def test_fresh_processes_for_two_kernel_sources(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("ab", "--spec", str(PLANTED), str(PLANTED / "busy.cl"), str(PLANTED / "busy_slower.cl"),
-                      "--scheme", "fresh", "--processes", "2", "--expect", "win", "--json", env=AB_ENV)
+    result = kerntune(
+        "ab",
+        "--spec",
+        str(PLANTED),
+        str(PLANTED / "busy.cl"),
+        str(PLANTED / "busy_slower.cl"),
+        "--scheme",
+        "fresh",
+        "--processes",
+        "2",
+        "--expect",
+        "win",
+        "--json",
+        env=AB_ENV,
+    )
     assert result.code == 1, result.stderr  # B runs 3% more work: never a win
     data = result.json()
     sides = [p["side"] for p in data["processes"]]  # ABBA, and ABBA again while undecided (sampled until decided)
@@ -88,24 +102,34 @@ def test_fresh_processes_for_two_kernel_sources(kerntune: Callable[..., CliResul
     assert data["claim_failed"] is True
 
 
-def test_an_undecided_interval_takes_more_values_until_it_is_decided(kerntune: Callable[..., CliResult],
-                                                                      tmp_path: Path) -> None:
+def test_an_undecided_interval_takes_more_values_until_it_is_decided(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     # B's metric by invocation: six values 0.5-3.5% above A's (interval 1.006-1.034 across the 1% band's edge),
     # then six at 1.8-2.2% (all twelve: 1.014-1.026, wholly beyond it).
     values = [100.5, 103.5, 101, 103, 100.8, 103.2, 102, 102.2, 101.8, 102.1, 101.9, 102, 102, 102, 102]
     counter = tmp_path / "count"
     script = tmp_path / "b.py"
-    script.write_text("from pathlib import Path\n"
-                      f"p = Path({str(counter)!r}); n = int(p.read_text()) if p.exists() else 0\n"
-                      f"p.write_text(str(n + 1)); print({values!r}[n])\n")
+    script.write_text(
+        "from pathlib import Path\n"
+        f"p = Path({str(counter)!r}); n = int(p.read_text()) if p.exists() else 0\n"
+        f"p.write_text(str(n + 1)); print({values!r}[n])\n"
+    )
     result = kerntune("ab", "cmd:echo 100", f"cmd:python3 {script}", "--processes", "6", "--json")
     assert result.code == 0, result.stderr
     data = result.json()
     assert len(data["processes"]) == 24 and int(counter.read_text()) == 12
     assert data["verdict"] == "loss" and data["ci_low"] > 1.014 and data["ci_high"] < 1.026
     counter.unlink()
-    capped = kerntune("ab", "cmd:echo 100", f"cmd:python3 {script}", "--processes", "6", "--json",
-                      env={"KERNTUNE_AB_MAX_PROCESSES": "6"})  # no more values allowed: judged as it stands
+    capped = kerntune(
+        "ab",
+        "cmd:echo 100",
+        f"cmd:python3 {script}",
+        "--processes",
+        "6",
+        "--json",
+        env={"KERNTUNE_AB_MAX_PROCESSES": "6"},
+    )  # no more values allowed: judged as it stands
     assert capped.code == 0 and len(capped.json()["processes"]) == 12 and capped.json()["verdict"] == "noise"
 
 
@@ -122,18 +146,22 @@ def _planted_copy(folder: Path, old: str, new: str) -> Path:
 
 
 def test_env_sides_run_in_fresh_processes_and_a_reference_they_alter_divides_them_out(
-        kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
 
     loud = "import os; print(100 + 3 * int(os.environ.get('KT_SLOW', '0')))"
-    command = kerntune("ab", f"cmd:python3 -c \"{loud}\"", f"env:KT_SLOW=1:cmd:python3 -c \"{loud}\"",
-                       "--processes", "3", "--json")
+    command = kerntune(
+        "ab", f'cmd:python3 -c "{loud}"', f'env:KT_SLOW=1:cmd:python3 -c "{loud}"', "--processes", "3", "--json"
+    )
     assert command.code == 0, command.stderr
     assert command.json()["verdict"] == "loss" and abs(command.json()["ratio"] - 1.03) < 1e-9
     # A spec whose kernel reads KT_EXTRA when it is imported: the env: side gets 12 more loop iterations (6%).
     spec_dir = _planted_copy(
-        tmp_path / "planted_env", 'SOURCE = (Path(__file__).parent / "busy.cl").read_text()',
+        tmp_path / "planted_env",
+        'SOURCE = (Path(__file__).parent / "busy.cl").read_text()',
         'import os\nSOURCE = (Path(__file__).parent / "busy.cl").read_text().replace(\n'
-        '    "k < ITERS", "k < ITERS + " + os.environ.get("KT_EXTRA", "0"))')
+        '    "k < ITERS", "k < ITERS + " + os.environ.get("KT_EXTRA", "0"))',
+    )
     sides = (str(spec_dir), f"env:KT_EXTRA=12:{spec_dir}")
     refused = kerntune("ab", *sides, "--scheme", "in-process")
     assert refused.code == 2 and "fresh processes" in refused.stderr
@@ -152,8 +180,11 @@ def test_env_sides_run_in_fresh_processes_and_a_reference_they_alter_divides_the
     data = named.json()
     assert data["conditions"]["reference"] == "@ITERS=400" and data["scheme"] == "fresh, beside a reference"
     assert all(p["value"] == p["info"]["over_reference"] < 0.8 for p in data["processes"])  # side ≈ half of it
-    for bad, said in (("fastest", "--reference 'fastest'"), ("@nope", "no baseline 'nope'"),
-                      ("@LS=7,ITERS", "expected @NAME=VALUE")):
+    for bad, said in (
+        ("fastest", "--reference 'fastest'"),
+        ("@nope", "no baseline 'nope'"),
+        ("@LS=7,ITERS", "expected @NAME=VALUE"),
+    ):
         refused = kerntune("ab", *sides, "--reference", bad, env=AB_ENV)
         assert refused.code == 2 and said in refused.stderr, (bad, refused.stderr)
 
@@ -194,13 +225,16 @@ def test_a_fresh_process_is_timed_beside_the_reference_only_where_interleaving_e
 
 
 def test_a_constraint_that_reads_the_target_is_judged_once_a_worker_names_it(
-        kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
 
     spec_dir = _planted_copy(
-        tmp_path / "planted_target", 'default={"ITERS": 200, "LS": 64})',
+        tmp_path / "planted_target",
+        'default={"ITERS": 200, "LS": 64})',
         'default={"ITERS": 200, "LS": 64},\n'
         '                   constraints=[kt.Constraint(lambda c, s, t: c["ITERS"] == 200 or t.arch == "none",\n'
-        '                                              "206 not on this device")])')
+        '                                              "206 not on this device")])',
+    )
     refused = kerntune("ab", "--spec", str(spec_dir), "@ITERS=200", "@ITERS=206", env=AB_ENV)
     # The parent cannot judge it (no target yet; calling it there would fail on t.arch): the worker's target can.
     assert refused.code == 2 and "violates the constraint '206 not on this device'" in refused.stderr, refused.stderr

@@ -38,13 +38,15 @@ int main(int argc, char **argv) {
 
 def _tune(kerntune: Callable[..., CliResult], *shapes: str) -> None:
     args = [a for s in shapes for a in ("--shape", s)]
-    result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), *args, "--budget", "3",
-                      env={"KERNTUNE_CONFIRM_ROUNDS": "0"})
+    result = kerntune(
+        "tune", str(EXAMPLES / "opencl_vector_add"), *args, "--budget", "3", env={"KERNTUNE_CONFIRM_ROUNDS": "0"}
+    )
     assert result.code == 0, result.stderr
 
 
-def test_deploy_writes_three_artifacts_the_runtime_python_and_c_read(kerntune: Callable[..., CliResult],
-                                                                      tmp_path: Path) -> None:
+def test_deploy_writes_three_artifacts_the_runtime_python_and_c_read(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     _tune(kerntune, "N=65536", "N=262144")
     path = tmp_path / "tables" / "table.json"
     done = kerntune("deploy", "last", "--table", str(path), "--json")
@@ -65,8 +67,11 @@ def test_deploy_writes_three_artifacts_the_runtime_python_and_c_read(kerntune: C
         pytest.skip("no gcc on this machine")
     (tmp_path / "tables" / "lookup.c").write_text(LOOKUP_C)
     exe = tmp_path / "lookup"
-    subprocess.run(["gcc", "-std=c99", "-Wall", "-Werror", "-o", str(exe), str(tmp_path / "tables" / "lookup.c")],
-                   check=True, cwd=tmp_path / "tables")
+    subprocess.run(
+        ["gcc", "-std=c99", "-Wall", "-Werror", "-o", str(exe), str(tmp_path / "tables" / "lookup.c")],
+        check=True,
+        cwd=tmp_path / "tables",
+    )
     found = subprocess.run([str(exe), entry_key(entry["key"])], capture_output=True, text=True)
     assert found.returncode == 0
     assert found.stdout.strip() == ",".join(f"{k}={v}" for k, v in sorted(entry["config"].items()))
@@ -74,14 +79,21 @@ def test_deploy_writes_three_artifacts_the_runtime_python_and_c_read(kerntune: C
 
     device = {k: v for k, v in entry["key"].items() if k in ("arch", "compute_units", "device_name")}
     fixed = {k: v for k, v in entry["key"].items() if k not in device and k != "N"}
-    live = Dispatcher(path, key=lambda n: {**fixed, "N": n}, default={"BLOCK": 1}, device=device,
-                      versions=table["validators"], settings=Settings())
+    live = Dispatcher(
+        path,
+        key=lambda n: {**fixed, "N": n},
+        default={"BLOCK": 1},
+        device=device,
+        versions=table["validators"],
+        settings=Settings(),
+    )
     assert live.select(65536) == entry["config"] and live.select(4096) == {"BLOCK": 1}
     assert live.stats()["exact"] == 1 and live.stats()["default"] == 1
 
 
-def test_deploy_merges_and_refuses_to_overwrite_an_unreadable_table(kerntune: Callable[..., CliResult],
-                                                                     tmp_path: Path) -> None:
+def test_deploy_merges_and_refuses_to_overwrite_an_unreadable_table(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     path = tmp_path / "table.json"
     _tune(kerntune, "N=65536")
     assert kerntune("deploy", "last", "--table", str(path)).code == 0
@@ -95,8 +107,9 @@ def test_deploy_merges_and_refuses_to_overwrite_an_unreadable_table(kerntune: Ca
     assert wrong.code == 2 and "*.json" in wrong.stderr
 
 
-def test_migrate_lists_every_entry_to_tune_again_on_another_device(kerntune: Callable[..., CliResult],
-                                                                   tmp_path: Path) -> None:
+def test_migrate_lists_every_entry_to_tune_again_on_another_device(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     _tune(kerntune, "N=65536", "N=131072")
     path = tmp_path / "table.json"
     assert kerntune("deploy", "last", "--table", str(path)).code == 0
@@ -107,8 +120,10 @@ def test_migrate_lists_every_entry_to_tune_again_on_another_device(kerntune: Cal
     data = moved.json()
     assert sorted(r["shape"]["N"] for r in data["retune"]) == [65536, 131072] and data["still_valid"] == 0
     assert data["retune"][0]["because"]["arch"] == {"table": arch, "target": "sm_100"}
-    assert data["commands"] == [f"kerntune tune SPEC_OF_opencl_vector_add --shape N={n1} --shape N={n2}"
-                                for n1, n2 in [sorted(r["shape"]["N"] for r in data["retune"])]]
+    assert data["commands"] == [
+        f"kerntune tune SPEC_OF_opencl_vector_add --shape N={n1} --shape N={n2}"
+        for n1, n2 in [sorted(r["shape"]["N"] for r in data["retune"])]
+    ]
     same = kerntune("migrate", str(path), "--to", arch, "--json").json()
     assert same["retune"] == [] and same["still_valid"] == 2
     path.write_text("{")

@@ -15,13 +15,18 @@ from tests.conftest import EXAMPLES, CliResult
 
 pytest.importorskip("pyopencl")
 
-FAST = {"KERNTUNE_CONFIRM_ROUNDS": "0", "KERNTUNE_WARMUP_MS": "20", "KERNTUNE_SAMPLE_BUDGET_MS": "60",
-        "KERNTUNE_MIN_SAMPLES": "5"}
+FAST = {
+    "KERNTUNE_CONFIRM_ROUNDS": "0",
+    "KERNTUNE_WARMUP_MS": "20",
+    "KERNTUNE_SAMPLE_BUDGET_MS": "60",
+    "KERNTUNE_MIN_SAMPLES": "5",
+}
 SIZES = [1 << p for p in (12, 14, 16, 17, 18, 20)]
 
 
-def test_train_a_table_from_a_sweep_and_score_it_on_held_out_shapes(kerntune: Callable[..., CliResult],
-                                                                    tmp_path: Path) -> None:
+def test_train_a_table_from_a_sweep_and_score_it_on_held_out_shapes(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     shapes = [a for n in SIZES for a in ("--shape", f"N={n}")]
     tuned = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), *shapes, "--strategy", "exhaustive", env=FAST)
     assert tuned.code == 0, tuned.stderr
@@ -45,8 +50,14 @@ def test_train_a_table_from_a_sweep_and_score_it_on_held_out_shapes(kerntune: Ca
     assert {r["shape"]["N"] for r in held["rows"]} <= set(SIZES)
     # The runtime reads the file: an untuned size gets a rule's config, counted as a rule hit.
     fixed = {k: v for k, v in table["rules"][-1]["when"].items()}
-    live = Dispatcher(path, key=lambda n: {"N": n}, default={"LS": 1, "WPT": 1}, device=fixed,
-                      versions=table["validators"], settings=Settings())
+    live = Dispatcher(
+        path,
+        key=lambda n: {"N": n},
+        default={"LS": 1, "WPT": 1},
+        device=fixed,
+        versions=table["validators"],
+        settings=Settings(),
+    )
     assert live.select(3 << 15) in [r["config"] for r in table["rules"]] and live.stats()["rule"] == 1
 
     again = kerntune("train", "last", "--table", str(path))

@@ -16,26 +16,54 @@ from tests.conftest import EXAMPLES, CliResult
 pytest.importorskip("pyopencl")
 pytest.importorskip("torch")
 
-FAST = {"KERNTUNE_CONFIRM_ROUNDS": "0", "KERNTUNE_WARMUP_MS": "20", "KERNTUNE_SAMPLE_BUDGET_MS": "80",
-        "KERNTUNE_MIN_SAMPLES": "5"}
+FAST = {
+    "KERNTUNE_CONFIRM_ROUNDS": "0",
+    "KERNTUNE_WARMUP_MS": "20",
+    "KERNTUNE_SAMPLE_BUDGET_MS": "80",
+    "KERNTUNE_MIN_SAMPLES": "5",
+}
 LIVE = str(EXAMPLES / "opencl_vector_add" / "live.py")
 
 
 def _deployed(kerntune: Callable[..., CliResult], path: Path) -> dict[str, object]:
-    tuned = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--shape", "N=262144",
-                     "--strategy", "exhaustive", env=FAST)
+    tuned = kerntune(
+        "tune",
+        str(EXAMPLES / "opencl_vector_add"),
+        "--shape",
+        "N=65536",
+        "--shape",
+        "N=262144",
+        "--strategy",
+        "exhaustive",
+        env=FAST,
+    )
     assert tuned.code == 0, tuned.stderr
     assert kerntune("deploy", "last", "--table", str(path)).code == 0
     return json.loads(path.read_text())  # type: ignore[no-any-return]
 
 
-def test_verify_sees_every_entry_engage_then_admit_ranks_them(kerntune: Callable[..., CliResult],
-                                                               tmp_path: Path) -> None:
+def test_verify_sees_every_entry_engage_then_admit_ranks_them(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     table = tmp_path / "table.json"
     _deployed(kerntune, table)
     report = tmp_path / "verify.json"
-    seen = kerntune("verify", "--processes", "2", "--report", str(report), "--json", "--",
-                    sys.executable, LIVE, str(table), "--sizes", "65536,262144,4096", "--reps", "20")
+    seen = kerntune(
+        "verify",
+        "--processes",
+        "2",
+        "--report",
+        str(report),
+        "--json",
+        "--",
+        sys.executable,
+        LIVE,
+        str(table),
+        "--sizes",
+        "65536,262144,4096",
+        "--reps",
+        "20",
+    )
     assert seen.code == 0, seen.stderr
     assert "engagement: 2 of 2 entries engaged" in seen.stderr  # said before the A/B began
     data = seen.json()
@@ -58,8 +86,9 @@ def test_verify_sees_every_entry_engage_then_admit_ranks_them(kerntune: Callable
     assert [e["status"] for e in written["entries"]] == [r["status"] for r in rows]
 
 
-def test_a_table_keyed_to_another_compute_unit_count_misses_and_exits_1(kerntune: Callable[..., CliResult],
-                                                                         tmp_path: Path) -> None:
+def test_a_table_keyed_to_another_compute_unit_count_misses_and_exits_1(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     table = tmp_path / "table.json"
     data = _deployed(kerntune, table)
     for entry in data["entries"]:  # type: ignore[attr-defined]
@@ -74,17 +103,18 @@ def test_a_table_keyed_to_another_compute_unit_count_misses_and_exits_1(kerntune
     assert nothing.code == 2
 
 
-def test_scope_reads_gemm_layouts_in_a_marked_window_and_its_corpus_tunes(kerntune: Callable[..., CliResult],
-                                                                          tmp_path: Path) -> None:
+def test_scope_reads_gemm_layouts_in_a_marked_window_and_its_corpus_tunes(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     program = tmp_path / "mm.py"
     program.write_text(
         "import torch\nfrom torch.profiler import record_function\n"
         "x = torch.randn(16, 64).half()\nlin = torch.nn.Linear(64, 32).half()\nw = torch.randn(64, 32).half()\n"
         "y = x @ w  # before the window: not counted\n"
-        "for _ in range(3):\n    with record_function('step'):\n        y = lin(x) + x @ w\nprint(float(y.sum()))\n")
+        "for _ in range(3):\n    with record_function('step'):\n        y = lin(x) + x @ w\nprint(float(y.sum()))\n"
+    )
     corpus = tmp_path / "corpus.jsonl"
-    found = kerntune("scope", "--region", "step", "--corpus", str(corpus), "--json", "--", sys.executable,
-                     str(program))
+    found = kerntune("scope", "--region", "step", "--corpus", str(corpus), "--json", "--", sys.executable, str(program))
     assert found.code == 0, found.stderr
     data = found.json()
     assert data["window"]["spans"] == 3 and "ranges named 'step'" in data["window"]["describe"]
@@ -94,11 +124,21 @@ def test_scope_reads_gemm_layouts_in_a_marked_window_and_its_corpus_tunes(kerntu
     assert all(g["dtype"] == "float16" for g in data["gemms"])
     assert {(line.op, line.layout) for line in read_corpus(corpus)} == {("aten::addmm", "NT"), ("aten::mm", "NN")}
     pytest.importorskip("triton")
-    tuned = kerntune("tune", str(EXAMPLES / "triton_matmul"), "--shapes-from", str(corpus), "--dtype", "float16",
-                     "--strategy", "random", "--budget", "2", "--json")
+    tuned = kerntune(
+        "tune",
+        str(EXAMPLES / "triton_matmul"),
+        "--shapes-from",
+        str(corpus),
+        "--dtype",
+        "float16",
+        "--strategy",
+        "random",
+        "--budget",
+        "2",
+        "--json",
+    )
     assert tuned.code == 0, tuned.stderr  # the corpus scope wrote, as written
-    assert sorted((s["shape"]["layout"], s["shape"]["bias"]) for s in tuned.json()["shapes"]) == [("NN", 0),
-                                                                                                  ("NT", 1)]
+    assert sorted((s["shape"]["layout"], s["shape"]["bias"]) for s in tuned.json()["shapes"]) == [("NN", 0), ("NT", 1)]
     wrong = kerntune("scope", "--", "ls", "-l")
     assert wrong.code == 2 and "take Python programs" in wrong.stderr
     unmarked = kerntune("scope", "--region", "nowhere", "--", sys.executable, str(program))
@@ -108,9 +148,27 @@ def test_scope_reads_gemm_layouts_in_a_marked_window_and_its_corpus_tunes(kerntu
 def test_the_transformer_demo_reports_its_dispatchers_without_a_table(kerntune: Callable[..., CliResult]) -> None:
     pytest.importorskip("triton")
     demo = str(EXAMPLES / "transformer_mlp" / "run.py")
-    seen = kerntune("verify", "--no-ab", "--json", "--", sys.executable, demo, "--device", "cpu", "--dtype",
-                    "float16", "--tokens", "4", "--dim", "64", "--hidden", "128", "--steps", "2",
-                    env={"TRITON_INTERPRET": "1"})
+    seen = kerntune(
+        "verify",
+        "--no-ab",
+        "--json",
+        "--",
+        sys.executable,
+        demo,
+        "--device",
+        "cpu",
+        "--dtype",
+        "float16",
+        "--tokens",
+        "4",
+        "--dim",
+        "64",
+        "--hidden",
+        "128",
+        "--steps",
+        "2",
+        env={"TRITON_INTERPRET": "1"},
+    )
     assert seen.code == 0, seen.stderr
     data = seen.json()
     assert data["kernels"] == ["matmul", "rmsnorm"] and data["entries"] == [] and data["exact_calls"] == 0

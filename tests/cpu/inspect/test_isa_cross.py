@@ -64,28 +64,53 @@ def test_bad_targets_and_configs_that_do_not_build_say_why() -> None:
 
 
 def test_inspect_shows_a_spec_config_on_both_vendors(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("inspect", str(EXAMPLES / "triton_matmul"), "--config", "BLOCK_M=64,BLOCK_N=64,BLOCK_K=64",
-                      "--shape", "M=256,N=256,K=256", "--target", "sm_90", "--target", "gfx942", "--json")
+    result = kerntune(
+        "inspect",
+        str(EXAMPLES / "triton_matmul"),
+        "--config",
+        "BLOCK_M=64,BLOCK_N=64,BLOCK_K=64",
+        "--shape",
+        "M=256,N=256,K=256",
+        "--target",
+        "sm_90",
+        "--target",
+        "gfx942",
+        "--json",
+    )
     assert result.code == 0, result.stderr
     rows = {r["target"]: r for r in result.json()}
     nvidia, amd = rows["sm_90"], rows["gfx942"]
     assert nvidia["census"][TENSOR_CORE] > 0 and nvidia["resources"]["registers"] > 0 and nvidia["spills"] == 0
-    assert amd["census"][MATRIX] > 0 and amd["resources"]["lds_bytes"] > 0 \
-        and amd["occupancy"]["waves_per_simd"] > 0 and "warps_per_sm" not in amd["occupancy"]
+    assert (
+        amd["census"][MATRIX] > 0
+        and amd["resources"]["lds_bytes"] > 0
+        and amd["occupancy"]["waves_per_simd"] > 0
+        and "warps_per_sm" not in amd["occupancy"]
+    )
     # The spec's launch gave 16-byte-aligned tensors and unit strides, as the JIT would see them: loads vectorize.
     assert amd["census"]["global 128-bit loads (global_load_dwordx4)"] > 0
     assert nvidia["config"].startswith("BLOCK_M=64,BLOCK_N=64,BLOCK_K=64")
 
 
 @pytest.mark.parametrize("form, kernel", [("", "matmul_tma_persistent_kernel")])
-def test_inspect_compiles_tma_descriptor_kernels_without_spills(kerntune: Callable[..., CliResult], form: str,
-                                                                kernel: str) -> None:
+def test_inspect_compiles_tma_descriptor_kernels_without_spills(
+    kerntune: Callable[..., CliResult], form: str, kernel: str
+) -> None:
     # The persistent TMA tile that leads at the large shapes: host-made descriptors become Triton's tensordesc
     # types, as the JIT specializes them.
-    result = kerntune("inspect", str(EXAMPLES / "triton_matmul"), "--config",
-                      f"BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,TMA=1,PERSISTENT=1,num_warps=8,num_stages=3{form}",
-                      "--shape", "M=256,N=10240,K=8192,layout=NT", "--dtype", "bfloat16", "--target", "sm_90",
-                      "--json")
+    result = kerntune(
+        "inspect",
+        str(EXAMPLES / "triton_matmul"),
+        "--config",
+        f"BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,TMA=1,PERSISTENT=1,num_warps=8,num_stages=3{form}",
+        "--shape",
+        "M=256,N=10240,K=8192,layout=NT",
+        "--dtype",
+        "bfloat16",
+        "--target",
+        "sm_90",
+        "--json",
+    )
     assert result.code == 0, result.stderr
     (row,) = result.json()
     assert row["kernel"] == kernel
@@ -108,13 +133,19 @@ def _k_loop_barriers(ptx: str) -> int:
     return count
 
 
-@pytest.mark.parametrize("rows, block_n, block_k, warps, barriers", [
-    (4, 1, 1024, 8, True), (8, 2, 1024, 16, True),  # 4 weight elements a thread: converted in every step
-    (4, 1, 2048, 8, False), (8, 16, 256, 4, False),  # 8 or more: none
-    (1, 1, 1024, 8, False),  # one row: none at any count
-])
+@pytest.mark.parametrize(
+    "rows, block_n, block_k, warps, barriers",
+    [
+        (4, 1, 1024, 8, True),
+        (8, 2, 1024, 16, True),  # 4 weight elements a thread: converted in every step
+        (4, 1, 2048, 8, False),
+        (8, 16, 256, 4, False),  # 8 or more: none
+        (1, 1, 1024, 8, False),  # one row: none at any count
+    ],
+)
 def test_gemv_weight_loads_under_8_a_thread_past_one_row_convert_through_shared_memory(
-        rows: int, block_n: int, block_k: int, warps: int, barriers: bool) -> None:
+    rows: int, block_n: int, block_k: int, warps: int, barriers: bool
+) -> None:
     # The premise of the matmul example's GEMV_WEIGHT_PER_THREAD rule, checked against the installed Triton: if
     # a compiler stops converting, the rule has outlived its reason.
     k_loop_sass = load_benchmark("k_loop_sass")  # the example's kernels compiled as the JIT would specialize them
@@ -129,12 +160,17 @@ def test_gemv_weight_loads_under_8_a_thread_past_one_row_convert_through_shared_
     assert converts == barriers
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--target", "sm_99"], "unknown target 'sm_99'"),
-    (["--target", "sm_90", "--config", "TILE=3"], "unknown parameter 'TILE'"),
-    (["--target", "sm_90", "--config", "num_warps=4", "--config", "num_warps=8", "--config", "num_warps=2"],
-     "give one --config to inspect, or two to compare"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--target", "sm_99"], "unknown target 'sm_99'"),
+        (["--target", "sm_90", "--config", "TILE=3"], "unknown parameter 'TILE'"),
+        (
+            ["--target", "sm_90", "--config", "num_warps=4", "--config", "num_warps=8", "--config", "num_warps=2"],
+            "give one --config to inspect, or two to compare",
+        ),
+    ],
+)
 def test_inspect_refuses_bad_input(kerntune: Callable[..., CliResult], args: list[str], message: str) -> None:
     result = kerntune("inspect", str(EXAMPLES / "triton_matmul"), *args)
     assert result.code == 2 and message in result.stderr, result.stderr
@@ -142,8 +178,19 @@ def test_inspect_refuses_bad_input(kerntune: Callable[..., CliResult], args: lis
 
 def test_two_configs_side_by_side_show_what_differs(kerntune: Callable[..., CliResult]) -> None:
     small, large = "BLOCK_M=64,BLOCK_N=64,BLOCK_K=64,num_warps=4", "BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,num_warps=4"
-    result = kerntune("inspect", str(EXAMPLES / "triton_matmul"), "--config", small, "--config", large,
-                      "--shape", "M=256,N=256,K=256", "--targets", "sm_90,sm_80", "--json")
+    result = kerntune(
+        "inspect",
+        str(EXAMPLES / "triton_matmul"),
+        "--config",
+        small,
+        "--config",
+        large,
+        "--shape",
+        "M=256,N=256,K=256",
+        "--targets",
+        "sm_90,sm_80",
+        "--json",
+    )
     assert result.code == 0, result.stderr
     data = result.json()
     assert data["a"].startswith(small.rsplit(",", 1)[0]) and data["b"].startswith("BLOCK_M=128,BLOCK_N=128")

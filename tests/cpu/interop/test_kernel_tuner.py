@@ -17,8 +17,9 @@ DATA = Path(__file__).resolve().parents[2] / "data" / "kernel_tuner"
 CACHE = DATA / "vector_add_pocl.json"
 
 
-def test_import_keeps_every_sample_and_export_round_trips_the_cache(kerntune: Callable[..., CliResult],
-                                                                     tmp_path: Path) -> None:
+def test_import_keeps_every_sample_and_export_round_trips_the_cache(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     original = json.loads(CACHE.read_text())
     done = kerntune("import-kt", str(CACHE), "--shape", "N", "--json")
     assert done.code == 0, done.stderr
@@ -56,7 +57,7 @@ def test_an_unfinished_cache_is_read_as_kernel_tuner_reads_it(kerntune: Callable
 
 def test_bad_caches_and_a_multi_shape_export_are_refused(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
-    broken.write_text("{\"cache\": {")
+    broken.write_text('{"cache": {')
     result = kerntune("import-kt", str(broken))
     assert result.code == 2 and "not a Kernel Tuner cache file" in result.stderr
     other = tmp_path / "other.json"
@@ -74,8 +75,9 @@ def test_bad_caches_and_a_multi_shape_export_are_refused(kerntune: Callable[...,
 def test_a_kerntune_run_exports_as_a_cache(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
     pytest.importorskip("pyopencl")
     fast = {"KERNTUNE_CONFIRM_ROUNDS": "0", "KERNTUNE_WARMUP_MS": "10", "KERNTUNE_SAMPLE_BUDGET_MS": "40"}
-    tuned = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--strategy", "exhaustive",
-                     env=fast)
+    tuned = kerntune(
+        "tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--strategy", "exhaustive", env=fast
+    )
     assert tuned.code == 0, tuned.stderr
     out = tmp_path / "cache.json"
     assert kerntune("export-kt", "last", "-o", str(out)).code == 0

@@ -31,15 +31,32 @@ def lab(tmp_path: Path) -> Path:
 
 
 def _program(lab: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(lab / "program.py"), *args], capture_output=True, text=True,
-                          env={**__import__("os").environ, **INTERPRET, **(env or {})}, check=True)
+    return subprocess.run(
+        [sys.executable, str(lab / "program.py"), *args],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, **INTERPRET, **(env or {})},
+        check=True,
+    )
 
 
 def test_capture_replay_compare_save(kerntune: Callable[..., CliResult], lab: Path) -> None:
     before = _program(lab).stdout
     cap = lab / "cap"
-    done = kerntune("capture", "--kernel", "scale_add", "--nth", "2", "-o", str(cap), "--json", "--", "python",
-                    str(lab / "program.py"), env=INTERPRET)
+    done = kerntune(
+        "capture",
+        "--kernel",
+        "scale_add",
+        "--nth",
+        "2",
+        "-o",
+        str(cap),
+        "--json",
+        "--",
+        "python",
+        str(lab / "program.py"),
+        env=INTERPRET,
+    )
     assert done.code == 0, done.stderr
     manifest = done.json()
     assert manifest["grid"] == [4] and manifest["positional"] == ["x_ptr", "y_ptr", "out_ptr", "n"]
@@ -118,8 +135,19 @@ def test_the_same_loop_for_an_opencl_kernel_on_pocl(kerntune: Callable[..., CliR
     program = [sys.executable, str(lab / "opencl_program.py")]
     before = subprocess.run(program, capture_output=True, text=True, check=True).stdout
     cap = lab / "ocl"
-    done = kerntune("capture", "--kernel", "axpy", "--nth", "2", "-o", str(cap), "--json", "--", "python",
-                    str(lab / "opencl_program.py"))
+    done = kerntune(
+        "capture",
+        "--kernel",
+        "axpy",
+        "--nth",
+        "2",
+        "-o",
+        str(cap),
+        "--json",
+        "--",
+        "python",
+        str(lab / "opencl_program.py"),
+    )
     assert done.code == 0, done.stderr
     manifest = done.json()
     assert (manifest["grid"], manifest["local"]) == ([1024], [64])
@@ -151,8 +179,20 @@ def test_the_same_loop_for_an_opencl_kernel_on_pocl(kerntune: Callable[..., CliR
 
 def test_refusals(kerntune: Callable[..., CliResult], lab: Path) -> None:
     acc = lab / "acc"
-    done = kerntune("capture", "--kernel", "accumulate", "--scope", "all", "-o", str(acc), "--json", "--", "python",
-                    str(lab / "program.py"), env=INTERPRET)
+    done = kerntune(
+        "capture",
+        "--kernel",
+        "accumulate",
+        "--scope",
+        "all",
+        "-o",
+        str(acc),
+        "--json",
+        "--",
+        "python",
+        str(lab / "program.py"),
+        env=INTERPRET,
+    )
     assert done.code == 0 and done.json()["others"]["count"] >= 1  # scope all: the program's other tensors too
     sustained = kerntune("replay", str(acc), "--mode", "sustained", "--iterations", "2")
     assert sustained.code == 2 and "reads what it writes" in sustained.stderr
@@ -161,8 +201,9 @@ def test_refusals(kerntune: Callable[..., CliResult], lab: Path) -> None:
     undispatched = kerntune("lab", "save", str(acc), "--set", "BLOCK=64", "--table", str(lab / "t.json"))
     assert undispatched.code == 2 and "did not come from a kerntune Dispatcher" in undispatched.stderr
 
-    missing = kerntune("capture", "--kernel", "nope", "-o", str(lab / "none"), "--", "python",
-                       str(lab / "program.py"), env=INTERPRET)
+    missing = kerntune(
+        "capture", "--kernel", "nope", "-o", str(lab / "none"), "--", "python", str(lab / "program.py"), env=INTERPRET
+    )
     assert missing.code == 2 and "nope launched 0 times" in missing.stderr
     assert "launched: " in missing.stderr and "scale_add ×" in missing.stderr  # what the program did launch
     assert not (lab / "none" / "manifest.json").exists()
@@ -201,10 +242,28 @@ def test_a_replayed_binary_is_inspected_like_kerntune_inspect() -> None:
     assert loaded is not None and loaded.loader is not None
     mm = importlib.util.module_from_spec(loaded)
     loaded.loader.exec_module(mm)
-    pointers = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "bias_ptr": "*bf16", "ws_ptr": "*fp32",
-                "lock_ptr": "*i32"}
-    scalars = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn",
-               "stride_ab", "stride_bb", "stride_cb")
+    pointers = {
+        "a_ptr": "*bf16",
+        "b_ptr": "*bf16",
+        "c_ptr": "*bf16",
+        "bias_ptr": "*bf16",
+        "ws_ptr": "*fp32",
+        "lock_ptr": "*i32",
+    }
+    scalars = (
+        "M",
+        "N",
+        "K",
+        "stride_am",
+        "stride_ak",
+        "stride_bk",
+        "stride_bn",
+        "stride_cm",
+        "stride_cn",
+        "stride_ab",
+        "stride_bb",
+        "stride_cb",
+    )
     constexprs = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "HAS_BIAS": 0}
     signature = {**pointers, **dict.fromkeys(scalars, "i32"), **dict.fromkeys(constexprs, "constexpr")}
     compiled = cross_compile(mm.matmul_kernel, signature, constexprs, "sm_90", {"num_warps": 4, "num_stages": 2})

@@ -22,8 +22,9 @@ SPEC = EXAMPLES / "triton_matmul"
 CONFIG = ("--set", "BLOCK_M=32", "--set", "BLOCK_N=64", "--set", "num_stages=2")
 
 
-def _capture(kerntune: Callable[..., CliResult], out: Path, *options: str,
-             env: dict[str, str] | None = None) -> CliResult:
+def _capture(
+    kerntune: Callable[..., CliResult], out: Path, *options: str, env: dict[str, str] | None = None
+) -> CliResult:
     return kerntune("capture", *options, "-o", str(out), "--json", "--", "python", str(APP), env=env)
 
 
@@ -62,8 +63,9 @@ def test_capture_replay_and_compare_an_aten_call(kerntune: Callable[..., CliResu
 
     untimed = kerntune("lab", "save", str(cap), "--spec", str(SPEC), *CONFIG, "--table", str(tmp_path / "t.json"))
     assert untimed.code == 2 and "no timing is claimed" in untimed.stderr and not (tmp_path / "t.json").exists()
-    untried = kerntune("lab", "save", str(cap), "--spec", str(SPEC), "--set", "BLOCK_M=16", "--table",
-                       str(tmp_path / "t.json"))
+    untried = kerntune(
+        "lab", "save", str(cap), "--spec", str(SPEC), "--set", "BLOCK_M=16", "--table", str(tmp_path / "t.json")
+    )
     assert untried.code == 2 and "no passing comparison" in untried.stderr
     refused = kerntune("lab", "compare", str(cap), "--spec", str(SPEC), "--iterations", "1")
     assert refused.code == 2 and "violates the constraint 'BLOCK_M <= M'" in refused.stderr  # the default's 128
@@ -77,8 +79,7 @@ def test_capture_replay_and_compare_an_aten_call(kerntune: Callable[..., CliResu
     assert not rows[-1]["validation"]["passed"]
 
 
-def test_a_call_the_spec_cannot_take_and_capture_refusals(kerntune: Callable[..., CliResult],
-                                                          tmp_path: Path) -> None:
+def test_a_call_the_spec_cannot_take_and_capture_refusals(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
     checks = tmp_path / "float64"  # the program's own float64 check: a dtype the Triton GEMM does not take
     done = _capture(kerntune, checks, "--kernel", "aten::mm", "--match", "float64")
     assert done.code == 0 and done.json()["kernel"]["call"].endswith(":float64:T)"), done.stderr

@@ -19,8 +19,9 @@ from tests.cpu.backends.test_vulkan import _needs_vulkan  # noqa: F401  (the aut
 PROGRAM = DATA / "lab" / "vulkan_program.py"
 
 
-def test_a_vulkan_dispatch_captured_replayed_compared_and_saved(kerntune: Callable[..., CliResult],
-                                                                  tmp_path: Path) -> None:
+def test_a_vulkan_dispatch_captured_replayed_compared_and_saved(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     spec = tmp_path / "spec.py"
     shutil.copyfile(EXAMPLES / "vulkan_reduction" / "spec.py", spec)
     program = ["--", sys.executable, str(PROGRAM), str(spec)]
@@ -48,8 +49,10 @@ def test_a_vulkan_dispatch_captured_replayed_compared_and_saved(kerntune: Callab
     other = kerntune("lab", "compare", str(cap), "--set", "ITEMS=2", "--iterations", "10", "--json")
     assert other.code in (0, 1), other.stderr
     compared_set = other.json()
-    assert compared_set["interleaved"]["pairs"] == 10 and compared_set["variant_result"]["resources"][
-        "same_binary_as_captured"] is False
+    assert (
+        compared_set["interleaved"]["pairs"] == 10
+        and compared_set["variant_result"]["resources"]["same_binary_as_captured"] is False
+    )
     source = identity["source"]
     variant = tmp_path / "variant.comp"
     variant.write_text(source.replace("float acc = 0.0;", "float acc = 0.0;  // a variant: same arithmetic", 1))

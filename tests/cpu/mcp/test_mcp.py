@@ -35,8 +35,11 @@ async def _session_flow(home: Path) -> dict[str, Any]:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "kerntune", "mcp"],
-                                   env={**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(home)})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "kerntune", "mcp"],
+        env={**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(home)},
+    )
     seen: dict[str, Any] = {}
     async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
         await client.initialize()
@@ -44,8 +47,9 @@ async def _session_flow(home: Path) -> dict[str, Any]:
         seen["tools"] = tools
         opened = _payload(await client.call_tool("tuning_open", {"spec": str(EXAMPLES / "opencl_vector_add")}))
         sid = opened["session"]
-        started = _payload(await client.call_tool("tuning_action", {"session": sid, "action": "search",
-                                                                     "args": {"budget": "4"}}))
+        started = _payload(
+            await client.call_tool("tuning_action", {"session": sid, "action": "search", "args": {"budget": "4"}})
+        )
         seen["started"] = started
         busy = await client.call_tool("tuning_action", {"session": sid, "action": "search"})
         seen["busy"] = _failed(busy), busy.content[0].text
@@ -85,8 +89,11 @@ async def _lab_flow(home: Path, lab: Path) -> dict[str, Any]:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "kerntune", "mcp"],
-                                   env={**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(home)})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "kerntune", "mcp"],
+        env={**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(home)},
+    )
     seen: dict[str, Any] = {}
     async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
         await client.initialize()
@@ -100,8 +107,9 @@ async def _lab_flow(home: Path, lab: Path) -> dict[str, Any]:
             return status
 
         sid = _payload(await client.call_tool("tuning_open", {"spec": str(EXAMPLES / "opencl_vector_add")}))["session"]
-        seen["capture"] = await finish("capture", {"kernel": "axpy", "nth": 2,
-                                                   "command": ["python", str(lab / "opencl_program.py")]})
+        seen["capture"] = await finish(
+            "capture", {"kernel": "axpy", "nth": 2, "command": ["python", str(lab / "opencl_program.py")]}
+        )
         seen["run"] = await finish("run", {"iterations": 3})
         seen["compare"] = await finish("run", {"variant": str(lab / "axpy_ok.cl"), "iterations": 3})
         seen["save"] = await finish("save", {"variant": str(lab / "axpy_ok.cl")})

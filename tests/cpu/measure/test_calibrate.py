@@ -32,7 +32,8 @@ def test_calibrate_measures_once_then_serves_the_cache_until_forced(kerntune: Ca
 
 
 def test_a_device_being_calibrated_elsewhere_is_refused_when_asked_not_to_wait(
-        kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     key = kerntune("calibrate", "--json").json()["device_key"]
     lock_dir = tmp_path / "store" / "locks"
     with FileLock(str(lock_dir / f"device-{key}.lock")):  # another kerntune, as far as this one can tell
@@ -41,12 +42,14 @@ def test_a_device_being_calibrated_elsewhere_is_refused_when_asked_not_to_wait(
 
 
 def test_with_a_calibration_the_report_has_the_speed_of_light_and_the_search_stops_near_it(
-        kerntune: Callable[..., CliResult]) -> None:
+    kerntune: Callable[..., CliResult],
+) -> None:
     assert kerntune("calibrate").code == 0
     # A low threshold: a CPU shared with other work (CI, a second test run) can halve the vector add's
     # bandwidth against a calibration measured a minute earlier; the rule's mechanics are what is checked.
-    result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=4194304", "--json",
-                      env={"KERNTUNE_SOL_STOP": "0.25"})
+    result = kerntune(
+        "tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=4194304", "--json", env={"KERNTUNE_SOL_STOP": "0.25"}
+    )
     assert result.code == 0, result.stderr
     report = result.json()
     assert report["run"]["stop_reason"].startswith("near the hardware limit: ")
@@ -57,12 +60,21 @@ def test_with_a_calibration_the_report_has_the_speed_of_light_and_the_search_sto
 
 @pytest.mark.parametrize("suffix", [".svg", ".png"])
 def test_roofline_draws_the_stored_candidates_against_the_calibration(
-        kerntune: Callable[..., CliResult], tmp_path: Path, suffix: str) -> None:
+    kerntune: Callable[..., CliResult], tmp_path: Path, suffix: str
+) -> None:
     pytest.importorskip("matplotlib")
     assert kerntune("roofline", "last").code == 2  # no run yet: a clear error, not a traceback
     assert kerntune("calibrate").code == 0
-    tuned = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=1048576", "--budget", "4", "--json",
-                     env={"KERNTUNE_SOL_STOP": "0"})
+    tuned = kerntune(
+        "tune",
+        str(EXAMPLES / "opencl_vector_add"),
+        "--shape",
+        "N=1048576",
+        "--budget",
+        "4",
+        "--json",
+        env={"KERNTUNE_SOL_STOP": "0"},
+    )
     assert tuned.code == 0, tuned.stderr
     report = tuned.json()
     chart = tmp_path / f"roofline{suffix}"
@@ -83,7 +95,8 @@ def test_roofline_draws_the_stored_candidates_against_the_calibration(
 
 
 def test_roofline_refuses_a_run_without_a_calibration_and_an_unknown_format(
-        kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     assert kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--budget", "2").code == 0
     missing = kerntune("roofline", "last", "-o", str(tmp_path / "r.svg"))
     assert missing.code == 2 and "no calibration recorded" in missing.stderr

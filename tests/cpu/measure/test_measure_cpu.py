@@ -14,8 +14,9 @@ VECTOR_ADD = str(EXAMPLES / "opencl_vector_add")
 
 @pytest.mark.parametrize("regime", ["warm", "rotating"])
 def test_regimes_are_measured_and_recorded(kerntune: Callable[..., CliResult], regime: str) -> None:
-    result = kerntune("tune", VECTOR_ADD, "--budget", "2", "--json",
-                      env={"KERNTUNE_REGIME": regime, "KERNTUNE_FINALISTS": "0"})
+    result = kerntune(
+        "tune", VECTOR_ADD, "--budget", "2", "--json", env={"KERNTUNE_REGIME": regime, "KERNTUNE_FINALISTS": "0"}
+    )
     assert result.code == 0, result.stderr
     measurement = result.json()["shapes"][0]["winner"]["measurement"]
     conditions = measurement["conditions"]

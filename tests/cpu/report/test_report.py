@@ -70,10 +70,26 @@ def test_labels_are_data_never_markup() -> None:
 
 
 def test_the_roofline_chart_draws_each_ceiling_and_point() -> None:
-    points = [{"shape": "N=1", "role": "search", "label": "B=64", "winner": True, "median_ms": 0.5,
-               "intensity": 2.0, "flops_per_s": 4e12},
-              {"shape": "N=1", "role": "baseline", "label": "torch", "winner": False, "median_ms": 1.0,
-               "intensity": 2.0, "flops_per_s": 2e12}]
+    points = [
+        {
+            "shape": "N=1",
+            "role": "search",
+            "label": "B=64",
+            "winner": True,
+            "median_ms": 0.5,
+            "intensity": 2.0,
+            "flops_per_s": 4e12,
+        },
+        {
+            "shape": "N=1",
+            "role": "baseline",
+            "label": "torch",
+            "winner": False,
+            "median_ms": 1.0,
+            "intensity": 2.0,
+            "flops_per_s": 2e12,
+        },
+    ]
     svg = charts.roofline(points, {"FMA (fp32)": 60e12, "bfloat16 matrix": 900e12}, 4e12)
     assert svg.count('class="ceiling"') == 2 and 'data-flops-per-s="9e+14"' in svg
     assert 'data-label="B=64" data-median-ms="0.5"' in svg and 'data-label="torch" data-median-ms="1"' in svg
@@ -103,8 +119,12 @@ def test_the_run_page_shows_which_parameter_moved_the_time() -> None:
     from kerntune.report.importance import parameter_importance, varying
     from kerntune.report.page import fields
 
-    rows = [({"BLOCK": b, "WARPS": w, "STAGES": st}, 8.0 / b + (0.001 * st)) for b in (16, 32, 64, 128)
-            for w in (2, 4) for st in (2, 3)]
+    rows = [
+        ({"BLOCK": b, "WARPS": w, "STAGES": st}, 8.0 / b + (0.001 * st))
+        for b in (16, 32, 64, 128)
+        for w in (2, 4)
+        for st in (2, 3)
+    ]
     importance = parameter_importance(rows)
     assert importance is not None and max(importance, key=importance.__getitem__) == "BLOCK"
     assert abs(sum(importance.values()) - 1) < 1e-6
@@ -113,4 +133,5 @@ def test_the_run_page_shows_which_parameter_moved_the_time() -> None:
     assert svg.index('data-parameter="BLOCK"') < svg.index('data-parameter="STAGES"')  # most important first
     assert 'data-parameter="BLOCK" data-value="128" data-best-ms="0.0645"' in svg
     assert "<th></th>" not in fields([("run", "r1")], "run") and '<th scope="row">run</th>' in fields(
-        [("run", "r1")], "run")
+        [("run", "r1")], "run"
+    )

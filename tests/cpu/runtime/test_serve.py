@@ -18,8 +18,18 @@ pytestmark = pytest.mark.skipif(has_gpu(), reason="serves the CPU dispatch key u
 
 APP = DATA / "served" / "linear_app.py"
 SPEC = EXAMPLES / "triton_matmul"
-PLAIN = {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "TMA": 0,
-         "PERSISTENT": 0, "num_warps": 4, "num_stages": 2}
+PLAIN = {
+    "BLOCK_M": 32,
+    "BLOCK_N": 64,
+    "BLOCK_K": 32,
+    "GROUP_M": 8,
+    "SPLIT_K": 1,
+    "FUSED": 0,
+    "TMA": 0,
+    "PERSISTENT": 0,
+    "num_warps": 4,
+    "num_stages": 2,
+}
 
 
 def _table(path: Path, *, device: dict[str, Any] | None = None, bias_config: dict[str, Any] | None = None) -> Path:
@@ -29,29 +39,52 @@ def _table(path: Path, *, device: dict[str, Any] | None = None, bias_config: dic
     from kerntune.runtime.serving import cpu_device_fields, load_served_spec
 
     problem = load_served_spec(SPEC)
-    fixed = {"op": problem.name, "source": problem_source_hash(problem), "dtype": "float16",
-             **(device or cpu_device_fields())}
+    fixed = {
+        "op": problem.name,
+        "source": problem_source_hash(problem),
+        "dtype": "float16",
+        **(device or cpu_device_fields()),
+    }
     entries = [
         {"key": {**fixed, "M": 32, "N": 64, "K": 64, "layout": "NT", "bias": 1}, "config": bias_config or PLAIN},
-        {"key": {**fixed, "M": 32, "N": 128, "K": 64, "layout": "NT", "bias": 0},
-         "config": {**PLAIN, "SPLIT_K": 2}},  # split-K with its reduction kernel
+        {
+            "key": {**fixed, "M": 32, "N": 128, "K": 64, "layout": "NT", "bias": 0},
+            "config": {**PLAIN, "SPLIT_K": 2},
+        },  # split-K with its reduction kernel
     ]
-    table = {"schema": 1, "provenance": {}, "validators": {}, "device": {},
-             "entries": [{**e, "status": "measured", "spec": str(SPEC)} for e in entries]}
+    table = {
+        "schema": 1,
+        "provenance": {},
+        "validators": {},
+        "device": {},
+        "entries": [{**e, "status": "measured", "spec": str(SPEC)} for e in entries],
+    }
     path.write_text(json.dumps(table))
     return path
 
 
-def _served(kerntune: Callable[..., CliResult], table: Path, out: Path,
-            *extra: str) -> tuple[CliResult, dict[str, Any]]:
-    done = kerntune("run", "--table", str(table), "--backend", "CPU", *extra, "--", "python", str(APP),
-                    env={"TRITON_INTERPRET": "1", "KERNTUNE_VERIFY_OUT": str(out)})
+def _served(
+    kerntune: Callable[..., CliResult], table: Path, out: Path, *extra: str
+) -> tuple[CliResult, dict[str, Any]]:
+    done = kerntune(
+        "run",
+        "--table",
+        str(table),
+        "--backend",
+        "CPU",
+        *extra,
+        "--",
+        "python",
+        str(APP),
+        env={"TRITON_INTERPRET": "1", "KERNTUNE_VERIFY_OUT": str(out)},
+    )
     counts = [json.loads(p.read_text()) for p in out.glob("serve-*.json")]
     return done, counts[0] if counts else {}
 
 
 def test_each_covered_call_runs_the_tuned_kernel_and_every_other_the_library(
-        kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     done, counts = _served(kerntune, _table(tmp_path / "t.json"), tmp_path / "out")
     assert done.code == 0, done.stderr  # the app checked every output against float64
     ops = counts["ops"]
@@ -68,8 +101,9 @@ def test_each_covered_call_runs_the_tuned_kernel_and_every_other_the_library(
 
 
 def test_bad_tables_and_failing_kernels_run_the_library(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
-    elsewhere = _table(tmp_path / "other.json", device={"arch": "sm_90", "compute_units": 132,
-                                                         "device_name": "NVIDIA H200"})
+    elsewhere = _table(
+        tmp_path / "other.json", device={"arch": "sm_90", "compute_units": 132, "device_name": "NVIDIA H200"}
+    )
     done, counts = _served(kerntune, elsewhere, tmp_path / "a")
     assert done.code == 0, done.stderr
     assert counts["ops"]["aten::addmm"] == {"served": 0, "library": 3, "failed": 0}  # counted misses
@@ -139,15 +173,39 @@ def test_batched_products_are_served_by_the_bmm_spec(kerntune: Callable[..., Cli
 
     spec_path = EXAMPLES / "triton_bmm"
     problem = load_served_spec(spec_path)
-    key = {"op": problem.name, "source": problem_source_hash(problem), "dtype": "float16", **cpu_device_fields(),
-           "B": 4, "M": 16, "N": 32, "K": 64, "layout": "NT"}
+    key = {
+        "op": problem.name,
+        "source": problem_source_hash(problem),
+        "dtype": "float16",
+        **cpu_device_fields(),
+        "B": 4,
+        "M": 16,
+        "N": 32,
+        "K": 64,
+        "layout": "NT",
+    }
     table = tmp_path / "bmm.json"
-    table.write_text(json.dumps({"schema": 1, "validators": {}, "entries": [
-        {"key": key, "config": PLAIN, "status": "measured", "spec": str(spec_path)}]}))
+    table.write_text(
+        json.dumps(
+            {
+                "schema": 1,
+                "validators": {},
+                "entries": [{"key": key, "config": PLAIN, "status": "measured", "spec": str(spec_path)}],
+            }
+        )
+    )
     out = tmp_path / "out"
-    done = kerntune("run", "--table", str(table), "--backend", "CPU", "--", "python", str(DATA / "served" /
-                                                                                         "bmm_app.py"),
-                    env={"TRITON_INTERPRET": "1", "KERNTUNE_VERIFY_OUT": str(out)})
+    done = kerntune(
+        "run",
+        "--table",
+        str(table),
+        "--backend",
+        "CPU",
+        "--",
+        "python",
+        str(DATA / "served" / "bmm_app.py"),
+        env={"TRITON_INTERPRET": "1", "KERNTUNE_VERIFY_OUT": str(out)},
+    )
     assert done.code == 0, done.stderr  # the app checked each product in float64
     (counts,) = [json.loads(p.read_text()) for p in out.glob("serve-*.json")]
     assert counts["ops"]["aten::bmm"]["served"] == 3  # q @ kᵀ, layout NT; the float64 checks run the library

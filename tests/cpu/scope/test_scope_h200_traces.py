@@ -16,8 +16,12 @@ TRACES = Path(__file__).resolve().parents[2] / "data" / "scope_h200"
 STEP = Window(region="step")
 STEPS = 20  # each recorded run timed 20 steps
 DECODE_GEMMS = {  # (M, N, K): calls in 20 steps of 4 layers — q and o, gate and up, k and v, down, the LM head
-    (16, 4096, 4096): 160, (16, 14336, 4096): 160, (16, 1024, 4096): 160, (16, 4096, 14336): 80,
-    (16, 32000, 4096): 20}
+    (16, 4096, 4096): 160,
+    (16, 14336, 4096): 160,
+    (16, 1024, 4096): 160,
+    (16, 4096, 14336): 80,
+    (16, 32000, 4096): 20,
+}
 
 
 def _analyzed(name: str, window: Window = STEP) -> dict:
@@ -84,4 +88,3 @@ def test_device_time_per_marked_range_is_the_window_s_device_time_split_by_step(
     assert len(per) == STEPS and abs(sum(per) - analyze(events, STEP)["device_us"]) < 1e-6 * sum(per)
     middle = sorted(per)[STEPS // 2]
     assert all(0.8 * middle < x < 1.2 * middle for x in per), per
-

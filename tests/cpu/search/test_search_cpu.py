@@ -16,10 +16,19 @@ from tests.conftest import EXAMPLES, ROOT, CliResult
 pytest.importorskip("pyopencl")
 
 
-def test_race_with_compile_ahead_workers_ranks_only_full_measurements(kerntune: Callable[..., CliResult],
-                                                                    tmp_path: Path) -> None:
-    result = kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--shape", "M=128,N=128,K=128", "--strategy",
-                      "race", "--json", env={"KERNTUNE_COMPILE_WORKERS": "2"})
+def test_race_with_compile_ahead_workers_ranks_only_full_measurements(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "opencl_matmul"),
+        "--shape",
+        "M=128,N=128,K=128",
+        "--strategy",
+        "race",
+        "--json",
+        env={"KERNTUNE_COMPILE_WORKERS": "2"},
+    )
     assert result.code == 0, result.stderr
     report = result.json()
     shape = report["shapes"][0]
@@ -32,19 +41,25 @@ def test_race_with_compile_ahead_workers_ranks_only_full_measurements(kerntune: 
     assert all(f["confirmed_n"] > 0 for f in shape["finalists"])
     # Each screen's measurement says where its wall time went, and the benchmarks' export reads it from the store.
     csv_path = tmp_path / "candidates.csv"
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "export_candidates.py"), str(tmp_path / "store"),
-                           str(csv_path)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "export_candidates.py"), str(tmp_path / "store"), str(csv_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     screens = [row for row in csv.DictReader(csv_path.read_text().splitlines()) if row["role"] == "screen"]
     assert screens and all(float(row["warm_up_ms"]) > 0 and float(row["sampling_ms"]) > 0 for row in screens)
-    assert all(float(row["warm_up_ms"]) + float(row["sampling_ms"]) <= 1e3 * float(row["measure_s"]) + 1
-               for row in screens)  # the protocol's phases lie inside the worker's measuring time
+    assert all(
+        float(row["warm_up_ms"]) + float(row["sampling_ms"]) <= 1e3 * float(row["measure_s"]) + 1 for row in screens
+    )  # the protocol's phases lie inside the worker's measuring time
     assert f"screens ({len(screens)}, medians): warm-up" in done.stdout
 
 
 def test_a_target_time_stops_the_search_and_says_so(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--target-ms", "1000",
-                      "--json")
+    result = kerntune(
+        "tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--target-ms", "1000", "--json"
+    )
     assert result.code == 0, result.stderr
     report = result.json()
     assert report["run"]["stop_reason"].startswith("target met: ")
@@ -56,9 +71,20 @@ def test_a_target_time_stops_the_search_and_says_so(kerntune: Callable[..., CliR
 
 
 def test_a_time_budget_per_shape_leaves_every_shape_its_share(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--shape", "M=64,N=64,K=64", "--shape",
-                      "M=128,N=128,K=128", "--strategy", "random", "--budget", "5s/shape", "--json",
-                      env={"KERNTUNE_CONFIRM_ROUNDS": "0"})
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "opencl_matmul"),
+        "--shape",
+        "M=64,N=64,K=64",
+        "--shape",
+        "M=128,N=128,K=128",
+        "--strategy",
+        "random",
+        "--budget",
+        "5s/shape",
+        "--json",
+        env={"KERNTUNE_CONFIRM_ROUNDS": "0"},
+    )
     assert result.code == 0, result.stderr
     report = result.json()
     # Each shape's search stops at its 5 s, or the run at 5 s × 2 shapes, start-up included, whichever comes first.
@@ -67,22 +93,39 @@ def test_a_time_budget_per_shape_leaves_every_shape_its_share(kerntune: Callable
     # inside the share, and then the space, not the budget, ends the search. What this test holds either way: the
     # first shape leaves the second its share (both timed something), and each report says how much of its
     # space the search reached.
-    assert report["run"]["stop_reason"] in ("time budget reached (5 s per shape)",
-                                            "time budget reached (10 s for the run)", "every valid config evaluated")
+    assert report["run"]["stop_reason"] in (
+        "time budget reached (5 s per shape)",
+        "time budget reached (10 s for the run)",
+        "every valid config evaluated",
+    )
     assert report["run"]["budget"]["shape_seconds"] == 5.0
     assert [s["outcomes"]["timed"] >= 1 for s in report["shapes"]] == [True, True]
     assert all(s["valid_configs"] == 30 and 2 <= s["reached"] <= 30 for s in report["shapes"]), report["shapes"]
 
 
-def test_a_shape_finished_earlier_in_the_run_warm_starts_the_next(kerntune: Callable[..., CliResult],
-                                                                 tmp_path: Path) -> None:
-    result = kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--shape", "M=64,N=64,K=64", "--shape",
-                      "M=128,N=128,K=128", "--strategy", "local", "--budget", "4", "--json",
-                      env={"KERNTUNE_CONFIRM_ROUNDS": "0"})
+def test_a_shape_finished_earlier_in_the_run_warm_starts_the_next(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "opencl_matmul"),
+        "--shape",
+        "M=64,N=64,K=64",
+        "--shape",
+        "M=128,N=128,K=128",
+        "--strategy",
+        "local",
+        "--budget",
+        "4",
+        "--json",
+        env={"KERNTUNE_CONFIRM_ROUNDS": "0"},
+    )
     assert result.code == 0, result.stderr
     db = sqlite3.connect(tmp_path / "store" / "kerntune.sqlite")
-    rows = db.execute("SELECT c.shape_key, c.config_key, m.median_ms FROM candidates c JOIN measurements m ON"
-                      " m.candidate_id = c.id WHERE c.role = 'search' ORDER BY c.id").fetchall()
+    rows = db.execute(
+        "SELECT c.shape_key, c.config_key, m.median_ms FROM candidates c JOIN measurements m ON"
+        " m.candidate_id = c.id WHERE c.role = 'search' ORDER BY c.id"
+    ).fetchall()
     first = [r for r in rows if r[0] == "M=64,N=64,K=64"]
     second = [r for r in rows if r[0] == "M=128,N=128,K=128"]
     fastest_first = min(first, key=lambda r: r[2])[1]

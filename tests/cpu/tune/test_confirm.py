@@ -18,8 +18,14 @@ FAST = {"KERNTUNE_WARMUP_MS": "20", "KERNTUNE_SAMPLE_BUDGET_MS": "80", "KERNTUNE
 def test_finalists_are_confirmed_in_fresh_processes_in_alternating_order(
     tmp_path: Path, kerntune: Callable[..., CliResult]
 ) -> None:
-    result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--json",
-                      env={"KERNTUNE_FINALISTS": "2", "KERNTUNE_CONFIRM_ROUNDS": "2", "KERNTUNE_CONFIRM_BAND": "0"})
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "opencl_vector_add"),
+        "--shape",
+        "N=65536",
+        "--json",
+        env={"KERNTUNE_FINALISTS": "2", "KERNTUNE_CONFIRM_ROUNDS": "2", "KERNTUNE_CONFIRM_BAND": "0"},
+    )
     assert result.code == 0, result.stderr
     shape = result.json()["shapes"][0]
     winner = shape["winner"]
@@ -29,8 +35,9 @@ def test_finalists_are_confirmed_in_fresh_processes_in_alternating_order(
     assert "confirmed" in default  # the baseline is re-timed beside the finalists
 
     with sqlite3.connect(tmp_path / "store" / "kerntune.sqlite") as db:
-        rows = db.execute("SELECT round, candidate_id, n FROM measurements WHERE phase='confirm'"
-                          " ORDER BY round, id").fetchall()
+        rows = db.execute(
+            "SELECT round, candidate_id, n FROM measurements WHERE phase='confirm' ORDER BY round, id"
+        ).fetchall()
         search_n = dict(db.execute("SELECT candidate_id, n FROM measurements WHERE phase='search'").fetchall())
     by_round = {r: [cid for rr, cid, _ in rows if rr == r] for r in (0, 1)}
     assert len(by_round[0]) == 3 and by_round[1] == by_round[0][::-1]  # 2 finalists + default, ABBA order
@@ -44,8 +51,14 @@ def test_finalists_are_ranked_by_ratios_timed_beside_the_reference(
 ) -> None:
     import json
 
-    result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--json",
-                      env={"KERNTUNE_FINALISTS": "3", "KERNTUNE_CONFIRM_ROUNDS": "2", "KERNTUNE_CONFIRM_BAND": "0"})
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "opencl_vector_add"),
+        "--shape",
+        "N=65536",
+        "--json",
+        env={"KERNTUNE_FINALISTS": "3", "KERNTUNE_CONFIRM_ROUNDS": "2", "KERNTUNE_CONFIRM_BAND": "0"},
+    )
     assert result.code == 0, result.stderr
     shape = result.json()["shapes"][0]
     assert "default" in shape["reference"]  # no library baseline in this spec: its default config
@@ -71,23 +84,31 @@ def test_after_the_first_round_only_finalists_close_to_the_best_are_re_timed(
     import json
     import math
 
-    result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--json",
-                      env={"KERNTUNE_FINALISTS": "8", "KERNTUNE_CONFIRM_ROUNDS": "3", **FAST})
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "opencl_vector_add"),
+        "--shape",
+        "N=65536",
+        "--json",
+        env={"KERNTUNE_FINALISTS": "8", "KERNTUNE_CONFIRM_ROUNDS": "3", **FAST},
+    )
     assert result.code == 0, result.stderr
     shape = result.json()["shapes"][0]
     searched = {f["id"]: f for f in shape["finalists"] if f["role"] == "search"}
     with sqlite3.connect(tmp_path / "store" / "kerntune.sqlite") as db:
         rows = db.execute("SELECT candidate_id, round, conditions FROM measurements WHERE phase='confirm'").fetchall()
-    first = {cid: json.loads(c)["telemetry"]["paired"]["log_ratio"] for cid, r, c in rows
-             if r == 0 and cid in searched}
+    first = {cid: json.loads(c)["telemetry"]["paired"]["log_ratio"] for cid, r, c in rows if r == 0 and cid in searched}
     rounds = {cid: sum(1 for c, _, _ in rows if c == cid) for cid in searched}
     best = min(first.values())
     behind = {cid for cid, v in first.items() if math.exp(v - best) - 1 > 0.03}
     assert behind, first  # the space's slow configs are among eight finalists
     # A clear loser after round 1 keeps that round only; the others are re-timed (round 3 may drop one that fell
     # behind over two rounds).
-    wrong = {cid: (rounds[cid], first.get(cid)) for cid in searched
-             if (rounds[cid] != 1 if cid in behind else rounds[cid] < 2)}
+    wrong = {
+        cid: (rounds[cid], first.get(cid))
+        for cid in searched
+        if (rounds[cid] != 1 if cid in behind else rounds[cid] < 2)
+    }
     assert not wrong, f"rounds, first-round log ratio: {wrong}; best {best}; all rounds {rounds}; first {first}"
     skipped = [json.loads(line) for line in result.stderr.splitlines() if '"skipped"' in line]
     assert len(skipped) >= 2 * len(behind) and all("not re-timed" in e["detail"] for e in skipped)
@@ -95,21 +116,36 @@ def test_after_the_first_round_only_finalists_close_to_the_best_are_re_timed(
     assert sum(1 for c, _, _ in rows if c == default["id"]) == 3  # the reference: every round
 
 
-def test_a_time_budget_bounds_the_whole_run_confirmation_included(tmp_path: Path,
-                                                                  kerntune: Callable[..., CliResult]) -> None:
+def test_a_time_budget_bounds_the_whole_run_confirmation_included(
+    tmp_path: Path, kerntune: Callable[..., CliResult]
+) -> None:
     import json
     import time
 
     began = time.monotonic()
-    result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--shape", "N=262144",
-                      "--budget", "6s/shape", "--json", env={"KERNTUNE_CONFIRM_ROUNDS": "3", **FAST})
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "opencl_vector_add"),
+        "--shape",
+        "N=65536",
+        "--shape",
+        "N=262144",
+        "--budget",
+        "6s/shape",
+        "--json",
+        env={"KERNTUNE_CONFIRM_ROUNDS": "3", **FAST},
+    )
     wall = time.monotonic() - began
     assert result.code == 0, result.stderr
     events = [json.loads(line) for line in result.stderr.splitlines() if line.startswith('{"event"')]
     planned, *finished = events
     assert planned["event"] == "planned" and planned["shapes"] == 2
-    assert planned["estimate"] == {"run_s": 12.0, "search_s": 9.0, "confirm_s": 3.0,  # a quarter to confirm
-                                   "basis": "budget"}
+    assert planned["estimate"] == {
+        "run_s": 12.0,
+        "search_s": 9.0,
+        "confirm_s": 3.0,  # a quarter to confirm
+        "basis": "budget",
+    }
     assert finished and all(e["event"] == "finished" for e in finished)
     assert [e["done"] for e in finished] == list(range(1, len(finished) + 1))
     run = result.json()["run"]
@@ -128,8 +164,10 @@ def test_a_time_budget_bounds_the_whole_run_confirmation_included(tmp_path: Path
     # a CI box: 1 of 18 comparisons fitted), the run names the shapes it left unconfirmed.
     unconfirmed = [s["shape"] for s in shapes if "confirmed" not in s["winner"]]
     for shape in unconfirmed:
-        assert "left unconfirmed: " in run["stop_reason"] and ",".join(f"{k}={v}" for k, v in shape.items()) \
-            in run["stop_reason"], (shape, run["stop_reason"])
+        assert (
+            "left unconfirmed: " in run["stop_reason"]
+            and ",".join(f"{k}={v}" for k, v in shape.items()) in run["stop_reason"]
+        ), (shape, run["stop_reason"])
     # (On this project's 2-core VM a first comparison in a new PoCL worker, two builds and both timers, takes
     # ~4.6 s of the 3 s kept for confirmation: whether it fits varies run to run; the bound and the naming do not.)
     if any(e["label"] == "confirmation" and e["status"] == "cut" for e in finished):

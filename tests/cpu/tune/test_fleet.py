@@ -26,9 +26,28 @@ ROW = "SELECT shape_key, role, label, config_key, status FROM candidates"
 
 def _tune(home: Path, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, **SHORT, "KERNTUNE_HOME": str(home)}
-    return subprocess.Popen([sys.executable, "-m", "kerntune", "tune", FLEET, "--shape", "N=4096", "--shape", "N=8192",
-                             "--strategy", "exhaustive", "--json", *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kerntune",
+            "tune",
+            FLEET,
+            "--shape",
+            "N=4096",
+            "--shape",
+            "N=8192",
+            "--strategy",
+            "exhaustive",
+            "--json",
+            *args,
+        ],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 def _finish(proc: subprocess.Popen[str]) -> dict:
@@ -103,12 +122,22 @@ def test_ray_cluster_matches_one_worker_and_survives_a_killed_actor(tmp_path: Pa
 
 def test_ray_compiles_in_a_cpu_actor_and_isolates_planted_faults(kerntune: Callable[..., CliResult]) -> None:
     pytest.importorskip("ray")
-    result = kerntune("tune", str(SPECS / "faults_opencl"), "--executor", "ray", "--workers", "1", "--json",
-                      env={"KERNTUNE_CANDIDATE_TIMEOUT_S": "8", "KERNTUNE_COMPILE_WORKERS": "1"})
+    result = kerntune(
+        "tune",
+        str(SPECS / "faults_opencl"),
+        "--executor",
+        "ray",
+        "--workers",
+        "1",
+        "--json",
+        env={"KERNTUNE_CANDIDATE_TIMEOUT_S": "8", "KERNTUNE_COMPILE_WORKERS": "1"},
+    )
     assert result.code == 0, result.stderr
     report = result.json()
     assert failures_by_config(report) == {  # as on the direct path (test_opencl_tune)
-        "VARIANT=1,LS=64": "compile", "VARIANT=2,LS=64": "hang", "VARIANT=3,LS=64": "wrong-result",
+        "VARIANT=1,LS=64": "compile",
+        "VARIANT=2,LS=64": "hang",
+        "VARIANT=3,LS=64": "wrong-result",
         "VARIANT=4,LS=64": "crash",
     }
     failed = {f["config"]["VARIANT"]: f["reason"] for f in report["shapes"][0]["failed"]}

@@ -20,8 +20,11 @@ def test_matmul_tunes_to_a_gated_winner_faster_than_default_and_slowest(kerntune
     shape = report["shapes"][0]
     winner = shape["winner"]
     assert winner["gate"]["outcome"] == "pass" and winner["gate"]["value"] < 1e-5
-    assert winner["measurement"]["conditions"] == {**winner["measurement"]["conditions"],
-                                                    "timer": "opencl-profiling", "regime": "cold"}
+    assert winner["measurement"]["conditions"] == {
+        **winner["measurement"]["conditions"],
+        "timer": "opencl-profiling",
+        "regime": "cold",
+    }
     assert winner["measurement"]["n"] >= 5 and winner["binary_hash"]
     default = next(b for b in shape["baselines"] if b["label"] == "default")
     assert default["winner_speedup"] >= 1.0
@@ -31,10 +34,15 @@ def test_matmul_tunes_to_a_gated_winner_faster_than_default_and_slowest(kerntune
 
 @pytest.mark.parametrize("compile_workers", ["0", "1"])
 def test_planted_faults_fail_with_their_reasons_and_a_correct_config_wins(
-    kerntune: Callable[..., CliResult], compile_workers: str,
+    kerntune: Callable[..., CliResult],
+    compile_workers: str,
 ) -> None:
-    result = kerntune("tune", str(SPECS / "faults_opencl"), "--json",
-                      env={"KERNTUNE_CANDIDATE_TIMEOUT_S": "8", "KERNTUNE_COMPILE_WORKERS": compile_workers})
+    result = kerntune(
+        "tune",
+        str(SPECS / "faults_opencl"),
+        "--json",
+        env={"KERNTUNE_CANDIDATE_TIMEOUT_S": "8", "KERNTUNE_COMPILE_WORKERS": compile_workers},
+    )
     assert result.code == 0, result.stderr
     report = result.json()
     assert failures_by_config(report) == {
@@ -52,8 +60,19 @@ def test_planted_faults_fail_with_their_reasons_and_a_correct_config_wins(
 
 
 def test_random_search_respects_the_evaluation_budget(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--strategy", "random",
-                      "--budget", "3", "--seed", "7", "--json")
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "opencl_vector_add"),
+        "--shape",
+        "N=65536",
+        "--strategy",
+        "random",
+        "--budget",
+        "3",
+        "--seed",
+        "7",
+        "--json",
+    )
     assert result.code == 0, result.stderr
     report = result.json()
     assert report["run"]["stop_reason"].startswith("evaluation budget reached")
@@ -62,22 +81,41 @@ def test_random_search_respects_the_evaluation_budget(kerntune: Callable[..., Cl
     planned = json.loads(next(line for line in result.stderr.splitlines() if '"event": "planned"' in line))
     assert planned["estimate"] is None  # no time bound and no earlier run of this spec on this device
 
-    again = kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=65536", "--strategy", "random",
-                     "--budget", "3", "--seed", "8", "--json")
+    again = kerntune(
+        "tune",
+        str(EXAMPLES / "opencl_vector_add"),
+        "--shape",
+        "N=65536",
+        "--strategy",
+        "random",
+        "--budget",
+        "3",
+        "--seed",
+        "8",
+        "--json",
+    )
     assert again.code == 0, again.stderr
     planned = json.loads(next(line for line in again.stderr.splitlines() if '"event": "planned"' in line))
     basis = planned["estimate"]["basis"]  # the first run's mean evaluation (compile, gate, measure) × planned
     assert basis.startswith(f"earlier runs: {planned['evaluations']} evaluations × ") and basis.endswith(" s")
     seconds = float(basis.split("× ")[1].removesuffix(" s"))
-    assert 0.001 < seconds < 30 and planned["estimate"]["run_s"] == pytest.approx(planned["evaluations"] * seconds,
-                                                                                   rel=0.06, abs=0.1)
+    assert 0.001 < seconds < 30 and planned["estimate"]["run_s"] == pytest.approx(
+        planned["evaluations"] * seconds, rel=0.06, abs=0.1
+    )
 
 
 @pytest.mark.parametrize("strategy", ["tpe", "coordinate", "lever"])
-def test_model_based_and_local_strategies_tune_a_real_kernel(kerntune: Callable[..., CliResult],
-                                                              strategy: str) -> None:
-    result = kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--strategy", strategy, "--budget", "6", "--json",
-                      env={"KERNTUNE_CONFIRM_ROUNDS": "0"})
+def test_model_based_and_local_strategies_tune_a_real_kernel(kerntune: Callable[..., CliResult], strategy: str) -> None:
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "opencl_matmul"),
+        "--strategy",
+        strategy,
+        "--budget",
+        "6",
+        "--json",
+        env={"KERNTUNE_CONFIRM_ROUNDS": "0"},
+    )
     assert result.code == 0, result.stderr
     report = result.json()
     assert report["run"]["strategy"] == strategy
@@ -89,9 +127,14 @@ def test_model_based_and_local_strategies_tune_a_real_kernel(kerntune: Callable[
 def test_a_plateau_stops_a_random_search_and_says_so(kerntune: Callable[..., CliResult]) -> None:
     # Rounds of one config and one stale round allowed: the search stops at the first config that does not
     # beat the best by 2% (continuing through all 30 would need 29 successive 2% improvements).
-    result = kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--strategy", "random", "--json",
-                      env={"KERNTUNE_PLATEAU_ROUND": "1", "KERNTUNE_PLATEAU_ROUNDS": "1",
-                           "KERNTUNE_CONFIRM_ROUNDS": "0"})
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "opencl_matmul"),
+        "--strategy",
+        "random",
+        "--json",
+        env={"KERNTUNE_PLATEAU_ROUND": "1", "KERNTUNE_PLATEAU_ROUNDS": "1", "KERNTUNE_CONFIRM_ROUNDS": "0"},
+    )
     assert result.code == 0, result.stderr
     report = result.json()
     assert report["run"]["stop_reason"].startswith("plateau: 1 rounds of 1 configs")

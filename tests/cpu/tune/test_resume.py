@@ -21,8 +21,11 @@ pytest.importorskip("pyopencl")
 
 
 def _finished(db: Path) -> dict[int, tuple[str, int]]:
-    rows = poll_store(db, "SELECT c.id, c.config_key, COUNT(m.id) FROM candidates c LEFT JOIN measurements m"
-                          " ON m.candidate_id = c.id AND m.phase = 'search' WHERE c.status != 'pending' GROUP BY c.id")
+    rows = poll_store(
+        db,
+        "SELECT c.id, c.config_key, COUNT(m.id) FROM candidates c LEFT JOIN measurements m"
+        " ON m.candidate_id = c.id AND m.phase = 'search' WHERE c.status != 'pending' GROUP BY c.id",
+    )
     return {r[0]: (r[1], r[2]) for r in rows}
 
 
@@ -30,9 +33,23 @@ def test_kill_9_then_resume(tmp_path: Path, kerntune: Callable[..., CliResult]) 
     home = tmp_path / "store"
     env = {**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(home), "KERNTUNE_SAMPLE_BUDGET_MS": "400"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kerntune", "tune", str(EXAMPLES / "opencl_matmul"), "--shape", "M=64,N=64,K=64",
-         "--budget", "12", "--json"],
-        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "kerntune",
+            "tune",
+            str(EXAMPLES / "opencl_matmul"),
+            "--shape",
+            "M=64,N=64,K=64",
+            "--budget",
+            "12",
+            "--json",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     db = home / "kerntune.sqlite"
     deadline = time.monotonic() + 240

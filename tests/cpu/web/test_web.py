@@ -68,12 +68,23 @@ def test_stopping_a_running_tune(home: Path) -> None:
     assert stopped.status_code == 200 and stopped.json()["state"] == "failed"
 
 
-def test_the_lab_page_lists_captures_and_replays_one(home: Path, kerntune: Callable[..., CliResult],
-                                                     tmp_path: Path) -> None:
+def test_the_lab_page_lists_captures_and_replays_one(
+    home: Path, kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     lab = tmp_path / "lab"
     shutil.copytree(DATA / "lab", lab)
-    done = kerntune("capture", "--kernel", "axpy", "--nth", "2", "-o", str(home / "captures" / "axpy2"), "--",
-                    "python", str(lab / "opencl_program.py"))
+    done = kerntune(
+        "capture",
+        "--kernel",
+        "axpy",
+        "--nth",
+        "2",
+        "-o",
+        str(home / "captures" / "axpy2"),
+        "--",
+        "python",
+        str(lab / "opencl_program.py"),
+    )
     assert done.code == 0, done.stderr
     client = TestClient(create_app(home, EXAMPLES))
     assert "axpy2" in client.get("/lab").text
@@ -103,14 +114,18 @@ def test_token_traversal_and_malformed_requests(home: Path, tmp_path: Path) -> N
     for ref in ("%25", "_", "last%27%3B--"):  # LIKE wildcards are matched as themselves; SQL is bound
         missing = client.get(f"/api/runs/{ref}")
         assert missing.status_code == 404 and "no run" in missing.json()["detail"], (ref, missing.text)
-    bad = [client.post("/api/tunes", content=b"{not json", headers={"Content-Type": "application/json"}),
-           client.post("/api/tunes", json={"spec": 3}), client.post("/api/tunes", json={}),
-           client.post("/api/tunes", json={"spec": "opencl_vector_add", "strategy": "guess"}),
-           client.post("/api/tunes", json={"spec": "opencl_vector_add", "budget": "lots"}),
-           client.post("/api/tunes", json={"spec": "opencl_vector_add", "workers": 0}),
-           client.post("/api/tunes", json={"spec": "opencl_vector_add", "executor": "slurm"}),
-           client.post("/api/lab/x/replay", json={"iterations": 0}),
-           client.get("/runs/x/diff", params={"a": "one", "b": 2}), client.get("/api/jobs/77")]
+    bad = [
+        client.post("/api/tunes", content=b"{not json", headers={"Content-Type": "application/json"}),
+        client.post("/api/tunes", json={"spec": 3}),
+        client.post("/api/tunes", json={}),
+        client.post("/api/tunes", json={"spec": "opencl_vector_add", "strategy": "guess"}),
+        client.post("/api/tunes", json={"spec": "opencl_vector_add", "budget": "lots"}),
+        client.post("/api/tunes", json={"spec": "opencl_vector_add", "workers": 0}),
+        client.post("/api/tunes", json={"spec": "opencl_vector_add", "executor": "slurm"}),
+        client.post("/api/lab/x/replay", json={"iterations": 0}),
+        client.get("/runs/x/diff", params={"a": "one", "b": 2}),
+        client.get("/api/jobs/77"),
+    ]
     for response in bad:
         assert 400 <= response.status_code < 500 and response.json().get("detail"), response.text
 
@@ -126,8 +141,29 @@ def test_the_runs_page_lists_ab_verdicts_escaped(home: Path) -> None:
     from kerntune.store import Store
     from kerntune.store.claims import ABRecord, save_ab
 
-    save_ab(Store(home), ABRecord("ab1", "2026-11-30T00:00:00Z", "ab", {"label": "<b>A</b>"}, {"label": "B"}, {}, {},
-                                  "in-process", 1.031, 1.02, 1.04, 0.01, "loss", "loss", False, "", {}, 3.0))
+    save_ab(
+        Store(home),
+        ABRecord(
+            "ab1",
+            "2026-11-30T00:00:00Z",
+            "ab",
+            {"label": "<b>A</b>"},
+            {"label": "B"},
+            {},
+            {},
+            "in-process",
+            1.031,
+            1.02,
+            1.04,
+            0.01,
+            "loss",
+            "loss",
+            False,
+            "",
+            {},
+            3.0,
+        ),
+    )
     page = TestClient(create_app(home, EXAMPLES)).get("/").text
     assert "A/B verdicts" in page and "<b>loss</b>" in page and "1.0310" in page and "1.0200–1.0400" in page
     assert "&lt;b&gt;A&lt;/b&gt;" in page and "<b>A</b>" not in page
@@ -165,8 +201,11 @@ def test_a_stored_scope_operator_calls_and_served_tables_through_the_api(home: P
     stored = client.get("/api/scopes/scope.json")
     assert stored.status_code == 200 and stored.json()["kernels"][0]["class"] == "vendor BLAS"
     assert 'onclick="storedScope()"' in client.get("/dispatches").text
-    for name, why in (("other.json", "no kernels list"), ("..%2F..%2Fscope.json", "inside the programs folder"),
-                      ("app.py", "inside the programs folder")):
+    for name, why in (
+        ("other.json", "no kernels list"),
+        ("..%2F..%2Fscope.json", "inside the programs folder"),
+        ("app.py", "inside the programs folder"),
+    ):
         refused = client.get(f"/api/scopes/{name}")
         assert refused.status_code == 400 and why in refused.text, (name, refused.text)
 
@@ -178,8 +217,9 @@ def test_a_stored_scope_operator_calls_and_served_tables_through_the_api(home: P
 
     listed = started("/api/dispatches", {"program": "app.py", "profile": True, "region": "step"})
     assert "scope --region step --json -- python" in listed, listed
-    assert client.post("/api/dispatches", json={"program": "app.py", "profile": True, "region": "a b"}
-                       ).status_code == 422
+    assert (
+        client.post("/api/dispatches", json={"program": "app.py", "profile": True, "region": "a b"}).status_code == 422
+    )
     gemm = stored.json()["gemms"][0]
     command = started("/api/lab/captures", {"program": "app.py", "kernel": "aten::mm", "gemm": gemm})
     assert r"--match ^aten::mm(\.out)?\(8192x4096:bfloat16, 4096x14336:bfloat16:T(,|\))" in command, command

@@ -26,11 +26,21 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _require() -> None:
-    missing = [what for what, ok in (("playwright", _has("playwright.sync_api")), ("fastapi", _has("fastapi")),
-                                      ("uvicorn", _has("uvicorn")), ("chromium", CHROMIUM is not None)) if not ok]
+    missing = [
+        what
+        for what, ok in (
+            ("playwright", _has("playwright.sync_api")),
+            ("fastapi", _has("fastapi")),
+            ("uvicorn", _has("uvicorn")),
+            ("chromium", CHROMIUM is not None),
+        )
+        if not ok
+    ]
     if missing and os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run the browser test: missing {', '.join(missing)} (apt-get install chromium; "
-                    "pip install -e '.[web,dev]')")
+        pytest.fail(
+            f"CI must run the browser test: missing {', '.join(missing)} (apt-get install chromium; "
+            "pip install -e '.[web,dev]')"
+        )
     if missing:
         pytest.skip(f"needs {', '.join(missing)}")
 
@@ -50,16 +60,39 @@ def server(tmp_path: Path, kerntune: Callable[..., CliResult]) -> Iterator[tuple
     home = tmp_path / "store"
     lab = tmp_path / "lab"
     shutil.copytree(DATA / "lab", lab)
-    captured = kerntune("capture", "--kernel", "axpy", "--nth", "2", "-o", str(home / "captures" / "axpy2"), "--",
-                        "python", str(lab / "opencl_program.py"))
+    captured = kerntune(
+        "capture",
+        "--kernel",
+        "axpy",
+        "--nth",
+        "2",
+        "-o",
+        str(home / "captures" / "axpy2"),
+        "--",
+        "python",
+        str(lab / "opencl_program.py"),
+    )
     assert captured.code == 0, captured.stderr
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    process = subprocess.Popen([sys.executable, "-m", "kerntune", "serve", "--port", str(port), "--specs",
-                                str(EXAMPLES), "--programs", str(lab)],
-                               env={**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(home)},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kerntune",
+            "serve",
+            "--port",
+            str(port),
+            "--specs",
+            str(EXAMPLES),
+            "--programs",
+            str(lab),
+        ],
+        env={**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:

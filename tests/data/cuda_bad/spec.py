@@ -30,8 +30,12 @@ def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
 
 problem = kt.Problem(
     name="cuda_bad",
-    kernel=kt.CudaKernel(source=SOURCE, name=os.environ.get("KERNTUNE_TEST_KERNEL_NAME", "scale"),
-                         grid=lambda m: (-(-m["N"] // m["BLOCK"]),), block=lambda m: (m["BLOCK"],)),
+    kernel=kt.CudaKernel(
+        source=SOURCE,
+        name=os.environ.get("KERNTUNE_TEST_KERNEL_NAME", "scale"),
+        grid=lambda m: (-(-m["N"] // m["BLOCK"]),),
+        block=lambda m: (m["BLOCK"],),
+    ),
     space=kt.Space(params={"BLOCK": [128, 512, 2048]}, default={"BLOCK": 128}),
     shapes=[{"N": 1 << 20}],
     dtypes=("float32",),

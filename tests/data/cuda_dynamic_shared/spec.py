@@ -34,8 +34,13 @@ def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
 
 problem = kt.Problem(
     name="cuda_dynamic_shared",
-    kernel=kt.CudaKernel(source=SOURCE, name="stage_twice", grid=lambda m: (-(-m["N"] // (m["KB"] * 256)),),
-                         block=lambda m: (256,), shared_bytes=lambda m: m["KB"] * 1024),
+    kernel=kt.CudaKernel(
+        source=SOURCE,
+        name="stage_twice",
+        grid=lambda m: (-(-m["N"] // (m["KB"] * 256)),),
+        block=lambda m: (256,),
+        shared_bytes=lambda m: m["KB"] * 1024,
+    ),
     space=kt.Space(params={"KB": [32, 96, 200]}, default={"KB": 32}),
     shapes=[{"N": 1 << 24}],
     dtypes=("float32",),

@@ -22,7 +22,17 @@ a = rng.standard_normal(n).astype(np.float32)
 b = rng.standard_normal(n).astype(np.float32)
 c = np.zeros_like(a)
 params = {"block_size_x": [32, 64, 128, 256], "WPT": [1, 2, 4]}
-kernel_tuner.tune_kernel("vector_add", SOURCE, n, [c, a, b, n], params, lang="OpenCL",
-                         grid_div_x=["block_size_x", "WPT"], cache="vector_add_pocl.json", verbose=False,
-                         restrictions=["not (block_size_x == 256 and WPT == 4)"], iterations=7,
-                         answer=[a + b, None, None, None])
+kernel_tuner.tune_kernel(
+    "vector_add",
+    SOURCE,
+    n,
+    [c, a, b, n],
+    params,
+    lang="OpenCL",
+    grid_div_x=["block_size_x", "WPT"],
+    cache="vector_add_pocl.json",
+    verbose=False,
+    restrictions=["not (block_size_x == 256 and WPT == 4)"],
+    iterations=7,
+    answer=[a + b, None, None, None],
+)

@@ -11,8 +11,11 @@ import torch
 from kerntune.backends.cuda import CudaBackend
 from kerntune.model import Shape
 
-spec_file = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[3] / "examples" / \
-    "cuda_reduction" / "spec.py"
+spec_file = (
+    Path(sys.argv[1])
+    if len(sys.argv) > 1
+    else Path(__file__).resolve().parents[3] / "examples" / "cuda_reduction" / "spec.py"
+)
 loaded = importlib.util.spec_from_file_location("cuda_reduction_spec", spec_file)
 assert loaded is not None and loaded.loader is not None
 module = importlib.util.module_from_spec(loaded)
@@ -22,11 +25,14 @@ problem = module.problem
 
 shape = Shape.of({"N": 1 << 20})
 config = problem.space.default_config()
-inputs = {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in problem.make_inputs(
-    shape.as_dict(), "float32", 0).items()}
+inputs = {
+    k: v.cuda() if isinstance(v, torch.Tensor) else v
+    for k, v in problem.make_inputs(shape.as_dict(), "float32", 0).items()
+}
 backend = CudaBackend()
-compiled = backend.compile(problem.kernel, problem.space.tunables(config, shape), problem.space.meta(config, shape),
-                           inputs)
+compiled = backend.compile(
+    problem.kernel, problem.space.tunables(config, shape), problem.space.meta(config, shape), inputs
+)
 base = inputs["x"].clone()
 for step in range(3):
     inputs["x"].copy_(base * (1 + step))

@@ -14,15 +14,20 @@ from kernels import accumulate, scale_add
 from kerntune.runtime import Dispatcher, kernel_hash
 from kerntune.runtime.table import Table
 
-blocks = Dispatcher(sys.argv[1] if len(sys.argv) > 1 else Table(), key=lambda n: (n,), key_fields=("n",),
-                    default={"BLOCK": 32}, device={"op": "scale_add", "source": kernel_hash(scale_add)})
+blocks = Dispatcher(
+    sys.argv[1] if len(sys.argv) > 1 else Table(),
+    key=lambda n: (n,),
+    key_fields=("n",),
+    default={"BLOCK": 32},
+    device={"op": "scale_add", "source": kernel_hash(scale_add)},
+)
 n, block = 100, 32
 config = blocks.select(n)
 grid = (-(-n // config["BLOCK"]),)
 torch.manual_seed(0)
 device = os.environ.get("LAB_DEVICE", "cpu")
 x, big = torch.rand(n).to(device), torch.rand(n + 16).to(device)
-y = big[16:16 + n]
+y = big[16 : 16 + n]
 total = 0.0
 for step in range(3):
     out = torch.empty(n, device=device)

@@ -11,8 +11,11 @@ import numpy as np
 from kerntune.backends.vulkan import VulkanBackend
 from kerntune.model import Shape
 
-spec_file = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[3] / "examples" / \
-    "vulkan_reduction" / "spec.py"
+spec_file = (
+    Path(sys.argv[1])
+    if len(sys.argv) > 1
+    else Path(__file__).resolve().parents[3] / "examples" / "vulkan_reduction" / "spec.py"
+)
 loaded = importlib.util.spec_from_file_location("vulkan_reduction_spec", spec_file)
 assert loaded is not None and loaded.loader is not None
 module = importlib.util.module_from_spec(loaded)
@@ -28,7 +31,8 @@ compiled = None
 for step in range(3):
     args = backend.place({**host, "x": (host["x"] * (1 + step)).astype(np.float32)})
     if compiled is None:
-        compiled = backend.compile(problem.kernel, problem.space.tunables(config, shape),
-                                   problem.space.meta(config, shape), args)
+        compiled = backend.compile(
+            problem.kernel, problem.space.tunables(config, shape), problem.space.meta(config, shape), args
+        )
     compiled.launch(args)
     print(f"sum {step}: {float(backend.to_host(args['out'])[0]):.4f}")

@@ -29,9 +29,12 @@ def trim(events: list[dict]) -> list[dict]:
     kept = []
     for e in events:
         cat, name = e.get("cat"), e.get("name")
-        if (cat in DEVICE_CATEGORIES or cat in ("user_annotation", "gpu_user_annotation")
-                or (cat in ("cuda_runtime", "cuda_driver") and (e.get("args") or {}).get("correlation") in wanted)
-                or (cat == "cpu_op" and name in MATMUL_OPS)):
+        if (
+            cat in DEVICE_CATEGORIES
+            or cat in ("user_annotation", "gpu_user_annotation")
+            or (cat in ("cuda_runtime", "cuda_driver") and (e.get("args") or {}).get("correlation") in wanted)
+            or (cat == "cpu_op" and name in MATMUL_OPS)
+        ):
             args = {k: v for k, v in (e.get("args") or {}).items() if k in KEEP_ARGS}
             kept.append({k: e[k] for k in ("ph", "cat", "name", "ts", "dur") if k in e} | {"args": args})
     return kept

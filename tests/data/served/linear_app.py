@@ -12,9 +12,11 @@ with_bias, without = torch.nn.Linear(64, 64).half(), torch.nn.Linear(64, 128, bi
 other = torch.randn(64, 16).half()
 worst = 0.0
 for _ in range(3):
-    for got, want in ((with_bias(x), x.double() @ with_bias.weight.double().t() + with_bias.bias.double()),
-                      (without(x), x.double() @ without.weight.double().t()),
-                      (torch.mm(x, other), x.double() @ other.double())):
+    for got, want in (
+        (with_bias(x), x.double() @ with_bias.weight.double().t() + with_bias.bias.double()),
+        (without(x), x.double() @ without.weight.double().t()),
+        (torch.mm(x, other), x.double() @ other.double()),
+    ):
         worst = max(worst, float((got.double() - want).abs().max() / want.abs().max()))
 print(f"max relative error {worst:.3g}")
 raise SystemExit(0 if worst < 1e-2 else 1)

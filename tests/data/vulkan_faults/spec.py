@@ -54,8 +54,7 @@ def reference(args: dict[str, Any], shape: dict[str, Any]) -> np.ndarray:
 
 problem = kt.Problem(
     name="vulkan_faults",
-    kernel=kt.VulkanKernel(source=SOURCE, workgroup=lambda meta: (int(meta["WG"]), 1, 1),
-                           dispatch=dispatch),
+    kernel=kt.VulkanKernel(source=SOURCE, workgroup=lambda meta: (int(meta["WG"]), 1, 1), dispatch=dispatch),
     space=kt.Space(params={"MODE": [0, 1, 2, 3], "WG": [64]}, default={"MODE": 0, "WG": 64}),
     shapes=[{"N": 4096}],
     make_inputs=make_inputs,

@@ -18,17 +18,35 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a
 
 
 @pytest.mark.parametrize("example, shape", [("cuda_matmul", "M=1024,N=1024,K=1024"), ("cuda_reduction", "N=16777216")])
-def test_cuda_examples_tune_gate_and_match_ptxas(kerntune: Callable[..., CliResult], tmp_path: Path,
-                                                 example: str, shape: str) -> None:
-    result = kerntune("tune", str(EXAMPLES / example), "--shape", shape, "--strategy", "random", "--budget", "12",
-                      "--json", env={"KERNTUNE_CONFIRM_ROUNDS": "0"})
+def test_cuda_examples_tune_gate_and_match_ptxas(
+    kerntune: Callable[..., CliResult], tmp_path: Path, example: str, shape: str
+) -> None:
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / example),
+        "--shape",
+        shape,
+        "--strategy",
+        "random",
+        "--budget",
+        "12",
+        "--json",
+        env={"KERNTUNE_CONFIRM_ROUNDS": "0"},
+    )
     assert result.code == 0, result.stderr
     report = result.json()["shapes"][0]
     winner = report["winner"]
-    print(example, {"winner": winner["config"], "median_ms": winner["measurement"]["median_ms"],
-                    "resources": winner["resources"],
-                    "baselines": {b["label"]: b["measurement"]["median_ms"] for b in report["baselines"]
-                                  if b.get("measurement")}})
+    print(
+        example,
+        {
+            "winner": winner["config"],
+            "median_ms": winner["measurement"]["median_ms"],
+            "resources": winner["resources"],
+            "baselines": {
+                b["label"]: b["measurement"]["median_ms"] for b in report["baselines"] if b.get("measurement")
+            },
+        },
+    )
     assert winner["gate"]["outcome"] == "pass" and winner["measurement"]["conditions"]["timer"] == "cuda-events"
     assert all(b["status"] == "ok" for b in report["baselines"])
     if shutil.which("nvcc") is None:
@@ -36,6 +54,7 @@ def test_cuda_examples_tune_gate_and_match_ptxas(kerntune: Callable[..., CliResu
     sys.path.insert(0, str(EXAMPLES / example))
     try:
         import spec
+
         source = spec.SOURCE
     finally:
         sys.path.pop(0)
@@ -44,8 +63,12 @@ def test_cuda_examples_tune_gate_and_match_ptxas(kerntune: Callable[..., CliResu
     cu.write_text(source)
     arch = winner["resources"]["arch"]
     defines = [f"-D{k}={v}" for k, v in winner["config"].items()]
-    done = subprocess.run(["nvcc", "-cubin", f"-arch={arch}", *defines, "-Xptxas", "-v", "-o", str(tmp_path / "k.o"),
-                           str(cu)], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        ["nvcc", "-cubin", f"-arch={arch}", *defines, "-Xptxas", "-v", "-o", str(tmp_path / "k.o"), str(cu)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     found = re.search(r"Used (\d+) registers.*?(\d+) bytes smem", done.stderr)
     assert found, done.stderr
     print("ptxas -v:", found.group(0))
@@ -67,8 +90,14 @@ def test_bad_candidates_fail_alone_and_the_run_goes_on(kerntune: Callable[..., C
     assert failed["failure"] == "compile" and "refused on purpose" in failed["reason"]
     pruned = kerntune("ledger", "--kind", "pruned", "--json")
     assert "needs 2048 threads per block" in pruned.stdout, pruned.stdout
-    missing = kerntune("tune", str(DATA / "cuda_bad"), "--strategy", "exhaustive", "--json",
-                       env={**fast, "KERNTUNE_TEST_KERNEL_NAME": "nope"})
+    missing = kerntune(
+        "tune",
+        str(DATA / "cuda_bad"),
+        "--strategy",
+        "exhaustive",
+        "--json",
+        env={**fast, "KERNTUNE_TEST_KERNEL_NAME": "nope"},
+    )
     assert missing.code == 1, missing.stderr
     reasons = [f["reason"] for f in missing.json()["shapes"][0]["failed"]]
     assert reasons and any("no kernel 'nope'" in r and "scale" in r for r in reasons), reasons
@@ -77,14 +106,22 @@ def test_bad_candidates_fail_alone_and_the_run_goes_on(kerntune: Callable[..., C
 def test_dynamic_shared_memory_above_48_kb(kerntune: Callable[..., CliResult]) -> None:
     """96 KB and 200 KB of dynamic shared memory launch (the backend raised the kernel's limit) and compute right."""
     # KERNTUNE_SOL_STOP=0: the near-the-roofline rule may end the search after the first fast config.
-    result = kerntune("tune", str(DATA / "cuda_dynamic_shared"), "--strategy", "exhaustive", "--json",
-                      env={"KERNTUNE_CONFIRM_ROUNDS": "0", "KERNTUNE_SOL_STOP": "0"})
+    result = kerntune(
+        "tune",
+        str(DATA / "cuda_dynamic_shared"),
+        "--strategy",
+        "exhaustive",
+        "--json",
+        env={"KERNTUNE_CONFIRM_ROUNDS": "0", "KERNTUNE_SOL_STOP": "0"},
+    )
     assert result.code == 0, result.stderr
     report = result.json()
     shape = report["shapes"][0]
     # KB=96 and 200 are the search's; KB=32, the spec's default, is timed (and gated) as a baseline.
-    assert shape["outcomes"] == {"pruned before compiling": 0, "timed": 2}, (shape["outcomes"],
-                                                                             report["run"]["stop_reason"])
+    assert shape["outcomes"] == {"pruned before compiling": 0, "timed": 2}, (
+        shape["outcomes"],
+        report["run"]["stop_reason"],
+    )
     (default,) = [b for b in shape["baselines"] if b["config"] == {"KB": 32}]
     assert default["gate"]["outcome"] == "pass" and not shape["failed"]
     assert shape["winner"]["gate"]["outcome"] == "pass"

@@ -24,8 +24,18 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _rocm_gpu(), reason="needs
 
 
 def test_hip_reduction_tunes_and_gates(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("tune", str(EXAMPLES / "hip_reduction"), "--shape", "N=16777216", "--strategy", "random",
-                      "--budget", "12", "--json", env={"KERNTUNE_CONFIRM_ROUNDS": "0"})
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "hip_reduction"),
+        "--shape",
+        "N=16777216",
+        "--strategy",
+        "random",
+        "--budget",
+        "12",
+        "--json",
+        env={"KERNTUNE_CONFIRM_ROUNDS": "0"},
+    )
     assert result.code == 0, result.stderr
     report = result.json()["shapes"][0]
     winner = report["winner"]

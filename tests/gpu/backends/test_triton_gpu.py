@@ -13,8 +13,9 @@ from tests.conftest import EXAMPLES, SPECS, CliResult, failures_by_config, has_g
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a CUDA or ROCm GPU")]
 
 
-def right_and_repeatable(spec: Any, args: dict[str, Any], ref: Any, shape: dict[str, Any],
-                         config: dict[str, Any], relaunches: int = 10) -> None:
+def right_and_repeatable(
+    spec: Any, args: dict[str, Any], ref: Any, shape: dict[str, Any], config: dict[str, Any], relaunches: int = 10
+) -> None:
     """One config of the matmul example launched at ``args``: its output (C filled with NaN first, so an unwritten
     element fails) within 1e-2 of the float64 reference, and the same bits on each of ``relaunches`` more
     launches."""
@@ -50,8 +51,17 @@ def test_all_four_faults_are_isolated_and_named(kerntune: Callable[..., CliResul
 
 
 def test_matmul_tunes_gates_and_times_torch_side_by_side(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("tune", str(EXAMPLES / "triton_matmul"), "--shape", "M=512,N=512,K=512",
-                      "--strategy", "random", "--budget", "6", "--json")
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "triton_matmul"),
+        "--shape",
+        "M=512,N=512,K=512",
+        "--strategy",
+        "random",
+        "--budget",
+        "6",
+        "--json",
+    )
     assert result.code == 0, result.stderr
     shape = result.json()["shapes"][0]
     assert shape["winner"]["gate"]["outcome"] == "pass"
@@ -62,8 +72,17 @@ def test_matmul_tunes_gates_and_times_torch_side_by_side(kerntune: Callable[...,
 
 
 def test_split_k_and_decode_shape_pass_the_gate(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("tune", str(EXAMPLES / "triton_matmul"), "--shape", "M=16,N=1024,K=4096",
-                      "--strategy", "random", "--budget", "12", "--json")
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "triton_matmul"),
+        "--shape",
+        "M=16,N=1024,K=4096",
+        "--strategy",
+        "random",
+        "--budget",
+        "12",
+        "--json",
+    )
     assert result.code == 0, result.stderr
     shape = result.json()["shapes"][0]
     timed = [shape["winner"], *shape["baselines"]]
@@ -72,8 +91,7 @@ def test_split_k_and_decode_shape_pass_the_gate(kerntune: Callable[..., CliResul
 
 
 def test_rmsnorm_tunes_against_torch(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("tune", str(EXAMPLES / "triton_rmsnorm"), "--shape", "M=4096,N=4096", "--budget", "6",
-                      "--json")
+    result = kerntune("tune", str(EXAMPLES / "triton_rmsnorm"), "--shape", "M=4096,N=4096", "--budget", "6", "--json")
     assert result.code == 0, result.stderr
     shape = result.json()["shapes"][0]
     assert shape["winner"]["gate"]["outcome"] == "pass"
@@ -83,11 +101,23 @@ def test_rmsnorm_tunes_against_torch(kerntune: Callable[..., CliResult]) -> None
 def test_race_with_compile_ahead_and_occupancy_pruning(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
     # Compile workers build ahead, configs under 20% occupancy are pruned from their compiled resources, and
     # the race screens briefly, then gives the survivors the full protocol.
-    result = kerntune("tune", str(EXAMPLES / "triton_matmul"), "--shape", "M=16,N=1024,K=4096",
-                      "--strategy", "race", "--budget", "40", "--json",
-                      env={"KERNTUNE_COMPILE_WORKERS": "4", "KERNTUNE_MIN_OCCUPANCY": "0.2",
-                           # Triton caches by divisibility, not value: another shape's binaries would be hits.
-                           "TRITON_CACHE_DIR": str(tmp_path / "triton-cache")})
+    result = kerntune(
+        "tune",
+        str(EXAMPLES / "triton_matmul"),
+        "--shape",
+        "M=16,N=1024,K=4096",
+        "--strategy",
+        "race",
+        "--budget",
+        "40",
+        "--json",
+        env={
+            "KERNTUNE_COMPILE_WORKERS": "4",
+            "KERNTUNE_MIN_OCCUPANCY": "0.2",
+            # Triton caches by divisibility, not value: another shape's binaries would be hits.
+            "TRITON_CACHE_DIR": str(tmp_path / "triton-cache"),
+        },
+    )
     assert result.code == 0, result.stderr
     shape = result.json()["shapes"][0]
     outcomes, seconds = shape["outcomes"], shape["seconds"]
@@ -116,8 +146,11 @@ def test_the_gemv_form_is_right_and_repeatable_under_real_concurrency() -> None:
     target = Target("triton", "nvidia", f"sm_{props.major}{props.minor}", props.name, props.multi_processor_count)
     default = problem.space.default_config().as_dict()
     checked = 0
-    for fields in ({"M": 1, "N": 6144, "K": 4096}, {"M": 3, "N": 4104, "K": 4096, "bias": 1},
-                   {"M": 8, "N": 14336, "K": 4096}):
+    for fields in (
+        {"M": 1, "N": 6144, "K": 4096},
+        {"M": 3, "N": 4104, "K": 4096, "bias": 1},
+        {"M": 8, "N": 14336, "K": 4096},
+    ):
         shape = {"layout": "NT", "bias": 0, **fields}
         args = problem.make_inputs(shape, "bfloat16", 1)
         ref = problem.reference(args, shape)
@@ -145,8 +178,12 @@ def test_every_wide_tile_seed_is_right_and_repeatable_at_the_medium_shapes() -> 
     seeds = [{**default, **s.as_dict()} for s in problem.space.seed_configs() if s.as_dict()["BLOCK_N"] in spec.WIDE_N]
     assert {c["TMA"] for c in seeds} == {0, 1}
     checked = 0
-    for fields in ({"M": 256, "N": 10240, "K": 8192}, {"M": 128, "N": 18944, "K": 3584},
-                   {"M": 512, "N": 4608, "K": 3584, "layout": "NN"}, {"M": 200, "N": 4104, "K": 4096, "bias": 1}):
+    for fields in (
+        {"M": 256, "N": 10240, "K": 8192},
+        {"M": 128, "N": 18944, "K": 3584},
+        {"M": 512, "N": 4608, "K": 3584, "layout": "NN"},
+        {"M": 200, "N": 4104, "K": 4096, "bias": 1},
+    ):
         shape = {"layout": "NT", "bias": 0, **fields}
         args = problem.make_inputs(shape, "bfloat16", 1)
         ref = problem.reference(args, shape)
@@ -169,12 +206,19 @@ def test_every_tma_split_k_seed_is_right_and_repeatable_with_its_counters_left_a
     problem = load_spec(str(EXAMPLES / "triton_matmul")).problem
     spec = sys.modules[problem.make_inputs.__module__]
     default = problem.space.default_config().as_dict()
-    seeds = [{**default, **s.as_dict()} for s in problem.space.seed_configs()
-             if s.as_dict().get("TMA") and s.as_dict().get("SPLIT_K", 1) > 1]
+    seeds = [
+        {**default, **s.as_dict()}
+        for s in problem.space.seed_configs()
+        if s.as_dict().get("TMA") and s.as_dict().get("SPLIT_K", 1) > 1
+    ]
     assert len(seeds) == 8
     checked = 0
-    for fields in ({"M": 16, "N": 4096, "K": 14336}, {"M": 32, "N": 10240, "K": 8192},
-                   {"M": 128, "N": 4096, "K": 4096, "layout": "NN"}, {"M": 40, "N": 4104, "K": 4096}):
+    for fields in (
+        {"M": 16, "N": 4096, "K": 14336},
+        {"M": 32, "N": 10240, "K": 8192},
+        {"M": 128, "N": 4096, "K": 4096, "layout": "NN"},
+        {"M": 40, "N": 4104, "K": 4096},
+    ):
         shape = {"layout": "NT", "bias": 0, **fields}
         args = problem.make_inputs(shape, "bfloat16", 1)
         ref = problem.reference(args, shape)

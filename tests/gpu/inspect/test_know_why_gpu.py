@@ -51,10 +51,22 @@ def test_calibration_matches_a_plain_copy_and_torch_matmul(kerntune: Callable[..
     y = torch.randn(8192, 8192, device="cuda").to(torch.bfloat16)
     z = torch.empty_like(x)
     bf16 = 2.0 * 8192**3 / (measure(backend, [lambda: torch.matmul(x, y, out=z)], options).median_ms * 1e-3)
-    figures = {"calibrate": {k: data[k] for k in ("copy_bytes_per_s", "triad_bytes_per_s", "read_bytes_per_s",
-                                                  "fma_flops_per_s", "launch_latency_ms", "matrix_flops_per_s")},
-               "plain_d2d_copy_bytes_per_s": d2d, "torch_matmul_bf16_8192_flops_per_s": bf16,
-               "skipped": data["details"].get("matrix_skipped")}
+    figures = {
+        "calibrate": {
+            k: data[k]
+            for k in (
+                "copy_bytes_per_s",
+                "triad_bytes_per_s",
+                "read_bytes_per_s",
+                "fma_flops_per_s",
+                "launch_latency_ms",
+                "matrix_flops_per_s",
+            )
+        },
+        "plain_d2d_copy_bytes_per_s": d2d,
+        "torch_matmul_bf16_8192_flops_per_s": bf16,
+        "skipped": data["details"].get("matrix_skipped"),
+    }
     print(json.dumps(figures))
     assert abs(data["copy_bytes_per_s"] / d2d - 1) <= 0.10
     probes = {name: data[f"{name}_bytes_per_s"] for name in ("copy", "triad", "read")}
@@ -75,8 +87,9 @@ def _launched(shape: str, config: str) -> dict[str, Any]:
     spec = sys.modules[loaded.problem.make_inputs.__module__]
     dims = _fields(shape)
     meta = {**dict(loaded.problem.space.default or {}), **_fields(config), **dims}
-    args = {k: v.to("cuda") if isinstance(v, torch.Tensor) else v
-            for k, v in spec.make_inputs(dims, "bfloat16", 0).items()}
+    args = {
+        k: v.to("cuda") if isinstance(v, torch.Tensor) else v for k, v in spec.make_inputs(dims, "bfloat16", 0).items()
+    }
     compiled = spec.launch(spec.matmul_kernel, args, meta)
     torch.cuda.synchronize()
     resources, _ = kernel_resources(compiled)
@@ -86,8 +99,17 @@ def _launched(shape: str, config: str) -> dict[str, Any]:
 def test_inspect_matches_the_kernel_triton_launched(kerntune: Callable[..., CliResult]) -> None:
     rows = []
     for shape, config in CASES:
-        result = kerntune("inspect", str(EXAMPLES / "triton_matmul"), "--target", "sm_90", "--shape", shape,
-                          "--config", config, "--json")
+        result = kerntune(
+            "inspect",
+            str(EXAMPLES / "triton_matmul"),
+            "--target",
+            "sm_90",
+            "--shape",
+            shape,
+            "--config",
+            config,
+            "--json",
+        )
         assert result.code == 0, result.stderr
         inspected = result.json()[0]["resources"]
         launched = _launched(shape, config)
@@ -108,23 +130,53 @@ for shape, config in CASES:
 
 
 @pytest.mark.skipif(shutil.which("ncu") is None, reason="needs Nsight Compute (ncu)")
-def test_occupancy_equals_nsight_computes_theoretical_occupancy(kerntune: Callable[..., CliResult],
-                                                               tmp_path: Path) -> None:
+def test_occupancy_equals_nsight_computes_theoretical_occupancy(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     ours = []
     for shape, config in CASES:
-        result = kerntune("inspect", str(EXAMPLES / "triton_matmul"), "--target", "sm_90", "--shape", shape,
-                          "--config", config, "--json")
+        result = kerntune(
+            "inspect",
+            str(EXAMPLES / "triton_matmul"),
+            "--target",
+            "sm_90",
+            "--shape",
+            shape,
+            "--config",
+            config,
+            "--json",
+        )
         assert result.code == 0, result.stderr
         ours.append(result.json()[0]["occupancy"])
     script = tmp_path / "launch.py"
     script.write_text(LAUNCHER.format(root=str(ROOT), src=str(ROOT / "src")))
     # --clock-control none: measure the card as found (never lock or change its clocks).
-    proc = subprocess.run(["ncu", "--clock-control", "none", "--section", "Occupancy", "--csv", "--page", "details",
-                           "-k", "regex:matmul_kernel", sys.executable, str(script)],
-                          capture_output=True, text=True, timeout=600, cwd=str(ROOT))
+    proc = subprocess.run(
+        [
+            "ncu",
+            "--clock-control",
+            "none",
+            "--section",
+            "Occupancy",
+            "--csv",
+            "--page",
+            "details",
+            "-k",
+            "regex:matmul_kernel",
+            sys.executable,
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(ROOT),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    table = [r for r in csv.DictReader(io.StringIO(proc.stdout[proc.stdout.index('"ID"'):]))
-             if r.get("Metric Name") == "Theoretical Occupancy"]
+    table = [
+        r
+        for r in csv.DictReader(io.StringIO(proc.stdout[proc.stdout.index('"ID"') :]))
+        if r.get("Metric Name") == "Theoretical Occupancy"
+    ]
     theirs = [float(r["Metric Value"]) for r in table]
     print(json.dumps({"kerntune": ours, "ncu_theoretical_occupancy_pct": theirs}))
     assert len(theirs) == len(CASES)
@@ -133,8 +185,17 @@ def test_occupancy_equals_nsight_computes_theoretical_occupancy(kerntune: Callab
 
 @pytest.mark.skipif(shutil.which("ncu") is None, reason="needs Nsight Compute (ncu)")
 def test_profile_attaches_nsight_counters_to_the_finalists(kerntune: Callable[..., CliResult]) -> None:
-    tuned = kerntune("tune", str(EXAMPLES / "triton_matmul"), "--shape", "M=1024,N=1024,K=1024", "--strategy",
-                     "random", "--budget", "4", "--json")
+    tuned = kerntune(
+        "tune",
+        str(EXAMPLES / "triton_matmul"),
+        "--shape",
+        "M=1024,N=1024,K=1024",
+        "--strategy",
+        "random",
+        "--budget",
+        "4",
+        "--json",
+    )
     assert tuned.code == 0, tuned.stderr
     median_s = tuned.json()["shapes"][0]["winner"]["measurement"]["median_ms"] * 1e-3
     result = kerntune("profile", "last", "--top", "1", "--json")

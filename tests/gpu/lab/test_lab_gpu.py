@@ -29,8 +29,20 @@ def test_capture_replay_compare_save_on_the_gpu(kerntune: Callable[..., CliResul
     program = [sys.executable, str(lab / "program.py")]
     before = subprocess.run(program, capture_output=True, text=True, check=True, env={**os.environ, **ON_GPU})
     cap = tmp_path / "cap"
-    done = kerntune("capture", "--kernel", "scale_add", "--nth", "2", "-o", str(cap), "--json", "--", "python",
-                    str(lab / "program.py"), env=ON_GPU)
+    done = kerntune(
+        "capture",
+        "--kernel",
+        "scale_add",
+        "--nth",
+        "2",
+        "-o",
+        str(cap),
+        "--json",
+        "--",
+        "python",
+        str(lab / "program.py"),
+        env=ON_GPU,
+    )
     assert done.code == 0, done.stderr
     manifest = done.json()
     assert manifest["device"]["type"] == "cuda" and manifest["interpreted"] is False
@@ -41,8 +53,7 @@ def test_capture_replay_compare_save_on_the_gpu(kerntune: Callable[..., CliResul
         assert replayed["mode"] == mode and replayed["reproduces_capture"] is True
         assert replayed["timing_claimed"] is True and 0 < replayed["median_ms"] < 10
         assert replayed["cache"].startswith("warm" if mode == "sustained" else "cold"), replayed["cache"]
-    compared = kerntune("lab", "compare", str(cap), "--set", "BLOCK=64", "--iterations", "50", "--counters",
-                        "--json")
+    compared = kerntune("lab", "compare", str(cap), "--set", "BLOCK=64", "--iterations", "50", "--counters", "--json")
     assert compared.code == 0, compared.stderr
     assert compared.json()["validation"]["passed"] and compared.json()["ratio"] > 0
     second = compared.json()["interleaved"]["second_timer"]  # the same pairs, timed from the profiler's records
@@ -56,8 +67,13 @@ def test_capture_replay_compare_save_on_the_gpu(kerntune: Callable[..., CliResul
     table = tmp_path / "table.json"
     saved = kerntune("lab", "save", str(cap), "--set", "BLOCK=64", "--table", str(table), "--json")
     assert saved.code == 0, saved.stderr
-    after = subprocess.run([*program, str(table)], capture_output=True, text=True, check=True,
-                           env={**os.environ, **ON_GPU, "KERNTUNE_LOG_DISPATCH": "1"})
+    after = subprocess.run(
+        [*program, str(table)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **ON_GPU, "KERNTUNE_LOG_DISPATCH": "1"},
+    )
     assert after.stdout == before.stdout and '-> exact {"BLOCK": 64}' in after.stderr, after.stderr
     assert json.loads(table.read_text())["entries"][0]["median_ms"] == compared.json()["median_ms"]
 
@@ -66,8 +82,9 @@ COMPILED = DATA / "lab" / "compiled_program.py"
 SPEC = Path(__file__).resolve().parents[3] / "examples" / "triton_matmul"
 
 
-def test_a_torch_compiled_program_s_generated_kernel_and_its_gemm(kerntune: Callable[..., CliResult],
-                                                                  tmp_path: Path) -> None:
+def test_a_torch_compiled_program_s_generated_kernel_and_its_gemm(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     """Inductor's launches (not through JITFunction.run) and the aten::mm its extern GEMM calls: a miss names the
     kernels that launched; the generated kernel is captured with its module kept, replayed and compared at another
     block size; the GEMM call is compared with the tuned Triton GEMM and saved into a served table when it is not
@@ -128,8 +145,9 @@ CUDA_PROGRAM = DATA / "lab" / "cuda_program.py"
 REDUCTION = Path(__file__).resolve().parents[3] / "examples" / "cuda_reduction" / "spec.py"
 
 
-def test_a_native_cuda_launch_captured_replayed_compared_and_saved(kerntune: Callable[..., CliResult],
-                                                                     tmp_path: Path) -> None:
+def test_a_native_cuda_launch_captured_replayed_compared_and_saved(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     """kerntune's CUDA C++ reduction launched through its CUDA backend: the 2nd launch captured with its source,
     macros and launch shape; replayed in the three modes, rebuilt to the very binary that ran; other macros and a
     source variant compared; the variant saved over the source string in the spec file the program loaded."""

@@ -71,8 +71,14 @@ def test_a_slow_host_does_not_inflate_device_time() -> None:
 
 
 def test_rotating_regime_cycles_inputs_larger_than_l2(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("tune", str(ROOT / "examples" / "triton_rmsnorm"), "--budget", "2", "--json",
-                      env={"KERNTUNE_REGIME": "rotating", "KERNTUNE_FINALISTS": "0"})
+    result = kerntune(
+        "tune",
+        str(ROOT / "examples" / "triton_rmsnorm"),
+        "--budget",
+        "2",
+        "--json",
+        env={"KERNTUNE_REGIME": "rotating", "KERNTUNE_FINALISTS": "0"},
+    )
     assert result.code == 0, result.stderr
     conditions = result.json()["shapes"][0]["winner"]["measurement"]["conditions"]
     assert conditions["regime"] == "rotating"
@@ -80,9 +86,22 @@ def test_rotating_regime_cycles_inputs_larger_than_l2(kerntune: Callable[..., Cl
 
 
 def test_ab_calls_a_planted_three_percent_slowdown_a_loss(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("ab", "--spec", str(PLANTED), "@EXTRA=0", "@EXTRA=2", "--expect", "loss", "--json",
-                      env={"KERNTUNE_WARMUP_MS": "100", "KERNTUNE_SAMPLE_BUDGET_MS": "1000",
-                           "KERNTUNE_MIN_SAMPLES": "10", "KERNTUNE_MAX_SAMPLES": "200"})
+    result = kerntune(
+        "ab",
+        "--spec",
+        str(PLANTED),
+        "@EXTRA=0",
+        "@EXTRA=2",
+        "--expect",
+        "loss",
+        "--json",
+        env={
+            "KERNTUNE_WARMUP_MS": "100",
+            "KERNTUNE_SAMPLE_BUDGET_MS": "1000",
+            "KERNTUNE_MIN_SAMPLES": "10",
+            "KERNTUNE_MAX_SAMPLES": "200",
+        },
+    )
     assert result.code == 0, result.stdout[-2000:] + result.stderr[-2000:]
     data = result.json()
     assert data["verdict"] == "loss" and data["scheme"] == "in-process"

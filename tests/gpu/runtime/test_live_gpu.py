@@ -18,11 +18,14 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a
 QUICK = {"KERNTUNE_CONFIRM_ROUNDS": "0"}
 
 
-def test_the_demo_engages_every_deployed_entry_and_a_foreign_table_misses(kerntune: Callable[..., CliResult],
-                                                                           tmp_path: Path) -> None:
+def test_the_demo_engages_every_deployed_entry_and_a_foreign_table_misses(
+    kerntune: Callable[..., CliResult], tmp_path: Path
+) -> None:
     table = tmp_path / "table.json"
-    for spec, shapes, budget in (("triton_matmul", ["M=16,N=14336,K=4096", "M=16,N=4096,K=14336"], "12s/shape"),
-                                 ("triton_rmsnorm", ["M=16,N=4096"], "6s/shape")):
+    for spec, shapes, budget in (
+        ("triton_matmul", ["M=16,N=14336,K=4096", "M=16,N=4096,K=14336"], "12s/shape"),
+        ("triton_rmsnorm", ["M=16,N=4096"], "6s/shape"),
+    ):
         args = [a for s in shapes for a in ("--shape", s)]
         tuned = kerntune("tune", str(EXAMPLES / spec), "--dtype", "bfloat16", *args, "--budget", budget, env=QUICK)
         assert tuned.code == 0, tuned.stderr

@@ -14,5 +14,6 @@ assert _spec is not None and _spec.loader is not None
 _base = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_base)
 
-problem = dataclasses.replace(_base.problem, name="cost_error",
-                              cost=lambda s, d: kt.Cost(flops=float(s["BATCH"])))  # planted: no such field
+problem = dataclasses.replace(
+    _base.problem, name="cost_error", cost=lambda s, d: kt.Cost(flops=float(s["BATCH"]))
+)  # planted: no such field

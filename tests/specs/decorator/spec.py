@@ -11,8 +11,9 @@ import triton.language as tl
 import kerntune as kt
 
 
-@kt.autotune(configs=[triton.Config({"BLOCK": 128}, num_warps=4), triton.Config({"BLOCK": 256}, num_warps=8)],
-             key=["N"])
+@kt.autotune(
+    configs=[triton.Config({"BLOCK": 128}, num_warps=4), triton.Config({"BLOCK": 256}, num_warps=8)], key=["N"]
+)
 @triton.jit
 def scale_kernel(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

@@ -34,9 +34,13 @@ __kernel void add(const int n, __global const float* a, __global const float* b,
 def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     n = int(shape["N"])
-    return {"n": np.int32(n), "a": rng.standard_normal(n).astype(np.float32),
-            "b": rng.standard_normal(n).astype(np.float32), "flag": np.zeros(1, dtype=np.int32),
-            "c": np.empty(n, dtype=np.float32)}
+    return {
+        "n": np.int32(n),
+        "a": rng.standard_normal(n).astype(np.float32),
+        "b": rng.standard_normal(n).astype(np.float32),
+        "flag": np.zeros(1, dtype=np.int32),
+        "c": np.empty(n, dtype=np.float32),
+    }
 
 
 problem = kt.Problem(

@@ -36,8 +36,13 @@ def add_kernel(x_ptr, y_ptr, flag_ptr, out_ptr, n, BLOCK: tl.constexpr, VARIANT:
 def make_inputs(shape: dict[str, Any], dtype: str, seed: int) -> dict[str, Any]:
     gen = torch.Generator().manual_seed(seed)
     n = int(shape["N"])
-    return {"x": torch.randn(n, generator=gen), "y": torch.randn(n, generator=gen),
-            "flag": torch.zeros(1, dtype=torch.int32), "out": torch.empty(n), "n": n}
+    return {
+        "x": torch.randn(n, generator=gen),
+        "y": torch.randn(n, generator=gen),
+        "flag": torch.zeros(1, dtype=torch.int32),
+        "out": torch.empty(n),
+        "n": n,
+    }
 
 
 def allocate_too_much(args: dict[str, Any], meta: dict[str, Any]) -> None:

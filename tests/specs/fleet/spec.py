@@ -18,8 +18,14 @@ problem = dataclasses.replace(
     base,
     name="fleet_vector_add",
     kernel=dataclasses.replace(base.kernel, source=SOURCE),
-    space=kt.Space(params={"LS": [1, 2, 4, 8, 16, 32, 64, 128, 256, 512], "WPT": [1, 2, 3, 4, 5, 6, 8, 10, 12, 16],
-                           "UNROLL": [0, 1]}, default={"LS": 64, "WPT": 1, "UNROLL": 0}),
+    space=kt.Space(
+        params={
+            "LS": [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+            "WPT": [1, 2, 3, 4, 5, 6, 8, 10, 12, 16],
+            "UNROLL": [0, 1],
+        },
+        default={"LS": 64, "WPT": 1, "UNROLL": 0},
+    ),
     shapes=[{"N": 4096}, {"N": 8192}],
     cost=None,
 )

@@ -9,8 +9,9 @@ def broken_reference(args, shape):
 
 problem = kt.Problem(
     name="spec_error",
-    kernel=kt.OpenCLKernel("__kernel void k(__global float* c) { c[get_global_id(0)] = 1.0f; }", "k",
-                           grid=lambda m: ((4,), None)),
+    kernel=kt.OpenCLKernel(
+        "__kernel void k(__global float* c) { c[get_global_id(0)] = 1.0f; }", "k", grid=lambda m: ((4,), None)
+    ),
     space=kt.Space(params={"LS": [1, 2]}),
     shapes=[{"N": 4}],
     make_inputs=lambda shape, dtype, seed: {"c": np.ones(4, dtype=np.float32)},

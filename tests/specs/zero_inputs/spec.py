@@ -4,8 +4,11 @@ import kerntune as kt
 
 problem = kt.Problem(
     name="zero_inputs",
-    kernel=kt.OpenCLKernel("__kernel void k(__global const float* a, __global float* c) {"
-                           " c[get_global_id(0)] = a[get_global_id(0)]; }", "k", grid=lambda m: ((m["N"],), None)),
+    kernel=kt.OpenCLKernel(
+        "__kernel void k(__global const float* a, __global float* c) { c[get_global_id(0)] = a[get_global_id(0)]; }",
+        "k",
+        grid=lambda m: ((m["N"],), None),
+    ),
     space=kt.Space(params={"X": [1]}),
     shapes=[{"N": 16}],
     make_inputs=lambda shape, dtype, seed: {"a": np.zeros(16, dtype=np.float32), "c": np.empty(16, dtype=np.float32)},

@@ -15,11 +15,16 @@ except BackendUnavailable as exc:  # no vulkan bindings or loader here (CI insta
 
 def test_registers_and_spills_are_named_only_from_the_driver_s_own_names() -> None:
     nvidia = vulkan_inspect.Executable("Compute Shader", "", 32, {"Register Count": 40, "Shared Memory Size": 1024})
-    radv = vulkan_inspect.Executable("Compute Shader", "", 64, {"VGPRs": 24, "SGPRs": 32, "Spilled SGPRs": 0,
-                                                                  "Spilled VGPRs": 3, "Code size": 900})
+    radv = vulkan_inspect.Executable(
+        "Compute Shader", "", 64, {"VGPRs": 24, "SGPRs": 32, "Spilled SGPRs": 0, "Spilled VGPRs": 3, "Code size": 900}
+    )
     other = vulkan_inspect.Executable("main", "", 8, {"Instruction Count": 120, "Has spills": True})
-    assert vulkan_inspect.summary([nvidia]) == {"subgroup_size": 32, "Register Count": 40,
-                                                "Shared Memory Size": 1024, "registers": 40}
+    assert vulkan_inspect.summary([nvidia]) == {
+        "subgroup_size": 32,
+        "Register Count": 40,
+        "Shared Memory Size": 1024,
+        "registers": 40,
+    }
     read = vulkan_inspect.summary([radv])
     assert read["registers"] == 24 and read["spills"] == 3 and read["SGPRs"] == 32
     read = vulkan_inspect.summary([other])

@@ -32,8 +32,9 @@ def test_each_driver_file_says_why_its_library_did_not_load(tmp_path: Path, monk
     assert "LD_LIBRARY_PATH" in said
 
 
-def test_a_folder_in_the_variable_is_searched_and_an_empty_one_said(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_folder_in_the_variable_is_searched_and_an_empty_one_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("VK_ICD_FILENAMES", raising=False)
     monkeypatch.setenv("VK_DRIVER_FILES", str(tmp_path))
     assert icd_files() == ([], "VK_DRIVER_FILES")

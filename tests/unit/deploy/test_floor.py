@@ -20,8 +20,19 @@ _stores = itertools.count()
 
 def _report(tmp_path: Path, winner_ms: float) -> RunReport:
     store = Store(tmp_path / f"store-{next(_stores)}")
-    run = Run(id="20260101-000000-abcd", problem="p", spec_path="/x", spec_hash="h", target=TARGET,
-              strategy="exhaustive", budget=Budget(), shapes=(SHAPE,), dtype="float32", seed=0, created="x")
+    run = Run(
+        id="20260101-000000-abcd",
+        problem="p",
+        spec_path="/x",
+        spec_hash="h",
+        target=TARGET,
+        strategy="exhaustive",
+        budget=Budget(),
+        shapes=(SHAPE,),
+        dtype="float32",
+        seed=0,
+        created="x",
+    )
     store.create_run(run)
     cid = store.start_candidate(run.id, SHAPE, Config.of({"B": 1}), "search", "")
     store.finish_candidate(cid, CandidateResult("ok", measurement=Measurement((winner_ms,) * 5, Conditions("t"))))
@@ -76,8 +87,9 @@ def _paired(report: RunReport, ratio: float) -> RunReport:
     shape = report.shapes[0]
     assert shape.winner is not None and shape.winner.id is not None
     reference = replace(shape.winner, id=shape.winner.id + 100, role="baseline", label="torch.matmul")
-    paired = replace(shape, interleaved={shape.winner.id: RatioEstimate(ratio, ratio * 0.99, ratio * 1.01, 3)},
-                     reference=reference)
+    paired = replace(
+        shape, interleaved={shape.winner.id: RatioEstimate(ratio, ratio * 0.99, ratio * 1.01, 3)}, reference=reference
+    )
     return replace(report, shapes=[paired])
 
 

@@ -21,25 +21,40 @@ def _measured(median_ms: float) -> Measurement:
 
 def _report(ratio: float, second: float | None, library_reference: bool = True) -> ShapeReport:
     winner = Candidate(SHAPE, Config.of({"BLOCK_M": 16}), status="ok", id=7, measurement=_measured(0.5))
-    library = Candidate(SHAPE, Config.of({} if library_reference else {"BLOCK_M": 128}), role="baseline",
-                        label="torch.matmul" if library_reference else "default", status="ok", id=1,
-                        measurement=_measured(0.1))  # search-time medians that the interleaved ratio overrules
-    return ShapeReport(shape=SHAPE, winner=winner, baselines=[library], slowest=None, failed=[], counts={},
-                       timing_claimed=True, reference=library,
-                       interleaved={7: RatioEstimate(ratio, ratio * 0.99, ratio * 1.01, 6),
-                                    1: RatioEstimate(1.0, 1.0, 1.0, 6)},
-                       second_timer={7: {"ratio": second}} if second is not None else {})
+    library = Candidate(
+        SHAPE,
+        Config.of({} if library_reference else {"BLOCK_M": 128}),
+        role="baseline",
+        label="torch.matmul" if library_reference else "default",
+        status="ok",
+        id=1,
+        measurement=_measured(0.1),
+    )  # search-time medians that the interleaved ratio overrules
+    return ShapeReport(
+        shape=SHAPE,
+        winner=winner,
+        baselines=[library],
+        slowest=None,
+        failed=[],
+        counts={},
+        timing_claimed=True,
+        reference=library,
+        interleaved={7: RatioEstimate(ratio, ratio * 0.99, ratio * 1.01, 6), 1: RatioEstimate(1.0, 1.0, 1.0, 6)},
+        second_timer={7: {"ratio": second}} if second is not None else {},
+    )
 
 
-@pytest.mark.parametrize(("ratio", "second", "left"), [
-    (0.97, None, False),   # faster by the events, no second timer: served
-    (0.97, 0.98, False),   # faster by both: served
-    (1.12, None, True),    # slower: the library keeps the key
-    (1.00, None, True),    # a tie only adds host time
-    (0.995, 1.004, True),  # the events call it faster, the profiler's kernel durations do not
-])
-def test_a_winner_is_deployed_only_where_it_beats_the_library(ratio: float, second: float | None,
-                                                                left: bool) -> None:
+@pytest.mark.parametrize(
+    ("ratio", "second", "left"),
+    [
+        (0.97, None, False),  # faster by the events, no second timer: served
+        (0.97, 0.98, False),  # faster by both: served
+        (1.12, None, True),  # slower: the library keeps the key
+        (1.00, None, True),  # a tie only adds host time
+        (0.995, 1.004, True),  # the events call it faster, the profiler's kernel durations do not
+    ],
+)
+def test_a_winner_is_deployed_only_where_it_beats_the_library(ratio: float, second: float | None, left: bool) -> None:
     found = not_faster_than_the_library(_report(ratio, second))
     assert (found is not None) is left
     if found is not None:
@@ -58,8 +73,9 @@ def test_an_unconfirmed_winner_is_judged_by_its_search_time_median(winner_ms: fl
     report = _report(0.9, None)
     assert report.winner is not None
     # Confirmation cut by the budget: no interleaved ratio, only the search-time medians.
-    report = dataclasses.replace(report, interleaved={},
-                                 winner=dataclasses.replace(report.winner, measurement=_measured(winner_ms)))
+    report = dataclasses.replace(
+        report, interleaved={}, winner=dataclasses.replace(report.winner, measurement=_measured(winner_ms))
+    )
     found = not_faster_than_the_library(report)
     assert (found is not None) is left
     if found is not None:
@@ -68,8 +84,19 @@ def test_an_unconfirmed_winner_is_judged_by_its_search_time_median(winner_ms: fl
 
 @pytest.mark.parametrize("serves", [True, False])
 def test_the_table_keeps_every_winner_and_marks_those_the_library_beats(serves: bool) -> None:
-    run = Run("r1", "triton_matmul", "spec.py", "abc", Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132),
-              "race", Budget(), (SHAPE,), "bfloat16", 0, options={"serves": ["aten::mm"] if serves else []})
+    run = Run(
+        "r1",
+        "triton_matmul",
+        "spec.py",
+        "abc",
+        Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132),
+        "race",
+        Budget(),
+        (SHAPE,),
+        "bfloat16",
+        0,
+        options={"serves": ["aten::mm"] if serves else []},
+    )
     faster = dataclasses.replace(_report(0.9, 0.92), shape=Shape.of({**SHAPE.as_dict(), "M": 32}))
     table = table_from_run(RunReport(run, [_report(1.12, 1.10), faster]))
     marks = [e.get("library_faster") for e in table["entries"]]

@@ -23,8 +23,9 @@ def _sweep() -> list[ShapeTimes]:
 
 
 def test_rules_follow_the_row_count_and_held_out_shapes_get_the_right_tile() -> None:
-    fitted = fit_table(_sweep(), CONFIGS, {"op": "mm"}, {"schema": 1},
-                       TrainOptions(holdout_every=3, by=("M", "N*K:2", "N/K")))
+    fitted = fit_table(
+        _sweep(), CONFIGS, {"op": "mm"}, {"schema": 1}, TrainOptions(holdout_every=3, by=("M", "N*K:2", "N/K"))
+    )
     report, table = fitted["report"], fitted["table"]
     assert table["training"]["by"] == ["M:1", "N*K:2", "N/K:1"]
     assert (report["training_shapes"], report["held_out_shapes"]) == (12, 6)
@@ -39,13 +40,13 @@ def test_an_exact_entry_only_where_the_winner_beats_its_rule_beyond_noise() -> N
     shapes = _sweep()
     odd = next(s for s in shapes if s.shape == {"M": 256, "N": 4096, "K": 4096})
     odd.times[SMALL] = odd.times[LARGE] * 0.9  # this one shape prefers small tiles by 10%
-    fitted = fit_table(shapes, CONFIGS, {"op": "mm"}, {"schema": 1},
-                       TrainOptions(holdout_every=0, by=("M",)))
+    fitted = fit_table(shapes, CONFIGS, {"op": "mm"}, {"schema": 1}, TrainOptions(holdout_every=0, by=("M",)))
     (entry,) = fitted["table"]["entries"]
     assert entry["key"] == {"op": "mm", "M": 256, "N": 4096, "K": 4096} and entry["config"] == {"BLOCK_M": 16}
     assert entry["rule_regret"] == pytest.approx(1 / 0.9 - 1)
-    fitted = fit_table(shapes, CONFIGS, {"op": "mm"}, {"schema": 1},
-                       TrainOptions(holdout_every=0, by=("M",), noise=0.15))
+    fitted = fit_table(
+        shapes, CONFIGS, {"op": "mm"}, {"schema": 1}, TrainOptions(holdout_every=0, by=("M",), noise=0.15)
+    )
     assert fitted["table"]["entries"] == []  # within a 15% band the rule is kept
 
 
@@ -65,4 +66,3 @@ def test_least_regret_and_cut_short_shapes() -> None:
         dimensions(shapes, ("Q",))
     with pytest.raises(UsageError, match="number of octaves"):
         dimensions(shapes, ("M:wide",))
-

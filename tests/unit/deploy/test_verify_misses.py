@@ -13,9 +13,10 @@ def test_verify_gives_a_missed_gemm_key_the_device_time_of_its_library_calls() -
     from kerntune.deploy.verify import _gemm_time
     from kerntune.runtime.corpus import CorpusLine
 
-    gemms = [CorpusLine(op="aten::mm", shape={"M": 16, "N": 64, "K": 64}, layout="NT", bias=0, calls=3,
-                        device_us=30.0),
-             CorpusLine(op="aten::mm", shape={"M": 16, "N": 64, "K": 64}, layout="NN", bias=0, calls=1, device_us=9.0)]
+    gemms = [
+        CorpusLine(op="aten::mm", shape={"M": 16, "N": 64, "K": 64}, layout="NT", bias=0, calls=3, device_us=30.0),
+        CorpusLine(op="aten::mm", shape={"M": 16, "N": 64, "K": 64}, layout="NN", bias=0, calls=1, device_us=9.0),
+    ]
     key = {"op": "triton_matmul", "M": 16, "N": 64, "K": 64, "layout": "NT", "bias": 0}
     assert _gemm_time(key, {"gemms": gemms}) == 30.0  # its layout only
     assert _gemm_time({**key, "M": 32}, {"gemms": gemms}) is None  # the profile has none of it
@@ -24,24 +25,44 @@ def test_verify_gives_a_missed_gemm_key_the_device_time_of_its_library_calls() -
 
 def _report(calls: int) -> list[dict[str, object]]:
     key = 'K=64;M=16;N=64;bias=0;layout="NT";op="triton_matmul"'
-    return [{"name": "matmul", "table": "t.json", "disabled": None, "entries": {key: "measured"},
-             "decisions": [{"kind": "exact", "key": key, "calls": calls, "config": {"BLOCK_M": 16},
-                            "fields": {"op": "triton_matmul", "M": 16, "N": 64, "K": 64, "layout": "NT",
-                                       "bias": 0}}]}]
+    return [
+        {
+            "name": "matmul",
+            "table": "t.json",
+            "disabled": None,
+            "entries": {key: "measured"},
+            "decisions": [
+                {
+                    "kind": "exact",
+                    "key": key,
+                    "calls": calls,
+                    "config": {"BLOCK_M": 16},
+                    "fields": {"op": "triton_matmul", "M": 16, "N": 64, "K": 64, "layout": "NT", "bias": 0},
+                }
+            ],
+        }
+    ]
 
 
 def test_verify_ties_an_entry_to_the_kernels_its_own_calls_launched() -> None:
     from kerntune.deploy.verify import engagement
     from kerntune.runtime.corpus import CorpusLine
 
-    line = CorpusLine(op="aten::mm", shape={"M": 16, "N": 64, "K": 64}, dtype="bfloat16", layout="NT", bias=0,
-                      calls=3, device_us=30.0)
-    other = CorpusLine(op="aten::mm", shape={"M": 32, "N": 64, "K": 64}, dtype="bfloat16", layout="NT", bias=0,
-                       calls=5, device_us=50.0)
-    kernels = [{"name": "matmul_kernel", "launches": 8, "device_us": 60.0},
-               {"name": "nvjet_tst_64x8", "launches": 1, "device_us": 20.0}]
-    served = {"gemms": [line, other], "kernels": kernels,
-              "gemm_kernels": {line.identity: {"matmul_kernel": 3}, other.identity: {"matmul_kernel": 5}}}
+    line = CorpusLine(
+        op="aten::mm", shape={"M": 16, "N": 64, "K": 64}, dtype="bfloat16", layout="NT", bias=0, calls=3, device_us=30.0
+    )
+    other = CorpusLine(
+        op="aten::mm", shape={"M": 32, "N": 64, "K": 64}, dtype="bfloat16", layout="NT", bias=0, calls=5, device_us=50.0
+    )
+    kernels = [
+        {"name": "matmul_kernel", "launches": 8, "device_us": 60.0},
+        {"name": "nvjet_tst_64x8", "launches": 1, "device_us": 20.0},
+    ]
+    served = {
+        "gemms": [line, other],
+        "kernels": kernels,
+        "gemm_kernels": {line.identity: {"matmul_kernel": 3}, other.identity: {"matmul_kernel": 5}},
+    }
     found = engagement(_report(3), served)
     (row,) = found["entries"]
     assert row["engaged"] and row["profiled_by"] == "operator"  # its 3 calls, not all 8 launches of the kernel
@@ -61,8 +82,9 @@ def test_verify_ties_an_entry_to_the_kernels_its_own_calls_launched() -> None:
     assert engagement(_report(0), served)["never_engaged"]  # served no call
 
 
-def test_verify_hands_over_the_engagement_before_the_end_to_end_ab(monkeypatch: pytest.MonkeyPatch,
-                                                                   tmp_path: Path) -> None:
+def test_verify_hands_over_the_engagement_before_the_end_to_end_ab(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The A/B after the profiled run takes minutes on a compiled model: a caller that stops it (a time limit, the
     user) must already hold what engaged."""
     from kerntune.deploy import verify as verify_module

@@ -22,15 +22,20 @@ class FixedReadings:
 def test_reason_bits_decode_and_only_real_throttling_flags() -> None:
     assert decode_reasons(0x1 | 0x4) == ["gpu_idle", "sw_power_cap"]
     assert decode_reasons(0x1000) == ["0x1000"]
-    idle = Recorder(FixedReadings([{"sm_mhz": 1980, "mem_mhz": 3201, "power_w": 90.0, "temp_c": 35,
-                                    "reasons": ["gpu_idle"]}]))
+    idle = Recorder(
+        FixedReadings([{"sm_mhz": 1980, "mem_mhz": 3201, "power_w": 90.0, "temp_c": 35, "reasons": ["gpu_idle"]}])
+    )
     idle.take()
     assert idle.summary()["throttled"] is False
-    capped = Recorder(FixedReadings([
-        {"sm_mhz": 1980, "mem_mhz": 3201, "power_w": 500.0, "temp_c": 40, "reasons": []},
-        {"sm_mhz": 1700, "mem_mhz": 3201, "power_w": 690.0, "temp_c": 52, "reasons": ["sw_power_cap"]},
-        {"available": False, "reason": "read failed"},
-    ]))
+    capped = Recorder(
+        FixedReadings(
+            [
+                {"sm_mhz": 1980, "mem_mhz": 3201, "power_w": 500.0, "temp_c": 40, "reasons": []},
+                {"sm_mhz": 1700, "mem_mhz": 3201, "power_w": 690.0, "temp_c": 52, "reasons": ["sw_power_cap"]},
+                {"available": False, "reason": "read failed"},
+            ]
+        )
+    )
     for _ in range(3):
         capped.take()
     summary = capped.summary({"clock_ramp_ms": 0.0})
@@ -41,7 +46,9 @@ def test_reason_bits_decode_and_only_real_throttling_flags() -> None:
 
 def test_no_telemetry_says_so() -> None:
     assert Recorder(Unavailable("no telemetry for the host CPU")).summary() == {
-        "available": False, "reason": "no telemetry for the host CPU"}
+        "available": False,
+        "reason": "no telemetry for the host CPU",
+    }
     assert not open_telemetry("cpu").available
 
 

@@ -51,7 +51,10 @@ def test_hang_is_killed_after_the_timeout(worker: Worker) -> None:
 
 def test_setup_failure_is_a_clear_error(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
-    w = Worker(("kerntune.tune.evaluate:setup", {"spec_path": str(tmp_path / "missing.py")}),
-               log_path=tmp_path / "w.log", env=env)
+    w = Worker(
+        ("kerntune.tune.evaluate:setup", {"spec_path": str(tmp_path / "missing.py")}),
+        log_path=tmp_path / "w.log",
+        env=env,
+    )
     with pytest.raises(SpecError, match="does not exist"):
         w.start()

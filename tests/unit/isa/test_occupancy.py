@@ -5,9 +5,16 @@ from __future__ import annotations
 
 from kerntune.isa.occupancy import occupancy, prune_reason, unlaunchable
 
-SM90 = {"shared_bytes_per_block": 232448, "shared_bytes_per_sm": 233472, "shared_reserved_per_block": 1024,
-        "registers_per_sm": 65536, "threads_per_sm": 2048, "threads_per_block": 1024, "blocks_per_sm": 32,
-        "warp_size": 32}
+SM90 = {
+    "shared_bytes_per_block": 232448,
+    "shared_bytes_per_sm": 233472,
+    "shared_reserved_per_block": 1024,
+    "registers_per_sm": 65536,
+    "threads_per_sm": 2048,
+    "threads_per_block": 1024,
+    "blocks_per_sm": 32,
+    "warp_size": 32,
+}
 
 
 def test_registers_limit_a_heavy_kernel() -> None:
@@ -64,8 +71,10 @@ def test_cdna_agprs_share_the_register_file_and_lds_can_limit() -> None:
     assert amd_next_boundary("gfx906", 65) == "1 fewer VGPRs per lane would allow 4 waves per SIMD"
     # The readout names the limit that binds: here LDS (registers would allow 8 waves), so the lever is LDS bytes:
     # 3 waves per SIMD need 3 blocks of 4 waves, 65536 // 3 = 21845 bytes each.
-    assert amd_next_boundary("gfx942", 64, lds_bytes=32768, threads_per_block=256) == \
-        "LDS limits it: 10923 fewer bytes of LDS per block would allow 3 waves per SIMD"
+    assert (
+        amd_next_boundary("gfx942", 64, lds_bytes=32768, threads_per_block=256)
+        == "LDS limits it: 10923 fewer bytes of LDS per block would allow 3 waves per SIMD"
+    )
     assert amd_next_boundary("gfx942", 64) is None  # at the wave limit nothing is next
 
 

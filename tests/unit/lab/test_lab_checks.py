@@ -37,8 +37,10 @@ def test_a_result_from_another_mode_is_refused() -> None:
 def test_a_native_kernel_s_signature_is_read_and_a_variant_must_keep_it(tmp_path: Path) -> None:
     from kerntune.lab.native import arguments, load_source, parameters
 
-    source = ('extern "C" __global__ void __launch_bounds__(256) scale(const float* __restrict__ x, float *out,\n'
-              "    long long n, float alpha) { }\n")
+    source = (
+        'extern "C" __global__ void __launch_bounds__(256) scale(const float* __restrict__ x, float *out,\n'
+        "    long long n, float alpha) { }\n"
+    )
     assert parameters(source, "scale") == ["x", "out", "n", "alpha"]
     assert parameters("#define K(name) __global__ void name(float* a)\nK(scale)", "scale") is None
     manifest = {"kernel": {"name": "scale", "source": source, "arg_names": ["x", "out", "n", "alpha"]}}
@@ -70,5 +72,7 @@ def test_a_served_kernel_must_clear_both_timers() -> None:
     assert said == "profiler-timed ratio 1.008, 95% CI 1.003-1.014"
     assert slower_by_either_timer({"ratio": 1.02, "ci": [1.01, 1.03]}) == "time ratio 1.020, 95% CI 1.010-1.030"
     assert slower_by_either_timer({**tie, "second_timer": {"error": "CUPTI refused"}}) is None
-    assert slower_by_either_timer({"ratio": 0.97, "ci": [0.96, 0.98],
-                                   "second_timer": {"ratio": 0.98, "ci": [0.97, 0.99]}}) is None
+    assert (
+        slower_by_either_timer({"ratio": 0.97, "ci": [0.96, 0.98], "second_timer": {"ratio": 0.98, "ci": [0.97, 0.99]}})
+        is None
+    )

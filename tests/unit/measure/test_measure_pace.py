@@ -90,9 +90,12 @@ def test_the_hosts_bookkeeping_between_blocks_takes_a_small_share_of_the_wall_ti
     # Read after every 10 ms block, 3 ms readings would idle the device 23% of the time (and let a power-capped
     # clock recover); spaced by the host-share rule they take about HOST_SHARE.
     options = MeasureOptions(warmup_ms=1.0, budget_ms=400.0, ci_target=1e-9, max_samples=100_000)
-    for run in (lambda t: measure(cast(Backend, _NullBackend(1.0, 1.0, 0.01)), [lambda: None], options, t),
-                lambda t: measure_interleaved(cast(Backend, _NullBackend(1.0, 1.0, 0.01)), lambda: None, lambda: None,
-                                              options, t)):
+    for run in (
+        lambda t: measure(cast(Backend, _NullBackend(1.0, 1.0, 0.01)), [lambda: None], options, t),
+        lambda t: measure_interleaved(
+            cast(Backend, _NullBackend(1.0, 1.0, 0.01)), lambda: None, lambda: None, options, t
+        ),
+    ):
         telemetry = _SlowTelemetry()
         start = time.perf_counter()
         run(telemetry)

@@ -30,7 +30,7 @@ def test_each_placement_is_taken_in_turn_in_both_orders_with_both_sides_on_it() 
     pick = placed_pair(_launches(log, "A", 3), _launches(log, "B", 3))
     for k in range(12):
         a, b = pick(k)
-        for call in ((a, b) if k % 2 == 0 else (b, a)):
+        for call in (a, b) if k % 2 == 0 else (b, a):
             call()
     pairs = _pairs(log)
     assert [first[1] for first, _ in pairs] == [0, 0, 1, 1, 2, 2] * 2
@@ -68,9 +68,14 @@ class _NullRecordingBackend:
 def test_the_first_and_second_timer_take_every_placement() -> None:
     log: list[tuple[str, int]] = []
     backend = _NullRecordingBackend()
-    a, _ = measure_interleaved(cast(Backend, backend), _launches(log, "A", 4), _launches(log, "B", 4),
-                               MeasureOptions(warmup_ms=1.0, budget_ms=5.0, min_samples=16), None)
-    timed = _pairs(log[len(log) - 2 * a.n:])  # the kept pairs (the warm-up's came first)
+    a, _ = measure_interleaved(
+        cast(Backend, backend),
+        _launches(log, "A", 4),
+        _launches(log, "B", 4),
+        MeasureOptions(warmup_ms=1.0, budget_ms=5.0, min_samples=16),
+        None,
+    )
+    timed = _pairs(log[len(log) - 2 * a.n :])  # the kept pairs (the warm-up's came first)
     assert {p for (_, p), _ in timed} == {0, 1, 2, 3} and all(x[1] == y[1] for x, y in timed)
     log.clear()
     check = check_pairs(backend, _launches(log, "A", 4), _launches(log, "B", 4), False, 1.0, pairs=8)

@@ -14,10 +14,20 @@ def test_the_fastest_screened_config_is_the_one_timed_in_full() -> None:
         def time(budget_ms: float) -> float:
             asked.append((name, budget_ms))
             return ms if budget_ms == SCREEN_MS else ms / 2  # the full measurement differs from the screen
+
         return time
 
-    found = fastest({"local=driver": timer("local=driver", 3.0), "local=64": timer("local=64", 2.0),
-                     "local=256": timer("local=256", 2.5)})
+    found = fastest(
+        {
+            "local=driver": timer("local=driver", 3.0),
+            "local=64": timer("local=64", 2.0),
+            "local=256": timer("local=256", 2.5),
+        }
+    )
     assert found == (1.0, "local=64")
-    assert asked == [("local=driver", SCREEN_MS), ("local=64", SCREEN_MS), ("local=256", SCREEN_MS),
-                     ("local=64", FULL_MS)]
+    assert asked == [
+        ("local=driver", SCREEN_MS),
+        ("local=64", SCREEN_MS),
+        ("local=256", SCREEN_MS),
+        ("local=64", FULL_MS),
+    ]

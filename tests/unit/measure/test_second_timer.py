@@ -28,8 +28,10 @@ from kerntune.measure.second_timer import (
 
 
 def test_rounds_combine_by_geometric_mean_and_agreement_is_within_one_percent() -> None:
-    rounds = [{"timer": HOST_CLOCK, "ratio": 1.1, "events_ratio": 1.1}, {"timer": HOST_CLOCK, "ratio": 0.9,
-                                                                         "events_ratio": 0.9 * 1.03}]
+    rounds = [
+        {"timer": HOST_CLOCK, "ratio": 1.1, "events_ratio": 1.1},
+        {"timer": HOST_CLOCK, "ratio": 0.9, "events_ratio": 0.9 * 1.03},
+    ]
     found = combine([*rounds, {"timer": HOST_CLOCK, "error": "refused"}])
     assert found is not None and found["rounds"] == 2
     assert found["ratio"] == pytest.approx(math.sqrt(1.1 * 0.9))
@@ -43,8 +45,11 @@ def test_rounds_combine_by_geometric_mean_and_agreement_is_within_one_percent() 
 
 def test_the_host_clock_times_each_launch_between_two_drained_queues() -> None:
     events: list[str] = []
-    times = host_clock_ms([lambda: time.sleep(0.002), lambda: time.sleep(0.006)],
-                          lambda i: events.append(f"prepare {i}"), lambda: events.append("sync"))
+    times = host_clock_ms(
+        [lambda: time.sleep(0.002), lambda: time.sleep(0.006)],
+        lambda i: events.append(f"prepare {i}"),
+        lambda: events.append("sync"),
+    )
     assert events == ["prepare 0", "sync", "sync", "prepare 1", "sync", "sync"]
     assert 1.9 < times[0] < times[1] and times[1] > 5.9
 
@@ -80,12 +85,12 @@ def test_a_pair_check_orders_a_b_b_a_and_names_what_it_found() -> None:
 
 def test_a_pair_check_times_more_pairs_until_its_interval_is_narrow_enough() -> None:
     backend = _SleepBackend()
-    wide = check_pairs(backend, lambda: time.sleep(0.001), lambda: time.sleep(0.001), False, 1.0, pairs=4,
-                       target=1.0)
+    wide = check_pairs(backend, lambda: time.sleep(0.001), lambda: time.sleep(0.001), False, 1.0, pairs=4, target=1.0)
     assert wide is not None and wide["pairs"] == 4 and wide["half_width"] <= 1.0  # narrow enough at once
     # A target no host clock reaches: pairs double (4, 8, 16, ...) up to MAX_PAIRS or MAX_S, never beyond.
-    tight = check_pairs(backend, lambda: time.sleep(0.0005), lambda: time.sleep(0.0005), False, 1.0, pairs=4,
-                        target=1e-9)
+    tight = check_pairs(
+        backend, lambda: time.sleep(0.0005), lambda: time.sleep(0.0005), False, 1.0, pairs=4, target=1e-9
+    )
     assert tight is not None and 8 <= tight["pairs"] <= MAX_PAIRS and tight["half_width"] > 1e-9
     assert tight["pairs"] == MAX_PAIRS or tight["pairs"] & (tight["pairs"] - 1) == 0
 
@@ -155,8 +160,7 @@ def test_a_ratio_over_placements_carries_the_error_of_its_placements() -> None:
     # its own factor; the reported interval is at least the placements' interval, not the pairs' alone.
     factors = [1.1, 1.3, 1.5, 1.2]
     b_launches = [functools.partial(time.sleep, 2e-3 * f) for f in factors]
-    found = check_pairs(_SleepBackend(), [functools.partial(time.sleep, 2e-3)] * 4, b_launches, False, 1.0,
-                        pairs=24)
+    found = check_pairs(_SleepBackend(), [functools.partial(time.sleep, 2e-3)] * 4, b_launches, False, 1.0, pairs=24)
     assert found is not None and len(found["placements"]["ratios"]) == 4
     low, high = found["ci"]
     assert high / low >= math.exp(2 * found["placements"]["half_width"]) * 0.999

@@ -99,9 +99,13 @@ def test_target_round_trip() -> None:
 
 
 def test_check_with_the_target_unknown_judges_only_what_does_not_read_it() -> None:
-    space = Space(params={"TMA": [0, 1], "X": [1, 2]}, constraints=[
-        Constraint(lambda c, s, t: not c["TMA"] or (t is not None and t.arch == TARGET.arch), "TMA needs the arch"),
-        Constraint(lambda c: c["X"] == 1, "X is 1")])
+    space = Space(
+        params={"TMA": [0, 1], "X": [1, 2]},
+        constraints=[
+            Constraint(lambda c, s, t: not c["TMA"] or (t is not None and t.arch == TARGET.arch), "TMA needs the arch"),
+            Constraint(lambda c: c["X"] == 1, "X is 1"),
+        ],
+    )
     shape, tma = Shape.of({"N": 8}), Config.of({"TMA": 1, "X": 1})
     assert space.check(tma, shape, None) == "TMA needs the arch"  # None: a target without the feature
     assert space.check(tma, shape, None, target_unknown=True) is None  # not judged until a worker names it

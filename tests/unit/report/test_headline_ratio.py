@@ -28,12 +28,23 @@ def _report(timer: str) -> ShapeReport:
     library = _candidate(1, {}, role="baseline", label="torch.matmul")
     # As on the H200 at 16×4096×4096: events 5.11, kernel records 5.99 for the winner; the runner-up has no
     # second-timer round (confirmation cut), so its events ratio stands.
-    return ShapeReport(shape=SHAPE, winner=winner, baselines=[library], slowest=None, failed=[], counts={},
-                       timing_claimed=True, reference=library, finalists=[winner, second, library],
-                       interleaved={7: RatioEstimate(5.11, 5.0, 5.2, 2), 8: RatioEstimate(5.5, 5.4, 5.6, 2),
-                                    1: RatioEstimate(1.0, 1.0, 1.0, 2)},
-                       second_timer={7: {"timer": timer, "ratio": 5.99, "events_ratio": 5.11, "rounds": 2,
-                                         "agrees": False}})
+    return ShapeReport(
+        shape=SHAPE,
+        winner=winner,
+        baselines=[library],
+        slowest=None,
+        failed=[],
+        counts={},
+        timing_claimed=True,
+        reference=library,
+        finalists=[winner, second, library],
+        interleaved={
+            7: RatioEstimate(5.11, 5.0, 5.2, 2),
+            8: RatioEstimate(5.5, 5.4, 5.6, 2),
+            1: RatioEstimate(1.0, 1.0, 1.0, 2),
+        },
+        second_timer={7: {"timer": timer, "ratio": 5.99, "events_ratio": 5.11, "rounds": 2, "agrees": False}},
+    )
 
 
 def _text(report: ShapeReport) -> str:
@@ -67,11 +78,24 @@ def test_a_host_clock_checks_the_events_and_never_leads() -> None:
 
 
 def test_the_json_report_gives_each_finalist_its_headline_ratio_and_timer() -> None:
-    run = Run("r1", "triton_matmul", "spec.py", "abc", Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132),
-              "race", Budget(), (SHAPE,), "bfloat16", 0)
+    run = Run(
+        "r1",
+        "triton_matmul",
+        "spec.py",
+        "abc",
+        Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132),
+        "race",
+        Budget(),
+        (SHAPE,),
+        "bfloat16",
+        0,
+    )
     rows = report_json(RunReport(run, [_report(PROFILER)]))["shapes"][0]["finalists"]
-    assert [r["ratio"] for r in rows] == [{"value": 5.99, "timer": "CUPTI"}, {"value": 5.5, "timer": "events"},
-                                          {"value": 1.0, "timer": "reference"}]
+    assert [r["ratio"] for r in rows] == [
+        {"value": 5.99, "timer": "CUPTI"},
+        {"value": 5.5, "timer": "events"},
+        {"value": 1.0, "timer": "reference"},
+    ]
     assert rows[0]["interleaved_ratio"]["ratio"] == 5.11  # the events' figure kept beside it
     plain = dataclasses.replace(_report(PROFILER), second_timer={})
     assert plain.headline(plain.winner) == (5.11, "events")
@@ -87,11 +111,23 @@ def test_the_json_report_names_the_runners_up_by_search_median() -> None:
     pool = [searched(7, 16, 0.10), searched(9, 64, 0.30), searched(10, 128, 0.20), searched(11, 256, 0.05, "screen")]
     report = dataclasses.replace(_report(PROFILER), all_candidates=[*pool, *_report(PROFILER).baselines])
     assert [c.id for c in report.runners_up()] == [10, 9]
-    run = Run("r1", "triton_matmul", "spec.py", "abc", Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132),
-              "race", Budget(), (SHAPE,), "bfloat16", 0)
+    run = Run(
+        "r1",
+        "triton_matmul",
+        "spec.py",
+        "abc",
+        Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132),
+        "race",
+        Budget(),
+        (SHAPE,),
+        "bfloat16",
+        0,
+    )
     rows = report_json(RunReport(run, [report]))["shapes"][0]["runners_up"]
-    assert rows == [{"id": 10, "config": {"BLOCK_M": 128}, "search_median_ms": 0.2},
-                    {"id": 9, "config": {"BLOCK_M": 64}, "search_median_ms": 0.3}]
+    assert rows == [
+        {"id": 10, "config": {"BLOCK_M": 128}, "search_median_ms": 0.2},
+        {"id": 9, "config": {"BLOCK_M": 64}, "search_median_ms": 0.3},
+    ]
 
 
 def test_each_timers_ratio_is_shown_with_the_clock_it_ran_at() -> None:
@@ -100,7 +136,11 @@ def test_each_timers_ratio_is_shown_with_the_clock_it_ran_at() -> None:
     report = _report(PROFILER)
     confirmed = Measurement((0.1,) * 5, Conditions("events", telemetry={"sm_mhz_min": 1800, "sm_mhz_max": 1965}))
     winner = dataclasses.replace(report.winner, confirmed=confirmed)
-    report = dataclasses.replace(report, winner=winner, finalists=[winner, *report.finalists[1:]],
-                                 second_timer={7: {**report.second_timer[7], "sm_mhz_range": [1500, 1500]}})
+    report = dataclasses.replace(
+        report,
+        winner=winner,
+        finalists=[winner, *report.finalists[1:]],
+        second_timer={7: {**report.second_timer[7], "sm_mhz_range": [1500, 1500]}},
+    )
     row = next(line for line in _text(report).splitlines() if "BLOCK_M=16" in line)
     assert "5.9900 at 1500 MHz" in row and "5.1100 [5.000, 5.200] at 1800–1965 MHz (>1% apart)" in row

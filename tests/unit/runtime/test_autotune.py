@@ -52,8 +52,9 @@ def test_with_a_table_each_call_dispatches_on_its_key_fields(tmp_path) -> None: 
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"schema": 1, "entries": [{"key": key, "config": {"BLOCK": 256, "num_warps": 8}}]}))
     configs = [triton.Config({"BLOCK": 128}, num_warps=4), triton.Config({"BLOCK": 256}, num_warps=8)]
-    kernel = kt.autotune(configs=configs, key=["N"], table=path, op="add", dtype_arg="x",
-                         device={"arch": "sm_90"})(FakeJit())
+    kernel = kt.autotune(configs=configs, key=["N"], table=path, op="add", dtype_arg="x", device={"arch": "sm_90"})(
+        FakeJit()
+    )
     kernel[(1,)](Tensor(), Tensor(), 4096)
     kernel[(1,)](Tensor(), Tensor(), N=1024)
     assert launched[0]["BLOCK"] == 256 and launched[1]["BLOCK"] == 128  # a miss runs the first config

@@ -20,19 +20,33 @@ DEFAULT = {"BLOCK": 64}
 
 
 def _table(**extra: Any) -> dict[str, Any]:
-    return {"schema": SCHEMA, "validators": {"triton": "3.6.0"}, "device": DEVICE,
-            "entries": [{"key": {**DEVICE, "op": "mm", "M": 16}, "config": {"BLOCK": 16}, "status": "admitted"},
-                        {"key": {**DEVICE, "op": "mm", "M": 128}, "config": {"BLOCK": 128}, "status": "measured"},
-                        {"key": {**DEVICE, "op": "mm", "M": 256}, "config": {"BLOCK": 256}, "status": "rejected"}],
-            "rules": [{"when": {"M": [512, 8192]}, "config": {"BLOCK": 512}}], **extra}
+    return {
+        "schema": SCHEMA,
+        "validators": {"triton": "3.6.0"},
+        "device": DEVICE,
+        "entries": [
+            {"key": {**DEVICE, "op": "mm", "M": 16}, "config": {"BLOCK": 16}, "status": "admitted"},
+            {"key": {**DEVICE, "op": "mm", "M": 128}, "config": {"BLOCK": 128}, "status": "measured"},
+            {"key": {**DEVICE, "op": "mm", "M": 256}, "config": {"BLOCK": 256}, "status": "rejected"},
+        ],
+        "rules": [{"when": {"M": [512, 8192]}, "config": {"BLOCK": 512}}],
+        **extra,
+    }
 
 
 def _dispatcher(data: dict[str, Any], tmp_path: Path, **kwargs: Any) -> Dispatcher:
     path = tmp_path / "table.json"
     path.write_text(json.dumps(data))
     settings = kwargs.pop("settings", Settings())
-    return Dispatcher(path, key=lambda m: {"op": "mm", "M": m}, default=DEFAULT, device=DEVICE,
-                      versions={"triton": "3.6.0"}, settings=settings, **kwargs)
+    return Dispatcher(
+        path,
+        key=lambda m: {"op": "mm", "M": m},
+        default=DEFAULT,
+        device=DEVICE,
+        versions={"triton": "3.6.0"},
+        settings=settings,
+        **kwargs,
+    )
 
 
 def test_exact_then_rule_then_default_counted_per_call(tmp_path: Path) -> None:
@@ -56,14 +70,19 @@ def test_a_table_tuned_under_other_versions_is_not_applied_and_says_why(tmp_path
     assert d.select(16) == DEFAULT and d.stats()["default"] == 1 and d.stats()["exact"] == 0
 
 
-@pytest.mark.parametrize("text, reason", [
-    ('{"schema": 1, "entries": [{"key": {"M": 1}, "conf', "not valid JSON"),
-    (json.dumps({"schema": SCHEMA + 1, "entries": []}), "is newer than this kerntune reads"),
-    (json.dumps({"schema": 1, "entries": [{"key": {"M": 1}, "config": {}}, {"key": {"M": 1}, "config": {}}]}),
-     "have the same key"),
-    (json.dumps({"schema": 1, "entries": [{"key": {"M": 1}, "config": {}, "status": "great"}]}), "has status"),
-    (json.dumps([1, 2]), "a table is a JSON object"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ('{"schema": 1, "entries": [{"key": {"M": 1}, "conf', "not valid JSON"),
+        (json.dumps({"schema": SCHEMA + 1, "entries": []}), "is newer than this kerntune reads"),
+        (
+            json.dumps({"schema": 1, "entries": [{"key": {"M": 1}, "config": {}}, {"key": {"M": 1}, "config": {}}]}),
+            "have the same key",
+        ),
+        (json.dumps({"schema": 1, "entries": [{"key": {"M": 1}, "config": {}, "status": "great"}]}), "has status"),
+        (json.dumps([1, 2]), "a table is a JSON object"),
+    ],
+)
 def test_a_broken_table_falls_back_to_the_default_with_a_warning(tmp_path: Path, text: str, reason: str) -> None:
     path = tmp_path / "table.json"
     path.write_text(text)
@@ -74,8 +93,9 @@ def test_a_broken_table_falls_back_to_the_default_with_a_warning(tmp_path: Path,
     assert d.select(1) == DEFAULT
 
 
-def test_first_decisions_are_logged_and_missed_keys_recorded_once(tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_first_decisions_are_logged_and_missed_keys_recorded_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     corpus = tmp_path / "untuned.jsonl"
     d = _dispatcher(_table(), tmp_path, settings=Settings(log_dispatch=1, record_untuned=str(corpus)))
     for m in (16, 16, 4, 4, 4):
@@ -99,8 +119,10 @@ def test_the_runtime_imports_nothing_heavy() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, kerntune.runtime; print(','.join(m for m in ('numpy', 'scipy', 'torch', 'triton', 'optuna',"
-            " 'pyopencl', 'rich', 'typer', 'sqlite3') if m in sys.modules))")
+    code = (
+        "import sys, kerntune.runtime; print(','.join(m for m in ('numpy', 'scipy', 'torch', 'triton', 'optuna',"
+        " 'pyopencl', 'rich', 'typer', 'sqlite3') if m in sys.modules))"
+    )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == ""
 
@@ -108,12 +130,20 @@ def test_the_runtime_imports_nothing_heavy() -> None:
 def test_tuple_keys_name_their_fields_and_hit_the_same_entries(tmp_path: Path) -> None:
     path = tmp_path / "table.json"
     path.write_text(json.dumps(_table()))
-    d = Dispatcher(path, key=lambda m: ("mm", m), key_fields=("op", "M"), default=DEFAULT, device=DEVICE,
-                   versions={"triton": "3.6.0"}, settings=Settings())
+    d = Dispatcher(
+        path,
+        key=lambda m: ("mm", m),
+        key_fields=("op", "M"),
+        default=DEFAULT,
+        device=DEVICE,
+        versions={"triton": "3.6.0"},
+        settings=Settings(),
+    )
     assert [d.select(m)["BLOCK"] for m in (16, 128, 1024, 4)] == [16, 128, 512, 64]
     assert d.stats()["exact"] == 2
-    wrong = Dispatcher(path, key=lambda m: ("mm", m, 1), key_fields=("op", "M"), default=DEFAULT, versions={},
-                       settings=Settings())
+    wrong = Dispatcher(
+        path, key=lambda m: ("mm", m, 1), key_fields=("op", "M"), default=DEFAULT, versions={}, settings=Settings()
+    )
     with pytest.raises(ValueError, match="gave 3 values for the 2 key_fields"):
         wrong.select(16)
 
@@ -134,8 +164,10 @@ def test_kernel_keys_carry_the_source_hash_so_an_edited_kernel_misses(tmp_path: 
         fn = scale
 
     assert kernel_hash(Wrapper()) == kernel_hash(scale)
-    data = {"schema": SCHEMA, "entries": [{"key": {"op": "s", "n": 8, "source": kernel_hash(scale)},
-                                           "config": {"BLOCK": 8}}]}
+    data = {
+        "schema": SCHEMA,
+        "entries": [{"key": {"op": "s", "n": 8, "source": kernel_hash(scale)}, "config": {"BLOCK": 8}}],
+    }
     launched: list[dict[str, Any]] = []
 
     class Launchable:  # records what a launch would receive, as a JITFunction wrapper's [grid] would
@@ -173,10 +205,12 @@ def test_an_atomically_written_table_is_readable_by_others_and_keeps_its_mode(tm
 
 
 def test_describe_says_what_a_call_selects_without_counting_it() -> None:
-    table = Table(entries={entry_key({"op": "mm", "M": 16}): {"key": {"op": "mm", "M": 16}, "config": {"B": 64},
-                                                               "status": "measured"}})
-    d = Dispatcher(table, key=lambda m: (m,), key_fields=("M",), default={"B": 32}, device={"op": "mm"},
-                   versions={})
+    table = Table(
+        entries={
+            entry_key({"op": "mm", "M": 16}): {"key": {"op": "mm", "M": 16}, "config": {"B": 64}, "status": "measured"}
+        }
+    )
+    d = Dispatcher(table, key=lambda m: (m,), key_fields=("M",), default={"B": 32}, device={"op": "mm"}, versions={})
     hit, miss = d.describe(16), d.describe(8)
     assert (hit["kind"], hit["config"], hit["fields"]) == ("exact", {"B": 64}, {"op": "mm", "M": 16})
     assert (miss["kind"], miss["config"]) == ("default", {"B": 32})

@@ -14,23 +14,33 @@ def _op(name: str, ts: float, dur: float, ext: int, **args: Any) -> dict[str, An
 
 
 def _launch(name: str, ts: float, corr: int, ext: int) -> dict[str, Any]:
-    return {"ph": "X", "cat": "cuda_runtime", "name": name, "ts": ts, "dur": 5,
-            "args": {"correlation": corr, "External id": ext}}
+    return {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": name,
+        "ts": ts,
+        "dur": 5,
+        "args": {"correlation": corr, "External id": ext},
+    }
 
 
 def _device(cat: str, name: str, ts: float, dur: float, corr: int) -> dict[str, Any]:
     return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "args": {"correlation": corr}}
 
 
-ADDMM = {"Input Dims": [[4096], [16, 4096], [4096, 4096], [], []], "Input Strides": [[1], [4096, 1], [1, 4096], [],
-                                                                                    []],
-         "Input type": ["c10::BFloat16"] * 3 + ["Scalar", "Scalar"], "Concrete Inputs": ["", "", "", "1", "1"]}
+ADDMM = {
+    "Input Dims": [[4096], [16, 4096], [4096, 4096], [], []],
+    "Input Strides": [[1], [4096, 1], [1, 4096], [], []],
+    "Input type": ["c10::BFloat16"] * 3 + ["Scalar", "Scalar"],
+    "Concrete Inputs": ["", "", "", "1", "1"],
+}
 
 
 def _trace() -> list[dict[str, Any]]:
     events = [
         # The weight upload, before the steady state: a long copy that must not be device time of the window.
-        _launch("cudaMemcpyAsync", 0, 1, 0), _device("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 10, 90_000, 1),
+        _launch("cudaMemcpyAsync", 0, 1, 0),
+        _device("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 10, 90_000, 1),
     ]
     for step in range(2):
         t = 100_000 + step * 10_000
@@ -57,8 +67,12 @@ def test_only_device_work_launched_in_the_window_counts_and_its_classes_add_up()
     assert found["window"]["spans"] == 2
     assert found["device_us"] == 2 * (600 + 100 + 300 + 200)  # no upload, no annotation range
     assert sum(found["classes"].values()) == found["device_us"]
-    assert found["classes"] == {"vendor BLAS": 1200, "ATen native": 400, "Triton (user) or custom, driver-launched":
-                                600, "Triton (Inductor)": 200}
+    assert found["classes"] == {
+        "vendor BLAS": 1200,
+        "ATen native": 400,
+        "Triton (user) or custom, driver-launched": 600,
+        "Triton (Inductor)": 200,
+    }
     whole = analyze(_trace())
     assert whole["classes"]["memcpy"] == 90_000  # the whole run: the upload is there, apart from kernels
 
@@ -73,9 +87,13 @@ def test_busy_fraction_and_verdict() -> None:
 
 def test_gemms_carry_shape_layout_bias_calls_and_device_time() -> None:
     (gemm,) = analyze(_trace(), Window(region="decode"))["gemms"]
-    assert (gemm.op, gemm.shape, gemm.dtype, gemm.layout, gemm.bias) == ("aten::addmm", {"M": 16, "N": 4096,
-                                                                                        "K": 4096}, "bfloat16",
-                                                                       "NT", 1)
+    assert (gemm.op, gemm.shape, gemm.dtype, gemm.layout, gemm.bias) == (
+        "aten::addmm",
+        {"M": 16, "N": 4096, "K": 4096},
+        "bfloat16",
+        "NT",
+        1,
+    )
     assert gemm.calls == 2 and gemm.device_us == 1200  # its own kernels, by External id
 
 
@@ -99,9 +117,13 @@ def test_layouts_classes_and_unreadable_operators() -> None:
 def test_a_kernel_replayed_in_a_cuda_graph_is_classed_by_its_own_launch() -> None:
     # A replay launches every kernel of the graph by one cudaGraphLaunch; the tuned Triton kernel's warm-up
     # launch (cuLaunchKernelEx, before the window) says what it is, where the replay alone would read "custom".
-    events = [_launch("cuLaunchKernelEx", 10, 1, 0), _device("kernel", "matmul_tma_kernel", 20, 30, 1),
-              {"ph": "X", "cat": "user_annotation", "name": "step", "ts": 1_000, "dur": 500},
-              _launch("cudaGraphLaunch", 1_010, 2, 0), _device("kernel", "matmul_tma_kernel", 1_050, 40, 2),
-              _device("kernel", "mystery_kernel", 1_100, 10, 2)]
+    events = [
+        _launch("cuLaunchKernelEx", 10, 1, 0),
+        _device("kernel", "matmul_tma_kernel", 20, 30, 1),
+        {"ph": "X", "cat": "user_annotation", "name": "step", "ts": 1_000, "dur": 500},
+        _launch("cudaGraphLaunch", 1_010, 2, 0),
+        _device("kernel", "matmul_tma_kernel", 1_050, 40, 2),
+        _device("kernel", "mystery_kernel", 1_100, 10, 2),
+    ]
     found = analyze(events, Window(region="step"))
     assert found["classes"] == {"Triton (user) or custom, driver-launched": 40, "custom CUDA or HIP": 10}

@@ -38,13 +38,21 @@ def test_unknown_strategy() -> None:
 
 
 # A synthetic landscape (a null workload: no device, no kernel) with one best point, for strategy logic only.
-GRID = [Config.of({"BM": bm, "BN": bn, "W": w}) for bm in (16, 32, 64, 128, 256) for bn in (16, 32, 64, 128, 256)
-        for w in (1, 2, 4, 8)]
+GRID = [
+    Config.of({"BM": bm, "BN": bn, "W": w})
+    for bm in (16, 32, 64, 128, 256)
+    for bn in (16, 32, 64, 128, 256)
+    for w in (1, 2, 4, 8)
+]
 
 
 def _cost(c: Config) -> float:
-    return 1.0 + abs(int(c["BM"]).bit_length() - 7) * 0.3 + abs(int(c["BN"]).bit_length() - 8) * 0.2 \
+    return (
+        1.0
+        + abs(int(c["BM"]).bit_length() - 7) * 0.3
+        + abs(int(c["BN"]).bit_length() - 8) * 0.2
         + abs(int(c["W"]).bit_length() - 3) * 0.1
+    )
 
 
 def _run(name: str, seed: int = 0, budget: int = 1000, start: Config | None = None) -> list[Config]:
@@ -154,7 +162,7 @@ def test_the_start_then_the_spec_seeds_come_first(name: str) -> None:
     asked = [strategy.ask() for _ in range(3)]
     # Duplicates and configs outside the valid set are dropped; random has no start, only the seeds.
     expected = [start, GRID[5], GRID[80]] if name != "random" else [GRID[5], GRID[80]]
-    assert asked[:len(expected)] == expected
+    assert asked[: len(expected)] == expected
     assert len({c.key for c in asked if c is not None}) == len(asked)
 
 

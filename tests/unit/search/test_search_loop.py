@@ -30,15 +30,26 @@ def test_pruned_and_duplicate_configs_are_recorded_not_timed(tmp_path: Path) -> 
     run = _run(store)
     configs = [Config.of({"X": i}) for i in range(4)]
     tuner = SimpleNamespace(settings=Settings(), store=store, run=run, progress=_NullProgress())
-    search = ShapeSearch(tuner, Shape.of(SHAPE.as_dict()), make_strategy("exhaustive", configs, 0), None,  # type: ignore[arg-type]
-                         {}, {})
+    search = ShapeSearch(
+        tuner,
+        Shape.of(SHAPE.as_dict()),
+        make_strategy("exhaustive", configs, 0),
+        None,  # type: ignore[arg-type]
+        {},
+        {},
+    )
     search.signatures[("sig-a", "search", "")] = ("X=0", 0.5)
     fits = {"registers": 64, "num_warps": 4, "shared_bytes": 1024}
 
-    assert search._skip(configs[1], "search", "", {"signature": "sig-a", "resources": fits, "limits": SM90,
-                                                   "compile_s": 0.2}) == (0.5,)
-    assert search._skip(configs[2], "search", "", {"signature": "sig-b", "limits": SM90, "compile_s": 0.3,
-                                                   "resources": {"shared_bytes": 300000, "num_warps": 4}}) == (None,)
+    assert search._skip(
+        configs[1], "search", "", {"signature": "sig-a", "resources": fits, "limits": SM90, "compile_s": 0.2}
+    ) == (0.5,)
+    assert search._skip(
+        configs[2],
+        "search",
+        "",
+        {"signature": "sig-b", "limits": SM90, "compile_s": 0.3, "resources": {"shared_bytes": 300000, "num_warps": 4}},
+    ) == (None,)
     assert search._skip(configs[3], "search", "", {"signature": "sig-c", "resources": fits, "limits": SM90}) is None
     # The same binary at another rung is measured again: a screening time is not a full measurement.
     assert search._skip(configs[1], "screen", "rung 0", {"signature": "sig-a", "resources": fits}) is None
@@ -64,8 +75,14 @@ def test_a_register_bound_best_at_an_occupancy_step_stops_after_one_stale_round(
     store = Store(tmp_path)
     tuner = SimpleNamespace(settings=Settings(), store=store, run=_run(store), progress=_NullProgress())
     configs = [Config.of({"X": i}) for i in range(4)]
-    search = ShapeSearch(tuner, Shape.of(SHAPE.as_dict()), make_strategy("local", configs, 0), None,  # type: ignore[arg-type]
-                         {}, {})
+    search = ShapeSearch(
+        tuner,
+        Shape.of(SHAPE.as_dict()),
+        make_strategy("local", configs, 0),
+        None,  # type: ignore[arg-type]
+        {},
+        {},
+    )
     search.best_full = (0.5, {"registers": 130, "num_warps": 8}, SM90)  # 2 registers past the 2-block step
     assert search.register_boundary(stale_rounds=0) is None  # still improving: go on
     reason = search.register_boundary(stale_rounds=1)

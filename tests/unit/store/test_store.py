@@ -13,8 +13,19 @@ SHAPE = Shape.of({"N": 16})
 
 
 def _run(store: Store, run_id: str = "20260101-000000-abcd") -> Run:
-    run = Run(id=run_id, problem="p", spec_path="/x/spec.py", spec_hash="h", target=TARGET, strategy="exhaustive",
-              budget=Budget(5, None), shapes=(SHAPE,), dtype="float32", seed=0, created="2026-01-01T00:00:00")
+    run = Run(
+        id=run_id,
+        problem="p",
+        spec_path="/x/spec.py",
+        spec_hash="h",
+        target=TARGET,
+        strategy="exhaustive",
+        budget=Budget(5, None),
+        shapes=(SHAPE,),
+        dtype="float32",
+        seed=0,
+        created="2026-01-01T00:00:00",
+    )
     store.create_run(run)
     return run
 
@@ -36,8 +47,9 @@ def test_candidate_results_and_raw_samples_persist(tmp_path: Path) -> None:
     cid = store.start_candidate(run.id, SHAPE, config, "search", "")
     samples = (1.5, 1.25, 1.75, 1.5)
     verdict = Verdict("gate", "pass", "rel_l2", 1e-7, 1e-5, "ok")
-    store.finish_candidate(cid, CandidateResult("ok", measurement=Measurement(samples, Conditions("t")),
-                                                verdict=verdict, compile_s=0.5))
+    store.finish_candidate(
+        cid, CandidateResult("ok", measurement=Measurement(samples, Conditions("t")), verdict=verdict, compile_s=0.5)
+    )
     failed = store.start_candidate(run.id, SHAPE, Config.of({"B": 8}), "search", "")
     store.finish_candidate(failed, CandidateResult("failed", failure=FailureKind.HANG, reason="no answer"))
     Store(tmp_path).close()  # a second connection does not disturb the first

@@ -18,11 +18,24 @@ from kerntune.settings import Settings
 from kerntune.tune.clock import RunClock
 
 
-def _tuner(elapsed: float, *, shapes: int = 20, per_shape: float | None = 12.0, run_s: float | None = None,
-           start_up_s: float = 5.0, full_evaluation_s: float = 1.5) -> SimpleNamespace:
+def _tuner(
+    elapsed: float,
+    *,
+    shapes: int = 20,
+    per_shape: float | None = 12.0,
+    run_s: float | None = None,
+    start_up_s: float = 5.0,
+    full_evaluation_s: float = 1.5,
+) -> SimpleNamespace:
     plan = TimePlan.of(Budget(seconds=run_s, shape_seconds=per_shape), shapes, confirms=True)
-    fake = SimpleNamespace(plan=plan, run=SimpleNamespace(shapes=[None] * shapes), start_up_s=start_up_s,
-                           full_evaluation_s=full_evaluation_s, elapsed=lambda: elapsed, settings=Settings())
+    fake = SimpleNamespace(
+        plan=plan,
+        run=SimpleNamespace(shapes=[None] * shapes),
+        start_up_s=start_up_s,
+        full_evaluation_s=full_evaluation_s,
+        elapsed=lambda: elapsed,
+        settings=Settings(),
+    )
     fake.search_end_s = MethodType(RunClock.search_end_s, fake)
     return fake
 
@@ -34,8 +47,10 @@ def spent(fake: SimpleNamespace, begun_s: float, later: int, next_s: float = 1.0
 def test_a_shape_searches_until_its_per_shape_share() -> None:
     # 12 s/shape with confirmation: 9 s of each shape's own to search, 180 s for all searches.
     assert spent(_tuner(7.0), begun_s=0.0, later=19) == ""
-    assert spent(_tuner(8.5), begun_s=0.0, later=19) == "time budget reached (9 s of 12 s per shape to search, " \
-                                                         "the rest to confirm)"
+    assert (
+        spent(_tuner(8.5), begun_s=0.0, later=19) == "time budget reached (9 s of 12 s per shape to search, "
+        "the rest to confirm)"
+    )
 
 
 def test_shapes_after_an_overrun_share_what_is_left_evenly() -> None:
@@ -50,8 +65,10 @@ def test_shapes_after_an_overrun_share_what_is_left_evenly() -> None:
 def test_a_run_budget_is_shared_by_the_shapes_too() -> None:
     # --budget 100s for 4 shapes: 75 s to search, start-up counted (the run's clock starts with the command).
     assert spent(_tuner(20.0, shapes=4, per_shape=None, run_s=100.0), begun_s=5.0, later=3) == ""
-    assert spent(_tuner(22.0, shapes=4, per_shape=None, run_s=100.0), begun_s=5.0, later=3) \
+    assert (
+        spent(_tuner(22.0, shapes=4, per_shape=None, run_s=100.0), begun_s=5.0, later=3)
         == "time budget reached (75 s of 100 s for the run to search, the rest to confirm)"
+    )
 
 
 def test_confirmation_first_pass_is_reserved_at_the_costs_measured() -> None:
@@ -96,8 +113,13 @@ def test_a_comparison_running_past_the_bound_is_stopped_there_and_fails_no_one()
     host = SimpleNamespace(time_left=lambda: 2.5, start_up_s=1.0, full_evaluation_s=1.0, settings=Settings())
     clock = confirm._Clock(host)  # type: ignore[arg-type]
     assert clock.call_limit_s(120.0) == (2.5, True) and confirm._Clock(
-        SimpleNamespace(time_left=lambda: None, start_up_s=1.0, full_evaluation_s=1.0,  # type: ignore[arg-type]
-                        settings=Settings())).call_limit_s(120.0) == (120.0, False)
+        SimpleNamespace(
+            time_left=lambda: None,
+            start_up_s=1.0,
+            full_evaluation_s=1.0,  # type: ignore[arg-type]
+            settings=Settings(),
+        )
+    ).call_limit_s(120.0) == (120.0, False)
     try:
         confirm._call(Worker(), "path", {}, 120.0, clock)  # type: ignore[arg-type]
     except confirm._OutOfTime:
@@ -151,12 +173,15 @@ def test_a_search_is_not_stopped_on_predicted_costs_before_it_has_timed_a_few_co
 
     asked: list[tuple[float, bool]] = []
     configs = [Config.of({"X": i}) for i in range(200)]
-    host = SimpleNamespace(full_evaluation_s=4.0, screening_evaluation_s=4.0, evaluation_s=4.0, run=SimpleNamespace(
-        budget=Budget(shape_seconds=12.0)),
-        search_spent=lambda begun, later, next_s, predicted=True: asked.append((next_s, predicted)) or "")
-    search = ShapeSearch(host, Shape.of({"N": 1}), make_strategy("race", configs, 0, configs[0]), None, {},
-                         {})  # type: ignore[arg-type]
-    search.evaluated.update(c.key for c in configs[:MIN_SCREENED - 1])
+    host = SimpleNamespace(
+        full_evaluation_s=4.0,
+        screening_evaluation_s=4.0,
+        evaluation_s=4.0,
+        run=SimpleNamespace(budget=Budget(shape_seconds=12.0)),
+        search_spent=lambda begun, later, next_s, predicted=True: asked.append((next_s, predicted)) or "",
+    )
+    search = ShapeSearch(host, Shape.of({"N": 1}), make_strategy("race", configs, 0, configs[0]), None, {}, {})  # type: ignore[arg-type]
+    search.evaluated.update(c.key for c in configs[: MIN_SCREENED - 1])
     assert search._budget_spent() == "" and asked == [(0.0, False)]  # nothing predicted: the plan's share
     search.evaluated.add(configs[MIN_SCREENED].key)
     search._budget_spent()

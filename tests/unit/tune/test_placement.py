@@ -44,8 +44,13 @@ def test_a_gpu_held_by_another_run_is_refused_by_name(tmp_path: Path) -> None:
     finally:
         other.release()
     # Once free, the slot takes the lock; a setup that fails gives it back.
-    slot = LocalSlot(("kerntune.no_such_module:setup", {}), device="7", log_path=tmp_path / "w.log",
-                     lock_dir=tmp_path, setup_timeout_s=30)
+    slot = LocalSlot(
+        ("kerntune.no_such_module:setup", {}),
+        device="7",
+        log_path=tmp_path / "w.log",
+        lock_dir=tmp_path,
+        setup_timeout_s=30,
+    )
     with pytest.raises(KerntuneError):
         slot.start()
     assert FileLock(str(tmp_path / "gpu-7.lock")).acquire(timeout=0.1)

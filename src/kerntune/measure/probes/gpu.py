@@ -82,17 +82,18 @@ def _empty(out_ptr):
     pass
 
 
-def _median_ms(backend: Any, telemetry: Any, launch: Callable[[], Any], warmup_ms: float,
-               budget_ms: float = FULL_MS) -> float:
+def _median_ms(
+    backend: Any, telemetry: Any, launch: Callable[[], Any], warmup_ms: float, budget_ms: float = FULL_MS
+) -> float:
     options = MeasureOptions(regime="warm", warmup_ms=warmup_ms, budget_ms=budget_ms)
     return measure(backend, [launch], options, telemetry).median_ms
 
 
-def _best(backend: Any, telemetry: Any, launches: dict[str, Callable[[], Any]],
-          warmup_ms: float) -> tuple[float, str]:
+def _best(backend: Any, telemetry: Any, launches: dict[str, Callable[[], Any]], warmup_ms: float) -> tuple[float, str]:
     """The fastest of ``launches`` (configs of one stream), by ``probes.fastest``."""
-    return fastest({name: partial(_median_ms, backend, telemetry, launch, warmup_ms)
-                    for name, launch in launches.items()})
+    return fastest(
+        {name: partial(_median_ms, backend, telemetry, launch, warmup_ms) for name, launch in launches.items()}
+    )
 
 
 def _product(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> Callable[[], Any]:
@@ -108,7 +109,10 @@ def _matrix_rates(backend: Any, telemetry: Any, warmup_ms: float, details: dict[
     skipped: dict[str, str] = {}
     nvidia = torch.version.hip is None
     plans: list[tuple[str, torch.dtype, bool | None]] = [
-        ("bfloat16", torch.bfloat16, None), ("float16", torch.float16, None), ("float32", torch.float32, False)]
+        ("bfloat16", torch.bfloat16, None),
+        ("float16", torch.float16, None),
+        ("float32", torch.float32, False),
+    ]
     if nvidia and torch.cuda.get_device_capability(device) >= (8, 0):
         plans.append(("tf32", torch.float32, True))
     tf32 = torch.backends.cuda.matmul.allow_tf32
@@ -132,8 +136,10 @@ def _matrix_rates(backend: Any, telemetry: Any, warmup_ms: float, details: dict[
             a8 = torch.randn(n, n, device=device).to(fp8)
             b8 = torch.randn(n, n, device=device).to(fp8).t()  # column-major, as the fp8 GEMM requires
             one = torch.ones((), device=device)
-            rates["float8_e4m3fn"] = flops / (_median_ms(
-                backend, telemetry, lambda: scaled_mm(a8, b8, one, one, out_dtype=torch.bfloat16), warmup_ms) * 1e-3)
+            rates["float8_e4m3fn"] = flops / (
+                _median_ms(backend, telemetry, lambda: scaled_mm(a8, b8, one, one, out_dtype=torch.bfloat16), warmup_ms)
+                * 1e-3
+            )
             del a8, b8
         except Exception as exc:  # a device or library without fp8 GEMMs (pre-Ada NVIDIA, older ROCm)
             skipped["float8_e4m3fn"] = f"{type(exc).__name__}: {str(exc)[:200]}"
@@ -157,16 +163,21 @@ def _streams(backend: Any, telemetry: Any, n: int, warmup_ms: float) -> dict[str
         return lambda: _triad[(triton.cdiv(n, block),)](a, b, c, 3.0, n, BLOCK=block, num_warps=warps)
 
     def read(block: int, warps: int, items: int) -> Callable[[], Any]:
-        return lambda: _read[(triton.cdiv(n, block * items),)](a, sums, n, BLOCK=block, ITEMS=items,
-                                                                num_warps=warps)
+        return lambda: _read[(triton.cdiv(n, block * items),)](a, sums, n, BLOCK=block, ITEMS=items, num_warps=warps)
 
     return {
-        "copy": _best(backend, telemetry, {f"BLOCK={b},num_warps={w}": copy(b, w) for b, w in STREAM_CONFIGS},
-                      warmup_ms),
-        "triad": _best(backend, telemetry, {f"BLOCK={b},num_warps={w}": triad(b, w) for b, w in STREAM_CONFIGS},
-                       warmup_ms),
-        "read": _best(backend, telemetry, {f"BLOCK={b},ITEMS={i},num_warps={w}": read(b, w, i)
-                                           for b, w in STREAM_CONFIGS for i in READ_ITEMS}, warmup_ms),
+        "copy": _best(
+            backend, telemetry, {f"BLOCK={b},num_warps={w}": copy(b, w) for b, w in STREAM_CONFIGS}, warmup_ms
+        ),
+        "triad": _best(
+            backend, telemetry, {f"BLOCK={b},num_warps={w}": triad(b, w) for b, w in STREAM_CONFIGS}, warmup_ms
+        ),
+        "read": _best(
+            backend,
+            telemetry,
+            {f"BLOCK={b},ITEMS={i},num_warps={w}": read(b, w, i) for b, w in STREAM_CONFIGS for i in READ_ITEMS},
+            warmup_ms,
+        ),
     }
 
 
@@ -177,17 +188,31 @@ def probe(backend: Any, telemetry: Any, payload: dict[str, Any]) -> dict[str, An
     n = max(1 << 20, int(payload["array_bytes"]) // 4)  # fp32 elements per array
     streams = _streams(backend, telemetry, n, warmup_ms)
     (copy_ms, copy_config), (triad_ms, triad_config), (read_ms, read_config) = (
-        streams["copy"], streams["triad"], streams["read"])
+        streams["copy"],
+        streams["triad"],
+        streams["read"],
+    )
     programs = FMA_PROGRAMS_PER_SM * torch.cuda.get_device_properties(device).multi_processor_count
     out = torch.empty(programs * FMA_BLOCK, device=device, dtype=torch.float32)
-    fma_ms = _median_ms(backend, telemetry,
-                        lambda: _fma_rate[(programs,)](out, FMA_ITERS, BLOCK=FMA_BLOCK, num_warps=4,
-                                                       enable_fp_fusion=True), warmup_ms)
-    details: dict[str, Any] = {"array_bytes": 4 * n, "copy_ms": copy_ms, "triad_ms": triad_ms, "read_ms": read_ms,
-                               "stream_configs": {"copy": copy_config, "triad": triad_config, "read": read_config},
-                               "fma_ms": fma_ms,
-                               "fma_programs": programs, "fma_iters": FMA_ITERS, "regime": "warm",
-                               "copy_kernel": "Triton", "matrix_library": "torch.matmul"}
+    fma_ms = _median_ms(
+        backend,
+        telemetry,
+        lambda: _fma_rate[(programs,)](out, FMA_ITERS, BLOCK=FMA_BLOCK, num_warps=4, enable_fp_fusion=True),
+        warmup_ms,
+    )
+    details: dict[str, Any] = {
+        "array_bytes": 4 * n,
+        "copy_ms": copy_ms,
+        "triad_ms": triad_ms,
+        "read_ms": read_ms,
+        "stream_configs": {"copy": copy_config, "triad": triad_config, "read": read_config},
+        "fma_ms": fma_ms,
+        "fma_programs": programs,
+        "fma_iters": FMA_ITERS,
+        "regime": "warm",
+        "copy_kernel": "Triton",
+        "matrix_library": "torch.matmul",
+    }
     matrix = _matrix_rates(backend, telemetry, warmup_ms, details)
     _empty[(1,)](out)  # compiled before the latency is taken
     torch.cuda.synchronize(device)
@@ -198,7 +223,12 @@ def probe(backend: Any, telemetry: Any, payload: dict[str, Any]) -> dict[str, An
         torch.cuda.synchronize(device)
         walls.append((time.perf_counter() - start) * 1e3)
     flops = 2.0 * 4 * FMA_BLOCK * FMA_ITERS * programs  # four chains, a multiply-add is 2 flops
-    return {"copy_bytes_per_s": 2 * 4 * n / (copy_ms * 1e-3), "triad_bytes_per_s": 3 * 4 * n / (triad_ms * 1e-3),
-            "read_bytes_per_s": 4 * n / (read_ms * 1e-3),
-            "fma_flops_per_s": flops / (fma_ms * 1e-3), "launch_latency_ms": statistics.median(walls),
-            "matrix_flops_per_s": matrix, "details": details}
+    return {
+        "copy_bytes_per_s": 2 * 4 * n / (copy_ms * 1e-3),
+        "triad_bytes_per_s": 3 * 4 * n / (triad_ms * 1e-3),
+        "read_bytes_per_s": 4 * n / (read_ms * 1e-3),
+        "fma_flops_per_s": flops / (fma_ms * 1e-3),
+        "launch_latency_ms": statistics.median(walls),
+        "matrix_flops_per_s": matrix,
+        "details": details,
+    }

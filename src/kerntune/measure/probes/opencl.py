@@ -31,7 +31,9 @@ FMA_KERNEL = (  # written out chain by chain: an array of chains stayed in memor
     + "    for (int i = 0; i < iters; i++) {\n"
     + "".join(f"        x{j} = x{j} * m + k;\n" for j in range(FMA_CHAINS))
     + "    }\n"
-    + f"    {_T} s = " + " + ".join(f"x{j}" for j in range(FMA_CHAINS)) + ";\n"
+    + f"    {_T} s = "
+    + " + ".join(f"x{j}" for j in range(FMA_CHAINS))
+    + ";\n"
     + "    out[get_global_id(0)] = s.s0 + s.s1;\n}"
 )
 
@@ -67,8 +69,9 @@ def probe(backend: Any, telemetry: Any, payload: dict[str, Any]) -> dict[str, An
     host = {"a": np.zeros(n4 * 4, np.float32), "b": np.ones(n4 * 4, np.float32), "c": np.ones(n4 * 4, np.float32)}
     arrays = backend.place(host)
 
-    def time_kernel(name: str, args: dict[str, Any], global_size: int, local: int | None = None,
-                    budget_ms: float = FULL_MS) -> float:
+    def time_kernel(
+        name: str, args: dict[str, Any], global_size: int, local: int | None = None, budget_ms: float = FULL_MS
+    ) -> float:
         def grid(meta: Any) -> tuple[tuple[int], tuple[int] | None]:
             return (global_size,), (local,) if local else None
 
@@ -79,15 +82,22 @@ def probe(backend: Any, telemetry: Any, payload: dict[str, Any]) -> dict[str, An
 
     def stream(name: str, args: dict[str, Any], global_size: int) -> tuple[float, str]:
         """The stream at the best of the driver's own work-group size and a few fixed ones."""
-        return fastest({f"local={size or 'driver'}": partial(time_kernel, name, args, global_size, size or None)
-                        for size in LOCAL_SIZES if global_size % max(size, 1) == 0})
+        return fastest(
+            {
+                f"local={size or 'driver'}": partial(time_kernel, name, args, global_size, size or None)
+                for size in LOCAL_SIZES
+                if global_size % max(size, 1) == 0
+            }
+        )
 
     copy_ms, copy_config = stream("copy", {"a": arrays["a"], "b": arrays["b"]}, n4)
-    triad_ms, triad_config = stream("triad", {"a": arrays["a"], "b": arrays["b"], "c": arrays["c"],
-                                              "s": np.float32(3.0)}, n4)
+    triad_ms, triad_config = stream(
+        "triad", {"a": arrays["a"], "b": arrays["b"], "c": arrays["c"], "s": np.float32(3.0)}, n4
+    )
     sums = backend.place({"out": np.zeros(n4 // READ_ITEMS, np.float32)})["out"]
-    read_ms, read_config = stream("sum", {"a": arrays["a"], "out": sums, "items": np.int32(READ_ITEMS)},
-                                  n4 // READ_ITEMS)
+    read_ms, read_config = stream(
+        "sum", {"a": arrays["a"], "out": sums, "items": np.int32(READ_ITEMS)}, n4 // READ_ITEMS
+    )
     items = int(payload.get("fma_items", 1 << 14))
     out = backend.place({"out": np.zeros(items, np.float32)})["out"]
     fma_ms = time_kernel("fma_rate", {"out": out, "iters": np.int32(FMA_ITERS)}, items)
@@ -101,11 +111,21 @@ def probe(backend: Any, telemetry: Any, payload: dict[str, Any]) -> dict[str, An
         walls.append((time.perf_counter() - start) * 1e3)
     bytes_per_array = n4 * 16
     flops = 2.0 * FMA_WIDTH * FMA_CHAINS * FMA_ITERS * items  # a multiply-add is 2 flops per lane
-    return {"copy_bytes_per_s": 2 * bytes_per_array / (copy_ms * 1e-3),
-            "triad_bytes_per_s": 3 * bytes_per_array / (triad_ms * 1e-3),
-            "read_bytes_per_s": bytes_per_array / (read_ms * 1e-3),
-            "fma_flops_per_s": flops / (fma_ms * 1e-3), "launch_latency_ms": statistics.median(walls),
-            "details": {"array_bytes": bytes_per_array, "copy_ms": copy_ms, "triad_ms": triad_ms, "read_ms": read_ms,
-                        "stream_configs": {"copy": copy_config, "triad": triad_config, "read": read_config},
-                        "fma_ms": fma_ms,
-                        "fma_items": items, "fma_iters": FMA_ITERS, "regime": "warm"}}
+    return {
+        "copy_bytes_per_s": 2 * bytes_per_array / (copy_ms * 1e-3),
+        "triad_bytes_per_s": 3 * bytes_per_array / (triad_ms * 1e-3),
+        "read_bytes_per_s": bytes_per_array / (read_ms * 1e-3),
+        "fma_flops_per_s": flops / (fma_ms * 1e-3),
+        "launch_latency_ms": statistics.median(walls),
+        "details": {
+            "array_bytes": bytes_per_array,
+            "copy_ms": copy_ms,
+            "triad_ms": triad_ms,
+            "read_ms": read_ms,
+            "stream_configs": {"copy": copy_config, "triad": triad_config, "read": read_config},
+            "fma_ms": fma_ms,
+            "fma_items": items,
+            "fma_iters": FMA_ITERS,
+            "regime": "warm",
+        },
+    }

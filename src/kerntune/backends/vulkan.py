@@ -192,9 +192,9 @@ class VulkanBackend(Backend):
             self._submit(
                 lambda cb: vk.vkCmdCopyBuffer(
                     cb,
-                    placed.staging.buffer,
+                    placed.staging.buffer,  # type: ignore[union-attr]
                     placed.buffer,
-                    1,  # type: ignore[union-attr]
+                    1,
                     [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=placed.size)],
                 )
             )

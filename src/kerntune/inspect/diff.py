@@ -44,7 +44,7 @@ def diff_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                     "metric": metric,
                     "a": va,
                     "b": vb,
-                    "delta": (vb - va) if numeric else None,
+                    "delta": (vb - va) if numeric else None,  # type: ignore[operator]
                 }
-            )  # type: ignore[operator]
+            )
     return out

@@ -160,9 +160,9 @@ def gemm_line(op: Mapping[str, Any]) -> CorpusLine | None:
         op=name,
         shape=shape,
         dtype=DTYPES.get(str(types[first]) if len(types) > first else "", ""),
-        layout="".join(letters) if None not in letters else None,
+        layout="".join(letters) if None not in letters else None,  # type: ignore[arg-type]
         bias=bias,
-    )  # type: ignore[arg-type]
+    )
 
 
 def _device_events(events: Sequence[dict[str, Any]], spans: Sequence[tuple[float, float]]) -> list[dict[str, Any]]:

@@ -33,6 +33,7 @@ LAYER = {
     "exec": 1,
     "store": 1,
     "runtime": 1,
+    "ops": 1,
     "model": 0,
     "settings": 0,
     "errors": 0,

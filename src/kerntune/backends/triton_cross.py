@@ -48,7 +48,12 @@ def cross_compile_source(
 ) -> Any:
     """``cross_compile`` with specialization attributes (``{(arg index,): [["tt.divisibility", 16]]}``)."""
     gpu = gpu_target(target)
-    source = ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs), attrs=dict(attrs))
+    if getattr(fn, "is_gluon", lambda: False)():  # a Gluon kernel is lowered from its own source form
+        from triton.experimental.gluon._runtime import GluonASTSource
+
+        source = GluonASTSource(fn, dict(signature), constexprs=dict(constexprs), attrs=dict(attrs))
+    else:
+        source = ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs), attrs=dict(attrs))
     # FP fusion stated, not left to a default that Triton 3.10 changes (3.9 warns when it is left unset).
     options = {"enable_fp_fusion": True, **options}
     try:

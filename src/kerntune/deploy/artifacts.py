@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import pprint
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kerntune import __version__
+from kerntune.deploy.rank import rank_specs
 from kerntune.errors import UsageError
 from kerntune.model import Run
 from kerntune.report.summary import RunReport, ShapeReport, build_report
@@ -71,36 +73,56 @@ def require_timed(run: Run) -> None:
         )
 
 
-def not_faster_than_the_library(s: ShapeReport) -> dict[str, Any] | None:
-    """Why a served spec's winner is left to the library at this shape, or None. Confirmed beside the library
-    baseline: its interleaved time ratio is not below 1 by the events, or by the second timer where one ran.
-    Unconfirmed (confirmation cut by the budget): its search-time median is not below the library's. A served key
-    runs the library's kernel on a miss, so an entry that is not faster only adds host time."""
+@dataclass(frozen=True)
+class LibraryRatio:
+    """A served spec's winner beside the library baseline at one shape: its time ratio (below 1: faster) by the
+    events, by the second timer where one ran, and how it was measured."""
+
+    ratio: float
+    second: float | None
+    library: str
+    how: str
+
+    @property
+    def faster(self) -> bool:
+        return self.ratio < 1.0 and (self.second is None or self.second < 1.0)
+
+
+def library_ratio(s: ShapeReport) -> LibraryRatio | None:
+    """The winner's time ratio to the library baseline (the baseline with no config; the spec's default config is
+    a baseline too). Confirmed: interleaved beside it, by the events and the second timer. Unconfirmed
+    (confirmation cut by the budget): search-time medians. None without a winner or a library baseline."""
     w = s.winner
     library = next((b for b in s.baselines if b.status == "ok" and not b.config.items), None)
     if w is None or library is None:
         return None
-    # The library baseline is the one with no config (the spec's default config is a baseline too).
     if s.reference is library and w.id in s.interleaved:
         ratio = s.interleaved[w.id].ratio
         second = (s.second_timer.get(w.id) or {}).get("ratio") if w.id is not None else None
         how = f"time ratio {ratio:.4f} by the events, interleaved" + (
             f", {second:.4f} by the second timer" if second is not None else ""
         )
-    else:
-        mine, theirs = w.best_measurement, library.best_measurement
-        if mine is None or theirs is None:
-            return None
-        ratio, second = mine.median_ms / theirs.median_ms, None
-        how = f"median {mine.median_ms:.4f} ms against {theirs.median_ms:.4f} ms (unconfirmed: search-time medians)"
-    if ratio < 1.0 and (second is None or second < 1.0):
+        return LibraryRatio(ratio, second, library.label, how)
+    mine, theirs = w.best_measurement, library.best_measurement
+    if mine is None or theirs is None:
+        return None
+    ratio = mine.median_ms / theirs.median_ms
+    how = f"median {mine.median_ms:.4f} ms against {theirs.median_ms:.4f} ms (unconfirmed: search-time medians)"
+    return LibraryRatio(ratio, None, library.label, how)
+
+
+def not_faster_than_the_library(s: ShapeReport) -> dict[str, Any] | None:
+    """Why a served spec's winner is left to the library at this shape, or None. A served key runs the library's
+    kernel on a miss, so an entry that is not faster only adds host time."""
+    found = library_ratio(s)
+    if found is None or found.faster:
         return None
     return {
         "shape": s.shape.as_dict(),
-        "ratio": ratio,
-        "second_timer_ratio": second,
-        "library": library.label,
-        "why": f"the winner is not faster than {library.label}: {how}",
+        "ratio": found.ratio,
+        "second_timer_ratio": found.second,
+        "library": found.library,
+        "why": f"the winner is not faster than {found.library}: {found.how}",
     }
 
 
@@ -128,6 +150,9 @@ def table_from_run(report: RunReport) -> dict[str, Any]:
             "run": run.id,
             "spec": run.spec_path,
         }
+        ratio = library_ratio(s) if served else None
+        if ratio is not None:
+            entry["library_ratio"] = ratio.second if ratio.second is not None else ratio.ratio
         if slower is not None:
             left.append(slower)
             entry["library_faster"] = {k: v for k, v in slower.items() if k != "shape"}
@@ -149,14 +174,18 @@ def merged(path: Path, new: dict[str, Any]) -> dict[str, Any]:
             f"{path} exists but is not a readable table ({exc}); move it away or fix it — kerntune "
             "will not overwrite it"
         ) from exc
-    for name in ("device", "validators"):
-        if {k: v for k, v in old.get(name, {}).items() if k != "kerntune"} != {
-            k: v for k, v in new[name].items() if k != "kerntune"
-        }:
-            raise UsageError(f"{path} holds a table for another {name} ({old.get(name)}); deploy to a new file")
+    if old.get("device", {}) != new["device"]:
+        raise UsageError(f"{path} holds a table for another device ({old.get('device')}); deploy to a new file")
+    # Specs of one table may record different libraries' versions (cuBLASLt's, Triton's): they must not disagree.
+    theirs = {k: v for k, v in old.get("validators", {}).items() if k != "kerntune"}
+    mine = {k: v for k, v in new["validators"].items() if k != "kerntune"}
+    clash = {k: (theirs[k], mine[k]) for k in theirs.keys() & mine.keys() if theirs[k] != mine[k]}
+    if clash:
+        raise UsageError(f"{path} holds a table for other versions ({clash}); deploy to a new file")
     by_key = {entry_key(e["key"]): e for e in old.get("entries", [])}
     by_key.update({entry_key(e["key"]): e for e in new["entries"]})
-    return {**new, "entries": [by_key[k] for k in sorted(by_key)]}
+    entries = rank_specs([by_key[k] for k in sorted(by_key)])
+    return {**new, "validators": {**theirs, **new["validators"]}, "entries": entries}
 
 
 def _c_string(text: str) -> str:
@@ -210,5 +239,6 @@ def deploy(store: Store, run_ref: str, path: Path) -> dict[str, Any]:
     check_table_path(path)
     found = table_from_run(build_report(store, store.get_run(run_ref)))
     left = found.pop("left_to_library")
+    found["entries"] = rank_specs(found["entries"])
     table = merged(path, found)
     return {"table": table, "written": write_artifacts(path, table), "left_to_library": left}

@@ -78,6 +78,8 @@ class Serving:
     """The ``torch.library.Library`` holding the overrides; ``close()`` removes them."""
     left_to_library: list[str] = field(default_factory=list)
     """The table's entries marked ``library_faster`` by deploy: not served, the library keeps their keys."""
+    outranked: list[str] = field(default_factory=list)
+    """The table's entries marked ``outranked`` by deploy: another spec's entry serves their calls."""
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -86,6 +88,7 @@ class Serving:
             "ops": {op: dict(self.counts[op]) for op in self.ops},
             "specs": {s.problem.name: s.dispatcher.stats() for s in self.specs},
             "left_to_library": self.left_to_library,
+            "outranked": self.outranked,
         }
 
     def close(self) -> None:
@@ -151,8 +154,11 @@ def serve(
         )
     settings = settings or Settings.from_env()
     loaded, problem = load_table(table)
+    # deploy marks an entry library_faster (the library beat it) or outranked (another spec's entry for the
+    # same call was faster): neither is served.
     left = sorted(k for k, e in loaded.entries.items() if e.get("library_faster"))
-    loaded = replace(loaded, entries={k: e for k, e in loaded.entries.items() if k not in left})
+    outranked = sorted(k for k, e in loaded.entries.items() if e.get("outranked") and not e.get("library_faster"))
+    loaded = replace(loaded, entries={k: e for k, e in loaded.entries.items() if k not in {*left, *outranked}})
     if not hasattr(torch.library, "get_kernel"):  # torch < 2.9: the library's kernel could not be called back
         warnings.warn(
             f"kerntune serve: torch {torch.__version__} has no torch.library.get_kernel (2.9 and newer "
@@ -160,7 +166,7 @@ def serve(
             RuntimeWarning,
             stacklevel=2,
         )
-        return Serving(loaded, "torch.library.get_kernel is missing", [], [], left_to_library=left)
+        return Serving(loaded, "torch.library.get_kernel is missing", [], [], left_to_library=left, outranked=outranked)
     paths = list(specs) or sorted({str(e["spec"]) for e in loaded.entries.values() if e.get("spec")})
     if device is None:
         device = torch_device_fields() if backend == "CUDA" else cpu_device_fields()
@@ -192,7 +198,13 @@ def serve(
         warnings.warn(f"kerntune serve: {problem}; the library runs every call", RuntimeWarning, stacklevel=2)
     ops = sorted({op for s in served for op in s.serve.ops})
     serving = Serving(
-        loaded, problem, served, ops, {op: Counter(served=0, library=0, failed=0) for op in ops}, left_to_library=left
+        loaded,
+        problem,
+        served,
+        ops,
+        {op: Counter(served=0, library=0, failed=0) for op in ops},
+        left_to_library=left,
+        outranked=outranked,
     )
     if ops:
         serving.library = torch.library.Library("aten", "IMPL")  # type: ignore[no-untyped-call]

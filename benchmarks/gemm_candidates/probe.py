@@ -1,0 +1,331 @@
+"""Probe, on a CUDA GPU, every kind of GEMM candidate for one call beside the library: the Gluon warp-specialized
+kernel (kernels/gluon_gemm) for correctness and speed, cuBLASLt's own heuristic algorithms through nvmath-python,
+and whether PyTorch's TunableOp races cuBLASLt algorithms on this build. Timed with CUDA events, the candidates
+interleaved call by call (A B B A), the L2 flushed by a 2x-L2 write before every call; medians of ``--reps``.
+
+Usage: python benchmarks/gemm_candidates/probe.py [--reps 30] [--out DIR]"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_spec(path: Path):  # type: ignore[no-untyped-def]
+    found = importlib.util.spec_from_file_location(path.parent.name + "_spec", path)
+    assert found is not None and found.loader is not None
+    module = importlib.util.module_from_spec(found)
+    found.loader.exec_module(module)
+    return module
+
+
+def inputs(m: int, n: int, k: int, layout: str, bias: int, seed: int = 0) -> dict:
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def op(r: int, c: int, t: bool) -> torch.Tensor:
+        return (
+            torch.randn((c, r), generator=g, device="cuda").bfloat16().t()
+            if t
+            else torch.randn((r, c), generator=g, device="cuda").bfloat16()
+        )
+
+    return {
+        "a": op(m, k, layout[0] == "T"),
+        "b": op(k, n, layout[1] == "T"),
+        "c": torch.empty((m, n), device="cuda", dtype=torch.bfloat16),
+        "bias": torch.randn((n,), generator=g, device="cuda").bfloat16() if bias else None,
+    }
+
+
+def library(x: dict) -> None:
+    if x["bias"] is not None:
+        torch.addmm(x["bias"], x["a"], x["b"], out=x["c"])
+    else:
+        torch.mm(x["a"], x["b"], out=x["c"])
+
+
+def rel_err(x: dict) -> float:
+    ref = x["a"].double() @ x["b"].double()
+    if x["bias"] is not None:
+        ref = ref + x["bias"].double()
+    out = x["c"].double()
+    if not torch.isfinite(out).all():
+        return float("inf")
+    return float((out - ref).norm() / ref.norm())
+
+
+FLUSH = None
+
+
+def flush() -> None:
+    global FLUSH
+    if FLUSH is None:
+        FLUSH = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4 + 1, device="cuda")
+    FLUSH.fill_(1.0)
+
+
+def interleaved(fns: dict, reps: int) -> dict:
+    """Median ms of each fn, called in rotating order each round, each after an L2 flush."""
+    names = list(fns)
+    times: dict = {n: [] for n in names}
+    for f in fns.values():  # warm up (compile, plan)
+        f()
+    torch.cuda.synchronize()
+    for r in range(reps):
+        order = names if r % 2 == 0 else names[::-1]
+        events = []
+        for n in order:
+            flush()
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fns[n]()
+            e.record()
+            events.append((n, s, e))
+        torch.cuda.synchronize()
+        for n, s, e in events:
+            times[n].append(s.elapsed_time(e))
+    return {n: statistics.median(v) for n, v in times.items()}
+
+
+def gluon_part(reps: int, log: list) -> None:
+    spec = load_spec(ROOT / "kernels" / "gluon_gemm" / "spec.py")
+    configs = {
+        "coop256x3": {
+            "BLOCK_N": 256,
+            "SCHEDULE": 0,
+            "STAGES": 3,
+            "GROUP": 8,
+            "RASTER_N": 0,
+            "LOAD_REGS": 40,
+            "MMA_REGS": 232,
+        },
+        "coop128x5": {
+            "BLOCK_N": 128,
+            "SCHEDULE": 0,
+            "STAGES": 5,
+            "GROUP": 8,
+            "RASTER_N": 0,
+            "LOAD_REGS": 40,
+            "MMA_REGS": 232,
+        },
+        "coop128x6": {
+            "BLOCK_N": 128,
+            "SCHEDULE": 0,
+            "STAGES": 6,
+            "GROUP": 8,
+            "RASTER_N": 0,
+            "LOAD_REGS": 24,
+            "MMA_REGS": 232,
+        },
+        "ping128x4": {
+            "BLOCK_N": 128,
+            "SCHEDULE": 1,
+            "STAGES": 4,
+            "GROUP": 8,
+            "RASTER_N": 0,
+            "LOAD_REGS": 40,
+            "MMA_REGS": 232,
+        },
+        "ping128x5": {
+            "BLOCK_N": 128,
+            "SCHEDULE": 1,
+            "STAGES": 5,
+            "GROUP": 8,
+            "RASTER_N": 0,
+            "LOAD_REGS": 24,
+            "MMA_REGS": 240,
+        },
+    }
+    checks = [
+        (256, 4096, 4096, "NT", 0),
+        (1000, 3000, 2048, "NN", 1),
+        (2048, 2048, 4096, "TN", 0),
+        (384, 1024, 1000, "TT", 1),
+        (4096, 4096, 4096, "NT", 1),
+    ]
+    for shape in checks:
+        for name, cfg in configs.items():
+            x = inputs(*shape, seed=1)
+            x["c"].fill_(float("nan"))
+            try:
+                spec.run_gemm(x["a"], x["b"], x["c"], x["bias"], cfg)
+                torch.cuda.synchronize()
+                err = rel_err(x)
+            except Exception as exc:
+                err = f"{type(exc).__name__}: {str(exc)[-300:]}"
+            log.append({"part": "gluon-check", "shape": shape, "config": name, "rel_err": err})
+            print("check", shape, name, err, flush=True)
+    timed = [
+        (1024, 14336, 4096, "NT", 0),
+        (2048, 4096, 4096, "NT", 0),
+        (4096, 4096, 4096, "NT", 0),
+        (8192, 8192, 8192, "NT", 0),
+        (32000, 2048, 2048, "TN", 0),
+        (2048, 2048, 8192, "NN", 0),
+        (256, 8192, 8192, "NT", 0),
+        (2048, 4096, 4096, "NT", 1),
+    ]
+    for shape in timed:
+        x = inputs(*shape)
+        fns = {"torch": lambda x=x: library(x)}
+        for name, cfg in configs.items():
+            fns[name] = lambda x=x, cfg=cfg: spec.run_gemm(x["a"], x["b"], x["c"], x["bias"], cfg)
+        try:
+            med = interleaved(fns, reps)
+        except Exception as exc:
+            print("timing failed", shape, exc)
+            continue
+        flops = 2 * shape[0] * shape[1] * shape[2]
+        row = {n: {"ms": v, "speedup": med["torch"] / v, "tflops": flops / v / 1e9} for n, v in med.items()}
+        log.append({"part": "gluon-time", "shape": shape, "times": row})
+        best = max((n for n in row if n != "torch"), key=lambda n: row[n]["speedup"])
+        print(
+            "time",
+            shape,
+            f"torch {med['torch'] * 1e3:.1f}us {row['torch']['tflops']:.0f}TF",
+            " ".join(f"{n}={row[n]['speedup']:.3f}" for n in row if n != "torch"),
+            "best",
+            best,
+            flush=True,
+        )
+
+
+def nvmath_part(reps: int, log: list) -> None:
+    try:
+        import nvmath
+        from nvmath.linalg.advanced import Matmul, MatmulEpilog
+    except Exception as exc:
+        print("nvmath unavailable:", exc)
+        log.append({"part": "nvmath", "error": str(exc)})
+        return
+    print("nvmath", nvmath.__version__, flush=True)
+    for shape in [
+        (4096, 4096, 4096, "NT", 0),
+        (256, 8192, 8192, "NT", 0),
+        (32000, 2048, 2048, "TN", 0),
+        (16, 50257, 768, "NN", 0),
+        (2048, 4096, 4096, "NT", 1),
+    ]:
+        x = inputs(*shape)
+        try:
+            # Row-major C = A.B is column-major C^T = B^T.A^T: cuBLASLt's bias epilogue wants column-major output.
+            mm = Matmul(x["b"].t(), x["a"].t())
+            kw = {"epilog": MatmulEpilog.BIAS, "epilog_inputs": {"bias": x["bias"]}} if x["bias"] is not None else {}
+            t0 = time.perf_counter()
+            algos = mm.plan(preferences={"limit": 16}, **kw)
+            plan_ms = (time.perf_counter() - t0) * 1e3
+            fns = {"torch": lambda x=x: library(x)}
+            for i, al in enumerate(algos):
+                fns[f"algo{i}"] = lambda mm=mm, al=al: mm.execute(algorithm=al)
+            med = interleaved(fns, reps)
+            out = mm.execute(algorithm=algos[0]).t()
+            torch.cuda.synchronize()
+            print("nvmath out strides", tuple(out.shape), out.stride(), flush=True)
+            ref = x["a"].double() @ x["b"].double() + (x["bias"].double() if x["bias"] is not None else 0)
+            err = float((out.double() - ref).norm() / ref.norm())
+            desc = [str(getattr(al, "tile", "")) + "/" + str(getattr(al, "stages", "")) for al in algos]
+            # host cost of one execute (no sync): mean over 200 calls
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(200):
+                mm.execute(algorithm=algos[0])
+            host_us = (time.perf_counter() - t0) / 200 * 1e6
+            torch.cuda.synchronize()
+            row = {n: med["torch"] / v for n, v in med.items()}
+            log.append(
+                {
+                    "part": "nvmath",
+                    "shape": shape,
+                    "n_algos": len(algos),
+                    "plan_ms": plan_ms,
+                    "speedups": row,
+                    "algos": desc,
+                    "rel_err_algo0": err,
+                    "host_us_execute": host_us,
+                }
+            )
+            best = max((n for n in row if n != "torch"), key=lambda n: row[n])
+            print(
+                "nvmath",
+                shape,
+                len(algos),
+                "algos; plan",
+                f"{plan_ms:.1f}ms",
+                "best",
+                best,
+                f"{row[best]:.3f}",
+                "algo0",
+                f"{row.get('algo0', 0):.3f}",
+                "err",
+                f"{err:.1e}",
+                f"execute host {host_us:.1f}us",
+                flush=True,
+            )
+        except Exception as exc:
+            import traceback
+
+            traceback.print_exc()
+            log.append({"part": "nvmath", "shape": shape, "error": f"{type(exc).__name__}: {exc}"})
+
+
+TUNABLE = r"""
+import torch, os, sys
+m, n, k = 256, 8192, 8192
+a = torch.randn(m, k, device='cuda').bfloat16(); w = torch.randn(n, k, device='cuda').bfloat16()
+torch.cuda.tunable.enable(True); torch.cuda.tunable.tuning_enable(True)
+torch.cuda.tunable.set_filename(sys.argv[1])
+for _ in range(3): torch.nn.functional.linear(a, w)
+torch.cuda.synchronize()
+torch.cuda.tunable.write_file()
+print('tunable results:', torch.cuda.tunable.get_results())
+print('validators:', torch.cuda.tunable.get_validators())
+"""
+
+
+def tunable_part(out: Path, log: list) -> None:
+    path = out / "tunableop_probe.csv"
+    r = subprocess.run(
+        [sys.executable, "-c", TUNABLE, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTORCH_TUNABLEOP_VERBOSE": "1"},
+    )
+    print("tunableop rc", r.returncode, r.stdout[-1500:], r.stderr[-1500:])
+    log.append({"part": "tunableop", "rc": r.returncode, "stdout": r.stdout[-4000:], "stderr": r.stderr[-4000:]})
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--reps", type=int, default=30)
+    p.add_argument("--out", default=os.environ.get("OUT", "."))
+    p.add_argument("--parts", default="gluon,nvmath,tunable")
+    o = p.parse_args()
+    out = Path(o.out)
+    log: list = [
+        {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": __import__("triton").__version__}
+    ]
+    print(log[0], flush=True)
+    if "nvmath" in o.parts:
+        nvmath_part(o.reps, log)
+    if "tunable" in o.parts:
+        tunable_part(out, log)
+    if "gluon" in o.parts:
+        gluon_part(o.reps, log)
+    (out / "gemm_candidates_probe.json").write_text(json.dumps(log, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,348 @@
+"""A warp-specialized, persistent Hopper GEMM written in Gluon (``triton.experimental.gluon``), tuned and served
+like any GEMM spec: C[M×N] = A[M×K] · B[K×N] (+ bias[N]) in bf16 or fp16 with fp32 accumulation, every layout
+(``kerntune.ops.gemm``).
+
+Each program owns one SM (grid = min(SMs, tiles)) and walks its tiles in a grouped raster. One TMA producer warp
+fills a ring of ``STAGES`` shared-memory buffers, each guarded by a ``ready`` and an ``empty`` mbarrier; wgmma
+consumers drain it. Two schedules:
+- ``cooperative`` (SCHEDULE=0): one 128-row tile at a time, split in M across two consumer warp groups (8 warps);
+- ``ping-pong`` (SCHEDULE=1): two 4-warp consumer groups take alternate tiles, so one group's epilogue overlaps
+  the other's main loop.
+A transposed operand is read through a TMA descriptor of its row-major storage and handed to wgmma as a permuted
+shared-memory view (MN-major), so no layout costs a copy. The bias is added in fp32 before the one rounding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+import kerntune as kt
+from kerntune.ops import gemm as gemm_op
+
+# Triton 3.6 names the TMA copies async_copy_global_to_shared / async_copy_shared_to_global; newer Triton
+# async_load / async_store (the old names raise there). Same arguments either way.
+tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
+
+BLOCK_M = 128
+BLOCK_K = 64
+SMEM_LIMIT = 232448  # sm_90's opt-in shared memory per block
+
+
+@gluon.jit
+def tile_coords(tile, num_pid_m, num_pid_n, GROUP: gl.constexpr, RASTER_N: gl.constexpr):
+    """Tile index -> (row tile, column tile): GROUP tiles along the minor axis share the major one, so a wave's
+    operands stay in L2. RASTER_N walks columns within a group of column tiles instead of rows."""
+    if RASTER_N:
+        width = GROUP * num_pid_m
+        first = (tile // width) * GROUP
+        size = gl.minimum(num_pid_n - first, GROUP)
+        pid_n = first + (tile % width) % size
+        pid_m = (tile % width) // size
+    else:
+        width = GROUP * num_pid_n
+        first = (tile // width) * GROUP
+        size = gl.minimum(num_pid_m - first, GROUP)
+        pid_m = first + (tile % width) % size
+        pid_n = (tile % width) // size
+    return pid_m, pid_n
+
+
+@gluon.jit
+def load_partition(
+    a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K,
+    BN: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr, STAGES: gl.constexpr, GROUP: gl.constexpr,
+    RASTER_N: gl.constexpr,
+):  # fmt: skip
+    """The producer warp: for each of the program's tiles, each K block: wait until the ring slot is free, then
+    TMA-load A's and B's blocks into it, completing on the slot's ``ready`` barrier."""
+    BM: gl.constexpr = 128
+    BK: gl.constexpr = 64
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_tiles = gl.cdiv(K, BK)
+    it = 0
+    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP, RASTER_N)
+        off_m = pid_m * BM
+        off_n = pid_n * BN
+        for kk in range(k_tiles):
+            slot = it % STAGES
+            # A fresh barrier counts as having completed the phase before phase 0: the first lap never waits.
+            mbarrier.wait(empty.index(slot), ((it // STAGES) & 1) ^ 1)
+            bar = ready.index(slot)
+            mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            k = kk * BK
+            if A_T:
+                tma_load(a_desc, [k, off_m], bar, a_bufs.index(slot))
+            else:
+                tma_load(a_desc, [off_m, k], bar, a_bufs.index(slot))
+            if B_T:
+                tma_load(b_desc, [off_n, k], bar, b_bufs.index(slot))
+            else:
+                tma_load(b_desc, [k, off_n], bar, b_bufs.index(slot))
+            it += 1
+
+
+@gluon.jit
+def mma_partition(
+    a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, ready, empty, M, N, K,
+    BN: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr, STAGES: gl.constexpr,
+    GROUP: gl.constexpr, RASTER_N: gl.constexpr, CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
+    WARPS: gl.constexpr,
+):  # fmt: skip
+    """A consumer: its tiles are every CONSUMERS-th of the program's, from the CONSUMER-th. Per K block it waits
+    for the slot, issues an async wgmma, keeps one in flight, and frees the slot of the one before. The epilogue
+    adds the bias in fp32, rounds once, and stores the tile through shared memory with a TMA store."""
+    BM: gl.constexpr = 128
+    BK: gl.constexpr = 64
+    dtype: gl.constexpr = c_desc.dtype
+    layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1], instr_shape=[16, BN, 16])
+    c_smem = gl.allocate_shared_memory(dtype, [BM, BN], c_desc.layout)
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_tiles = gl.cdiv(K, BK)
+    start = gl.program_id(0)
+    step = gl.num_programs(0)
+    local = 0  # this program's tile sequence number of the tile in hand (the producer's order)
+    for tile in range(start + CONSUMER * step, num_pid_m * num_pid_n, CONSUMERS * step):
+        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP, RASTER_N)
+        it = (local * CONSUMERS + CONSUMER) * k_tiles
+        acc = gl.zeros((BM, BN), gl.float32, layout)
+        prev = 0
+        for kk in range(k_tiles):
+            slot = it % STAGES
+            mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
+            a = a_bufs.index(slot)
+            if A_T:
+                a = a.permute((1, 0))
+            b = b_bufs.index(slot)
+            if B_T:
+                b = b.permute((1, 0))
+            acc = warpgroup_mma(a, b, acc, is_async=True)
+            acc = warpgroup_mma_wait(1, deps=(acc,))
+            # The wgmma before this one has completed: its slot goes back to the producer.
+            mbarrier.arrive(empty.index(prev), count=1, pred=kk > 0)
+            prev = slot
+            it += 1
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index(prev), count=1)
+        if HAS_BIAS:
+            offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+            bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0)
+            acc = acc + gl.expand_dims(bias.to(gl.float32), 0)
+        tma.store_wait(0)  # the previous tile's store must leave c_smem before it is overwritten
+        c_smem.store(acc.to(dtype))
+        fence_async_shared()
+        tma_store(c_desc, [pid_m * BM, pid_n * BN], c_smem)
+        local += 1  # noqa: SIM113 (Triton's AST has no enumerate over a strided range)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def gemm_ws_kernel(
+    a_desc, b_desc, c_desc, bias_ptr, M, N, K,
+    A_T: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr, STAGES: gl.constexpr, GROUP: gl.constexpr,
+    RASTER_N: gl.constexpr, SCHEDULE: gl.constexpr, LOAD_REGS: gl.constexpr, MMA_REGS: gl.constexpr,
+):  # fmt: skip
+    BN: gl.constexpr = c_desc.block_type.shape[1]
+    dtype: gl.constexpr = a_desc.dtype
+    # Triton's AST has no starred lists: the shapes are concatenated.
+    a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)  # noqa: RUF005
+    b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)  # noqa: RUF005
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    if SCHEDULE == 0:
+        gl.warp_specialize(
+            [
+                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, ready, empty, M, N, K, BN, A_T, B_T,
+                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 0, 1, 8)),
+                (load_partition, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, BN, A_T, B_T, STAGES, GROUP,
+                                  RASTER_N)),
+            ],
+            [1],
+            [LOAD_REGS],
+        )  # fmt: skip
+    else:
+        # The second consumer comes first among the workers so that it starts on a warp-group boundary (wgmma).
+        gl.warp_specialize(
+            [
+                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, ready, empty, M, N, K, BN, A_T, B_T,
+                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 0, 2, 4)),
+                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, ready, empty, M, N, K, BN, A_T, B_T,
+                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 1, 2, 4)),
+                (load_partition, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, BN, A_T, B_T, STAGES, GROUP,
+                                  RASTER_N)),
+            ],
+            [4, 1],
+            [MMA_REGS, LOAD_REGS],
+        )  # fmt: skip
+
+
+def _gl_dtype(t: torch.dtype) -> Any:
+    return gl.bfloat16 if t == torch.bfloat16 else gl.float16
+
+
+def _descriptors(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bn: int
+) -> tuple[TensorDescriptor, TensorDescriptor, TensorDescriptor, bool, bool]:
+    """TMA descriptors of A, B and C over their row-major storage; a transpose view is described as its
+    row-major original, and the kernel permutes the shared-memory tile."""
+    dt = _gl_dtype(a.dtype)
+    a_t, b_t = a.stride(0) == 1 and a.stride(1) != 1, b.stride(0) == 1 and b.stride(1) != 1
+    a_store, a_block = (a.t(), [BLOCK_K, BLOCK_M]) if a_t else (a, [BLOCK_M, BLOCK_K])
+    b_store, b_block = (b.t(), [bn, BLOCK_K]) if b_t else (b, [BLOCK_K, bn])
+    return (
+        TensorDescriptor.from_tensor(a_store, a_block, gl.NVMMASharedLayout.get_default_for(a_block, dt)),
+        TensorDescriptor.from_tensor(b_store, b_block, gl.NVMMASharedLayout.get_default_for(b_block, dt)),
+        TensorDescriptor.from_tensor(c, [BLOCK_M, bn], gl.NVMMASharedLayout.get_default_for([BLOCK_M, bn], dt)),
+        a_t,
+        b_t,
+    )
+
+
+_SMS: dict[int, int] = {}
+
+
+def _programs(device: torch.device, tiles: int) -> int:
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SMS:
+        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return min(_SMS[index], tiles)
+
+
+def run_gemm(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, meta: Mapping[str, Any]
+) -> Any:
+    """C = A·B (+ bias) at config ``meta``; returns the compiled kernel."""
+    m, k = a.shape
+    n = b.shape[1]
+    bn = int(meta["BLOCK_N"])
+    a_desc, b_desc, c_desc, a_t, b_t = _descriptors(a, b, c, bn)
+    tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, bn)
+    pingpong = int(meta["SCHEDULE"]) == 1
+    return gemm_ws_kernel[(_programs(a.device, tiles),)](
+        a_desc, b_desc, c_desc, c if bias is None else bias, m, n, k,
+        a_t, b_t, bias is not None, int(meta["STAGES"]), int(meta["GROUP"]), int(meta["RASTER_N"]),
+        int(meta["SCHEDULE"]), int(meta["LOAD_REGS"]), int(meta["MMA_REGS"]),
+        num_warps=4 if pingpong else 8,
+    )  # fmt: skip
+
+
+def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
+    return run_gemm(args["a"], args["b"], args["c"], args.get("bias"), meta)
+
+
+def compile_signature(
+    layout: str, bias: int, config: Mapping[str, Any], dtype: str = "bfloat16"
+) -> tuple[dict[str, str], dict[str, Any], dict[str, Any]]:
+    """The signature, constexprs and options a launch at ``layout`` and ``config`` compiles with: what a
+    cross-compile (``kerntune.backends.triton_cross``) needs to build this kernel with no GPU."""
+    dt, short = _gl_dtype(getattr(torch, dtype)), {"bfloat16": "bf16", "float16": "fp16"}[dtype]
+    bn = int(config["BLOCK_N"])
+    blocks = {
+        "a_desc": [BLOCK_K, BLOCK_M] if layout[0] == "T" else [BLOCK_M, BLOCK_K],
+        "b_desc": [bn, BLOCK_K] if layout[1] == "T" else [BLOCK_K, bn],
+        "c_desc": [BLOCK_M, bn],
+    }
+    signature = {
+        name: f"tensordesc<{short}[{b[0]}, {b[1]}],{gl.NVMMASharedLayout.get_default_for(b, dt)!r}>"
+        for name, b in blocks.items()
+    }
+    constexprs = {
+        "A_T": layout[0] == "T", "B_T": layout[1] == "T", "HAS_BIAS": bool(bias), "STAGES": int(config["STAGES"]),
+        "GROUP": int(config["GROUP"]), "RASTER_N": int(config["RASTER_N"]), "SCHEDULE": int(config["SCHEDULE"]),
+        "LOAD_REGS": int(config["LOAD_REGS"]), "MMA_REGS": int(config["MMA_REGS"]),
+    }  # fmt: skip
+    signature |= {"bias_ptr": f"*{short}", "M": "i32", "N": "i32", "K": "i32"}
+    signature |= dict.fromkeys(constexprs, "constexpr")
+    return signature, constexprs, {"num_warps": 4 if int(config["SCHEDULE"]) == 1 else 8}
+
+
+def smem_bytes(c: Mapping[str, Any]) -> int:
+    """The ring, one C tile per consumer, and the barriers."""
+    bn, consumers = int(c["BLOCK_N"]), 2 if int(c["SCHEDULE"]) == 1 else 1
+    return int(c["STAGES"]) * (BLOCK_M + bn) * BLOCK_K * 2 + consumers * BLOCK_M * bn * 2 + 2 * int(c["STAGES"]) * 8
+
+
+def hopper(c: Mapping[str, Any], s: Mapping[str, Any], t: kt.Target | None) -> bool:
+    """Capability: wgmma, TMA and warp specialization are sm_90 (Hopper) instructions."""
+    return t is None or t.arch in ("sm_90", "sm_90a")
+
+
+def served_run(
+    op: str, shape: Mapping[str, Any], config: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> torch.Tensor:
+    """Launch at ``config`` through the JIT; returns the output (the ``out`` given to a ``.out`` call)."""
+    bias, a, b = args if op.startswith("aten::addmm") else (None, *args)
+    c = kwargs.get("out") if kwargs else None
+    if c is None:
+        c = torch.empty((int(shape["M"]), int(shape["N"])), dtype=a.dtype, device=a.device)
+    run_gemm(a, b, c, bias, config)
+    return c
+
+
+problem = kt.Problem(
+    name="gluon_gemm",
+    kernel=kt.TritonKernel(fn=gemm_ws_kernel, grid=lambda meta: (1,), launch=launch),
+    space=kt.Space(
+        params={
+            "BLOCK_N": [128, 256],
+            "SCHEDULE": [0, 1],
+            "STAGES": [2, 3, 4, 5, 6],
+            "GROUP": [1, 4, 8, 16],
+            "RASTER_N": [0, 1],
+            "LOAD_REGS": [24, 40],
+            "MMA_REGS": [232, 240],
+        },
+        constraints=[
+            kt.Constraint(lambda c: smem_bytes(c) <= SMEM_LIMIT, "ring and C tiles fit shared memory"),
+            kt.Constraint(
+                lambda c: int(c["SCHEDULE"]) == 0 or int(c["BLOCK_N"]) <= 128,
+                "ping-pong's 4-warp consumer holds at most 128 accumulator registers a thread",
+            ),
+            kt.Constraint(lambda c: int(c["SCHEDULE"]) == 1 or int(c["MMA_REGS"]) == 232, "MMA_REGS only ping-pong"),
+            kt.Constraint(lambda c, s: gemm_op.tma_aligned(s), "TMA: every row pitch a multiple of 16 bytes"),
+            kt.Constraint(hopper, "warp-specialized wgmma needs sm_90"),
+        ],
+        default={
+            "BLOCK_N": 256,
+            "SCHEDULE": 0,
+            "STAGES": 3,
+            "GROUP": 8,
+            "RASTER_N": 0,
+            "LOAD_REGS": 40,
+            "MMA_REGS": 232,
+        },
+        seeds=[
+            {"BLOCK_N": bn, "SCHEDULE": 0, "STAGES": st, "GROUP": 8, "RASTER_N": 0, "LOAD_REGS": 40, "MMA_REGS": 232}
+            for bn, st in ((256, 3), (128, 4), (128, 5), (128, 6))
+        ]
+        + [{"BLOCK_N": 128, "SCHEDULE": 1, "STAGES": 4, "GROUP": 8, "RASTER_N": 0, "LOAD_REGS": 40, "MMA_REGS": 232}],
+    ),
+    shapes=[{"M": 4096, "N": 4096, "K": 4096, "layout": "NT", "bias": 0}],
+    dtypes=("bfloat16", "float16"),
+    make_inputs=gemm_op.make_inputs,
+    reference=gemm_op.reference,
+    outputs=("c",),
+    cost=gemm_op.cost,
+    baselines=[kt.Baseline("torch.matmul", kernel=kt.TorchCallable(gemm_op.library, "torch.matmul"))],
+    serve=kt.Serve(ops=gemm_op.SERVED_OPS, shape=gemm_op.read_call, run=served_run, kernel="gemm_ws"),
+)

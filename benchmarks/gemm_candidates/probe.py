@@ -26,6 +26,7 @@ def load_spec(path: Path):  # type: ignore[no-untyped-def]
     found = importlib.util.spec_from_file_location(path.parent.name + "_spec", path)
     assert found is not None and found.loader is not None
     module = importlib.util.module_from_spec(found)
+    sys.modules[found.name] = module  # dataclasses resolve their module by name
     found.loader.exec_module(module)
     return module
 

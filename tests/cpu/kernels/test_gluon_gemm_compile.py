@@ -5,6 +5,7 @@ between them) that fits the SM's shared memory."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -25,6 +26,7 @@ def spec() -> ModuleType:
     found = importlib.util.spec_from_file_location("gluon_gemm_spec", SPEC)
     assert found is not None and found.loader is not None
     module = importlib.util.module_from_spec(found)
+    sys.modules[found.name] = module  # dataclasses resolve their module by name
     found.loader.exec_module(module)
     return module
 

@@ -5,6 +5,7 @@ right, and its served launcher right on fresh operands without re-planning."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -24,6 +25,7 @@ def load(name: str) -> ModuleType:
     found = importlib.util.spec_from_file_location(f"{name}_gpu_test", KERNELS / name / "spec.py")
     assert found is not None and found.loader is not None
     module = importlib.util.module_from_spec(found)
+    sys.modules[found.name] = module  # dataclasses resolve their module by name
     found.loader.exec_module(module)
     return module
 

@@ -222,6 +222,10 @@ _SMS: dict[int, int] = {}
 
 
 def _programs(device: torch.device, tiles: int) -> int:
+    """One program an SM (persistent), or one a tile where there is no GPU (a cross-compile's capture: the grid
+    does not change the binary)."""
+    if device.type != "cuda":
+        return tiles
     index = device.index if device.index is not None else torch.cuda.current_device()
     if index not in _SMS:
         _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count

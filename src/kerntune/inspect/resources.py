@@ -77,7 +77,10 @@ def _argument_type(name: str, value: Any) -> tuple[str, bool]:
     if isinstance(getattr(value, "base", None), torch.Tensor) and block_shape is not None:
         # A host-made TMA descriptor (triton.tools.tensor_descriptor.TensorDescriptor): Triton specializes the
         # kernel on its element type and block shape, not on its address or the tensor's extent.
-        return f"tensordesc<{_element_type(name, value.base)}[{', '.join(map(str, block_shape))}]>", False
+        # A Gluon descriptor also carries its shared-memory layout, which is part of the kernel's type.
+        layout = getattr(value, "layout", None)
+        tail = f",{layout!r}" if layout is not None else ""
+        return f"tensordesc<{_element_type(name, value.base)}[{', '.join(map(str, block_shape))}]{tail}>", False
     if isinstance(value, bool):
         return "i1", False
     if isinstance(value, int):

@@ -88,6 +88,9 @@ def interleaved(fns: dict, reps: int) -> dict:
         events = []
         for n in order:
             flush()
+            # The device spins while the host enqueues the call: its host time (descriptors, the JIT's
+            # binding) would otherwise sit between the events as idle device time.
+            torch.cuda._sleep(400_000)
             s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             s.record()
             fns[n]()
@@ -113,18 +116,22 @@ def profiled_ratio(library_fn, mine, mine_prefix: str, reps: int) -> dict:  # ty
             flush()
             mine()
         torch.cuda.synchronize()
-    ours, theirs = [], []
+    ours, theirs, names = [], [], set()
     for e in prof.events():
-        if e.device_type.name != "CUDA" or "fill" in e.name or "elementwise" in e.name:
+        if e.device_type.name != "CUDA" or "fill" in e.name.lower() or "elementwise" in e.name or "sleep" in e.name:
             continue
         (ours if e.name.startswith(mine_prefix) else theirs).append(e.device_time_total)
+        if not e.name.startswith(mine_prefix):
+            names.add(e.name[:60])
     if not ours or not theirs:
         return {"error": "no kernels seen"}
+    # Per call: a library call can run more than one kernel (a split-K reduction), so sums over calls.
     return {
-        "ours_us": statistics.median(ours),
-        "library_us": statistics.median(theirs),
-        "speedup": statistics.median(theirs) / statistics.median(ours),
+        "ours_us": sum(ours) / reps,
+        "library_us": sum(theirs) / reps,
+        "speedup": sum(theirs) / sum(ours),
         "n": [len(ours), len(theirs)],
+        "library_kernels": sorted(names),
     }
 
 
@@ -177,6 +184,9 @@ def gluon_part(reps: int, log: list) -> None:
             "MMA_REGS": 240,
         },
     }
+    wanted = os.environ.get("PROBE_CONFIGS")
+    if wanted:
+        configs = {k: v for k, v in configs.items() if k in wanted.split(",")}
     checks = [
         (256, 4096, 4096, "NT", 0),
         (1000, 3000, 2048, "NN", 1),
@@ -349,6 +359,45 @@ def cublaslt_serve_part(log: list) -> None:
         )
 
 
+PING = r"""
+import sys, torch, json
+sys.path.insert(0, sys.argv[1] + "/benchmarks/gemm_candidates")
+import probe
+spec = probe.load_spec(probe.ROOT / "kernels" / "gluon_gemm" / "spec.py")
+m, n, k, layout, bias, bn, stages = json.loads(sys.argv[2])
+x = probe.inputs(m, n, k, layout, bias, seed=1)
+cfg = {"BLOCK_N": bn, "SCHEDULE": 1, "STAGES": stages, "GROUP": 8, "RASTER_N": 0, "LOAD_REGS": 40, "MMA_REGS": 232}
+spec.run_gemm(x["a"], x["b"], x["c"], x["bias"], cfg)
+torch.cuda.synchronize()
+print("rel_err", probe.rel_err(x))
+"""
+
+
+def ping_part(log: list) -> None:
+    """Which ping-pong launches fail: each case alone in its own process (a fault poisons the context)."""
+    cases = [
+        (256, 4096, 4096, "NT", 0),
+        (256, 4096, 4096, "NT", 1),
+        (1024, 3072, 2048, "NN", 0),
+        (1000, 3072, 2048, "NT", 0),
+        (1024, 3000, 2048, "NT", 0),
+        (1024, 3072, 2000, "NT", 0),
+        (1152, 4096, 4096, "NT", 0),
+        (1280, 4096, 4096, "NT", 0),
+    ]
+    for case in cases:
+        r = subprocess.run(
+            [sys.executable, "-c", PING, str(ROOT), json.dumps([*case, 128, 4])],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "CUDA_LAUNCH_BLOCKING": "1"},
+        )
+        tail = (r.stdout + r.stderr).strip().splitlines()[-1:] or [""]
+        print("ping", case, "rc", r.returncode, tail[0][:160], flush=True)
+        log.append({"part": "ping", "case": case, "rc": r.returncode, "tail": tail[0]})
+
+
 TUNABLE = r"""
 import torch, os, sys
 m, n, k = 256, 8192, 8192
@@ -398,6 +447,8 @@ def main() -> int:
             traceback.print_exc()
     if "tunable" in o.parts:
         tunable_part(out, log)
+    if "ping" in o.parts:
+        ping_part(log)
     if "gluon" in o.parts:
         gluon_part(o.reps, log)
     (out / "gemm_candidates_probe.json").write_text(json.dumps(log, indent=1, default=str))

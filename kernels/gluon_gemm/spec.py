@@ -100,7 +100,7 @@ def load_partition(
 
 @gluon.jit
 def mma_partition(
-    a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, ready, empty, M, N, K,
+    a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
     BN: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr, STAGES: gl.constexpr,
     GROUP: gl.constexpr, RASTER_N: gl.constexpr, CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
     WARPS: gl.constexpr,
@@ -112,7 +112,7 @@ def mma_partition(
     BK: gl.constexpr = 64
     dtype: gl.constexpr = c_desc.dtype
     layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1], instr_shape=[16, BN, 16])
-    c_smem = gl.allocate_shared_memory(dtype, [BM, BN], c_desc.layout)
+    c_smem = c_bufs.index(CONSUMER)
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_tiles = gl.cdiv(K, BK)
@@ -122,6 +122,13 @@ def mma_partition(
     for tile in range(start + CONSUMER * step, num_pid_m * num_pid_n, CONSUMERS * step):
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP, RASTER_N)
         it = (local * CONSUMERS + CONSUMER) * k_tiles
+        if CONSUMERS == 2:
+            # Ping-pong turns: a consumer starts a main loop only once the other has finished the one before,
+            # so neither runs a lap of the ring ahead (a barrier's parity names only the phase just before).
+            if CONSUMER == 0:
+                mbarrier.wait(turn.index(0), (local & 1) ^ 1)
+            else:
+                mbarrier.wait(turn.index(1), local & 1)
         acc = gl.zeros((BM, BN), gl.float32, layout)
         prev = 0
         for kk in range(k_tiles):
@@ -141,6 +148,8 @@ def mma_partition(
             it += 1
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index(prev), count=1)
+        if CONSUMERS == 2:
+            mbarrier.arrive(turn.index(1 - CONSUMER), count=1)  # the other consumer's main loop may start
         if HAS_BIAS:
             offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
             bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0)
@@ -160,19 +169,26 @@ def gemm_ws_kernel(
     RASTER_N: gl.constexpr, SCHEDULE: gl.constexpr, LOAD_REGS: gl.constexpr, MMA_REGS: gl.constexpr,
 ):  # fmt: skip
     BN: gl.constexpr = c_desc.block_type.shape[1]
+    BM_C: gl.constexpr = c_desc.block_type.shape[0]
     dtype: gl.constexpr = a_desc.dtype
     # Triton's AST has no starred lists: the shapes are concatenated.
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)  # noqa: RUF005
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)  # noqa: RUF005
+    # One C tile a consumer, allocated beside the ring.
+    c_bufs = gl.allocate_shared_memory(dtype, [SCHEDULE + 1, BM_C, BN], c_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=1)
+    for i in gl.static_range(2):
+        mbarrier.init(turn.index(i), count=1)
     if SCHEDULE == 0:
         gl.warp_specialize(
             [
-                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, ready, empty, M, N, K, BN, A_T, B_T,
+                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
+                                 BN, A_T, B_T,
                                  HAS_BIAS, STAGES, GROUP, RASTER_N, 0, 1, 8)),
                 (load_partition, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, BN, A_T, B_T, STAGES, GROUP,
                                   RASTER_N)),
@@ -184,9 +200,11 @@ def gemm_ws_kernel(
         # The second consumer comes first among the workers so that it starts on a warp-group boundary (wgmma).
         gl.warp_specialize(
             [
-                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, ready, empty, M, N, K, BN, A_T, B_T,
+                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
+                                 BN, A_T, B_T,
                                  HAS_BIAS, STAGES, GROUP, RASTER_N, 0, 2, 4)),
-                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, ready, empty, M, N, K, BN, A_T, B_T,
+                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
+                                 BN, A_T, B_T,
                                  HAS_BIAS, STAGES, GROUP, RASTER_N, 1, 2, 4)),
                 (load_partition, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, BN, A_T, B_T, STAGES, GROUP,
                                   RASTER_N)),
@@ -283,7 +301,7 @@ def compile_signature(
 def smem_bytes(c: Mapping[str, Any]) -> int:
     """The ring, one C tile per consumer, and the barriers."""
     bn, consumers = int(c["BLOCK_N"]), 2 if int(c["SCHEDULE"]) == 1 else 1
-    return int(c["STAGES"]) * (BLOCK_M + bn) * BLOCK_K * 2 + consumers * BLOCK_M * bn * 2 + 2 * int(c["STAGES"]) * 8
+    return int(c["STAGES"]) * (BLOCK_M + bn) * BLOCK_K * 2 + consumers * BLOCK_M * bn * 2 + (2 * int(c["STAGES"]) + 2) * 8
 
 
 def hopper(c: Mapping[str, Any], s: Mapping[str, Any], t: kt.Target | None) -> bool:

@@ -301,3 +301,17 @@ def test_nul_bytes_long_names_and_hidden_folders_get_a_400_with_a_reason(home: P
     assert answers["NUL argument"].status_code == 400 and "NUL" in answers["NUL argument"].json()["detail"]
     assert answers["long run"].status_code == 400 and "at most 1000" in answers["long run"].json()["detail"]
     assert answers["hidden spec"].status_code == 400 and "hidden folder" in answers["hidden spec"].json()["detail"]
+
+
+def test_a_server_started_without_a_token_prints_the_one_it_made(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kerntune.web.start import page_url
+
+    app = create_app(home, EXAMPLES)
+    with TestClient(app) as client:  # the context runs the app's start-up, which prints the token
+        assert client.get("/api/runs").status_code == 401
+        assert client.get("/api/runs", params={"token": app.state.token}).status_code == 200
+    assert f"?token={app.state.token}" in capsys.readouterr().out
+    assert page_url("0.0.0.0", 8765, "t") == "http://127.0.0.1:8765/?token=t"
+    assert page_url("::1", 9000, "t") == "http://[::1]:9000/?token=t"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from kerntune.errors import KerntuneError
-from kerntune.mcp.server import Sessions, action_argv
+from kerntune.mcp.server import Sessions, action_argv, read_as
 
 INSTRUCTIONS = (
     "Tune GPU kernels honestly with kerntune. Open a session on a spec (spec.py or its folder) or a lab capture "
@@ -51,9 +51,10 @@ def _answering(tool_error: type[Exception]) -> Callable[[Callable[..., Any]], Ca
     return wrap
 
 
-def build(home: Path) -> Any:
-    """The server with its tools and resources, its sessions' work under ``home`` (the kerntune store)."""
-    sessions = Sessions(home)
+def build(home: Path, roots: Sequence[Path] | None = None) -> Any:
+    """The server with its tools and resources, its sessions' work under ``home`` (the kerntune store). Paths the
+    tools take must lie inside ``roots`` (default: the folder the server starts in) or the store."""
+    sessions = Sessions(home, [Path.cwd()] if roots is None else roots)
     server_class, tool_error = _sdk()
     server, answering = server_class("kerntune", instructions=INSTRUCTIONS), _answering(tool_error)
 
@@ -61,7 +62,8 @@ def build(home: Path) -> Any:
     @answering
     def tuning_open(spec: str | None = None, capture: str | None = None) -> dict[str, Any]:
         """Open a tuning session on a kerntune spec (a spec.py file or the folder holding it) or on a lab capture
-        folder (from kerntune capture). Returns the session id the other tools take."""
+        folder (from kerntune capture), inside the server's root folders. Returns the session id the other tools
+        take."""
         return sessions.create(spec, capture)
 
     @server.tool()
@@ -75,13 +77,15 @@ def build(home: Path) -> Any:
     @answering
     def tuning_action(session: str, action: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
         """Start an action in the session. search {strategy, budget, shapes, dtype, device, seed, workers,
-        executor, address}; select {config} or {rank, shape} from the latest search; inspect {config}; ab
+        executor, address, extra: [...]}; select {config} or {rank, shape} from the latest search; inspect {config}; ab
         {config, against}; deploy {table}; capture {kernel, command: [...], nth}; run {mode, iterations} or a
         comparison {set: {NAME: VALUE}, variant}; save {set, table} or {variant}. Long actions run in the
         background: poll tuning_status."""
-        s = sessions.get(session)
-        planned = action_argv(s, action, dict(args or {}))
-        return planned if isinstance(planned, dict) else sessions.start(s, planned)
+        s, given = sessions.get(session), dict(args or {})
+        planned = action_argv(s, action, given)
+        answer = planned if isinstance(planned, dict) else sessions.start(s, planned)
+        said = read_as(given)
+        return {**answer, "read_as": said} if said else answer
 
     @server.tool()
     @answering

@@ -6,12 +6,20 @@ Thin by design: every action is the kerntune command a person would type, run as
 search never blocks the server, and a crashing kernel costs its job, not the session); its JSON output is the
 answer. Sessions live as long as the server. Arguments are validated before anything starts, and a bad one is
 answered with an error that says what to pass.
+
+Every path a tool takes (a spec, a capture, a variant, a table to write, the program a capture runs) must lie
+inside the server's root folders (the folder it was started in, by default, and the store), as the web page's
+specs must lie inside its ``--specs``. A list argument (``extra``, ``command``, ``shapes``) given as one string is
+read as one argument list split by shell rules (one shape, for ``shapes``), never character by character, and the
+answer says so.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +34,8 @@ ACTIONS = ("search", "select", "inspect", "ab", "deploy", "capture", "run", "sav
 class Session:
     id: str
     folder: Path
+    roots: tuple[Path, ...] = ()
+    """The folders this session's paths must lie inside (empty: any, for a session built by hand in a test)."""
     spec: str | None = None
     capture: str | None = None
     selected: dict[str, Any] | None = None
@@ -36,8 +46,9 @@ class Session:
 class Sessions:
     """The server's sessions, each with a work folder under ``home/mcp``."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, roots: Sequence[Path] = ()) -> None:
         self.home = home
+        self.roots = tuple(dict.fromkeys(p.resolve() for p in [*roots, home]))
         self.open: dict[str, Session] = {}
 
     def get(self, session: str) -> Session:
@@ -48,18 +59,18 @@ class Sessions:
     def create(self, spec: str | None, capture: str | None) -> dict[str, Any]:
         if (spec is None) == (capture is None):
             raise UsageError("tuning_open takes a spec (a spec.py or its folder) or a capture folder, one of them")
-        for given, what in ((spec, "spec"), (capture, "capture")):
-            if given is not None and not Path(given).exists():
-                raise UsageError(f"{what} {given} does not exist")
+        found = {
+            what: str(within(self.roots, given, what))
+            for given, what in ((spec, "spec"), (capture, "capture"))
+            if given
+        }
+        for what, path in found.items():
+            if not Path(path).exists():
+                raise UsageError(f"{what} {path} does not exist")
         sid = uuid.uuid4().hex[:12]
         folder = self.home / "mcp" / sid
         folder.mkdir(parents=True)
-        self.open[sid] = Session(
-            sid,
-            folder,
-            spec=str(Path(spec).resolve()) if spec else None,
-            capture=str(Path(capture).resolve()) if capture else None,
-        )
+        self.open[sid] = Session(sid, folder, self.roots, spec=found.get("spec"), capture=found.get("capture"))
         return {
             "session": sid,
             "spec": self.open[sid].spec,
@@ -98,6 +109,56 @@ class Sessions:
         return {"session": s.id, "closed": True, "runs": s.runs, "lab": closed}
 
 
+def within(roots: Sequence[Path], given: object, what: str) -> Path:
+    """``given`` as a resolved path inside one of ``roots`` (any path when there are none); else a UsageError
+    that names the roots."""
+    if not isinstance(given, str) or not given or "\x00" in given or len(given) > 4096:
+        raise UsageError(f"{what} must be a path: a non-empty string without NUL bytes, got {str(given)[:80]!r}")
+    path = Path(given).expanduser().resolve()
+    if roots and not any(path.is_relative_to(root) for root in roots):
+        raise UsageError(
+            f"{what} {given} lies outside this server's root folders ({', '.join(map(str, roots))}): give a path "
+            "inside one, or start kerntune mcp in the folder that holds it"
+        )
+    return path
+
+
+def argument_list(value: object, what: str) -> list[str]:
+    """A list argument: a list of strings or numbers as given, or one string split by shell rules (as a command
+    line); anything else is refused."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        try:
+            return shlex.split(value)
+        except ValueError as exc:
+            raise UsageError(f"args.{what} {value[:80]!r} does not split into arguments ({exc}): pass a list") from None
+    if isinstance(value, list) and all(isinstance(a, (str, int, float)) and not isinstance(a, bool) for a in value):
+        return [str(a) for a in value]
+    raise UsageError(f"args.{what} must be a list of strings (or one string, split as a command line)")
+
+
+def read_as(args: dict[str, Any]) -> list[str]:
+    """What the answer says about list arguments given as one string (how they were read)."""
+    said = []
+    for name in ("extra", "command"):
+        if isinstance(args.get(name), str):
+            said.append(f"args.{name} was one string: split by shell rules into {argument_list(args[name], name)}")
+    if isinstance(args.get("shapes"), str):
+        said.append(f"args.shapes was one string: read as one shape, {args['shapes']!r}")
+    return said
+
+
+def _program(s: Session, command: list[str]) -> None:
+    """The program a capture runs (its first ``.py`` argument, or the command itself when it is a path) must
+    lie inside the roots."""
+    first = next((a for a in command if a.endswith(".py")), None)
+    if first is None and "/" in command[0]:
+        first = command[0]
+    if first is not None:
+        within(s.roots, first, "capture program")
+
+
 def _config_text(config: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in config.items())
 
@@ -111,13 +172,14 @@ def action_argv(s: Session, action: str, args: dict[str, Any]) -> list[str] | di
         raise UsageError(f"{action} needs a session opened on a spec")
     if action in ("run", "save") and not s.capture:
         raise UsageError(f"{action} needs a capture: open the session on one, or run the capture action first")
-    extra = [str(a) for a in args.get("extra", [])]
+    extra = argument_list(args.get("extra"), "extra")
     if action == "search":
         argv = ["tune", str(s.spec)]
         for name in ("strategy", "budget", "dtype", "device", "seed", "workers", "executor", "address"):
             if name in args:
                 argv += [f"--{name}", str(args[name])]
-        for shape in args.get("shapes", []):
+        shapes = args.get("shapes") or []
+        for shape in [shapes] if isinstance(shapes, str) else argument_list(shapes, "shapes"):
             argv += ["--shape", str(shape)]
         return argv + extra
     if action == "select":
@@ -138,10 +200,12 @@ def action_argv(s: Session, action: str, args: dict[str, Any]) -> list[str] | di
     if action == "deploy":
         if not s.runs or "table" not in args:
             raise UsageError("deploy needs a finished search in this session and args.table (the path to write)")
-        return ["deploy", s.runs[-1], "--table", str(args["table"])]
+        return ["deploy", s.runs[-1], "--table", str(within(s.roots, args["table"], "table"))]
     if action == "capture":
-        if not args.get("kernel") or not args.get("command"):
+        command = argument_list(args.get("command"), "command")
+        if not args.get("kernel") or not command:
             raise UsageError("capture needs args.kernel (the kernel's name) and args.command (the program, a list)")
+        _program(s, command)
         target = s.folder / f"capture{len(s.jobs)}"
         s.capture = str(target)
         return [
@@ -153,10 +217,10 @@ def action_argv(s: Session, action: str, args: dict[str, Any]) -> list[str] | di
             "-o",
             str(target),
             "--",
-            *[str(a) for a in args["command"]],
+            *command,
         ]
     sets = [f"--set={k}={json.dumps(v)}" for k, v in (args.get("set") or {}).items()]
-    variant = ["--variant", str(args["variant"])] if args.get("variant") else []
+    variant = ["--variant", str(within(s.roots, args["variant"], "variant"))] if args.get("variant") else []
     if action == "run":
         if not sets and not variant:
             return [
@@ -168,7 +232,7 @@ def action_argv(s: Session, action: str, args: dict[str, Any]) -> list[str] | di
                 str(args.get("iterations", 20)),
             ]
         return ["lab", "compare", str(s.capture), *variant, *sets, "--iterations", str(args.get("iterations", 20))]
-    table = ["--table", str(args["table"])] if args.get("table") else []
+    table = ["--table", str(within(s.roots, args["table"], "table"))] if args.get("table") else []
     return ["lab", "save", str(s.capture), *variant, *sets, *table]
 
 

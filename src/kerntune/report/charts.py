@@ -1,7 +1,7 @@
 """Charts as inline SVG text, for ``kerntune report`` and the web page: no script, no network, no plotting
-library. Every mark carries the number it draws as a ``data-`` attribute (``data-ms``, ``data-median-ms``, ...),
-so a test — or a reader's browser tools — can check a chart against the store, and labels are escaped (a config
-string is data, never markup).
+library; type is 13px or larger. Every mark carries the number it draws as a ``data-`` attribute (``data-ms``,
+``data-median-ms``, ...), so a test — or a reader's browser tools — can check a chart against the store, and
+labels are escaped (a config string is data, never markup).
 
 - ``distributions``: each candidate's raw samples as dots on one row, its median as a bar: the spread a median
   hides.
@@ -9,6 +9,7 @@ string is data, never markup).
 - ``pairs``: finalists' search-time median beside their confirmed (fresh-process) median.
 - ``roofline``: candidates at their arithmetic intensity against the calibrated ceilings, log-log.
 - ``parameters``: every timed config's median against each parameter's values, most important parameter first.
+- ``contour``: the best median at each pair of two parameters' values, a grid of coloured cells.
 
 Time axes go logarithmic where the times span a decade or more; tick labels never print over each other (one
 without room is left out) and the unit is written once per axis; a single evaluation is drawn as a point.
@@ -16,6 +17,7 @@ without room is left out) and the unit is written once per axis; a single evalua
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from html import escape
@@ -39,7 +41,7 @@ def _svg(height: float, body: list[str], title: str) -> str:
     )
 
 
-LABEL_GAP = 56.0
+LABEL_GAP = 64.0
 """The least horizontal room between two tick labels (px): a tick whose label would overlap another's is dropped."""
 
 
@@ -64,11 +66,11 @@ def _axis(low: float, high: float, y: float, unit: str, data: tuple[float, float
         kept.append(x)
         out.append(
             f'<line x1="{x:.1f}" y1="{y}" x2="{x:.1f}" y2="{y + 4}" stroke="#888"/><text class="tick" '
-            f'x="{x:.1f}" y="{y + 15}" font-size="11" text-anchor="{anchor}">{value:.4g}</text>'
+            f'x="{x:.1f}" y="{y + 15}" font-size="13" text-anchor="{anchor}">{value:.4g}</text>'
         )
     scale = ", log scale" if log else ""
     out.append(
-        f'<text class="unit" x="{WIDTH - PAD}" y="{y + 28}" font-size="11" text-anchor="end" fill="#555">'
+        f'<text class="unit" x="{WIDTH - PAD}" y="{y + 28}" font-size="13" text-anchor="end" fill="#555">'
         f"{escape(unit)}{scale}</text>"
     )
     return out
@@ -108,7 +110,7 @@ def _strip(
     )
     mx = _x(mark, low, high, log)
     return (
-        f'<g {attrs}><text x="{LEFT - 6}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{escape(label[:34])}'
+        f'<g {attrs}><text x="{LEFT - 6}" y="{y + 4:.1f}" font-size="13" text-anchor="end">{escape(label[:30])}'
         f'</text>{dots}<line class="{mark_class}" x1="{mx:.1f}" y1="{y - 9:.1f}" x2="{mx:.1f}" y2="{y + 9:.1f}" '
         'stroke="#cc3311" stroke-width="2"/></g>'
     )
@@ -148,7 +150,7 @@ def trace(points: Sequence[tuple[float, float]], x_unit: str, title: str = "sear
             34.0,
             [
                 f'<circle class="evaluation best" cx="{LEFT}" cy="17" r="3.5" fill="#cc3311" '
-                f'data-x="{_num(x)}" data-ms="{_num(v)}"/><text x="{LEFT + 10}" y="21" font-size="12">'
+                f'data-x="{_num(x)}" data-ms="{_num(v)}"/><text x="{LEFT + 10}" y="21" font-size="13">'
                 f"one evaluation: {_num(v)} ms (at {_num(x)} {escape(x_unit)})</text>"
             ],
             title,
@@ -182,12 +184,12 @@ def trace(points: Sequence[tuple[float, float]], x_unit: str, title: str = "sear
     if len(ends) == 2 and abs(y_of(ends[0]) - y_of(ends[1])) < 14:  # two labels that would print over each other
         ends = ends[:1]
     labels = [
-        f'<text class="tick" x="{LEFT - 6}" y="{y_of(v) + 4:.1f}" font-size="11" text-anchor="end">{_num(v)} ms</text>'
+        f'<text class="tick" x="{LEFT - 6}" y="{y_of(v) + 4:.1f}" font-size="13" text-anchor="end">{_num(v)} ms</text>'
         for v in ends
     ]
     if log:
         labels.append(
-            f'<text class="unit" x="{LEFT - 6}" y="{top + 4:.1f}" font-size="11" text-anchor="end" '
+            f'<text class="unit" x="{LEFT - 6}" y="{top + 4:.1f}" font-size="13" text-anchor="end" '
             'fill="#555">log scale</text>'
         )
     line = f'<path class="best-so-far" d="{path}" fill="none" stroke="#cc3311" stroke-width="1.5"/>'
@@ -212,12 +214,12 @@ def pairs(rows: Sequence[tuple[str, float, float | None]], title: str = "search 
         )
         body.append(
             f'<g class="pair" data-label="{escape(label)}"><text x="{LEFT - 6}" y="{y + 13:.1f}" '
-            f'font-size="11" text-anchor="end">{escape(label[:34])}</text>{marks}</g>'
+            f'font-size="13" text-anchor="end">{escape(label[:30])}</text>{marks}</g>'
         )
     height = PAD + len(rows) * ROW + 44
     legend = (
-        '<rect x="8" y="4" width="10" height="8" fill="#4477aa"/><text x="22" y="12" font-size="11">search'
-        '</text><rect x="80" y="4" width="10" height="8" fill="#228833"/><text x="94" y="12" font-size="11">'
+        '<rect x="8" y="4" width="10" height="8" fill="#4477aa"/><text x="22" y="12" font-size="13">search'
+        '</text><rect x="80" y="4" width="10" height="8" fill="#228833"/><text x="94" y="12" font-size="13">'
         "confirmed (fresh processes)</text>"
     )
     return _svg(height, [legend, *body, *_axis(0.0, high, height - 40, "ms", (0.0, max(values)))], title)
@@ -253,7 +255,7 @@ def roofline(
             f'<path class="ceiling" data-name="{escape(name)}" data-flops-per-s="{_num(rate)}" '
             f'd="M{_x(xlow, xlow, xhigh, True):.1f} {y_of(left_y):.1f} L{_x(knee, xlow, xhigh, True):.1f} '
             f'{y_of(rate):.1f} H{WIDTH - PAD}" fill="none" stroke="#333" stroke-dasharray="4 2"/>'
-            f'<text x="{WIDTH - PAD}" y="{y_of(rate) - 4:.1f}" font-size="11" text-anchor="end">'
+            f'<text x="{WIDTH - PAD}" y="{y_of(rate) - 4:.1f}" font-size="13" text-anchor="end">'
             f"{escape(name)} {rate / 1e12:.3g} TFLOP/s</text>"
         )
     for p in points:
@@ -287,7 +289,7 @@ def parameters(
     for name in order:
         score = f" — importance {importance[name]:.2f}" if importance and name in importance else ""
         body.append(
-            f'<text class="parameter" x="8" y="{y + 4:.1f}" font-size="12" font-weight="bold" '
+            f'<text class="parameter" x="8" y="{y + 4:.1f}" font-size="13" font-weight="bold" '
             f'data-parameter="{escape(name)}">{escape(name)}{escape(score)}</text>'
         )
         y += ROW * 0.8
@@ -310,3 +312,95 @@ def parameters(
             y += ROW
     height = y + 44
     return _svg(height, [*body, *_axis(low, high, height - 40, "ms", (min(times), max(times)), log)], title)
+
+
+STOPS = ((0.0, (68, 1, 84)), (0.33, (59, 82, 139)), (0.66, (33, 145, 140)), (1.0, (253, 231, 37)))
+"""Viridis, from dark (fastest) to yellow (slowest): ordered in lightness, readable by the colour-blind."""
+
+
+def _colour(frac: float) -> str:
+    for (f0, c0), (f1, c1) in itertools.pairwise(STOPS):
+        if frac <= f1:
+            t = (frac - f0) / (f1 - f0)
+            r, g, b = (round(a + (z - a) * t) for a, z in zip(c0, c1, strict=True))
+            return f"#{r:02x}{g:02x}{b:02x}"
+    return "#fde725"
+
+
+def contour(
+    rows: Sequence[tuple[Mapping[str, Any], float]],
+    x: tuple[str, Sequence[Any]],
+    y: tuple[str, Sequence[Any]],
+    title: str = "two parameters",
+    winner: Mapping[str, Any] | None = None,
+) -> str:
+    """The best median at each pair of two parameters' values, as a grid of coloured cells (dark: fast), each
+    with its time written in it where there is room; a pair no timed config had is left grey. The ``winner``'s
+    cell is outlined (it was picked by the confirmation rounds, so it need not hold the lowest search-time
+    median). ``rows``: (config, median ms); ``x`` and ``y``: (parameter, its values in order)."""
+    (xn, xs), (yn, ys) = x, y
+    best: dict[tuple[str, str], float] = {}
+    for config, ms in rows:
+        if xn in config and yn in config:
+            key = (str(config[xn]), str(config[yn]))
+            best[key] = min(ms, best.get(key, math.inf))
+    if not best or not xs or not ys:
+        return ""
+    log = wants_log(list(best.values()))
+    low, high = min(best.values()), max(best.values())
+    left, top, cell_h = 150.0, 34.0, 30.0
+    cell_w = (WIDTH - PAD - left) / len(xs)
+    body = [
+        f'<text x="{left + (WIDTH - PAD - left) / 2:.1f}" y="16" font-size="13" font-weight="bold" '
+        f'text-anchor="middle">{escape(xn)} →</text>',
+        f'<text x="8" y="{top - 6:.1f}" font-size="13" font-weight="bold">{escape(yn[:18])} ↓</text>',
+    ]
+    for i, xv in enumerate(xs):
+        body.append(
+            f'<text class="tick" x="{left + (i + 0.5) * cell_w:.1f}" y="{top - 6:.1f}" font-size="13" '
+            f'text-anchor="middle">{escape(str(xv)[:10])}</text>'
+        )
+    for j, yv in enumerate(ys):
+        cy = top + j * cell_h
+        body.append(
+            f'<text class="tick" x="{left - 8}" y="{cy + cell_h / 2 + 5:.1f}" font-size="13" '
+            f'text-anchor="end">{escape(str(yv)[:16])}</text>'
+        )
+        for i, xv in enumerate(xs):
+            found = best.get((str(xv), str(yv)))
+            cx = left + i * cell_w
+            if found is None:
+                body.append(
+                    f'<rect class="empty" x="{cx:.1f}" y="{cy:.1f}" width="{cell_w - 2:.1f}" '
+                    f'height="{cell_h - 2:.1f}" fill="#eee"/>'
+                )
+                continue
+            ms = found
+            span = (math.log(high / low) if log else high - low) or 1.0
+            frac = (math.log(ms / low) if log else ms - low) / span
+            won = winner is not None and (str(winner.get(xn)), str(winner.get(yn))) == (str(xv), str(yv))
+            outline = ' stroke="#cc3311" stroke-width="3"' if won else ""
+            body.append(
+                f'<rect class="cell" x="{cx:.1f}" y="{cy:.1f}" width="{cell_w - 2:.1f}" height="{cell_h - 2:.1f}" '
+                f'fill="{_colour(frac)}"{outline} data-x="{escape(str(xv))}" data-y="{escape(str(yv))}" '
+                f'data-ms="{_num(ms)}"><title>{escape(f"{xn}={xv}, {yn}={yv}: {ms:.4g} ms")}</title></rect>'
+            )
+            if cell_w >= 52:
+                ink = "#000" if frac > 0.55 else "#fff"
+                body.append(
+                    f'<text x="{cx + cell_w / 2 - 1:.1f}" y="{cy + cell_h / 2 + 4:.1f}" font-size="13" '
+                    f'text-anchor="middle" fill="{ink}" pointer-events="none">{ms:.3g}</text>'
+                )
+    height = top + len(ys) * cell_h + 48
+    scale = ", log colour scale" if log else ""
+    for k, line in enumerate(
+        (
+            f"best search-time median at each pair: {low:.4g} to {high:.4g} ms{scale} (dark: fast)",
+            "red outline: the winner; grey: a pair not timed",
+        )
+    ):
+        body.append(
+            f'<text class="unit" x="{left}" y="{height - 26 + 16 * k:.1f}" font-size="13" fill="#555">'
+            f"{escape(line)}</text>"
+        )
+    return _svg(height, body, title)

@@ -4,7 +4,8 @@ time went, the sample distributions of the winner, finalists and baselines, the 
 beside their confirmed one, and the search trace against evaluations and seconds; the roofline of every shape
 when the run recorded a calibration and the spec a cost; failed candidates with their reasons. The numbers the
 page shows are also embedded as JSON (``<script type="application/json" id="kerntune-report">``), the same
-``report_json`` that ``kerntune show --json`` prints.
+``report_json`` that ``kerntune show --json`` prints. The verdict leads (``report.verdict``); each shape's configs
+are a table that sorts and filters (``report.configs``, the page's one inline script).
 """
 
 from __future__ import annotations
@@ -15,15 +16,21 @@ from html import escape
 from typing import Any
 
 from kerntune.model import Candidate
-from kerntune.report import charts
+from kerntune.report import charts, configs
 from kerntune.report.importance import MIN_CONFIGS, parameter_importance, varying
 from kerntune.report.roofline import roofline_points, roofs_of
 from kerntune.report.summary import RunReport, ShapeReport, report_json
+from kerntune.report.verdict import speedup_text, verdict
 
-STYLE = """body{font:14px system-ui,sans-serif;margin:24px auto;max-width:980px;color:#222}
+STYLE = """body{font:15px system-ui,sans-serif;margin:24px auto;max-width:980px;color:#222;line-height:1.4}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}
 th{background:#f3f3f3}h2{margin-top:32px;border-bottom:1px solid #ddd}.chart{display:block;margin:8px 0}
-code{font-size:12px}"""
+code{font-size:13px}#verdict .verdict{border-left:4px solid #228833;padding:2px 12px;margin:8px 0}
+#verdict .speedups{font-size:18px;margin:4px 0}#verdict .checks{margin:4px 0;color:#333}
+#verdict h3{margin:4px 0}.configs th{cursor:pointer;user-select:none}
+.configs th[data-sort=ascending]::after{content:" ▲"}.configs th[data-sort=descending]::after{content:" ▼"}
+.configs tr.winner td{background:#e8f4ea;font-weight:bold}.configs td[data-value]{text-align:right}
+.configs-box .filters label{margin-right:10px}.configs-box .shown{color:#555}"""
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]], cls: str, *, markup: bool = False) -> str:
@@ -75,7 +82,7 @@ def _shape_section(report: RunReport, s: ShapeReport, trace: list[tuple[int, str
         (
             b.label or b.config.key,
             _ms(b.best_measurement.median_ms if b.best_measurement else None),
-            f"{s.speedup_over(b):.3f}×" if s.speedup_over(b) else "—",
+            escape(speedup_text(v, b.label or b.config.key or "default")) if (v := s.speedup_over(b)) else "—",
         )
         for b in s.baselines
     ]
@@ -85,7 +92,8 @@ def _shape_section(report: RunReport, s: ShapeReport, trace: list[tuple[int, str
     parts = [
         f'<section class="shape" data-shape="{escape(s.shape.key)}"><h2>{escape(s.shape.key)}</h2>',
         fields(summary, "summary"),
-        table(("baseline", "median ms", "winner speedup"), baselines, "baselines") if baselines else "",
+        table(("baseline", "median ms", "winner's speedup"), baselines, "baselines") if baselines else "",
+        configs.config_table(s),
         "<h3>Samples</h3>" if shown else "",
         charts.distributions(
             [
@@ -142,10 +150,32 @@ def _parameters(s: ShapeReport) -> str:
         if importance
         else f"not scored: {len(rows)} timed configs (PED-ANOVA needs {MIN_CONFIGS} and two varying parameters)"
     )
+    ranked = sorted(params, key=lambda n: (-(importance or {}).get(n, 0.0), -len(params[n])))
+    # The grid also shows baselines that are points of the space (the spec's default config).
+    points = rows + [
+        (c.config.as_dict(), c.measurement.median_ms)
+        for c in s.baselines
+        if c.status == "ok" and c.measurement is not None and c.config.items
+    ]
+    pair = (
+        "<h3>Two parameters</h3>"
+        + charts.contour(
+            points,
+            (ranked[1], params[ranked[1]]),
+            (ranked[0], params[ranked[0]]),
+            f"{ranked[0]} by {ranked[1]} at {s.shape.key}",
+            s.winner.config.as_dict() if s.winner else None,
+        )
+        if len(ranked) >= 2
+        else ""
+    )
     return (
         "<h3>Time by parameter</h3>"
         f'<p class="importance">Which parameters moved the time (Optuna PED-ANOVA, search-time medians): '
-        f"{escape(said)}</p>" + charts.parameters(rows, params, importance, f"time by parameter at {s.shape.key}")
+        f"{escape(said)}</p>"
+        + pair
+        + "<h3>Each parameter's values</h3>"
+        + charts.parameters(rows, params, importance, f"time by parameter at {s.shape.key}")
     )
 
 
@@ -177,10 +207,13 @@ def render(report: RunReport, trace: list[tuple[int, str, float, float]]) -> str
     data = json.dumps(report_json(report)).replace("</", "<\\/")  # never closes the script element early
     body = [
         f"<h1>kerntune run {escape(run.id)}</h1>",
+        verdict(report),
+        "<h2>Run</h2>",
         fields(head, "run"),
         *(_shape_section(report, s, trace) for s in report.shapes),
         _roofline(report),
         f'<script type="application/json" id="kerntune-report">{data}</script>',
+        f"<script>{configs.SCRIPT}</script>",
     ]
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>kerntune {escape(run.id)}</title>'

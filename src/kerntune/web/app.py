@@ -1,25 +1,28 @@
-"""``kerntune serve``: a local web app (FastAPI) over the store — runs, a run's charts, the ISA / occupancy diff
-of two candidates, the lab's captures — that starts and stops tunes and replays and follows them live.
+"""The web page's app (FastAPI) over the store: runs, a run's charts, the ISA / occupancy diff of two
+candidates, the lab's captures; it starts and stops tunes, replays and follows them live. ``web.start.serve_page``
+runs it and prints the URL to open.
 
-Security, as the front-ends issue states it: with a token every request needs it (``Authorization: Bearer``,
-the ``kerntune_token`` cookie, or ``?token=`` once, which sets the cookie), else 401; the CLI refuses to bind
-anywhere but loopback without one. Names from requests never become paths unchecked: run ids are looked up in
-the store, specs must lie inside the spec folder the server was given, captures are plain names of folders in
+Security (``web.guard``): every request carries the per-start token and names this server's own address as its
+Host (a DNS-rebinding page is refused), and an Origin, when sent, must be this page. Names from requests never
+become paths unchecked: run ids are looked up in the store, specs must lie inside the spec folder the server was
+given, programs inside the programs folder, neither in a hidden folder; captures are plain names of folders in
 ``<store>/captures``. Refusals are 4xx with a message (``{"detail": ...}``), never a traceback.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import re
+import secrets
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from itertools import count
 from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, Field
 
 from kerntune.errors import KerntuneError, RunNotFound
@@ -27,6 +30,7 @@ from kerntune.exec.jobs import Job, start_job
 from kerntune.model import Budget
 from kerntune.store import Store
 from kerntune.web import pages
+from kerntune.web.guard import checked_name, exposure_guard, hidden, inside
 
 CAPTURE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 
@@ -75,37 +79,34 @@ class VariantRequest(BaseModel):
     """With ``spec``, on save: the served table to write, a .json path inside the programs folder."""
 
 
-def create_app(home: Path, specs_root: Path, token: str | None = None, programs_root: Path | None = None) -> FastAPI:
+def create_app(
+    home: Path,
+    specs_root: Path,
+    token: str | None = None,
+    programs_root: Path | None = None,
+    host: str | None = None,
+) -> FastAPI:
     """The app over the store at ``home``; tunes may start specs inside ``specs_root``, dispatch lists and captures
-    run programs (and read variants) inside ``programs_root`` (default: ``specs_root``)."""
-    app = FastAPI(title="kerntune", docs_url=None, redoc_url=None, openapi_url=None)
+    run programs (and read variants) inside ``programs_root`` (default: ``specs_root``). ``token``: what every
+    request must carry (None: a random one, kept as ``app.state.token`` and printed when the server starts).
+    ``host``: the address the server is bound to, which every request's Host must name (see ``web.guard``)."""
+    announce = token is None
+    token = token or secrets.token_urlsafe(32)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if announce:  # a caller that did not choose the token learns it here (``web.start`` prints the URL)
+            print(f"kerntune web: open the page with ?token={token} after its address", flush=True)
+        yield
+
+    app = FastAPI(title="kerntune", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     home, specs_root = home.resolve(), specs_root.resolve()
     programs = (programs_root or specs_root).resolve()
     jobs: dict[int, Job] = {}
     ids = count(1)
 
-    @app.middleware("http")
-    async def require_token(request: Request, call_next: Any) -> Response:
-        if token is None:
-            return await call_next(request)  # type: ignore[no-any-return]
-        given = (
-            request.headers.get("authorization", "").removeprefix("Bearer ").strip()
-            or request.cookies.get("kerntune_token")
-            or request.query_params.get("token")
-            or ""
-        )
-        if not hmac.compare_digest(given.encode(), token.encode()):
-            return JSONResponse(
-                {
-                    "detail": "this server needs its token: Authorization: Bearer TOKEN, or open "
-                    "the page once with ?token=TOKEN"
-                },
-                status_code=401,
-            )
-        response: Response = await call_next(request)
-        if request.query_params.get("token"):
-            response.set_cookie("kerntune_token", token, httponly=True, samesite="strict")
-        return response
+    app.state.token = token
+    app.middleware("http")(exposure_guard(token, host))
 
     @app.exception_handler(KerntuneError)
     async def refused(request: Request, exc: KerntuneError) -> JSONResponse:
@@ -116,30 +117,24 @@ def create_app(home: Path, specs_root: Path, token: str | None = None, programs_
 
     def spec_names() -> list[str]:
         # Hidden folders (.venv, .git, the store) and installed packages are not specs to offer.
-        found = sorted(
-            p.parent
-            for p in specs_root.rglob("spec.py")
-            if not any(part.startswith(".") or part == "site-packages" for part in p.relative_to(specs_root).parts)
-        )
+        found = sorted(p.parent for p in specs_root.rglob("spec.py") if not hidden(p.relative_to(specs_root).parts))
         return [str(p.relative_to(specs_root)) for p in found][:500]
 
     def spec_path(name: str) -> Path:
-        path = (specs_root / name).resolve()
-        if not path.is_relative_to(specs_root):
-            raise HTTPException(400, f"spec {name!r} lies outside the spec folder this server serves")
+        path = inside(specs_root, name, "spec", "spec folder")
         if not (path / "spec.py").is_file() and not (path.suffix == ".py" and path.is_file()):
             raise HTTPException(400, f"spec {name!r}: no spec.py there (choose one of the listed specs)")
         return path
 
     def capture_path(name: str) -> Path:
         root = home / "captures"
-        if not CAPTURE_NAME.match(name) or not (root / name / "manifest.json").is_file():
+        if not CAPTURE_NAME.match(checked_name(name, "capture")) or not (root / name / "manifest.json").is_file():
             raise HTTPException(404, f"no capture named {name!r} in {root}")
         return root / name
 
     def inside_programs(name: str, what: str, suffixes: tuple[str, ...]) -> Path:
-        path = (programs / name).resolve()
-        if not path.is_relative_to(programs) or not path.is_file() or path.suffix not in suffixes:
+        path = inside(programs, name, what, "programs folder")
+        if not path.is_file() or path.suffix not in suffixes:
             raise HTTPException(
                 400,
                 f"{what} {name!r}: not a {'/'.join(suffixes)} file inside the programs folder "
@@ -152,8 +147,8 @@ def create_app(home: Path, specs_root: Path, token: str | None = None, programs_
 
     def in_programs(name: str, suffix: str) -> Path:
         """A file path inside the programs folder that may not exist yet (a table to write)."""
-        path = (programs / name).resolve()
-        if not path.is_relative_to(programs) or path.suffix != suffix or not path.parent.is_dir():
+        path = inside(programs, name, "table", "programs folder")
+        if path.suffix != suffix or not path.parent.is_dir():
             raise HTTPException(
                 400, f"{name!r}: not a {suffix} path inside the programs folder this server serves ({programs})"
             )
@@ -184,6 +179,9 @@ def create_app(home: Path, specs_root: Path, token: str | None = None, programs_
         return found
 
     def launch(args: list[str]) -> dict[str, Any]:
+        for arg in args:  # a NUL cannot pass into a program's arguments: refused here, not a 500 from exec
+            if "\x00" in arg:
+                raise HTTPException(400, f"argument {arg[:60]!r} holds a NUL byte: give plain text")
         if any(j.running for j in jobs.values()):
             raise HTTPException(409, "a job is running: wait for it or stop it first (one device, one job)")
         n = next(ids)
@@ -208,7 +206,7 @@ def create_app(home: Path, specs_root: Path, token: str | None = None, programs_
         from kerntune.report.summary import build_report
 
         db = store()
-        found = db.get_run(run_id)
+        found = db.get_run(checked_name(run_id, "run"))
         html = render(build_report(db, found), db.measured_at(found.id))
         nav = '<nav><a href="/">runs</a> · <a href="/lab">lab</a></nav>'
         form = pages.diff_form(found.id, db.candidates(found.id))
@@ -217,7 +215,7 @@ def create_app(home: Path, specs_root: Path, token: str | None = None, programs_
     @app.get("/runs/{run_id}/diff", response_class=HTMLResponse)
     def diff(run_id: str, a: int, b: int) -> str:
         db = store()
-        found = db.get_run(run_id)
+        found = db.get_run(checked_name(run_id, "run"))
         by_id = {c.id: c for c in db.candidates(found.id)}
         if a not in by_id or b not in by_id:
             raise HTTPException(404, f"candidates {a} and {b} must both belong to run {found.id}")
@@ -230,9 +228,7 @@ def create_app(home: Path, specs_root: Path, token: str | None = None, programs_
     @app.get("/dispatches", response_class=HTMLResponse)
     def dispatches() -> str:
         found = sorted(
-            str(p.relative_to(programs))
-            for p in programs.rglob("*.py")
-            if not any(part.startswith(".") or part == "site-packages" for part in p.relative_to(programs).parts)
+            str(p.relative_to(programs)) for p in programs.rglob("*.py") if not hidden(p.relative_to(programs).parts)
         )
         return pages.dispatches_page(found[:500])
 
@@ -297,7 +293,7 @@ def create_app(home: Path, specs_root: Path, token: str | None = None, programs_
         from kerntune.report.summary import build_report, report_json
 
         db = store()
-        return report_json(build_report(db, db.get_run(run_id)))
+        return report_json(build_report(db, db.get_run(checked_name(run_id, "run"))))
 
     @app.get("/api/lab")
     def captures() -> list[dict[str, Any]]:

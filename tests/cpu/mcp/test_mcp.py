@@ -39,6 +39,7 @@ async def _session_flow(home: Path) -> dict[str, Any]:
         command=sys.executable,
         args=["-m", "kerntune", "mcp"],
         env={**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(home)},
+        cwd=str(EXAMPLES.parent),  # the server's root folder: the examples' specs lie inside it
     )
     seen: dict[str, Any] = {}
     async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
@@ -93,6 +94,7 @@ async def _lab_flow(home: Path, lab: Path) -> dict[str, Any]:
         command=sys.executable,
         args=["-m", "kerntune", "mcp"],
         env={**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(home)},
+        cwd=str(lab.parent),  # the server's root folder: the lab's programs and the copied spec lie inside it
     )
     seen: dict[str, Any] = {}
     async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
@@ -106,7 +108,9 @@ async def _lab_flow(home: Path, lab: Path) -> dict[str, Any]:
                 status = _payload(await client.call_tool("tuning_status", {"session": sid}))
             return status
 
-        sid = _payload(await client.call_tool("tuning_open", {"spec": str(EXAMPLES / "opencl_vector_add")}))["session"]
+        sid = _payload(await client.call_tool("tuning_open", {"spec": str(lab.parent / "opencl_vector_add")}))[
+            "session"
+        ]
         seen["capture"] = await finish(
             "capture", {"kernel": "axpy", "nth": 2, "command": ["python", str(lab / "opencl_program.py")]}
         )
@@ -124,6 +128,7 @@ def test_capture_run_compare_save_over_stdio(tmp_path: Path) -> None:
 
     lab = tmp_path / "lab"
     shutil.copytree(DATA / "lab", lab)
+    shutil.copytree(EXAMPLES / "opencl_vector_add", tmp_path / "opencl_vector_add")
     seen = asyncio.run(_lab_flow(tmp_path / "store", lab))
     assert seen["capture"]["state"] == "done", seen["capture"]
     assert seen["run"]["state"] == "done" and seen["run"]["result"]["reproduces_capture"] is True, seen["run"]
@@ -131,3 +136,66 @@ def test_capture_run_compare_save_over_stdio(tmp_path: Path) -> None:
     assert seen["save"]["state"] == "done", seen["save"]
     assert "the loads in the other order" in (lab / "opencl_kernels.py").read_text()
     assert "inputs.safetensors" in seen["closed"]["lab"]["removed"]  # closing deleted the captured tensors
+
+
+async def _refusals(home: Path, root: Path, outside: Path) -> dict[str, Any]:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "kerntune", "mcp"],
+        env={**os.environ, **FAST_ENV, "KERNTUNE_HOME": str(home)},
+        cwd=str(root),
+    )
+    seen: dict[str, Any] = {}
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        for name, path in (("outside", outside), ("climbing", root / ".." / outside.name), ("nul", "spec\x00.py")):
+            answer = await client.call_tool("tuning_open", {"spec": str(path)})
+            seen[name] = _failed(answer), answer.content[0].text
+        on_spec = _payload(await client.call_tool("tuning_open", {"spec": str(root / "spec")}))["session"]
+        on_capture = _payload(await client.call_tool("tuning_open", {"capture": str(root / "spec")}))["session"]
+        for name, sid, action, args in (
+            ("variant", on_capture, "run", {"variant": str(outside / "spec.py")}),
+            ("table", on_capture, "save", {"set": {"N": 1}, "table": str(outside / "table.json")}),
+            ("program", on_spec, "capture", {"kernel": "axpy", "command": ["python", str(outside / "spec.py")]}),
+        ):
+            answer = await client.call_tool("tuning_action", {"session": sid, "action": action, "args": args})
+            seen[name] = _failed(answer), answer.content[0].text
+    return seen
+
+
+def test_paths_outside_the_root_folders_are_refused_over_stdio(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    for folder in (root / "spec", outside):
+        folder.mkdir(parents=True)
+        (folder / "spec.py").write_text("raise SystemExit('must never run')\n")
+    seen = asyncio.run(_refusals(tmp_path / "store", root, outside))
+    for name in ("outside", "climbing", "variant", "table", "program"):
+        failed, text = seen[name]
+        assert failed and "outside this server's root folders" in text and str(root) in text, (name, text)
+    assert seen["nul"][0] and "without NUL bytes" in seen["nul"][1], seen["nul"]
+
+
+def test_list_arguments_given_as_one_string_are_split_as_a_command_line(tmp_path: Path) -> None:
+    from kerntune.errors import UsageError
+    from kerntune.mcp.server import Session, action_argv, read_as
+
+    spec = tmp_path / "spec"
+    session = Session("s", tmp_path / "work", (tmp_path,), spec=str(spec))
+    as_string = {"extra": "--seed 7 --dtype 'float 32'", "shapes": "M=64,N=32"}
+    argv = action_argv(session, "search", as_string)
+    assert isinstance(argv, list) and argv[-4:] == ["--seed", "7", "--dtype", "float 32"], argv
+    assert argv[2:4] == ["--shape", "M=64,N=32"], argv  # one shape, not one per character
+    assert action_argv(session, "search", {"extra": ["--seed", 7]}) == ["tune", str(spec), "--seed", "7"]
+    said = read_as(as_string)
+    assert "split by shell rules into ['--seed', '7', '--dtype', 'float 32']" in said[0] and "one shape" in said[1]
+    assert read_as({"extra": ["--seed", "7"]}) == []
+    for bad in ({"extra": {"seed": 7}}, {"extra": "'unclosed"}, {"extra": [True]}):
+        with pytest.raises(UsageError, match=r"args\.extra"):
+            action_argv(session, "search", bad)
+    with pytest.raises(UsageError, match="outside this server's root folders"):
+        action_argv(session, "capture", {"kernel": "k", "command": "python /etc/evil.py"})
+    captured = action_argv(session, "capture", {"kernel": "k", "command": f"python {tmp_path / 'app.py'} --n 3"})
+    assert isinstance(captured, list) and captured[-4:] == ["python", str(tmp_path / "app.py"), "--n", "3"]

@@ -135,3 +135,28 @@ def test_the_run_page_shows_which_parameter_moved_the_time() -> None:
     assert "<th></th>" not in fields([("run", "r1")], "run") and '<th scope="row">run</th>' in fields(
         [("run", "r1")], "run"
     )
+
+
+def test_the_two_parameter_grid_and_readable_type() -> None:
+    import re
+
+    from kerntune.report.verdict import speedup_text
+
+    rows = [({"BLOCK": b, "WARPS": w}, 8.0 / b + 0.01 * w) for b in (16, 32, 64) for w in (2, 4) if (b, w) != (64, 2)]
+    rows += [({"BLOCK": 16, "WARPS": 2}, 99.0)]  # a slower repeat of a pair: the cell keeps the pair's best
+    svg = charts.contour(rows, ("BLOCK", [16, 32, 64]), ("WARPS", [2, 4]), "BLOCK by WARPS", {"BLOCK": 32, "WARPS": 4})
+    timed = {
+        (x, y): float(ms)
+        for x, y, ms in re.findall(r'class="cell"[^>]*data-x="(\d+)" data-y="(\d+)" data-ms="([^"]+)"', svg)
+    }
+    assert timed == {("16", "2"): 0.52, ("32", "2"): 0.27, ("16", "4"): 0.54, ("32", "4"): 0.29, ("64", "4"): 0.165}
+    assert svg.count('class="empty"') == 1  # BLOCK=64, WARPS=2 was never timed: grey, not a guess
+    assert re.findall(r'stroke="#cc3311"[^>]*data-ms="([^"]+)"', svg) == ["0.29"]  # the winner's cell outlined
+    assert charts.contour([], ("A", [1]), ("B", [1])) == ""
+    sizes = {
+        int(s) for s in re.findall(r'font-size="(\d+)"', svg + charts.parameters(rows, {"BLOCK": [16, 32, 64]}, None))
+    }
+    assert sizes and min(sizes) >= 13
+    assert speedup_text(1.876, "torch") == "1.88× faster than torch"
+    assert speedup_text(0.8, "cuBLAS") == "1.25× slower than cuBLAS"
+    assert speedup_text(1.001, "default") == "as fast as default (1.00×)"

@@ -18,6 +18,7 @@ from tests.conftest import DATA, EXAMPLES, FAST_ENV, CliResult
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from kerntune.web.app import create_app
@@ -32,6 +33,11 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield tmp_path / "store"
 
 
+def _client(app: FastAPI) -> TestClient:
+    """A client that carries the app's token, as the page does after its first load."""
+    return TestClient(app, headers={"Authorization": f"Bearer {TOKEN}"})
+
+
 def _wait(client: TestClient, job: int, limit_s: float = 300) -> dict[str, Any]:
     deadline = time.monotonic() + limit_s
     while True:
@@ -42,7 +48,7 @@ def _wait(client: TestClient, job: int, limit_s: float = 300) -> dict[str, Any]:
 
 
 def test_a_tune_started_and_followed_through_the_api(home: Path) -> None:
-    client = TestClient(create_app(home, EXAMPLES))
+    client = _client(create_app(home, EXAMPLES, TOKEN))
     assert "opencl_vector_add" in client.get("/").text
     started = client.post("/api/tunes", json={"spec": "opencl_vector_add", "budget": "4"})
     assert started.status_code == 200, started.text
@@ -62,7 +68,7 @@ def test_a_tune_started_and_followed_through_the_api(home: Path) -> None:
 
 
 def test_stopping_a_running_tune(home: Path) -> None:
-    client = TestClient(create_app(home, EXAMPLES))
+    client = _client(create_app(home, EXAMPLES, TOKEN))
     started = client.post("/api/tunes", json={"spec": "opencl_matmul", "budget": "50"}).json()
     stopped = client.post(f"/api/jobs/{started['job']}/stop")
     assert stopped.status_code == 200 and stopped.json()["state"] == "failed"
@@ -86,7 +92,7 @@ def test_the_lab_page_lists_captures_and_replays_one(
         str(lab / "opencl_program.py"),
     )
     assert done.code == 0, done.stderr
-    client = TestClient(create_app(home, EXAMPLES))
+    client = _client(create_app(home, EXAMPLES, TOKEN))
     assert "axpy2" in client.get("/lab").text
     started = client.post("/api/lab/axpy2/replay", json={"iterations": 3})
     assert started.status_code == 200, started.text
@@ -164,7 +170,7 @@ def test_the_runs_page_lists_ab_verdicts_escaped(home: Path) -> None:
             3.0,
         ),
     )
-    page = TestClient(create_app(home, EXAMPLES)).get("/").text
+    page = _client(create_app(home, EXAMPLES, TOKEN)).get("/").text
     assert "A/B verdicts" in page and "<b>loss</b>" in page and "1.0310" in page and "1.0200–1.0400" in page
     assert "&lt;b&gt;A&lt;/b&gt;" in page and "<b>A</b>" not in page
 
@@ -175,7 +181,7 @@ def test_programs_and_variants_stay_inside_the_programs_folder(home: Path, tmp_p
     (programs / "app.py").write_text("print('ok')\n")
     (programs / "notes.txt").write_text("not a program\n")
     (tmp_path / "evil.py").write_text("raise SystemExit('must never run')\n")
-    client = TestClient(create_app(home, EXAMPLES, programs_root=programs))
+    client = _client(create_app(home, EXAMPLES, TOKEN, programs_root=programs))
     assert "app.py" in client.get("/dispatches").text and "notes.txt" not in client.get("/dispatches").text
     for program in ("../evil.py", str(tmp_path / "evil.py"), "notes.txt", "missing.py", "/etc/passwd"):
         refused = client.post("/api/dispatches", json={"program": program})
@@ -197,7 +203,7 @@ def test_a_stored_scope_operator_calls_and_served_tables_through_the_api(home: P
     scope = DATA / "scope_h200" / "prefill_compiled_scope.json"
     shutil.copyfile(scope, programs / "scope.json")
     (programs / "other.json").write_text('{"runs": []}')
-    client = TestClient(create_app(home, EXAMPLES.parent, programs_root=programs))
+    client = _client(create_app(home, EXAMPLES.parent, TOKEN, programs_root=programs))
     stored = client.get("/api/scopes/scope.json")
     assert stored.status_code == 200 and stored.json()["kernels"][0]["class"] == "vendor BLAS"
     assert 'onclick="storedScope()"' in client.get("/dispatches").text
@@ -235,3 +241,77 @@ def test_a_stored_scope_operator_calls_and_served_tables_through_the_api(home: P
         refused = client.post("/api/lab/mm/save", json={**spec, "table": table})
         assert refused.status_code == 400 and "inside the programs folder" in refused.json()["detail"], table
     assert client.post("/api/lab/mm/compare", json={"spec": "../etc"}).status_code == 400
+
+
+def test_a_rebinding_page_and_a_request_without_the_token_are_refused(home: Path) -> None:
+    """A page on another origin whose DNS name now points at 127.0.0.1 sends its own Host (421) or Origin (403);
+    a request without the per-start token is refused (401) on loopback too; none of them starts a job."""
+    client = TestClient(create_app(home, EXAMPLES, TOKEN, host="127.0.0.1"), base_url="http://127.0.0.1:8765")
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    body = {"program": "opencl_vector_add/spec.py"}
+    rebound = client.post("/api/dispatches", json=body, headers={**auth, "Host": "evil.example:8765"})
+    assert rebound.status_code == 421 and "not this server's address" in rebound.json()["detail"], rebound.text
+    foreign = client.post("/api/dispatches", json=body, headers={**auth, "Origin": "http://evil.example:8765"})
+    assert foreign.status_code == 403 and "requests from other sites" in foreign.json()["detail"], foreign.text
+    for tokenless in (client.post("/api/dispatches", json=body), client.post("/api/tunes", json={"spec": "x"})):
+        assert tokenless.status_code == 401 and "?token=" in tokenless.json()["detail"], tokenless.text
+    assert client.get("/api/jobs/1", headers=auth).status_code == 404  # nothing was started
+    same = client.get("/api/runs", headers={**auth, "Origin": "http://127.0.0.1:8765", "Host": "localhost:8765"})
+    assert same.status_code == 403  # the Origin must be the page the request names as Host
+    for host in ("127.0.0.1:8765", "localhost:8765"):
+        assert client.get("/api/runs", headers={**auth, "Host": host}).status_code == 200, host
+    opened = client.get("/", params={"token": TOKEN})  # the printed URL: the page keeps the token as a cookie
+    assert opened.status_code == 200 and client.get("/api/runs").status_code == 200
+
+
+def test_the_generated_token_is_random_per_start(home: Path) -> None:
+    first, second = create_app(home, EXAMPLES), create_app(home, EXAMPLES)
+    assert len(first.state.token) >= 32 and first.state.token != second.state.token
+    assert TestClient(first).get("/api/runs").status_code == 401
+
+
+def test_nul_bytes_long_names_and_hidden_folders_get_a_400_with_a_reason(home: Path, tmp_path: Path) -> None:
+    programs = tmp_path / "programs"
+    (programs / ".hidden").mkdir(parents=True)
+    (programs / ".hidden" / "secret.py").write_text("raise SystemExit('must never run')\n")
+    (programs / "app.py").write_text("print('ok')\n")
+    client = _client(create_app(home, EXAMPLES, TOKEN, programs_root=programs))
+    assert ".hidden" not in client.get("/dispatches").text
+    for program in (".hidden/secret.py", "./.hidden/secret.py", "x/../.hidden/secret.py"):
+        refused = client.post("/api/dispatches", json={"program": program})
+        assert refused.status_code == 400 and "hidden folder" in refused.json()["detail"], (program, refused.text)
+    answers = {
+        "NUL program": client.post("/api/dispatches", json={"program": "app\x00.py"}),
+        "NUL spec": client.post("/api/tunes", json={"spec": "opencl_vector_add\x00"}),
+        "long program": client.post("/api/dispatches", json={"program": "a" * 300 + ".py"}),
+        "long spec": client.post("/api/tunes", json={"spec": "b" * 999}),
+        "NUL argument": client.post("/api/dispatches", json={"program": "app.py", "args": ["x\x00y"]}),
+        "NUL run": client.get("/api/runs/a%00b"),
+        "long run": client.get("/api/runs/" + "r" * 60_000),
+        "NUL capture": client.post("/api/lab/a%00b/replay", json={}),
+        "hidden spec": client.post("/api/tunes", json={"spec": ".git"}),
+    }
+    for what, answer in answers.items():
+        assert answer.status_code in (400, 404, 414, 422), (what, answer.status_code, answer.text)
+        detail = answer.json()["detail"]
+        assert isinstance(detail, (str, list)) and detail, (what, answer.text)
+    assert answers["NUL program"].status_code == 400 and "NUL" in answers["NUL program"].json()["detail"]
+    assert answers["long program"].status_code == 400 and "255 bytes" in answers["long program"].json()["detail"]
+    assert answers["long spec"].status_code == 400 and "255 bytes" in answers["long spec"].json()["detail"]
+    assert answers["NUL argument"].status_code == 400 and "NUL" in answers["NUL argument"].json()["detail"]
+    assert answers["long run"].status_code == 400 and "at most 1000" in answers["long run"].json()["detail"]
+    assert answers["hidden spec"].status_code == 400 and "hidden folder" in answers["hidden spec"].json()["detail"]
+
+
+def test_a_server_started_without_a_token_prints_the_one_it_made(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kerntune.web.start import page_url
+
+    app = create_app(home, EXAMPLES)
+    with TestClient(app) as client:  # the context runs the app's start-up, which prints the token
+        assert client.get("/api/runs").status_code == 401
+        assert client.get("/api/runs", params={"token": app.state.token}).status_code == 200
+    assert f"?token={app.state.token}" in capsys.readouterr().out
+    assert page_url("0.0.0.0", 8765, "t") == "http://127.0.0.1:8765/?token=t"
+    assert page_url("::1", 9000, "t") == "http://[::1]:9000/?token=t"

@@ -7,7 +7,12 @@ C++ hash map:
 
 - a form decided as a miss runs the library's kernel from C++ and is counted there: no Python, no allocation, no
   device synchronisation;
-- a form decided as served calls the Python served kernel, which launches the tuned kernel and counts the call;
+- a form decided as served calls the Python served kernel, which launches the tuned kernel and counts the call.
+  At that form's first such call the gate records the launch the served kernel made
+  (``kerntune.runtime.launch_plan``); where it is one launch of a compiled Triton kernel whose every parameter is
+  a call tensor's pointer, the output's, or a value the form fixes (``plan_of``), and launching that plan from C++
+  reproduces the call's output bit for bit, later calls of the form launch it from C++ through the CUDA driver:
+  the output allocated by torch's caching allocator, on torch's current stream, no Python;
 - a form not seen yet runs through the Python served kernel once (the spec's ``shape`` and the table's dispatcher
   decide it; its call is counted there), and its decision is kept for every later call of that form.
 
@@ -33,8 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import kerntune.runtime.launch_plan as launch_plan
 from kerntune.model import Serve
 from kerntune.runtime.dispatch import Dispatcher
+from kerntune.runtime.launch_plan import plan_of
 from kerntune.settings import Settings
 
 SOURCE = Path(__file__).resolve().parent / "native" / "served_gate.cpp"
@@ -75,10 +82,13 @@ class GateSpec(Protocol):
 
 @dataclass
 class _Form:
-    """A decided form: the dispatcher keys each of its calls counts toward (a miss's), and the calls synced."""
+    """A decided form: the dispatcher keys each of its calls counted in C++ counts toward, the calls synced, and
+    for a served form whether a plan was tried and the tensors its plan points at (kept alive with it)."""
 
     counted: list[tuple[Dispatcher, tuple[Any, ...]]]
     synced: int = 0
+    plan_tried: bool = False
+    kept: list[Any] = field(default_factory=list)
 
 
 @dataclass(repr=False)
@@ -92,7 +102,10 @@ class NativeGate:
     counts: dict[str, Counter[str]]
     names: list[str] = field(default_factory=list)
     forms: list[_Form] = field(default_factory=list)
-    library_synced: list[int] = field(default_factory=list)
+    ops_synced: list[tuple[int, int, int]] = field(default_factory=list)
+    """Per operator, the (library, served, failed) calls C++ had counted at the last sync."""
+    planned: int = 0
+    """Forms launched from C++ by a plan, at the last sync."""
 
     def first(self, index: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, bool, Any]:
         """A form's first call (from C++): run it through the Python served kernel, which counts it, and decide
@@ -111,17 +124,48 @@ class NativeGate:
         atexit.register(self.sync)
         return len(self.forms) - 1, served, None if result is LIBRARY else result
 
-    def served(self, index: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """A served form's call (from C++): the Python served kernel launches and counts it; None where it ran
-        no kernel (it failed: the library's kernel runs the call and the form is decided again)."""
-        result = self.kernels[self.names[index]](None, *args, **kwargs)
-        return None if result is LIBRARY else result
+    def served(self, index: int, form_id: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        """A served form's call (from C++): the Python served kernel launches and counts it. Returns (result, or
+        None where it ran no kernel: it failed, the library's kernel runs the call and the form is decided again;
+        the form's launch plan as a tuple, made at its first served call here, or None)."""
+        kernel, form = self.kernels[self.names[index]], self.forms[form_id]
+        if form.plan_tried or not self._may_plan():
+            result = kernel(None, *args, **kwargs)
+            return (None if result is LIBRARY else result), None
+        form.plan_tried = True
+        recorded: list[launch_plan.DirectLaunch] = []
+        launch_plan.recording = recorded
+        try:
+            result = kernel(None, *args, **kwargs)
+        finally:
+            launch_plan.recording = None
+        if result is LIBRARY:
+            return None, None
+        plan = None
+        if len(recorded) == 1:
+            with contextlib.suppress(Exception):  # a launch another Triton records differently: no plan
+                plan = plan_of(recorded[0], args, result, kwargs.get("out"))
+        if plan is None:
+            return result, None
+        form.kept = plan.kept
+        return result, plan.as_tuple()
+
+    def _may_plan(self) -> bool:
+        """Plans are made where the CUDA driver is loaded and the stream is not being captured (a plan is checked
+        against the served kernel's output, which synchronises the device)."""
+        if not self.module.can_launch():
+            return False
+        torch = sys.modules.get("torch")
+        try:
+            return torch is not None and not torch.cuda.is_current_stream_capturing()
+        except Exception:
+            return False
 
     def _decide(
         self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[bool, list[tuple[Dispatcher, tuple[Any, ...]]]]:
         """Whether the served kernel takes this form, as it just decided (the first spec with a working
-        launcher for its key), and for a miss the dispatcher keys its lookups counted."""
+        launcher for its key), and the dispatcher keys its lookups counted."""
         counted = []
         for s in self.specs[op]:
             if s.broken:
@@ -129,24 +173,29 @@ class NativeGate:
             raw = s.serve.shape(op, args, kwargs)
             if raw is None:
                 continue
-            if raw not in s.failed and (op, raw) in s.launchers:
-                return True, []
             counted.append((s.dispatcher, raw))
+            if raw not in s.failed and (op, raw) in s.launchers:
+                return True, counted
         return False, counted
 
     def sync(self) -> None:
         """Hand the calls counted in C++ since the last sync to the operators' counts and the dispatchers."""
-        forms, library = self.module.counts()
-        for form_id, calls in forms:
+        forms, ops = self.module.counts()
+        self.planned = 0
+        for form_id, calls, planned in forms:
             form = self.forms[form_id]
             delta, form.synced = calls - form.synced, calls
+            self.planned += bool(planned)
             for dispatcher, raw in form.counted:
                 dispatcher.add_calls(raw, delta)
-        for index, total in enumerate(library):
+        for index, totals in enumerate(ops):
             op = self.names[index]
-            if op in self.counts:
-                self.counts[op]["library"] += total - self.library_synced[index]
-            self.library_synced[index] = total
+            for outcome, total, synced in zip(
+                ("library", "served", "failed"), totals, self.ops_synced[index], strict=True
+            ):
+                if op in self.counts:
+                    self.counts[op][outcome] += total - synced
+            self.ops_synced[index] = tuple(totals)
 
     def close(self) -> None:
         """Count what C++ counted, then remove the gate: the library's kernels take every call again."""
@@ -208,7 +257,7 @@ def install_native_gate(
     if not set(kernels) <= set(names):
         return None  # an operator the gate does not take: every operator stays on the Python path
     gate = NativeGate(
-        module, kernels, {op: list(s) for op, s in specs.items()}, counts, names, library_synced=[0] * len(names)
+        module, kernels, {op: list(s) for op, s in specs.items()}, counts, names, ops_synced=[(0, 0, 0)] * len(names)
     )
     try:
         module.install(sorted(kernels), backend, gate.first, gate.served)

@@ -4,7 +4,10 @@
 // Per call it reads the call's form (each tensor's dtype, device, sizes, strides and 16-byte alignment class,
 // each scalar's value) and looks it up in a hash map of the forms seen so far:
 // - a form decided as a miss calls the kernel the library had registered, from C++, and counts the call;
-// - a form decided as served calls back into Python (the served kernel, which launches and counts);
+// - a form decided as served calls back into Python (the served kernel, which launches and counts), or, once it has
+//   a launch plan (a compiled kernel's function handle, grid, block, shared memory and argument recipe, checked
+//   against the served kernel's output once), allocates the output with torch's allocator and launches the
+//   kernel from C++ through the CUDA driver's cuLaunchKernel on torch's current stream;
 // - a form not seen yet is decided once by Python (the spec's shape reader and the table's dispatcher), which
 //   runs the call and says how its form goes from then on.
 // A spec's shape reader therefore decides from the form only: what it reads of a call must be a function of it.
@@ -16,6 +19,10 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
 #include <pybind11/complex.h>
+
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <dlfcn.h>
 
 #include <atomic>
 #include <cstdint>
@@ -57,9 +64,46 @@ struct OpState {
   std::optional<c10::OperatorHandle> handle;
   c10::KernelFunction original;
   std::atomic<int64_t> library{0};
+  std::atomic<int64_t> served{0};
+  std::atomic<int64_t> failed{0};
 };
 
-enum Kind : int { UNDECIDED, MISS, SERVED };
+enum Kind : int { UNDECIDED, MISS, SERVED, PLANNED };
+
+// One kernel parameter of a plan: a call tensor's data pointer, the output's, or fixed bytes (an integer the form
+// fixes, a pointer to memory the spec keeps).
+enum ArgKind : int { INPUT = 0, OUTPUT = 1, BYTES = 2 };
+struct PlanArg {
+  ArgKind kind;
+  int64_t value;  // INPUT: the tensor's index among the call's positional tensors; BYTES: the value
+  int size;  // BYTES: 1, 2, 4 or 8 (little endian)
+};
+
+struct Plan {
+  void* function;  // CUfunction, loaded by Triton in the device's primary context
+  unsigned grid[3];
+  unsigned block;
+  unsigned shared;
+  bool output_given;  // an .out form: the kernel writes the call's out
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  at::TensorOptions options;
+  std::vector<PlanArg> args;
+};
+
+// CUresult cuLaunchKernel(CUfunction, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMemBytes, CUstream,
+// void** kernelParams, void** extra): the driver's ABI, so no CUDA header is needed to build.
+using LaunchKernel = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
+                             void**, void**);
+
+LaunchKernel launch_kernel() {
+  // The driver torch already loaded; never loaded here (a CPU-only process has none, and plans nothing).
+  static LaunchKernel found = [] {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    return lib == nullptr ? nullptr : reinterpret_cast<LaunchKernel>(dlsym(lib, "cuLaunchKernel"));
+  }();
+  return found;
+}
 
 constexpr int FORM_WORDS = 64;
 
@@ -93,6 +137,7 @@ struct Slot {
   Kind kind = UNDECIDED;
   int64_t form_id = -1;
   std::atomic<int64_t> calls{0};
+  std::shared_ptr<const Plan> plan;
 };
 
 // Every counter the gate keeps lives as long as the process: torch may call a kernel on another thread while
@@ -211,17 +256,101 @@ std::optional<at::Tensor> result_of(const py::object& result) {
   return result.cast<at::Tensor>();
 }
 
-void record(const Form& form, Kind kind, int64_t form_id) {
+void record(const Form& form, Kind kind, int64_t form_id, std::shared_ptr<const Plan> plan = nullptr) {
   std::unique_lock<std::shared_mutex> lock(*g_lock);
   auto& slot = (*g_forms)[form];
   if (!slot) {
     slot = std::make_unique<Slot>();
-  } else if (slot->form_id >= 0) {
+  } else if (slot->form_id >= 0 && slot->form_id != form_id) {
     // A form decided again (its served kernel failed): its calls so far stay counted under its old decision.
     g_retired->emplace_back(slot->form_id, slot->calls.exchange(0));
   }
   slot->kind = kind;
   slot->form_id = form_id;
+  slot->plan = std::move(plan);
+}
+
+// Launch a plan for this call: the output allocated by torch's caching allocator (or the call's out), the
+// parameters filled from the call's tensors, on torch's current stream of the call's device. No other allocation,
+// no synchronisation. nullopt where the driver refused the launch.
+std::optional<at::Tensor> launch(const Plan& plan, const Call& c, const at::Tensor* out_override = nullptr) {
+  const auto launch_fn = launch_kernel();
+  if (launch_fn == nullptr) {
+    return std::nullopt;
+  }
+  const at::Tensor& first = *c.tensors[0];
+  c10::DeviceGuard guard(first.device());
+  at::Tensor output;
+  if (out_override != nullptr) {
+    output = *out_override;
+  } else if (plan.output_given) {
+    output = *c.out;
+  } else {
+    output = at::empty_strided(plan.sizes, plan.strides, plan.options);
+  }
+  const size_t n = plan.args.size();
+  uint64_t storage[64];
+  void* params[66];
+  if (n > 64) {
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const auto& arg = plan.args[i];
+    if (arg.kind == INPUT) {
+      storage[i] = reinterpret_cast<uint64_t>(c.tensors[arg.value]->const_data_ptr());
+    } else if (arg.kind == OUTPUT) {
+      storage[i] = reinterpret_cast<uint64_t>(output.const_data_ptr());
+    } else {
+      storage[i] = 0;
+      std::memcpy(&storage[i], &arg.value, static_cast<size_t>(arg.size));
+    }
+    params[i] = &storage[i];
+  }
+  uint64_t no_scratch = 0;  // Triton's global and profile scratch pointers: a planned kernel needs neither
+  params[n] = &no_scratch;
+  params[n + 1] = &no_scratch;
+  const auto stream = c10::impl::getDeviceGuardImpl(first.device().type())->getStream(first.device());
+  const int status = launch_fn(plan.function, plan.grid[0], plan.grid[1], plan.grid[2], plan.block, 1, 1,
+                               plan.shared, stream.native_handle(), params, nullptr);
+  if (status != 0) {
+    return std::nullopt;
+  }
+  return output;
+}
+
+// A plan from Python: (function, (gx, gy, gz), block, shared, output given, example output or None,
+// [(kind, value, size)]).
+std::shared_ptr<const Plan> plan_of(const py::tuple& spec) {
+  auto plan = std::make_shared<Plan>();
+  plan->function = reinterpret_cast<void*>(spec[0].cast<uint64_t>());
+  const auto grid = spec[1].cast<py::tuple>();
+  for (int i = 0; i < 3; ++i) {
+    plan->grid[i] = grid[i].cast<unsigned>();
+  }
+  plan->block = spec[2].cast<unsigned>();
+  plan->shared = spec[3].cast<unsigned>();
+  plan->output_given = spec[4].cast<bool>();
+  if (!plan->output_given) {
+    const auto example = spec[5].cast<at::Tensor>();
+    plan->sizes = example.sizes().vec();
+    plan->strides = example.strides().vec();
+    plan->options = example.options();
+  }
+  for (const auto& item : spec[6].cast<py::list>()) {
+    const auto arg = item.cast<py::tuple>();
+    plan->args.push_back({static_cast<ArgKind>(arg[0].cast<int>()), arg[1].cast<int64_t>(), arg[2].cast<int>()});
+  }
+  return plan;
+}
+
+// A plan is kept only where its launch reproduces the served kernel's output for this call, bit for bit.
+bool plan_matches(const Plan& plan, const Call& c, const at::Tensor& expected) {
+  at::Tensor scratch;
+  if (plan.output_given) {
+    scratch = at::empty_strided(c.out->sizes(), c.out->strides(), c.out->options());
+  }
+  const auto got = launch(plan, c, plan.output_given ? &scratch : nullptr);
+  return got.has_value() && got->sizes() == expected.sizes() && at::equal(*got, expected);
 }
 
 // A form not decided yet: Python decides it, runs the call (counting it) and gives back
@@ -238,16 +367,30 @@ std::optional<at::Tensor> first_call(const Call& c, const Form& form, bool cache
   return result_of(parts[2]);
 }
 
-// A form decided as served: the Python served kernel launches and counts; None when it failed (the library runs
-// the call, and the form is decided again at its next call).
-std::optional<at::Tensor> served_call(const Call& c, const Form& form) {
-  py::gil_scoped_acquire gil;
-  auto [args, kwargs] = python_arguments(c);
-  py::object result = py::reinterpret_borrow<py::object>(g_served)(static_cast<int>(c.op), args, kwargs);
-  if (result.is_none()) {
-    record(form, UNDECIDED, -1);
+// A form decided as served: the Python served kernel launches and counts, and may hand back a launch plan for the
+// form, kept once it reproduces this call's output. Python gives (result or None, plan or None); a None result
+// means it failed (the library runs the call, and the form is decided again at its next call).
+std::optional<at::Tensor> served_call(const Call& c, const Form& form, int64_t form_id) {
+  std::optional<at::Tensor> result;
+  std::shared_ptr<const Plan> plan;
+  {
+    py::gil_scoped_acquire gil;
+    auto [args, kwargs] = python_arguments(c);
+    py::object answer = py::reinterpret_borrow<py::object>(g_served)(static_cast<int>(c.op), form_id, args, kwargs);
+    auto parts = answer.cast<py::tuple>();
+    result = result_of(parts[0]);
+    if (!result) {
+      record(form, UNDECIDED, -1);
+      return std::nullopt;
+    }
+    if (!parts[1].is_none()) {
+      plan = plan_of(parts[1].cast<py::tuple>());
+    }
   }
-  return result_of(result);
+  if (plan && plan_matches(*plan, c, *result)) {
+    record(form, PLANNED, form_id, std::move(plan));
+  }
+  return result;
 }
 
 // nullopt: the caller runs the library's kernel.
@@ -264,9 +407,25 @@ std::optional<at::Tensor> gate(const Call& c) {
         g_ops[c.op].library.fetch_add(1, std::memory_order_relaxed);
         return std::nullopt;
       }
-      if (slot.kind == SERVED) {
+      if (slot.kind == PLANNED) {
+        slot.calls.fetch_add(1, std::memory_order_relaxed);
+        const std::shared_ptr<const Plan> plan = slot.plan;
+        const int64_t form_id = slot.form_id;
         lock.unlock();
-        return served_call(c, form);
+        if (auto launched = launch(*plan, c)) {
+          g_ops[c.op].served.fetch_add(1, std::memory_order_relaxed);
+          return launched;
+        }
+        // The driver refused the launch: a counted failure; the library runs the call, Python decides the form
+        // again (and never plans it twice).
+        g_ops[c.op].failed.fetch_add(1, std::memory_order_relaxed);
+        record(form, SERVED, form_id);
+        return std::nullopt;
+      }
+      if (slot.kind == SERVED) {
+        const int64_t form_id = slot.form_id;
+        lock.unlock();
+        return served_call(c, form, form_id);
       }
     }
   }
@@ -401,7 +560,7 @@ void uninstall() {
 }
 
 // Register the gate for `ops` at `dispatch_key`. first(op, args, kwargs) -> (form id, served, result or None);
-// served(op, args, kwargs) -> result or None.
+// served(op, form id, args, kwargs) -> (result or None, plan or None).
 void install(const std::vector<std::string>& ops, const std::string& dispatch_key, py::object first,
              py::object served) {
   TORCH_CHECK(g_library == nullptr, "the native gate is installed already; uninstall it first");
@@ -421,6 +580,8 @@ void install(const std::vector<std::string>& ops, const std::string& dispatch_ke
     TORCH_CHECK(state.original.isValid(), name, "'s kernel for ", dispatch_key, " cannot be called");
     state.handle.emplace(handle);
     state.library.store(0);
+    state.served.store(0);
+    state.failed.store(0);
     chosen.push_back(index);
   }
   g_first = first.release().ptr();
@@ -435,25 +596,30 @@ void install(const std::vector<std::string>& ops, const std::string& dispatch_ke
   }
 }
 
-// Calls counted here so far: ([(form id, calls)], [library calls per op in OP_NAMES order]). Totals, not deltas.
+// Calls counted here so far: ([(form id, calls, planned)], [(library, served, failed) per op in OP_NAMES order]).
+// Totals, not deltas.
 py::tuple counts() {
   py::list forms;
   {
     std::shared_lock<std::shared_mutex> lock(*g_lock);
     for (const auto& [form, slot] : *g_forms) {
       if (slot->form_id >= 0) {
-        forms.append(py::make_tuple(slot->form_id, slot->calls.load()));
+        forms.append(py::make_tuple(slot->form_id, slot->calls.load(), slot->kind == PLANNED));
       }
     }
     for (const auto& [form_id, calls] : *g_retired) {
-      forms.append(py::make_tuple(form_id, calls));
+      forms.append(py::make_tuple(form_id, calls, false));
     }
   }
-  py::list library;
+  py::list ops;
   for (int i = 0; i < N_OPS; ++i) {
-    library.append(g_ops[i].library.load());
+    ops.append(py::make_tuple(g_ops[i].library.load(), g_ops[i].served.load(), g_ops[i].failed.load()));
   }
-  return py::make_tuple(forms, library);
+  return py::make_tuple(forms, ops);
+}
+
+bool can_launch() {
+  return launch_kernel() != nullptr;
 }
 
 std::vector<std::string> op_names() {
@@ -468,4 +634,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("uninstall", &uninstall, "remove the gate's registrations and forget every decided form");
   m.def("counts", &counts, "calls counted in C++: per decided form, and library calls per operator");
   m.def("op_names", &op_names, "the operators the gate can take, in the order counts() reports them");
+  m.def("can_launch", &can_launch, "whether this process has the CUDA driver loaded: plans can be launched");
 }

@@ -10,6 +10,8 @@ The sides, in A B C ... C B A order per round (each round: every side once per o
 - ``hit`` (CUDA only): the table holds the key, so the gate calls the served kernel, which launches
   examples/triton_matmul's kernel;
 - ``miss_python`` and ``hit_python``: the same through the Python served kernel (``KERNTUNE_NATIVE_GATE=off``).
+``planned_forms`` says whether the gate launched the hit from C++ (a launch plan) or called the Python served
+kernel for it.
 A side's figure is host microseconds per call: wall time of a block of calls issued back to back, the device
 synchronised before each block and not timed (a full launch queue would make host time read GPU time; the
 kernel is a few microseconds, so the queue never fills inside a block). Printed and written: per side the median
@@ -132,11 +134,14 @@ def main() -> None:
     if cuda:
         tables["hit"] = _table(folder, fields, str(dtype).removeprefix("torch."), hit=True)
     native, python = Settings.from_env(), Settings(native_gate="off")
-    gates = {}
+    gates, planned = {}, {}
     for name in list(tables):
         tables[f"{name}_python"] = tables[name]
         served = serve(tables[name], backend=args.backend, settings=native)  # builds the gate once, outside timing
+        for _ in range(3):  # decided, then planned: as in every timed block
+            torch.mm(a, b)
         gates[name] = served.stats()["gate"]
+        planned[name] = served.native.planned if served.native is not None else 0
         served.close()
     # One serving at a time (a process serves one table): each is installed only while its side is timed.
 
@@ -145,7 +150,8 @@ def main() -> None:
             return _host_us(a, b, args.calls, sync)
         again = serve(tables[name], backend=args.backend, settings=python if name.endswith("_python") else native)
         try:
-            torch.mm(a, b)  # the key's first call: its decision and the kernel's compile, outside the block
+            for _ in range(3):  # outside the block: the form's decision, the kernel's compile, the gate's plan
+                torch.mm(a, b)
             return _host_us(a, b, args.calls, sync)
         finally:
             again.close()
@@ -164,6 +170,7 @@ def main() -> None:
         "blocks_per_side": rounds,
         "torch": torch.__version__,
         "gate": gates,
+        "planned_forms": planned,
         "median_us": {n: statistics.median(t) for n, t in times.items()},
     }
     for name in tables:

@@ -91,7 +91,7 @@ class _Form:
     kept: list[Any] = field(default_factory=list)
 
 
-@dataclass(repr=False)
+@dataclass(repr=False, eq=False)
 class NativeGate:
     """The installed gate: the built module, the Python served kernels it calls back, and what it counted."""
 

@@ -2,12 +2,16 @@
 
     python benchmarks/serve_cost.py [--backend CUDA|CPU] [--rounds 20] [--calls 2000] [--out FILE.json]
 
-Three sides, in A B B A order per round (each round: every side once per order position), on one small
+The sides, in A B C ... C B A order per round (each round: every side once per order position), on one small
 ``torch.mm`` (M=16, N=64, K=64, B an nn.Linear-style transpose, bf16 on CUDA, fp16 on the CPU):
 - ``library``: no table served, the library's kernel;
 - ``miss``: ``kerntune.runtime.serve`` installed with a table that does not hold the call's key, so every call
-  goes through the served operator to the kernel the library had registered (the cost every uncovered GEMM pays);
-- ``hit`` (CUDA only): the table holds the key, so the call launches examples/triton_matmul's kernel.
+  goes through the native gate (C++) to the kernel the library had registered (the cost every uncovered GEMM pays);
+- ``hit`` (CUDA only): the table holds the key, so the gate calls the served kernel, which launches
+  examples/triton_matmul's kernel;
+- ``miss_python`` and ``hit_python``: the same through the Python served kernel (``KERNTUNE_NATIVE_GATE=off``).
+``planned_forms`` says whether the gate launched the hit from C++ (a launch plan) or called the Python served
+kernel for it.
 A side's figure is host microseconds per call: wall time of a block of calls issued back to back, the device
 synchronised before each block and not timed (a full launch queue would make host time read GPU time; the
 kernel is a few microseconds, so the queue never fills inside a block). Printed and written: per side the median
@@ -38,6 +42,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from kerntune.runtime.keys import problem_source_hash, torch_device_fields  # noqa: E402
 from kerntune.runtime.serving import cpu_device_fields, load_served_spec, serve  # noqa: E402
+from kerntune.settings import Settings  # noqa: E402
 
 SPEC = ROOT / "examples" / "triton_matmul"
 SHAPE = {"M": 16, "N": 64, "K": 64, "layout": "NT", "bias": 0}
@@ -128,14 +133,25 @@ def main() -> None:
     tables = {"miss": _table(folder, fields, str(dtype).removeprefix("torch."), hit=False)}
     if cuda:
         tables["hit"] = _table(folder, fields, str(dtype).removeprefix("torch."), hit=True)
+    native, python = Settings.from_env(), Settings(native_gate="off")
+    gates, planned = {}, {}
+    for name in list(tables):
+        tables[f"{name}_python"] = tables[name]
+        served = serve(tables[name], backend=args.backend, settings=native)  # builds the gate once, outside timing
+        for _ in range(3):  # decided, then planned: as in every timed block
+            torch.mm(a, b)
+        gates[name] = served.stats()["gate"]
+        planned[name] = served.native.planned if served.native is not None else 0
+        served.close()
     # One serving at a time (a process serves one table): each is installed only while its side is timed.
 
     def side(name: str) -> float:
         if name == "library":
             return _host_us(a, b, args.calls, sync)
-        again = serve(tables[name], backend=args.backend)
+        again = serve(tables[name], backend=args.backend, settings=python if name.endswith("_python") else native)
         try:
-            torch.mm(a, b)  # the key's first call: its decision and the kernel's compile, outside the block
+            for _ in range(3):  # outside the block: the form's decision, the kernel's compile, the gate's plan
+                torch.mm(a, b)
             return _host_us(a, b, args.calls, sync)
         finally:
             again.close()
@@ -153,6 +169,8 @@ def main() -> None:
         "calls_per_block": args.calls,
         "blocks_per_side": rounds,
         "torch": torch.__version__,
+        "gate": gates,
+        "planned_forms": planned,
         "median_us": {n: statistics.median(t) for n, t in times.items()},
     }
     for name in tables:
@@ -162,6 +180,12 @@ def main() -> None:
     if pieces is not None:
         result["pieces_median_us"] = pieces["median_us"]
     print(json.dumps(result, indent=1))
+    for name in tables:
+        over = result[f"{name}_over_library_us"]
+        print(
+            f"{name:>12}: {over['median']:+.2f} us per call over the library's (rounds {over['low']:+.2f} .. "
+            f"{over['high']:+.2f})"
+        )
     if args.out:
         Path(args.out).write_text(
             json.dumps({**result, "blocks_us": times, "pieces_blocks_us": pieces and pieces["blocks_us"]}, indent=1)

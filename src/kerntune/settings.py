@@ -107,6 +107,12 @@ class Settings:
     binary_cache: str = ""
     """KERNTUNE_BINARY_CACHE: folder of compiled CUDA C++ and HIP binaries, keyed by source, macros, arch and
     compiler release (default: ~/.cache/kerntune/binaries)."""
+    native_gate: str = "on"
+    """KERNTUNE_NATIVE_GATE: on decides each served operator's call in C++ (built on first use with torch's C++
+    compiler); off keeps the Python served kernel."""
+    native_cache: str = ""
+    """KERNTUNE_NATIVE_CACHE: folder of the built native gate, per source and torch version (default:
+    ~/.cache/kerntune/native)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -131,6 +137,8 @@ class Settings:
                 raise UsageError(f"KERNTUNE_{name.upper()} is a fraction in [0, 1], e.g. 0.25")
         if settings.dispatch not in ("on", "off"):
             raise UsageError(f"KERNTUNE_DISPATCH={settings.dispatch!r}: on or off")
+        if settings.native_gate not in ("on", "off"):
+            raise UsageError(f"KERNTUNE_NATIVE_GATE={settings.native_gate!r}: on or off")
         if settings.gate_seeds < 2:
             raise UsageError("KERNTUNE_GATE_SEEDS must be at least 2: one seed can hide a wrong kernel")
         if settings.placements < 1 or settings.placements_mb < 0:

@@ -11,13 +11,16 @@ The hazard the JIT's per-call work guards against is the caller's to own: the bi
 arguments of the call that compiled it (16-byte alignment of each pointer; integers equal to 1 or divisible by
 16; the constexpr values), so a direct launch is right only for arguments that specialize the same way — a caller
 fixes the integers and constexprs per key and checks alignment and strides before each launch, or launches
-through the JIT.
+through the JIT. While serving's native gate records (``kerntune.runtime.launch_plan``), each launch is
+recorded too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import kerntune.runtime.launch_plan as launch_plan
 
 
 def direct_launcher(compiled: Any, grid: Sequence[int]) -> Callable[..., None] | None:
@@ -42,6 +45,9 @@ def direct_launcher(compiled: Any, grid: Sequence[int]) -> Callable[..., None] |
     g0, g1, g2 = (int(d) for d in dims)
 
     def launch(*args: Any) -> None:
+        recording = launch_plan.recording
+        if recording is not None:  # serving's native gate is planning this call's form
+            recording.append(launch_plan.DirectLaunch(compiled, (g0, g1, g2), args))
         stream = current_stream(current_device())
         enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
         # A profiler's enter hook reads the launch's metadata; built only when one is installed, as the JIT does.

@@ -152,7 +152,8 @@ class Serve:
       (e.g. ``("bfloat16", M, N, K, layout, bias)``), or None when this kernel cannot take the call (a layout,
       dtype, stride or scalar it does not handle): the library runs it. It runs on every call of the operators,
       covered or not, so it is host time on each; it must not synchronise the device or allocate (it runs inside
-      CUDA graph capture).
+      CUDA graph capture). It must decide from the call's form alone (each tensor's dtype, device, sizes, strides
+      and alignment up to 16 bytes; each scalar's value): serving's native gate asks it once per form.
     - ``run(op, shape, config, args, kwargs)``: launches the kernel at ``config`` and returns what the operator
       returns (for an ``.out`` overload, the ``out`` tensor it was given).
     - ``prepare(op, shape, config)`` (optional): called once per operator and key, at the key's first served call;

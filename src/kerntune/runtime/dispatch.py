@@ -139,6 +139,10 @@ class Dispatcher:
         decision.calls += 1
         return decision.config if decision.kind == "exact" else None
 
+    def add_calls(self, raw: tuple[Any, ...], calls: int) -> None:
+        """Count ``calls`` more calls of a key ``lookup`` has decided: what serving's native gate counted in C++."""
+        self._cache[raw].calls += calls
+
     def _first_call(self, raw: tuple[Any, ...]) -> _Decision:
         fields = self._fields(raw)
         key = entry_key(fields)

@@ -37,6 +37,7 @@ from typing import Any
 from kerntune.model import Problem, Serve
 from kerntune.runtime.dispatch import Dispatcher
 from kerntune.runtime.keys import problem_kernel_name, problem_source_hash, torch_device_fields
+from kerntune.runtime.native_gate import LIBRARY_CALL, NativeGate, install_native_gate
 from kerntune.runtime.table import Table, load_table
 from kerntune.settings import Settings
 
@@ -80,8 +81,12 @@ class Serving:
     """The table's entries marked ``library_faster`` by deploy: not served, the library keeps their keys."""
     outranked: list[str] = field(default_factory=list)
     """The table's entries marked ``outranked`` by deploy: another spec's entry serves their calls."""
+    native: NativeGate | None = None
+    """The C++ gate deciding each call (``native_gate``), or None: the Python served kernels are registered."""
 
     def stats(self) -> dict[str, Any]:
+        if self.native is not None:
+            self.native.sync()
         return {
             "table": self.table.path,
             "disabled": self.problem,
@@ -89,6 +94,7 @@ class Serving:
             "specs": {s.problem.name: s.dispatcher.stats() for s in self.specs},
             "left_to_library": self.left_to_library,
             "outranked": self.outranked,
+            "gate": "python" if self.native is None else "native",
         }
 
     def close(self) -> None:
@@ -96,6 +102,9 @@ class Serving:
         if self.library is not None:
             self.library._destroy()
             self.library = None
+        if self.native is not None:
+            self.native.close()
+            self.native = None
         if self in _ACTIVE:
             _ACTIVE.remove(self)
 
@@ -207,6 +216,8 @@ def serve(
         outranked=outranked,
     )
     if ops:
+        serving.native = _native_gate(serving, backend, settings)
+    if ops and serving.native is None:
         serving.library = torch.library.Library("aten", "IMPL")  # type: ignore[no-untyped-call]
         with warnings.catch_warnings():
             # torch warns once that aten kernels are overridden; replacing them is the point (and reversible).
@@ -222,8 +233,17 @@ def serve(
                     backend,
                     with_keyset=True,
                 )
+    if ops:
         _ACTIVE.append(serving)
     return serving
+
+
+def _native_gate(serving: Serving, backend: str, settings: Settings) -> NativeGate | None:
+    """The served operators decided in C++ (``native_gate``), calling these Python served kernels back for
+    forms they serve and first calls; None where the gate is off or cannot be built or installed."""
+    by_op = {op: [s for s in serving.specs if op in s.serve.ops] for op in serving.ops}
+    kernels = {op: _served_kernel(op, LIBRARY_CALL, specs, serving.counts[op]) for op, specs in by_op.items()}
+    return install_native_gate(kernels, dict(by_op), serving.counts, backend, settings)
 
 
 def _no_key(*args: Any) -> tuple[Any, ...]:

@@ -301,7 +301,8 @@ def compile_signature(
 def smem_bytes(c: Mapping[str, Any]) -> int:
     """The ring, one C tile per consumer, and the barriers."""
     bn, consumers = int(c["BLOCK_N"]), 2 if int(c["SCHEDULE"]) == 1 else 1
-    return int(c["STAGES"]) * (BLOCK_M + bn) * BLOCK_K * 2 + consumers * BLOCK_M * bn * 2 + (2 * int(c["STAGES"]) + 2) * 8
+    stages = int(c["STAGES"])
+    return stages * (BLOCK_M + bn) * BLOCK_K * 2 + consumers * BLOCK_M * bn * 2 + (2 * stages + 2) * 8
 
 
 def hopper(c: Mapping[str, Any], s: Mapping[str, Any], t: kt.Target | None) -> bool:

@@ -221,7 +221,10 @@ def run_served(
 ) -> None:
     """Run an unmodified Python program with a table served to it: each library GEMM call (aten::mm, addmm and
     their .out forms, as nn.Linear and torch.compile reach them) whose key the table holds runs the tuned kernel;
-    every other call runs the library's own. Its exit code is the program's."""
+    every other call runs the library's own. The specs are those given with --spec or found in --spec-dir by the
+    name and kernel source hash the entries carry (a spec path written in the table is never imported); an entry
+    whose config breaks its spec's space or constraints is never served. The program ends as under python alone:
+    its exit code, sys.exit message, traceback and KeyboardInterrupt."""
     from kerntune.runtime.launch import main
     from kerntune.scope.program import program_args
 

@@ -148,7 +148,9 @@ def main() -> None:
     def side(name: str) -> float:
         if name == "library":
             return _host_us(a, b, args.calls, sync)
-        again = serve(tables[name], backend=args.backend, settings=python if name.endswith("_python") else native)
+        again = serve(
+            tables[name], backend=args.backend, specs=[SPEC], settings=python if name.endswith("_python") else native
+        )
         try:
             for _ in range(3):  # outside the block: the form's decision, the kernel's compile, the gate's plan
                 torch.mm(a, b)

@@ -50,6 +50,7 @@ def main() -> None:
     split = sys.argv.index("--")
     p = argparse.ArgumentParser()
     p.add_argument("--table", required=True)
+    p.add_argument("--spec-dir", default="examples", help="where the table's specs are found (kerntune run --spec-dir)")
     p.add_argument("--pairs", type=int, default=5)
     p.add_argument("--metric", default=DEFAULT_METRIC)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds one process may take")
@@ -58,7 +59,8 @@ def main() -> None:
     program = sys.argv[split + 1 :]
     if args.pairs < 2:
         raise SystemExit("--pairs must be at least 2: a ratio interval needs two pairs")
-    sides = {"A": program, "B": [sys.executable, "-m", "kerntune", "run", "--table", args.table, "--", *program]}
+    served = [sys.executable, "-m", "kerntune", "run", "--table", args.table, "--spec-dir", args.spec_dir]
+    sides = {"A": program, "B": [*served, "--", *program]}
     order = [side for i in range(args.pairs) for side in ("AB" if i % 2 == 0 else "BA")]
     values: list[tuple[str, float]] = []
     started = time.time()

@@ -18,6 +18,7 @@ import numpy as np
 import pyopencl as cl
 
 from kerntune.runtime import Dispatcher, kernel_hash
+from kerntune.runtime.dispatch import live_versions
 from kerntune.runtime.keys import opencl_device_fields
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -48,6 +49,8 @@ def main() -> None:
         default=problem.space.default or {},
         device=fixed,
         name="vector_add",
+        space=problem.space,  # a table's config outside the spec's space (LS=0) is never launched
+        versions=live_versions(opencl_device=device),  # the OpenCL version and driver the table was tuned under
     )
     programs: dict[tuple[int, int], cl.Kernel] = {}
     sizes = [int(s) for s in args.sizes.split(",")]

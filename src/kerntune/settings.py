@@ -99,6 +99,11 @@ class Settings:
     verify_out: str = ""
     """KERNTUNE_VERIFY_OUT: a folder where each process's dispatchers write their decisions and call counts at
     exit (set by ``kerntune verify``)."""
+    first_call_check: int = 0
+    """KERNTUNE_FIRST_CALL_CHECK: 1 checks each served key's first call (``kerntune run``, ``serve``) against the
+    library's own output on the same inputs, to the spec's gate threshold (relative L2 error); a key that fails
+    runs the library's kernel from then on, counted as failed and warned. It synchronises the device once per key.
+    In production mode an admitted entry is not checked (its gate and verify already passed)."""
     dispatch: str = "on"
     """KERNTUNE_DISPATCH: off makes every Dispatcher run its default config. kerntune's own worker processes
     run with it off, so a table being tuned or trained never measures itself."""

@@ -198,7 +198,15 @@ def run_served(
         list[Path] | None,
         typer.Option(
             "--spec",
-            help="A spec serving library operators (default: the specs the table's entries name); repeat for several.",
+            help="A spec serving library operators; repeat for several.",
+        ),
+    ] = None,
+    spec_dir: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--spec-dir",
+            help="A folder where the specs the table's entries name are found (by name and kernel source hash); "
+            "a spec path written in the table is never imported. Repeat for several.",
         ),
     ] = None,
     mode: Annotated[
@@ -213,7 +221,10 @@ def run_served(
 ) -> None:
     """Run an unmodified Python program with a table served to it: each library GEMM call (aten::mm, addmm and
     their .out forms, as nn.Linear and torch.compile reach them) whose key the table holds runs the tuned kernel;
-    every other call runs the library's own. Its exit code is the program's."""
+    every other call runs the library's own. The specs are those given with --spec or found in --spec-dir by the
+    name and kernel source hash the entries carry (a spec path written in the table is never imported); an entry
+    whose config breaks its spec's space or constraints is never served. The program ends as under python alone:
+    its exit code, sys.exit message, traceback and KeyboardInterrupt."""
     from kerntune.runtime.launch import main
     from kerntune.scope.program import program_args
 
@@ -227,6 +238,7 @@ def run_served(
         "--backend",
         backend,
         *(a for s in spec or [] for a in ("--spec", str(s))),
+        *(a for d in spec_dir or [] for a in ("--spec-dir", str(d))),
     ]
     raise typer.Exit(main([*options, "--", *program_args(command)]))
 
@@ -244,22 +256,34 @@ def verify(
         ),
     ] = None,
     no_ab: Annotated[bool, typer.Option("--no-ab", help="Engagement only, no end-to-end A/B.")] = False,
+    budget: Annotated[
+        str | None,
+        typer.Option(
+            "--budget",
+            help="Wall-clock bound on the end-to-end A/B (180s, 3m): a stored A/A band for the program is reused; "
+            "the interval reached when it ends is reported.",
+        ),
+    ] = None,
     report: Annotated[Path | None, typer.Option("--report", help="Write the report (JSON) here, for admit.")] = None,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Prove the deployed table engaged: every entry with the kernel and calls it served, every miss with its
-    key, the hit rate by calls; then a fresh-process A/B of table off vs on. Exit 1 if an entry never engaged.
+    key, the hit rate by calls; then a fresh-process A/B of table off vs on. Exit 1 if an entry never engaged
+    while others served calls; a table that served no call is said as such, with its counts, and exits 0.
     The engagement is said on stderr (and written to --report) before the A/B starts."""
     import json
 
+    from kerntune.deploy.verify import budget_seconds
     from kerntune.deploy.verify import verify as run_verify
     from kerntune.settings import Settings
+
+    budget_s = None if budget is None else budget_seconds(budget)
 
     def engaged(found: dict[str, Any]) -> None:  # said (and written) before the A/B: stopping it keeps this
         if report is not None:
             report.write_text(json.dumps(found, indent=1))
-        if not no_ab:
+        if not no_ab and found["serves_nothing"] is None:
             rate = "n/a" if found["hit_rate"] is None else f"{found['hit_rate']:.1%}"
             typer.echo(
                 f"engagement: {len(found['entries']) - len(found['never_engaged'])} of "
@@ -277,6 +301,7 @@ def verify(
         metric=metric,
         end_to_end=not no_ab,
         engaged=engaged,
+        budget_s=budget_s,
     )
     if report is not None:
         report.write_text(json.dumps(found, indent=1))
@@ -284,7 +309,7 @@ def verify(
         _emit_json(found)
     else:
         _print_verify(found)
-    raise typer.Exit(1 if found["never_engaged"] else 0)
+    raise typer.Exit(1 if found["never_engaged"] and not found["serves_nothing"] else 0)
 
 
 def _print_verify(found: dict[str, Any]) -> None:
@@ -326,6 +351,10 @@ def _print_verify(found: dict[str, Any]) -> None:
         )
     for d in found["disabled"]:
         out.print(f"table not applied ({d['kernel']}): {d['reason']}", highlight=False, soft_wrap=True)
+    for key, why in found.get("rejected", {}).items():
+        out.print(f"{'rejected':>13}  {key}: {why}", highlight=False, soft_wrap=True)
+    for spec in found.get("unresolved_specs", []):
+        out.print(f"{'no spec':>13}  {spec}: give it with --spec or --spec-dir", highlight=False, soft_wrap=True)
     for op, c in found.get("served_ops", {}).items():
         out.print(
             f"{'served op':>13}  {op}: {c['served']} calls served, {c['library']} to the library, {c['failed']} "
@@ -340,6 +369,8 @@ def _print_verify(found: dict[str, Any]) -> None:
         f"hit rate {rate} of {found['calls']} calls; dispatched kernels {share} of device time (Amdahl bound {bound})",
         highlight=False,
     )
+    if found.get("serves_nothing"):
+        out.print(found["serves_nothing"] + "; no end-to-end A/B (table off and on run alike)", highlight=False)
     e2e = found.get("end_to_end")
     if e2e:
         out.print(f"end to end, table on vs off: {e2e['verdict']} — {e2e['reason']}", highlight=False, soft_wrap=True)

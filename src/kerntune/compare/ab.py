@@ -78,8 +78,10 @@ def claim_holds(verdict: str, expect: str) -> bool:
 
 # --------------------------------------------------------------------------------------------- the run
 def _run_sequence(
-    runner: SpecRunner | CommandRunner, count: int, progress: Progress, label: str
+    runner: SpecRunner | CommandRunner, count: int, progress: Progress, label: str, deadline: float | None = None
 ) -> list[ProcessRecord]:
+    """``count`` values per side; past ``deadline`` (a ``time.perf_counter`` reading) no new pair starts once
+    two pairs are taken."""
     records: list[ProcessRecord] = []
     if isinstance(runner, SpecRunner) and runner.in_process:
         for round_ in range(count):
@@ -90,6 +92,8 @@ def _run_sequence(
             )
         return records
     for seq, index in enumerate(abba(count)):
+        if seq % 2 == 0 and seq >= 4 and deadline is not None and time.perf_counter() > deadline:
+            break
         value, samples, info = runner.value(index)
         records.append(ProcessRecord(seq, "AB"[index], value, samples, info))
         progress.finished(f"{label} {seq + 1}/{2 * count} {'AB'[index]}", "ok", f"{value:.5g}")
@@ -206,10 +210,11 @@ def _measure_pair(
     count: int,
     progress: Progress,
     label: str,
+    deadline: float | None = None,
 ) -> tuple[list[ProcessRecord], Any, str]:
     runner, scheme = _runner(sides, request, settings, store)
     try:
-        records = _run_sequence(runner, count, progress, label)
+        records = _run_sequence(runner, count, progress, label, deadline)
     finally:
         runner.close()
     return records, runner, scheme
@@ -228,8 +233,9 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
     workdir = Path(tempfile.mkdtemp(prefix="kerntune-ab-"))
     sides = (parse_side(request.a, request.spec, workdir), parse_side(request.b, request.spec, workdir))
     started = time.perf_counter()
+    deadline = None if request.budget_s is None else started + request.budget_s
     try:
-        records, runner, scheme = _measure_pair(sides, request, settings, store, count, progress, "A/B")
+        records, runner, scheme = _measure_pair(sides, request, settings, store, count, progress, "A/B", deadline)
     except SideFailed as exc:
         # A side that fails its gate, crashes or hangs blocks the claim: recorded, so the ledger shows it.
         save_ab(
@@ -264,15 +270,23 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
         conditions["second_timer"] = checked
     scope = _scope(runner, scheme, conditions)
     known = noise_band(store, scope)
-    if known is None or request.recalibrate:
-        calibration = _calibrate(sides[0], request, settings, store, count, progress, scope)
+
+    def left() -> float:
+        return math.inf if deadline is None else deadline - time.perf_counter()
+
+    if (known is None or request.recalibrate) and left() > 0:
+        calibration = _calibrate(sides[0], request, settings, store, count, progress, scope, deadline)
         known = (calibration.band or settings.ab_min_band, calibration.id)
+    elif known is None:  # the budget ended before an A/A run: the least band, and said
+        known = (settings.ab_min_band, f"none: the budget ended first, so the floor ±{settings.ab_min_band:.0%}")
     band = max(settings.ab_min_band, known[0])
     estimate, set_aside = _estimate(records, scheme)
     # Sampled until decided: an interval across a band edge gets `count` more values per side (a new worker or new
     # processes, the same ABBA order), up to ab_max_processes per side; the verdict's rule stays the same.
-    while undecided(estimate, band) and len(records) // 2 + count <= max(settings.ab_max_processes, count):
-        more, _, _ = _measure_pair(sides, request, settings, store, count, progress, "A/B, undecided: more")
+    while (
+        undecided(estimate, band) and len(records) // 2 + count <= max(settings.ab_max_processes, count) and left() > 0
+    ):
+        more, _, _ = _measure_pair(sides, request, settings, store, count, progress, "A/B, undecided: more", deadline)
         records += [replace(r, seq=len(records) + i) for i, r in enumerate(more)]
         estimate, set_aside = _estimate(records, scheme)
         checked = _second_timer(records, scheme)
@@ -283,6 +297,8 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
     expect = request.expect if request.expect is not None else (None if is_aa else "win")
     claim_failed = expect is not None and not claim_holds(verdict, expect)
     reason = _reason(verdict, estimate, band, known[1]) + _set_aside(set_aside) + said(checked)
+    if deadline is not None and left() <= 0:
+        reason += f"; the budget of {request.budget_s:g} s ended: the interval is the one {estimate.n} pairs reached"
     record = ABRecord(
         id=_new_id(),
         created=now(),
@@ -309,11 +325,18 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
 
 
 def _calibrate(
-    side: Side, request: ABRequest, settings: Settings, store: Store, count: int, progress: Progress, scope: str
+    side: Side,
+    request: ABRequest,
+    settings: Settings,
+    store: Store,
+    count: int,
+    progress: Progress,
+    scope: str,
+    deadline: float | None = None,
 ) -> ABRecord:
     """An A/A run of ``side`` in this scope: the farthest its ratio interval reaches from 1 is the band."""
     started = time.perf_counter()
-    records, runner, scheme = _measure_pair((side, side), request, settings, store, count, progress, "A/A")
+    records, runner, scheme = _measure_pair((side, side), request, settings, store, count, progress, "A/A", deadline)
     estimate, set_aside = _estimate(records, scheme)
     band = max(settings.ab_min_band, estimate.extent)
     record = ABRecord(

@@ -53,6 +53,9 @@ class ABRequest:
     metric: str | None = None
     """Regular expression whose first group is a command side's metric (default: its last number)."""
     higher_is_better: bool = False
+    budget_s: float | None = None
+    """Wall-clock seconds the whole comparison may take (A/B, its A/A band, more values while undecided): past
+    it no new pair starts, beyond the two an interval needs; the verdict is given on the pairs taken."""
     expect: str | None = None
     recalibrate: bool = False
     seed: int = 0

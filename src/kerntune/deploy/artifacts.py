@@ -24,7 +24,9 @@ from kerntune.report.summary import RunReport, ShapeReport, build_report
 from kerntune.runtime.table import SCHEMA, TableError, entry_key, parse_table, write_atomically
 from kerntune.store import Store
 
-VALIDATORS = ("driver", "cuda", "hip", "triton", "torch", "opencl", "pyopencl")
+VALIDATORS = ("driver", "cuda", "hip", "triton", "torch", "opencl", "pyopencl", "vulkan")
+"""The versions a backend records for a run that a table is valid under (OpenCL: its version, driver and
+pyopencl; Vulkan: its API version and driver; CUDA and HIP: the toolkit, driver, torch and Triton)."""
 
 
 def key_fields(report: RunReport | Run, shape: dict[str, Any]) -> dict[str, Any]:

@@ -5,16 +5,23 @@
    kernel name plus the entry's config: its specialization), the calls it served and, by kernel identity, the
    kernels those calls launched in the profile (per call where the profiler recorded the call as an operator;
    by name where a CUDA graph replays it); every call that missed is listed with its key. An entry that served
-   no call never engaged: a table nothing reads is the failure this command exists to catch (exit 1).
+   no call never engaged: beside entries that did, the failure this command exists to catch (exit 1).
 2. End to end: a fresh-process A/B (``kerntune ab`` protocol, ABBA order, A/A noise band) of the program with
    the table off (``KERNTUNE_DISPATCH=off``: every dispatcher runs its default) against on, on the metric the
    program prints; beside it the dispatched kernels' share of device time and the Amdahl bound 1 / (1 − share),
-   the most any tuning of those kernels could give end to end.
+   the most any tuning of those kernels could give end to end. ``budget_s`` bounds it: a stored A/A band for the
+   program is reused, and when the budget ends the interval the pairs reached is reported.
+
+A table that serves nothing (no kerntune Dispatcher was created, the table was not applied, every entry is left to
+the library, or no call matched an entry) is said as such, with the counts, and is not a failure: there is no A/B
+to run, table off and on being the same program.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import shlex
 import tempfile
 from collections import defaultdict
@@ -175,6 +182,41 @@ def served_op_counts(stats: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return ops
 
 
+def budget_seconds(text: str) -> float:
+    """``180s``, ``3m``, ``1h`` or ``180`` (seconds) as seconds; a UsageError for anything else."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*", text)
+    seconds = float(found.group(1)) * {"s": 1, "m": 60, "h": 3600}[found.group(2) or "s"] if found else math.nan
+    if not (0 < seconds < 1e7):
+        raise UsageError(f"--budget {text!r}: give the end-to-end A/B's wall-clock time, e.g. 180s, 3m or 1h")
+    return seconds
+
+
+def serves_nothing(found: dict[str, Any], reports: list[dict[str, Any]], served: list[dict[str, Any]]) -> str | None:
+    """Why the table served no call, in one sentence, or None when it served some. ``served``: the counts of
+    ``kerntune run``'s serving, one per process (none when the program read its table itself)."""
+    if found["exact_calls"]:
+        return None
+    if not reports and not served:
+        return (
+            "no kerntune Dispatcher was created: the program reads no table (serve one with kerntune run --table, "
+            "or build a kerntune.runtime.Dispatcher)"
+        )
+    rejected = sorted({k for r in reports for k in r.get("rejected") or {}})
+    unapplied = {d["reason"] for d in found["disabled"]} | {one["disabled"] for one in served if one.get("disabled")}
+    parts = [f"table not applied: {reason}" for reason in sorted(unapplied)]
+    if found["left_to_library"]:
+        parts.append(f"{len(found['left_to_library'])} entries left to the library (deploy found it faster)")
+    if rejected:
+        parts.append(f"{len(rejected)} entries break their spec's space and were never applied")
+    if found["unresolved_specs"]:
+        parts.append(f"no spec given for {', '.join(found['unresolved_specs'])}")
+    if not found["entries"] and not found["left_to_library"] and not unapplied:
+        parts.append("the table holds no entry a call could read")
+    if found["calls"]:
+        parts.append(f"none of the {found['calls']} calls matched an applied entry (misses below)")
+    return "the table served no call: " + "; ".join(parts or ["no call reached a dispatcher"])
+
+
 def verify(
     command: Sequence[str],
     store: Store,
@@ -184,6 +226,7 @@ def verify(
     metric: str | None = None,
     end_to_end: bool = True,
     engaged: Callable[[dict[str, Any]], None] | None = None,
+    budget_s: float | None = None,
 ) -> dict[str, Any]:
     """Engagement from one profiled run, then (``end_to_end``) the table-off vs table-on A/B. ``engaged`` is
     handed the engagement report as soon as it is known, before the A/B: the A/B runs the program in at least
@@ -198,11 +241,6 @@ def verify(
             f"{shlex.join(command)} exited with {profile['exit_code']} under the profiler: "
             + " | ".join(profile["stderr"].strip().splitlines()[-3:])
         )
-    if not reports:
-        raise UsageError(
-            f"{shlex.join(command)} created no kerntune Dispatcher: nothing reads a table (build one "
-            "with kerntune.runtime.Dispatcher or @kerntune.autotune(table=..., op=...))"
-        )
     found = {
         "command": shlex.join(command),
         "gpu": profile["gpu"],
@@ -210,16 +248,22 @@ def verify(
         "served_ops": served_op_counts(served),
         # entries deploy marked library_faster: kerntune run leaves their keys to the library (not a miss)
         "left_to_library": sorted({k for one in served for k in one.get("left_to_library") or []}),
+        "rejected": {k: why for r in reports for k, why in (r.get("rejected") or {}).items()},
+        "unresolved_specs": sorted({s for one in served for s in one.get("unresolved_specs") or []}),
     }
+    found["serves_nothing"] = serves_nothing(found, reports, served)
     if engaged is not None:
         engaged(found)
-    if end_to_end:
+    if end_to_end and found["serves_nothing"] is None:
         line = shlex.join(command)
-        record = run_ab(
-            ABRequest(a=f"cmd:KERNTUNE_DISPATCH=off {line}", b=f"cmd:{line}", processes=processes, metric=metric),
-            settings,
-            store,
+        request = ABRequest(
+            a=f"cmd:KERNTUNE_DISPATCH=off {line}",
+            b=f"cmd:{line}",
+            processes=processes,
+            metric=metric,
+            budget_s=budget_s,
         )
+        record = run_ab(request, settings, store)
         found["end_to_end"] = {
             "ab": record.id,
             "verdict": record.verdict,
@@ -228,5 +272,7 @@ def verify(
             "band": record.band,
             "speedup": 1 / record.ratio if record.ratio else None,
             "reason": record.reason,
+            "pairs": len(record.processes) // 2,
+            "budget_s": budget_s,
         }
     return found

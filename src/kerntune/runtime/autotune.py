@@ -52,7 +52,7 @@ class TunableKernel:
         self.dispatcher: Dispatcher | None = None
         self._dispatched: Any = None
         if dispatch is not None:
-            self.dispatcher = dispatch.dispatcher(fn, self.key, self.points[0])
+            self.dispatcher = dispatch.dispatcher(fn, self.key, self.points[0], self.space())
             self._dispatched = self.dispatcher.kernel(fn)
 
     def space(self) -> Space:
@@ -91,7 +91,8 @@ class DispatchOptions:
     device: Mapping[str, Any] | None
     mode: str
 
-    def dispatcher(self, fn: Any, key: tuple[str, ...], default: Mapping[str, Any]) -> Dispatcher:
+    def dispatcher(self, fn: Any, key: tuple[str, ...], default: Mapping[str, Any], space: Space) -> Dispatcher:
+        """The dispatcher of ``fn``'s calls; a table's config that is not one of ``space``'s is never launched."""
         names = list(getattr(fn, "arg_names", None) or [])
         wanted = ((self.dtype_arg,) if self.dtype_arg else ()) + key
         missing = [n for n in wanted if n not in names]
@@ -114,7 +115,13 @@ class DispatchOptions:
 
         fields = ("op",) + (("dtype",) if dtype_name else ()) + key
         return Dispatcher(
-            self.table, key=call_key, key_fields=fields, default=default, device=self.device, mode=self.mode
+            self.table,
+            key=call_key,
+            key_fields=fields,
+            default=default,
+            device=self.device,
+            mode=self.mode,
+            space=space,
         )
 
 

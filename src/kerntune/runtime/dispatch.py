@@ -5,7 +5,10 @@ default. Decisions are cached per key (a dict lookup per call after the first); 
 exact hit, a rule hit or a default, so a hit rate is per call, not per distinct key. A table whose validators
 (driver, toolkit, triton, torch, kerntune versions) differ from this process's, or that could not be read,
 is not applied: every call is a counted miss, and the reason is warned once. ``production`` mode applies
-admitted entries only (fail closed); ``explore`` applies every entry that was not rejected.
+admitted entries only (fail closed); ``explore`` applies every entry that was not rejected. Given the spec's
+``space``, an entry or rule whose config the space does not hold, or whose constraints reject it at the key's
+shape and device, is never applied: its calls are counted misses, and each is named once
+(``stats()["rejected"]``).
 
 ``KERNTUNE_LOG_DISPATCH=1`` writes the first decision for each key to stderr; ``KERNTUNE_RECORD_UNTUNED=PATH``
 appends each missed key with its calls when the process exits, one corpus line each (``kerntune.runtime.corpus``):
@@ -19,37 +22,52 @@ import contextlib
 import json
 import os
 import sys
-import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kerntune.model import Space
 from kerntune.runtime.corpus import CorpusLine, append_corpus
+from kerntune.runtime.entry_check import config_problem
 from kerntune.runtime.keys import kernel_hash
+from kerntune.runtime.notice import notify
 from kerntune.runtime.table import Table, entry_key, load_table, rule_matches
 from kerntune.settings import Settings
 
 MODES = ("explore", "production")
 
 
-def live_versions() -> dict[str, str]:
-    """Versions of what this process has loaded (nothing is imported to find them)."""
+def live_versions(opencl_device: Any = None) -> dict[str, str]:
+    """Versions of what this process has loaded (nothing is imported to find them), named as the backends record
+    them for a table's validators: triton, torch, cuda or hip (torch's build), pyopencl. ``opencl_device``, the
+    pyopencl ``Device`` a program launches on, adds its OpenCL version and driver (``opencl_versions``)."""
     found = {}
     for name in ("triton", "torch"):
         module = sys.modules.get(name)
         if module is not None and getattr(module, "__version__", None):
             found[name] = str(module.__version__)
     torch = sys.modules.get("torch")
-    cuda = getattr(getattr(torch, "version", None), "cuda", None)
-    if cuda:
-        found["cuda"] = str(cuda)
+    for build in ("cuda", "hip"):
+        built = getattr(getattr(torch, "version", None), build, None)
+        if built:
+            found[build] = str(built)
+    pyopencl = sys.modules.get("pyopencl")
+    if pyopencl is not None and getattr(pyopencl, "VERSION_TEXT", None):
+        found["pyopencl"] = str(pyopencl.VERSION_TEXT)
+    if opencl_device is not None:
+        found.update(opencl_versions(opencl_device))
     from importlib.metadata import PackageNotFoundError, version
 
     # The installed distribution's version: the layering rule keeps the runtime off the package's top level.
     with contextlib.suppress(PackageNotFoundError):
         found["kerntune"] = version("kerntune")
     return found
+
+
+def opencl_versions(device: Any) -> dict[str, str]:
+    """The OpenCL version and driver of a pyopencl ``Device`` (duck-typed), as the OpenCL backend records them."""
+    return {"opencl": str(device.version).strip(), "driver": str(device.driver_version).strip()}
 
 
 class Dispatcher:
@@ -65,13 +83,15 @@ class Dispatcher:
         settings: Settings | None = None,
         key_fields: tuple[str, ...] = (),
         name: str = "",
+        space: Space | None = None,
     ) -> None:
         """``key(*args, **kwargs)`` gives the call's fields (op, dtypes, layout, shape) as a mapping, or, when
         ``key_fields`` names them, as a tuple of their values in that order (the cheaper form: no dict is
         built per call). ``device`` holds the device's fields (arch, compute_units, device_name) that every
         table key carries; ``versions`` this process's (default: what is loaded); ``name`` the kernel it
         launches (``kernel(fn)`` sets it), or the prefix its kernels' names share: ``kerntune verify`` finds its
-        launches in a profile by it."""
+        launches in a profile by it. ``space``: the spec's Space; each entry and rule is applied only where
+        its config is a point of it that passes its constraints at the call's key (``entry_check``)."""
         if mode not in MODES:
             raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
         self.key_fields, self.name = tuple(key_fields), name
@@ -96,11 +116,42 @@ class Dispatcher:
             problem = "KERNTUNE_DISPATCH=off (set while kerntune measures, so a table never measures itself)"
         self.disabled = problem
         if problem is not None and self.settings.dispatch == "on":
-            warnings.warn(problem + " — running the default config", RuntimeWarning, stacklevel=2)
+            notify(problem + " — running the default config", stacklevel=3)
         self._cache: dict[tuple[Any, ...], _Decision] = {}
         """Per distinct call: its decision and how many calls it served."""
+        self.space = space
+        self.rejected: dict[str, str] = {}
+        """Entries (by key) and rules (``rule N at KEY``) whose config the space refuses, with the rule broken."""
+        if space is not None and problem is None:
+            self._reject_entries()
         if self.settings.verify_out:
             _report_at_exit(self, Path(self.settings.verify_out))
+
+    def _reject_entries(self) -> None:
+        """Judge, once, every entry this dispatcher could read (its key holds the fixed fields); warn once,
+        naming each refused entry and the rule it broke."""
+        for key, entry in self.table.entries.items():
+            fields = entry["key"]
+            if all(fields.get(name) == value for name, value in self.fixed.items()):
+                self._refused(key, entry["config"], fields)
+        if self.rejected:
+            named = "; ".join(f"{key}: {why}" for key, why in self.rejected.items())
+            notify(
+                f"dispatch table {self.table.path or '(in memory)'}: {len(self.rejected)} entries break the spec's "
+                f"space and are never applied (their calls run the default or the library): {named}",
+                stacklevel=4,
+            )
+
+    def _refused(self, key: str, config: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
+        """Whether ``config`` may not run at this key (recorded in ``rejected``); always False without a space."""
+        if self.space is None:
+            return False
+        if key not in self.rejected:
+            why = config_problem(self.space, config, fields, self.table.device)
+            if why is None:
+                return False
+            self.rejected[key] = why
+        return True
 
     def _decide(self, fields: Mapping[str, Any], key: str) -> tuple[dict[str, Any], str]:
         if self.disabled is None:
@@ -109,11 +160,15 @@ class Dispatcher:
                 entry["status"] == "admitted" if self.mode == "production" else entry["status"] != "rejected"
             )
             if entry is not None and usable:
-                return dict(entry["config"]), "exact"
-            for rule in self.table.rules:
+                known = key in self.rejected
+                if not self._refused(key, entry["config"], fields):
+                    return dict(entry["config"]), "exact"
+                if not known:
+                    notify(f"dispatch table {self.table.path}: entry {key} {self.rejected[key]}: not applied")
+            for i, rule in enumerate(self.table.rules):
                 if self.mode == "production" and rule.get("status") != "admitted":
                     continue  # fail closed: production applies admitted rules and entries only
-                if rule_matches(rule, fields):
+                if rule_matches(rule, fields) and not self._refused(f"rule {i} at {key}", rule["config"], fields):
                     return dict(rule["config"]), "rule"
         return dict(self.default), "default"
 
@@ -142,6 +197,11 @@ class Dispatcher:
     def add_calls(self, raw: tuple[Any, ...], calls: int) -> None:
         """Count ``calls`` more calls of a key ``lookup`` has decided: what serving's native gate counted in C++."""
         self._cache[raw].calls += calls
+
+    def entry_for(self, raw: tuple[Any, ...]) -> dict[str, Any] | None:
+        """The table entry a decided call reads (its exact decision), or None."""
+        decision = self._cache.get(raw)
+        return self.table.entries.get(decision.key) if decision is not None and decision.kind == "exact" else None
 
     def _first_call(self, raw: tuple[Any, ...]) -> _Decision:
         fields = self._fields(raw)
@@ -219,6 +279,7 @@ class Dispatcher:
             "hit_rate": by_kind["exact"] / total if total else None,
             "missed_keys": missed,
             "disabled": self.disabled,
+            "rejected": dict(self.rejected),
         }
 
     def report(self) -> dict[str, Any]:
@@ -233,6 +294,7 @@ class Dispatcher:
                 for d in self._cache.values()
             ],
             "entries": {k: e["status"] for k, e in self.table.entries.items()},
+            "rejected": dict(self.rejected),
             "stats": self.stats(),
         }
 

@@ -2,19 +2,25 @@
 ``aten::addmm``, ``aten::bmm`` and their ``.out`` forms, which ``nn.Linear`` and Inductor's extern GEMMs reach)
 runs the tuned kernel of the spec a table entry names; every other call runs the library's own kernel.
 
-    kerntune run --table T.json -- python app.py     # or, first thing in the program:
-    kerntune.runtime.serve("T.json")
+    kerntune run --table T.json --spec-dir examples -- python app.py     # or, first thing in the program:
+    kerntune.runtime.serve("T.json", spec_dirs=["examples"])
+
+The specs are those given (``--spec``) or found in allowed folders (``--spec-dir``) by the name and kernel source
+hash the entries are keyed by; a spec path written in the table is never imported (``spec_resolve``). An entry
+whose config breaks its spec's space or constraints at its key is never served: a counted miss, named once.
 
 How a call is decided: each spec that serves the operator (its ``Problem.serve``, ``kerntune.model.Serve``) reads
 the call's shape, layout and dtype (None: it cannot take this call); the call's key — the spec's op name, its
 kernel source hash, dtype, shape and device, as ``kerntune deploy`` writes it — is looked up by a ``Dispatcher``
-(validators, production mode and ``KERNTUNE_DISPATCH=off`` apply as for any table). An exact entry launches the
-spec's kernel at the entry's config; anything else (no spec takes the call, a missed key, a rule, a table for
-other versions or another device, an unreadable table) calls the kernel the library had registered for the
-operator before (``torch.library.get_kernel``): counted, never an error. An entry that ``kerntune deploy`` marked
+(validators, the spec's space, production mode and ``KERNTUNE_DISPATCH=off`` apply as for any table). An exact
+entry launches the spec's kernel at the entry's config; anything else (no spec takes the call, a missed key, a
+rule, a table for other versions or another device, an unreadable table) calls the kernel the library had registered for
+the operator before (``torch.library.get_kernel``): counted, never an error. An entry that ``kerntune deploy`` marked
 ``library_faster`` (its winner was not faster than the library beside it) is not served: its key is left to the
 library (``Serving.left_to_library``). A served kernel that raises is a counted failure: that call and every
-later call of its key run the library's kernel, and it is warned once.
+later call of its key run the library's kernel, and it is warned once. With ``KERNTUNE_FIRST_CALL_CHECK=1`` each
+key's first served call is compared with the library's output on the same inputs, to the spec's gate threshold: a
+key that fails is a counted failure the same way (``first_call``).
 
 The served path allocates nothing beyond the operator's own output and does not synchronise the device, so it
 can be captured in a CUDA graph (``torch.compile(mode="reduce-overhead")``): keys are decided while the graph
@@ -23,10 +29,7 @@ is warmed up, before capture. torch is imported when ``serve`` is called, never 
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import os
-import sys
 import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -36,11 +39,15 @@ from typing import Any
 
 from kerntune.model import Problem, Serve
 from kerntune.runtime.dispatch import Dispatcher
+from kerntune.runtime.first_call import library_output, mismatch, wants_check
 from kerntune.runtime.keys import problem_kernel_name, problem_source_hash, torch_device_fields
 from kerntune.runtime.native_gate import LIBRARY_CALL, NativeGate, install_native_gate
+from kerntune.runtime.notice import notify
+from kerntune.runtime.spec_resolve import load_served_spec, resolve_specs
 from kerntune.runtime.table import Table, load_table
 from kerntune.settings import Settings
 
+__all__ = ["Serving", "cpu_device_fields", "load_served_spec", "serve"]
 MODES_HELP = "explore: every entry not rejected; production: admitted entries only (fail closed)"
 
 
@@ -83,6 +90,8 @@ class Serving:
     """The table's entries marked ``outranked`` by deploy: another spec's entry serves their calls."""
     native: NativeGate | None = None
     """The C++ gate deciding each call (``native_gate``), or None: the Python served kernels are registered."""
+    unresolved: list[str] = field(default_factory=list)
+    """Specs the table's entries name that no ``--spec`` or ``--spec-dir`` spec is: the library runs their keys."""
 
     def stats(self) -> dict[str, Any]:
         if self.native is not None:
@@ -95,6 +104,8 @@ class Serving:
             "left_to_library": self.left_to_library,
             "outranked": self.outranked,
             "gate": "python" if self.native is None else "native",
+            "unresolved_specs": self.unresolved,
+            "entries": len(self.table.entries) + len(self.left_to_library),
         }
 
     def close(self) -> None:
@@ -114,28 +125,6 @@ _ACTIVE: list[Serving] = []
 that calls ``serve(...)`` without keeping the result must still be served."""
 
 
-def load_served_spec(path: str | Path) -> Problem:
-    """The ``problem`` of a spec file (or a folder holding ``spec.py``); it must declare ``serve``."""
-    file = Path(path)
-    file = file / "spec.py" if file.is_dir() else file
-    name = f"kerntune_served_{abs(hash(str(file.resolve())))}"
-    loaded = importlib.util.spec_from_file_location(name, file)
-    if loaded is None or loaded.loader is None:
-        raise ValueError(f"{file} is not a Python spec file")
-    module = importlib.util.module_from_spec(loaded)
-    sys.modules[name] = module
-    loaded.loader.exec_module(module)
-    problem = getattr(module, "problem", None)
-    if not isinstance(problem, Problem):
-        raise ValueError(f"{file} defines no `problem = kt.Problem(...)`")
-    if problem.serve is None:
-        raise ValueError(
-            f"{file}: problem {problem.name!r} declares no `serve=kt.Serve(...)`: it cannot take a "
-            "library operator's calls"
-        )
-    return problem
-
-
 def cpu_device_fields() -> dict[str, Any]:
     """The device fields of a key served on the CPU (the Triton interpreter; tests)."""
     return {"arch": "cpu", "compute_units": os.cpu_count() or 1, "device_name": "cpu"}
@@ -145,15 +134,19 @@ def serve(
     table: str | Path,
     *,
     specs: Sequence[str | Path] = (),
+    spec_dirs: Sequence[str | Path] = (),
     mode: str = "explore",
     backend: str = "CUDA",
     device: Mapping[str, Any] | None = None,
     settings: Settings | None = None,
 ) -> Serving:
     """Install the table's tuned kernels behind the library operators their specs serve; returns what was
-    installed and its per-call counts. ``specs``: spec files or folders (default: those the table's entries
-    name). ``backend``: the dispatch key overridden (``CUDA``; ``CPU`` for the interpreter). ``device``: the
-    device fields of every key (default: torch's view of the current GPU, or ``cpu_device_fields``)."""
+    installed and its per-call counts. ``specs``: spec files or folders, each served; ``spec_dirs``: folders
+    where a spec the table's entries name (by name and kernel source hash) may be found. A spec path written in
+    the table is never imported. Each entry's config is checked against its spec's space and constraints at
+    its key: one that breaks them is never served (``stats()["specs"][NAME]["rejected"]``). ``backend``: the
+    dispatch key overridden (``CUDA``; ``CPU`` for the interpreter). ``device``: the device fields of every key
+    (default: torch's view of the current GPU, or ``cpu_device_fields``)."""
     import torch
 
     if _ACTIVE:  # torch (2.11) refuses a second Python override of one operator; one serving decides each call
@@ -169,27 +162,18 @@ def serve(
     outranked = sorted(k for k, e in loaded.entries.items() if e.get("outranked") and not e.get("library_faster"))
     loaded = replace(loaded, entries={k: e for k, e in loaded.entries.items() if k not in {*left, *outranked}})
     if not hasattr(torch.library, "get_kernel"):  # torch < 2.9: the library's kernel could not be called back
-        warnings.warn(
+        notify(
             f"kerntune serve: torch {torch.__version__} has no torch.library.get_kernel (2.9 and newer "
-            "have it); nothing is served, the library runs every call",
-            RuntimeWarning,
-            stacklevel=2,
+            "have it); nothing is served, the library runs every call"
         )
         return Serving(loaded, "torch.library.get_kernel is missing", [], [], left_to_library=left, outranked=outranked)
-    paths = list(specs) or sorted({str(e["spec"]) for e in loaded.entries.values() if e.get("spec")})
+    if problem is not None:
+        notify(f"kerntune serve: {problem}; the library runs every call")
     if device is None:
         device = torch_device_fields() if backend == "CUDA" else cpu_device_fields()
+    resolved = resolve_specs(loaded, specs, spec_dirs)
     served: list[ServedSpec] = []
-    for path in paths:
-        try:
-            spec = load_served_spec(path)
-        except Exception as exc:  # a spec that will not load must not take the program down
-            warnings.warn(
-                f"kerntune serve: spec {path} not served ({type(exc).__name__}: {exc}); the library runs its calls",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            continue
+    for path, spec in resolved.specs:
         assert spec.serve is not None
         fields = spec.shape_fields()
         dispatcher = Dispatcher(
@@ -201,10 +185,9 @@ def serve(
             settings=settings,
             name=spec.serve.kernel or problem_kernel_name(spec),
             device={**device, "op": spec.name, "source": problem_source_hash(spec)},
+            space=spec.space,
         )
-        served.append(ServedSpec(str(path), spec, spec.serve, fields, dispatcher))
-    if problem is not None:
-        warnings.warn(f"kerntune serve: {problem}; the library runs every call", RuntimeWarning, stacklevel=2)
+        served.append(ServedSpec(path, spec, spec.serve, fields, dispatcher))
     ops = sorted({op for s in served for op in s.serve.ops})
     serving = Serving(
         loaded,
@@ -214,6 +197,7 @@ def serve(
         {op: Counter(served=0, library=0, failed=0) for op in ops},
         left_to_library=left,
         outranked=outranked,
+        unresolved=resolved.unresolved,
     )
     if ops:
         serving.native = _native_gate(serving, backend, settings)
@@ -250,12 +234,6 @@ def _no_key(*args: Any) -> tuple[Any, ...]:
     raise TypeError("a served spec's dispatcher is looked up by key tuple (Dispatcher.lookup), never called")
 
 
-def _warn(message: str) -> None:
-    """Warn, even where the program turns warnings into errors: a served call must never raise for kerntune."""
-    with contextlib.suppress(Exception):
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
-
-
 def _launcher(
     op: str, s: ServedSpec, raw: tuple[Any, ...], config: Mapping[str, Any]
 ) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
@@ -281,7 +259,7 @@ def _served_kernel(op: str, original: Any, specs: list[ServedSpec], counts: Coun
                 config = None if raw is None else s.dispatcher.lookup(raw)
             except Exception as exc:  # a spec's reader that raises (or a key of the wrong length) serves nothing
                 s.broken, outcome = f"{type(exc).__name__}: {exc}", "failed"
-                _warn(
+                notify(
                     f"kerntune serve: {s.problem.name} could not read an {op} call ({s.broken}); the library "
                     "runs its calls from now on"
                 )
@@ -290,13 +268,27 @@ def _served_kernel(op: str, original: Any, specs: list[ServedSpec], counts: Coun
                 continue
             try:
                 launcher = s.launchers.get((op, raw))
+                first = launcher is None
                 if launcher is None:
                     launcher = s.launchers[op, raw] = _launcher(op, s, raw, config)
                 result = launcher(args, kwargs)
+                d = s.dispatcher
+                if first and wants_check(d.settings.first_call_check, d.mode, d.entry_for(raw)):
+                    expected = library_output(original, keyset, args, kwargs)
+                    wrong = mismatch(result, expected, str(raw[0]), s.problem.tolerance)
+                    if wrong is not None:
+                        s.failed.add(raw)
+                        counts["failed"] += 1
+                        notify(
+                            f"kerntune serve: {s.problem.name}'s first call at "
+                            f"{dict(zip(s.fields, raw[1:], strict=False))} failed the first-call check ({wrong}); "
+                            "the library runs this key from now on"
+                        )
+                        return result.copy_(expected) if "out" in kwargs else expected
             except Exception as exc:  # a served kernel that fails must never take the program down
                 s.failed.add(raw)
                 outcome = "failed"
-                _warn(
+                notify(
                     f"kerntune serve: {s.problem.name} failed at {dict(zip(s.fields, raw[1:], strict=False))} "
                     f"({type(exc).__name__}: {exc}); the library runs this key from now on"
                 )

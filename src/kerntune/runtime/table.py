@@ -82,37 +82,72 @@ def _objects(item: Mapping[str, Any], *names: str) -> bool:
     return all(isinstance(item.get(name), dict) for name in names)
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _scalars(path: str, what: str, values: Mapping[str, Any]) -> None:
+    """Every value of a key, config or ``when`` a JSON scalar (a ``when`` may hold a ``[low, high)`` pair)."""
+    for name, value in values.items():
+        pair = isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value)
+        if not (isinstance(value, _SCALARS) or (what.startswith("rule") and pair)):
+            raise TableError(f"{path}: {what} field {name!r} is a {type(value).__name__}, not a number or string")
+
+
+def _mapping(data: Mapping[str, Any], name: str, path: str) -> dict[str, Any]:
+    value = data.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TableError(f"{path}: '{name}' is a {type(value).__name__}, not an object: hand-edited; deploy it again")
+    return value
+
+
+def _listed(data: Mapping[str, Any], name: str, path: str) -> list[Any]:
+    value = data.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TableError(f"{path}: '{name}' is a {type(value).__name__}, not a list: hand-edited; deploy it again")
+    return value
+
+
 def parse_table(data: Any, path: str = "") -> Table:
-    """A Table from decoded JSON; a TableError says what is wrong."""
+    """A Table from decoded JSON; a TableError says what is wrong. Every field is checked for its type: a table
+    is read by a program that never chose to trust it."""
     if not isinstance(data, dict):
         raise TableError(f"{path}: a table is a JSON object with schema, validators and entries")
     schema = data.get("schema")
-    if not isinstance(schema, int):
+    if not isinstance(schema, int) or isinstance(schema, bool):
         raise TableError(f"{path}: no integer 'schema' field: not a kerntune table, or hand-edited")
     if schema > SCHEMA:
         raise TableError(f"{path}: schema {schema} is newer than this kerntune reads ({SCHEMA}): upgrade kerntune")
     entries: dict[str, dict[str, Any]] = {}
-    for i, entry in enumerate(data.get("entries") or []):
+    for i, entry in enumerate(_listed(data, "entries", path)):
         if not (isinstance(entry, dict) and _objects(entry, "key", "config")):
             raise TableError(f"{path}: entry {i} needs a 'key' object and a 'config' object")
+        _scalars(path, f"entry {i}'s key", entry["key"])
+        _scalars(path, f"entry {i}'s config", entry["config"])
         status = entry.get("status", "measured")
-        if status not in STATUSES:
+        if not isinstance(status, str) or status not in STATUSES:
             raise TableError(f"{path}: entry {i} has status {status!r}; one of {', '.join(STATUSES)}")
         key = entry_key(entry["key"])
         if key in entries:
             raise TableError(f"{path}: entries {list(entries).index(key)} and {i} have the same key {key}: keep one")
         entries[key] = {**entry, "status": status}
-    rules = data.get("rules") or []
+    rules = _listed(data, "rules", path)
     for i, rule in enumerate(rules):
         if not (isinstance(rule, dict) and _objects(rule, "when", "config")):
             raise TableError(f"{path}: rule {i} needs a 'when' object and a 'config' object")
-    validators = {str(k): str(v) for k, v in (data.get("validators") or {}).items()}
+        _scalars(path, f"rule {i}'s when", rule["when"])
+        _scalars(path, f"rule {i}'s config", rule["config"])
+    validators = _mapping(data, "validators", path)
+    _scalars(path, "validators", validators)
     return Table(
         entries=entries,
         rules=list(rules),
-        validators=validators,
-        device=dict(data.get("device") or {}),
-        provenance=dict(data.get("provenance") or {}),
+        validators={str(k): str(v) for k, v in validators.items()},
+        device=dict(_mapping(data, "device", path)),
+        provenance=dict(_mapping(data, "provenance", path)),
         path=path,
     )
 
@@ -121,9 +156,11 @@ def load_table(path: str | Path) -> tuple[Table, str | None]:
     """The table at ``path``, or an empty table and the reason it could not be used (never an exception: the
     live program goes on with its default config)."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         return Table(path=str(path)), f"cannot read dispatch table {path}: {exc.strerror or exc}"
+    except UnicodeDecodeError:
+        return Table(path=str(path)), f"dispatch table {path} is not text (binary bytes): deploy it again"
     try:
         return parse_table(json.loads(text), str(path)), None
     except json.JSONDecodeError as exc:
@@ -134,6 +171,10 @@ def load_table(path: str | Path) -> tuple[Table, str | None]:
         )
     except TableError as exc:
         return Table(path=str(path)), f"dispatch table {exc}"
+    except RecursionError:
+        return Table(path=str(path)), f"dispatch table {path} is nested too deeply to be a table: deploy it again"
+    except (ValueError, TypeError) as exc:  # whatever else a hand-made file holds: never the program's problem
+        return Table(path=str(path)), f"dispatch table {path} cannot be read ({type(exc).__name__}: {exc})"
 
 
 def write_atomically(path: Path, text: str) -> None:

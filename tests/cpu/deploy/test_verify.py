@@ -86,7 +86,7 @@ def test_verify_sees_every_entry_engage_then_admit_ranks_them(
     assert [e["status"] for e in written["entries"]] == [r["status"] for r in rows]
 
 
-def test_a_table_keyed_to_another_compute_unit_count_misses_and_exits_1(
+def test_a_table_keyed_to_another_compute_unit_count_serves_nothing_and_says_so(
     kerntune: Callable[..., CliResult], tmp_path: Path
 ) -> None:
     table = tmp_path / "table.json"
@@ -95,9 +95,10 @@ def test_a_table_keyed_to_another_compute_unit_count_misses_and_exits_1(
         entry["key"]["compute_units"] += 1
     table.write_text(json.dumps(data))
     seen = kerntune("verify", "--no-ab", "--json", "--", sys.executable, LIVE, str(table), "--reps", "3")
-    assert seen.code == 1, seen.stderr
+    assert seen.code == 0, seen.stderr  # a table that served nothing is said, with its counts: not a failure
     found = seen.json()
     assert len(found["never_engaged"]) == 2 and found["exact_calls"] == 0
+    assert f"none of the {found['calls']} calls matched" in found["serves_nothing"]
     assert len(found["misses"]) == 2 and all(m["decision"] == "default" for m in found["misses"])
     nothing = kerntune("verify", "--no-ab", "--", sys.executable, "-c", "print(1)")
     assert nothing.code == 2

@@ -49,8 +49,8 @@ def _table(path: Path, *, device: dict[str, Any] | None = None, bias_config: dic
         {"key": {**fixed, "M": 32, "N": 64, "K": 64, "layout": "NT", "bias": 1}, "config": bias_config or PLAIN},
         {
             "key": {**fixed, "M": 32, "N": 128, "K": 64, "layout": "NT", "bias": 0},
-            "config": {**PLAIN, "SPLIT_K": 2},
-        },  # split-K with its reduction kernel
+            "config": {**PLAIN, "SPLIT_K": 2, "BLOCK_N": 128},
+        },  # split-K with its reduction kernel (one output tile: it underfills any device)
     ]
     table = {
         "schema": 1,
@@ -64,19 +64,21 @@ def _table(path: Path, *, device: dict[str, Any] | None = None, bias_config: dic
 
 
 def _served(
-    kerntune: Callable[..., CliResult], table: Path, out: Path, *extra: str
+    kerntune: Callable[..., CliResult], table: Path, out: Path, *extra: str, env: dict[str, str] | None = None
 ) -> tuple[CliResult, dict[str, Any]]:
+    """``kerntune run`` of the app under the interpreter (``--spec-dir examples`` unless ``extra`` names specs) and
+    the counts its serving wrote."""
     done = kerntune(
         "run",
         "--table",
         str(table),
         "--backend",
         "CPU",
-        *extra,
+        *(extra or ("--spec-dir", str(EXAMPLES))),
         "--",
         "python",
         str(APP),
-        env={"TRITON_INTERPRET": "1", "KERNTUNE_VERIFY_OUT": str(out)},
+        env={"TRITON_INTERPRET": "1", "KERNTUNE_VERIFY_OUT": str(out), **(env or {})},
     )
     counts = [json.loads(p.read_text()) for p in out.glob("serve-*.json")]
     return done, counts[0] if counts else {}
@@ -108,7 +110,9 @@ def test_bad_tables_and_failing_kernels_run_the_library(kerntune: Callable[..., 
     assert done.code == 0, done.stderr
     assert counts["ops"]["aten::addmm"] == {"served": 0, "library": 3, "failed": 0}  # counted misses
 
-    done, counts = _served(kerntune, _table(tmp_path / "t.json"), tmp_path / "p", "--mode", "production")
+    done, counts = _served(
+        kerntune, _table(tmp_path / "t.json"), tmp_path / "p", "--mode", "production", "--spec", str(SPEC)
+    )
     assert done.code == 0, done.stderr
     assert counts["ops"]["aten::addmm"]["served"] == 0  # fail closed: the entries are measured, not admitted
 
@@ -121,12 +125,22 @@ def test_bad_tables_and_failing_kernels_run_the_library(kerntune: Callable[..., 
     assert counts["ops"]["aten::addmm"] == {"served": 0, "library": 3, "failed": 0}  # left to the library
     assert counts["ops"]["aten::mm"]["served"] == 3 and len(counts["left_to_library"]) == 1
 
-    broken = _table(tmp_path / "broken.json", bias_config={"BLOCK_M": 32})  # the launch raises (no BLOCK_N)
-    done, counts = _served(kerntune, broken, tmp_path / "b")
+    failing = tmp_path / "failing_spec.py"  # the same spec (name and kernel source) whose launches raise
+    failing.write_text(
+        "import dataclasses, importlib.util\n"
+        f"found = importlib.util.spec_from_file_location('matmul_spec', {str(SPEC / 'spec.py')!r})\n"
+        "module = importlib.util.module_from_spec(found)\n"
+        "found.loader.exec_module(module)\n"
+        "def fail(op, shape, config, args, kwargs):\n"
+        "    raise RuntimeError('a planted launch failure')\n"
+        "serve = dataclasses.replace(module.problem.serve, run=fail, prepare=None)\n"
+        "problem = dataclasses.replace(module.problem, serve=serve)\n"
+    )
+    done, counts = _served(kerntune, _table(tmp_path / "f.json"), tmp_path / "b", "--spec", str(failing))
     assert done.code == 0, done.stderr  # the outputs are still right: the library ran the failed calls
     assert counts["ops"]["aten::addmm"] == {"served": 0, "library": 2, "failed": 1}  # failed once, then library
-    assert counts["ops"]["aten::mm"]["served"] == 3  # the other entry is unaffected
-    assert done.stderr.count("failed at") == 1, done.stderr
+    assert counts["ops"]["aten::mm"]["failed"] == 1 and counts["ops"]["aten::mm"]["served"] == 0
+    assert done.stderr.count("failed at") == 2, done.stderr  # once per key
 
     unreadable = tmp_path / "unreadable.json"
     unreadable.write_text('{"schema": 1, "entries": [')
@@ -147,7 +161,7 @@ def test_serving_holds_without_its_result_kept_and_close_removes_it(tmp_path: Pa
     from kerntune.runtime import serving
 
     table = _table(tmp_path / "t.json")
-    serving.serve(table, backend="CPU")  # as a program's first line would: the result not kept
+    serving.serve(table, backend="CPU", specs=[SPEC])  # as a program's first line would: the result not kept
     gc.collect()  # torch drops a collected Library's registrations; serve keeps it
     installed = serving._ACTIVE[-1]
     with pytest.raises(ValueError, match="already served in this process; close"):
@@ -158,7 +172,7 @@ def test_serving_holds_without_its_result_kept_and_close_removes_it(tmp_path: Pa
     installed.close()
     torch.mm(x, torch.randn(16, 64).half().t())
     assert installed.counts["aten::mm"]["library"] == 1 and installed not in serving._ACTIVE
-    serving.serve(table, backend="CPU").close()  # closed, another may be served
+    serving.serve(table, backend="CPU", specs=[SPEC]).close()  # closed, another may be served
 
 
 def test_serving_that_cannot_start_still_runs_the_program(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
@@ -190,7 +204,14 @@ def test_batched_products_are_served_by_the_bmm_spec(kerntune: Callable[..., Cli
             {
                 "schema": 1,
                 "validators": {},
-                "entries": [{"key": key, "config": PLAIN, "status": "measured", "spec": str(spec_path)}],
+                "entries": [
+                    {
+                        "key": key,
+                        "config": {**PLAIN, "BLOCK_M": 16, "BLOCK_N": 32},  # within BLOCK_M <= M at M=16
+                        "status": "measured",
+                        "spec": str(spec_path),
+                    }
+                ],
             }
         )
     )
@@ -201,6 +222,8 @@ def test_batched_products_are_served_by_the_bmm_spec(kerntune: Callable[..., Cli
         str(table),
         "--backend",
         "CPU",
+        "--spec-dir",
+        str(EXAMPLES),
         "--",
         "python",
         str(DATA / "served" / "bmm_app.py"),

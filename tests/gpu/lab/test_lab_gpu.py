@@ -135,7 +135,9 @@ def test_a_torch_compiled_program_s_generated_kernel_and_its_gemm(
         return
     assert saved.code == 0, saved.stderr
     out = tmp_path / "counts"
-    served = kerntune("run", "--table", str(table), *program, env={"KERNTUNE_VERIFY_OUT": str(out)})
+    served = kerntune(
+        "run", "--table", str(table), "--spec", str(SPEC), *program, env={"KERNTUNE_VERIFY_OUT": str(out)}
+    )
     assert served.code == 0, served.stderr
     counts = json.loads(next(out.glob("serve-*.json")).read_text())["ops"]
     assert sum(c["served"] for c in counts.values()) >= 4 and sum(c["failed"] for c in counts.values()) == 0

@@ -120,6 +120,8 @@ def test_an_unmodified_llama_is_served_eager_compiled_and_in_cuda_graphs(
         "run",
         "--table",
         str(table),
+        "--spec-dir",
+        str(EXAMPLES),
         "--",
         "python",
         APP,
@@ -153,7 +155,16 @@ def test_an_unmodified_llama_is_served_eager_compiled_and_in_cuda_graphs(
     if compiled == "none":
         foreign = _table(lines, tmp_path / "foreign.json", compute_units=1)
         missed = kerntune(
-            "run", "--table", str(foreign), "--", "python", APP, *args, env={"KERNTUNE_VERIFY_OUT": str(tmp_path / "f")}
+            "run",
+            "--table",
+            str(foreign),
+            "--spec-dir",
+            str(EXAMPLES),
+            "--",
+            "python",
+            APP,
+            *args,
+            env={"KERNTUNE_VERIFY_OUT": str(tmp_path / "f")},
         )
         assert missed.code == 0, missed.stderr
         (counts,) = [json.loads(p.read_text()) for p in (tmp_path / "f").glob("serve-*.json")]

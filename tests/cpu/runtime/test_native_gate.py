@@ -26,7 +26,7 @@ import torch
 from kerntune.runtime.serving import load_served_spec, serve
 
 torch.manual_seed(0)
-serving = serve(sys.argv[1], backend="CPU")
+serving = serve(sys.argv[1], backend="CPU", specs=[sys.argv[2]])
 x, w, bias = torch.randn(32, 64).half(), torch.randn(64, 64).half(), torch.randn(64).half()
 w128 = torch.randn(128, 64).half()
 missed = [torch.mm(x, w) for _ in range(5)]  # layout NN: no entry

@@ -54,7 +54,7 @@ def test_a_served_form_launches_from_cpp_with_the_served_kernels_answer(family: 
     from kerntune.runtime.serving import load_served_spec, serve
 
     bias = int(family == "fused-split-k")
-    serving = serve(_table(tmp_path / "t.json", CONFIGS[family], bias))
+    serving = serve(_table(tmp_path / "t.json", CONFIGS[family], bias), specs=[SPEC])
     try:
         assert serving.native is not None, "the native gate must be built and installed on the GPU host"
         gen = torch.Generator(device="cuda").manual_seed(0)

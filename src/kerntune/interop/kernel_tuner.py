@@ -42,19 +42,54 @@ def read_cache(path: Path) -> dict[str, Any]:
         text = path.read_text()
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not a Kernel Tuner cache file (it is not text)") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError:
         try:  # Kernel Tuner appends entries as it goes and closes the object at the end of a run
-            data = json.loads(text.rstrip().rstrip(",") + "}}")
+            data = json.loads(text.rstrip().rstrip(",") + "}}", parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise UsageError(
                 f"{path} is not a Kernel Tuner cache file (not JSON: {exc.msg} at line {exc.lineno})"
             ) from None
+    except ValueError as exc:
+        raise UsageError(f"{path} is not a Kernel Tuner cache file this store can hold: {exc}") from None
     missing = [k for k in REQUIRED if not isinstance(data, dict) or k not in data]
     if missing:
         raise UsageError(f"{path} is not a Kernel Tuner cache file: no {', '.join(missing)}")
+    problem = _malformed(data)
+    if problem:
+        raise UsageError(f"{path} is not a Kernel Tuner cache file: {problem}")
     return data  # type: ignore[no-any-return]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"it holds {name}, which is no time (the store keeps finite numbers only)")
+
+
+def _malformed(data: dict[str, Any]) -> str:
+    """What in a parsed cache file the import cannot take (checked before anything is written), or ''."""
+    keys, cache, size = data["tune_params_keys"], data["cache"], data["problem_size"]
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        return "tune_params_keys is not a list of names"
+    sizes = size if isinstance(size, list) else [size]
+    if not sizes or not all(isinstance(n, int) and not isinstance(n, bool) for n in sizes):
+        return "problem_size is not an integer or a list of integers"
+    if not isinstance(cache, dict):
+        return "cache is not an object of entries"
+    for name, entry in cache.items():
+        if not isinstance(entry, dict) or any(not isinstance(entry.get(k), (int, float, str)) for k in keys):
+            return f"cache entry {str(name)[:60]!r} lacks a value of {', '.join(keys)}"
+        times = entry.get("times")
+        if times is not None and not isinstance(times, list):
+            return f"cache entry {str(name)[:60]!r}: times is not a list"
+        if any(isinstance(t, int) and abs(t) > 1e300 for t in times or []):  # float() of it overflows
+            return f"cache entry {str(name)[:60]!r}: a time is too large"
+        for field in ("compile_time", "verification_time", "benchmark_time"):
+            if not isinstance(entry.get(field) or 0, (int, float)):
+                return f"cache entry {str(name)[:60]!r}: {field} is not a number"
+    return ""
 
 
 def _shape(problem_size: Any, names: list[str] | None) -> dict[str, Any]:

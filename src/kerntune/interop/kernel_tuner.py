@@ -17,6 +17,7 @@ defines it; ``kerntune_median`` beside it is the figure kerntune ranks by).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import statistics
@@ -84,8 +85,11 @@ def _malformed(data: dict[str, Any]) -> str:
         times = entry.get("times")
         if times is not None and not isinstance(times, list):
             return f"cache entry {str(name)[:60]!r}: times is not a list"
-        if any(isinstance(t, int) and abs(t) > 1e300 for t in times or []):  # float() of it overflows
-            return f"cache entry {str(name)[:60]!r}: a time is too large"
+        numbers = [t for t in times or [] if isinstance(t, (int, float))]
+        if any(not 0 < t < 1e300 for t in numbers):  # a spread divides by the least; float() of 10**400 overflows
+            return f"cache entry {str(name)[:60]!r}: a time is not a positive number of milliseconds"
+        if numbers and not isinstance(entry.get("time"), (int, float, str)):
+            return f"cache entry {str(name)[:60]!r}: time is neither a number nor a failure's name"
         for field in ("compile_time", "verification_time", "benchmark_time"):
             if not isinstance(entry.get(field) or 0, (int, float)):
                 return f"cache entry {str(name)[:60]!r}: {field} is not a number"
@@ -138,39 +142,44 @@ def import_cache(store: Store, path: Path, shape_names: list[str] | None = None)
     store.create_run(run)
     conditions = Conditions(timer="kernel_tuner", regime="warm")
     rows: list[dict[str, Any]] = []
-    for entry in data["cache"].values():
-        config = Config.of({k: entry[k] for k in keys})
-        cid = store.start_candidate(run.id, shape, config, "search", "")
-        time = entry.get("time")
-        samples = [float(t) for t in entry.get("times") or [] if isinstance(t, (int, float))]
-        if isinstance(time, str) or not samples:
-            failure = FAILED.get(str(time), FailureKind.ERROR)
-            store.finish_candidate(cid, CandidateResult("failed", failure=failure, reason=f"Kernel Tuner: {time}"))
-            rows.append({"config": config.key, "status": "failed", "reason": str(time)})
-            continue
-        m = Measurement(samples_ms=tuple(samples), conditions=conditions)
-        store.finish_candidate(
-            cid,
-            CandidateResult(
-                "ok",
-                compile_s=float(entry.get("compile_time") or 0) / 1e3,
-                measurement=m,
-                gate_s=float(entry.get("verification_time") or 0) / 1e3,
-                measure_s=float(entry.get("benchmark_time") or 0) / 1e3,
-            ),
-        )
-        rows.append(
-            {
-                "config": config.key,
-                "status": "ok",
-                "kt_time_ms": time,
-                "median_ms": m.median_ms,
-                "min_ms": m.min_ms,
-                "max_ms": m.max_ms,
-                "samples": m.n,
-                "spread": m.max_ms / m.min_ms - 1,
-            }
-        )
+    try:
+        for entry in data["cache"].values():
+            config = Config.of({k: entry[k] for k in keys})
+            cid = store.start_candidate(run.id, shape, config, "search", "")
+            time = entry.get("time")
+            samples = [float(t) for t in entry.get("times") or [] if isinstance(t, (int, float))]
+            if isinstance(time, str) or not samples:
+                failure = FAILED.get(str(time), FailureKind.ERROR)
+                store.finish_candidate(cid, CandidateResult("failed", failure=failure, reason=f"Kernel Tuner: {time}"))
+                rows.append({"config": config.key, "status": "failed", "reason": str(time)})
+                continue
+            m = Measurement(samples_ms=tuple(samples), conditions=conditions)
+            store.finish_candidate(
+                cid,
+                CandidateResult(
+                    "ok",
+                    compile_s=float(entry.get("compile_time") or 0) / 1e3,
+                    measurement=m,
+                    gate_s=float(entry.get("verification_time") or 0) / 1e3,
+                    measure_s=float(entry.get("benchmark_time") or 0) / 1e3,
+                ),
+            )
+            rows.append(
+                {
+                    "config": config.key,
+                    "status": "ok",
+                    "kt_time_ms": time,
+                    "median_ms": m.median_ms,
+                    "min_ms": m.min_ms,
+                    "max_ms": m.max_ms,
+                    "samples": m.n,
+                    "spread": m.max_ms / m.min_ms - 1,
+                }
+            )
+    except BaseException:  # a full disk, Ctrl-C: the partial import is marked, never left `running`
+        with contextlib.suppress(Exception):
+            store.update_run(run.id, status="failed", stop_reason="the import stopped part way")
+        raise
     store.update_run(run.id, status="done", stop_reason=f"imported from Kernel Tuner cache {path.name}")
     timed = [r for r in rows if r["status"] == "ok"]
     by_mean = min(timed, key=lambda r: r["kt_time_ms"]) if timed else None

@@ -91,7 +91,8 @@ class Store:
         try:
             yield self.db
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:  # SQLite has rolled back itself after some errors (a full disk)
+                self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
 

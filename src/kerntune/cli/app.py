@@ -79,7 +79,14 @@ def tune(
         int,
         typer.Option("--seed", parser=bounded("--seed", 0, MAX_SEED), help="Seed for random search and gate inputs."),
     ] = 0,
-    resume: Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run (id).")] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            help="Continue an interrupted run (id). One process tunes a run at a time: a run another process is "
+            "tuning is refused.",
+        ),
+    ] = None,
     retry_failed: Annotated[
         bool, typer.Option("--retry-failed", help="Run configs the ledger says failed before (same source, device).")
     ] = False,
@@ -410,6 +417,9 @@ def main(args: list[str] | None = None) -> None:
         app(args=args)
     except sqlite3.DatabaseError as exc:
         sys.stderr.write(f"kerntune: error: {store_failure(exc)}\n")
+        sys.exit(2)
+    except UnicodeEncodeError as exc:  # an argument holding bytes that are not UTF-8 (surrogate escapes)
+        sys.stderr.write(f"kerntune: error: an argument is not UTF-8 text ({exc.reason}): give it in UTF-8\n")
         sys.exit(2)
     except KerntuneError as exc:
         sys.stderr.write(f"kerntune: error: {exc}\n")

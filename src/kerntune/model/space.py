@@ -62,11 +62,15 @@ def _judge(
     try:
         return bool(fn(*(meta, fields, target)[:arity]))
     except Exception as exc:
-        config = ", ".join(f"{k}={v}" for k, v in dict.items(meta) if k not in fields)
-        raise SpecError(
-            f"the constraint {label!r} raised {type(exc).__name__}: {exc} at {config or 'a config'} "
-            f"(shape {', '.join(f'{k}={v}' for k, v in fields.items())}); fix the constraint in the spec"
-        ) from None
+        raise _constraint_failed(label, exc, meta, fields) from None
+
+
+def _constraint_failed(label: str, exc: Exception, meta: Meta, fields: Mapping[str, Scalar]) -> SpecError:
+    config = ", ".join(f"{k}={v}" for k, v in dict.items(meta) if k not in fields)
+    return SpecError(
+        f"the constraint {label!r} raised {type(exc).__name__}: {exc} at {config or 'a config'} "
+        f"(shape {', '.join(f'{k}={v}' for k, v in fields.items())}); fix the constraint in the spec"
+    )
 
 
 Derived = Callable[[Meta], Scalar]
@@ -202,10 +206,12 @@ class Space:
             for i in pending:
                 label, fn, arity = checks[i]
                 try:
-                    ok = _judge(label, fn, arity, meta, fields, target)
+                    ok = bool(fn(*(meta, fields, target)[:arity]))  # inline: the walk's hot path
                 except _Unassigned:
                     undecided.append(i)
                     continue
+                except Exception as exc:
+                    raise _constraint_failed(label, exc, meta, fields) from None
                 if not ok:
                     rejected[label] = rejected.get(label, 0) + below[depth]
                     return

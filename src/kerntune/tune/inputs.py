@@ -47,14 +47,16 @@ def parse_value(text: str, name: str = "value") -> Scalar:
 
 
 def shape_value(name: str, text: str, like: Scalar | None) -> Scalar:
-    """A --shape field's value, typed like the spec's first shape's: a field the spec gives as an integer takes an
-    integral number only (``4096.0`` is 4096; a table keyed by the float would never match a call)."""
+    """A --shape field's value, typed like the spec's first shape's: a field the spec gives as a number takes a
+    number, one it gives as an integer an integral number only (``4096.0`` is 4096; a table keyed by the float would
+    never match a call)."""
     value = parse_value(text, f"--shape {name}")
-    if isinstance(like, int) and not isinstance(like, bool) and isinstance(value, float):
-        if not value.is_integer():
-            raise UsageError(f"--shape {name}={text!r}: this spec's {name} is an integer, e.g. {like}")
-        return int(value)
-    return value
+    if isinstance(like, bool) or not isinstance(like, (int, float)):
+        return value
+    if isinstance(value, str) or (isinstance(like, int) and isinstance(value, float) and not value.is_integer()):
+        kind = "an integer" if isinstance(like, int) else "a number"
+        raise UsageError(f"--shape {name}={text!r}: this spec's {name} is {kind}, e.g. {like}")
+    return int(value) if isinstance(like, int) else value
 
 
 def resolve_shapes(problem: Problem, overrides: Sequence[Mapping[str, str]]) -> list[Shape]:

@@ -252,3 +252,20 @@ def test_a_space_too_large_to_enumerate_is_refused_before_memory_fills() -> None
     late = Space(params={"A": list(range(30)), "B": list(range(30))}, constraints=[lambda c: c["B"] > 40])
     with pytest.raises(SpecError, match="judging its constraints took over"):  # walks are bounded too
         late.valid_configs(Shape.of({"N": 1}), None, limit=100)
+
+
+def test_a_constraint_or_derived_value_that_raises_names_itself_and_the_config() -> None:
+    from kerntune.errors import SpecError
+    from kerntune.model import Config, Constraint, Shape
+
+    shape = Shape.of({"N": 1})
+    space = Space(params={"A": [1, 2], "B": [0, 1]}, constraints=[Constraint(lambda c: c["A"] // c["B"] > 0, "ratio")])
+    with pytest.raises(
+        SpecError, match=r"the constraint 'ratio' raised ZeroDivisionError: .* at A=1, B=0 \(shape N=1\)"
+    ):
+        space.valid_configs(shape, None)
+    with pytest.raises(SpecError, match="the constraint 'ratio' raised ZeroDivisionError"):
+        space.check(Config.of({"A": 2, "B": 0}), shape, None)
+    derived = Space(params={"A": [1, 2], "B": [0, 1]}, derived={"Q": lambda m: m["A"] / m["B"]})
+    with pytest.raises(SpecError, match="the derived value 'Q' raised ZeroDivisionError"):
+        derived.valid_configs(shape, None)

@@ -30,7 +30,7 @@ EVALUATE = "kerntune.tune.evaluate:evaluate"
 EVALUATE_PAIR = "kerntune.tune.evaluate:evaluate_pair"
 
 
-def parse_value(text: str, name: str = "value") -> Scalar:
+def parse_value(text: str, name: str) -> Scalar:
     """An int, a float or the text itself. NaN and infinities are refused: they are no size, and the store's JSON
     cannot hold them."""
     try:
@@ -116,6 +116,8 @@ def corpus_shapes(path: Path, problem: Problem, dtype: str, top_n: int = 0) -> l
         raise UsageError(f"--shapes-from {path} is not text: give a shape corpus (JSON lines)") from None
     except CorpusError as exc:
         raise UsageError(f"--shapes-from {exc}") from None
+    except (ValueError, OverflowError, TypeError) as exc:  # a field of the wrong type, a count of 1e999
+        raise UsageError(f"--shapes-from {path} is not a shape corpus: {type(exc).__name__}: {exc}") from None
     fields, source = problem.shape_fields(), problem_source_hash(problem)
     ops = {problem.name, *(op.split(".")[0] for op in (problem.serve.ops if problem.serve else ()))}
     skipped: dict[str, int] = {}

@@ -90,6 +90,7 @@ def test_a_corpus_line_holding_inf_is_refused(tmp_path: Path) -> None:
 
 FILE_CASES = {
     "binary shapes-from": (["tune", VECTOR_ADD, "--shapes-from", "{binary}"], "is not text"),
+    "shapes-from count of 1e999": (["tune", VECTOR_ADD, "--shapes-from", "{huge_calls}"], "is not a shape corpus"),
     "binary migrate": (["migrate", "{binary}", "--to", "sm_90"], "is not a dispatch table"),
     "malformed migrate": (["migrate", "{json}", "--to", "sm_90"], "dispatch table"),
     "missing migrate": (["migrate", "{missing}", "--to", "sm_90"], "cannot read"),
@@ -113,6 +114,7 @@ def _cache(entries: str) -> str:
 def test_unreadable_file_is_one_line(name: str, home: Path, tmp_path: Path) -> None:
     files = {
         "binary": bytes(range(256)) * 8,
+        "huge_calls": b'{"op": "vector_add", "shape": {"N": 4096}, "dtype": "float32", "calls": 1e999}\n',
         "json": b'{"entries": [1, 2], "schema": "x"}',
         "nan_cache": _cache('"64": {"LS": 64, "time": NaN, "times": [NaN, 1.0]}').encode(),
         "bad_entry": _cache('"64": {"time": 1.0, "times": [1.0]}').encode(),

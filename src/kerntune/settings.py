@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -90,6 +91,10 @@ class Settings:
     sol_stop: float = 0.9
     """KERNTUNE_SOL_STOP: stop a shape's search once a config reaches this fraction of the roofline bound
     (needs the spec's cost model and a ``kerntune calibrate`` of the device; 0: never)."""
+    max_configs: int = 500_000
+    """KERNTUNE_MAX_CONFIGS: the most valid configs a space may enumerate at one shape (about 0.5 GB of configs).
+    The product of the value lists is counted first; past this limit a sample of it, then the walk itself, refuse a
+    larger space with a one-line error before memory fills: narrow the space, or raise this."""
     lock_timeout_s: float = 600.0
     """KERNTUNE_LOCK_TIMEOUT_S: how long to wait for a device another kerntune is calibrating (0: refuse)."""
     log_dispatch: int = 0
@@ -129,11 +134,14 @@ class Settings:
                 continue
             default = getattr(cls, f.name)
             try:
-                values[f.name] = type(default)(raw)
+                value = type(default)(raw)
             except ValueError as exc:
                 raise UsageError(
                     f"KERNTUNE_{f.name.upper()}={raw!r} is not a valid {type(default).__name__}; fix or unset it"
                 ) from exc
+            if isinstance(value, float) and not math.isfinite(value):  # NaN and inf would reach the store's JSON
+                raise UsageError(f"KERNTUNE_{f.name.upper()}={raw!r} is not a finite number; fix or unset it")
+            values[f.name] = value
         settings = cls(**values)  # type: ignore[arg-type]
         if settings.ab_processes < 2:
             raise UsageError("KERNTUNE_AB_PROCESSES must be at least 2: a ratio interval needs two pairs")
@@ -151,6 +159,8 @@ class Settings:
                 "KERNTUNE_PLACEMENTS is a count of at least 1 (1: no placements taken in turn) and "
                 "KERNTUNE_PLACEMENTS_MB a size in MiB"
             )
+        if settings.max_configs < 1:
+            raise UsageError("KERNTUNE_MAX_CONFIGS is a count of at least 1, e.g. 500000")
         if settings.flush_mb < 0:
             raise UsageError("KERNTUNE_FLUSH_MB is a size in MiB (0: twice the last-level cache)")
         return settings

@@ -1,12 +1,14 @@
 """``kerntune``: the command line. Thin: parse, call a stage's function, render.
 
 Exit codes: 0 ok; 1 a claim failed (no candidate passed the gate); 2 usage or environment error (one line
-on stderr, no traceback); 130 interrupted (the run can be resumed).
+on stderr, no traceback); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (``tune`` marks its run interrupted
+and prints the ``--resume`` command).
 """
 
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -14,7 +16,22 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from kerntune.cli.common import JsonFlag, RunRef, StoreOpt, _emit_json, _store, app, parse_shape
+from kerntune.cli.common import (
+    MAX_COUNT,
+    MAX_SEED,
+    JsonFlag,
+    RunRef,
+    StoreOpt,
+    Terminated,
+    _emit_json,
+    _store,
+    app,
+    bounded,
+    finite,
+    parse_shape,
+    sigterm_as_interrupt,
+    store_failure,
+)
 from kerntune.errors import KerntuneError, UsageError
 from kerntune.model import Budget
 from kerntune.settings import Settings
@@ -43,7 +60,12 @@ def tune(
         ),
     ] = "auto",
     target_ms: Annotated[
-        float | None, typer.Option("--target-ms", help="Stop a shape's search once a config's median is this fast.")
+        float | None,
+        typer.Option(
+            "--target-ms",
+            parser=finite("--target-ms", low=0.0),
+            help="Stop a shape's search once a config's median is this fast.",
+        ),
     ] = None,
     budget: Annotated[
         list[str] | None,
@@ -53,8 +75,18 @@ def tune(
             "(45s/shape); comma-separated or repeated.",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed for random search and gate inputs.")] = 0,
-    resume: Annotated[str | None, typer.Option("--resume", help="Continue an interrupted run (id).")] = None,
+    seed: Annotated[
+        int,
+        typer.Option("--seed", parser=bounded("--seed", 0, MAX_SEED), help="Seed for random search and gate inputs."),
+    ] = 0,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            help="Continue an interrupted run (id). One process tunes a run at a time: a run another process is "
+            "tuning is refused.",
+        ),
+    ] = None,
     retry_failed: Annotated[
         bool, typer.Option("--retry-failed", help="Run configs the ledger says failed before (same source, device).")
     ] = False,
@@ -67,12 +99,18 @@ def tune(
         ),
     ] = None,
     top: Annotated[
-        int, typer.Option("--top", min=0, help="With --shapes-from: only the N shapes with the most device time.")
+        int,
+        typer.Option(
+            "--top",
+            parser=bounded("--top", 0, MAX_COUNT),
+            help="With --shapes-from: only the N shapes with the most device time.",
+        ),
     ] = 0,
     workers: Annotated[
         int | None,
         typer.Option(
             "--workers",
+            parser=bounded("--workers", 1, 4096),
             help="Time on N devices at once: one worker per visible GPU (pinned, "
             "each under its GPU's lock), or N Ray actors; shapes are shared out, each shape "
             "timed on one device.",
@@ -117,17 +155,19 @@ def tune(
     db = _store(store)
     console = Console(stderr=as_json)
     try:
-        if as_json:
-            with contextlib.redirect_stdout(sys.stderr):  # stdout holds the JSON only, whatever a library prints
-                run = run_tune(request, settings, db, JsonLinesProgress(sys.stderr))
-        else:
-            with BarProgress(console) as progress:
-                run = run_tune(request, settings, db, progress)
-    except KeyboardInterrupt:
-        last = db.runs(limit=1)
-        hint = f": kerntune tune --resume {last[0].id}" if last else ""
-        console.print(f"interrupted; finished candidates are saved{hint}")
-        raise typer.Exit(130) from None
+        with sigterm_as_interrupt():
+            if as_json:
+                with contextlib.redirect_stdout(sys.stderr):  # stdout holds the JSON only, whatever a library prints
+                    run = run_tune(request, settings, db, JsonLinesProgress(sys.stderr))
+            else:
+                with BarProgress(console) as progress:
+                    run = run_tune(request, settings, db, progress)
+    except KeyboardInterrupt as exc:
+        stopped = resume or next((r.id for r in db.runs(limit=1) if r.status == "interrupted"), None)
+        hint = f": kerntune tune --resume {stopped}" if stopped else ""
+        what = "stopped (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+        sys.stderr.write(f"kerntune: {what}; finished candidates are saved{hint}\n")
+        raise typer.Exit(143 if isinstance(exc, Terminated) else 130) from None
     report = build_report(db, run)
     if as_json:
         _emit_json(report_json(report))
@@ -139,7 +179,9 @@ def tune(
 @app.command()
 def runs(
     store: StoreOpt = None,
-    limit: Annotated[int, typer.Option("--limit", help="Most recent runs to list.")] = 50,
+    limit: Annotated[
+        int, typer.Option("--limit", parser=bounded("--limit", 0, MAX_COUNT), help="Most recent runs to list.")
+    ] = 50,
     as_json: JsonFlag = False,
 ) -> None:
     """List the runs in the store, newest first."""
@@ -178,7 +220,9 @@ def ledger(
         str | None,
         typer.Option("--kind", help="Only this kind: a failure kind (compile, hang, ...), claim or pruned."),
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", help="Most recent rows to list.")] = 200,
+    limit: Annotated[
+        int, typer.Option("--limit", parser=bounded("--limit", 0, MAX_COUNT), help="Most recent rows to list.")
+    ] = 200,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -228,7 +272,12 @@ def ab(
     dtype: Annotated[str | None, typer.Option("--dtype", help="One of the spec's dtypes.")] = None,
     device: Annotated[str, typer.Option("--device", help="Device selector (default $KERNTUNE_DEVICE).")] = "",
     processes: Annotated[
-        int | None, typer.Option("--processes", help="Values per side (default $KERNTUNE_AB_PROCESSES).")
+        int | None,
+        typer.Option(
+            "--processes",
+            parser=bounded("--processes", 2, 1000),
+            help="Values per side (default $KERNTUNE_AB_PROCESSES).",
+        ),
     ] = None,
     scheme: Annotated[str, typer.Option("--scheme", help="auto, fresh (ABBA processes) or in-process.")] = "auto",
     metric: Annotated[
@@ -252,7 +301,9 @@ def ab(
             "to the spec's kernel leaves alone), @K=V,... (a config), or none (each side alone).",
         ),
     ] = "default",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the gate's inputs.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", parser=bounded("--seed", 0, MAX_SEED), help="Seed of the gate's inputs.")
+    ] = 0,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -319,8 +370,13 @@ def floor_record(
 def floor_check(
     run: Annotated[str, typer.Argument(help="Run id, prefix, or 'last'.")],
     file: FloorFile,
-    band: Annotated[float, typer.Option("--band", help="Fail when slower than floor by more than this.")] = 0.05,
-    fast_band: Annotated[float, typer.Option("--fast-band", help="Label FAST when faster by more.")] = 0.02,
+    band: Annotated[
+        float,
+        typer.Option("--band", parser=finite("--band"), help="Fail when slower than floor by more than this."),
+    ] = 0.05,
+    fast_band: Annotated[
+        float, typer.Option("--fast-band", parser=finite("--fast-band"), help="Label FAST when faster by more.")
+    ] = 0.02,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -353,11 +409,18 @@ import kerntune.cli.lab  # noqa: E402  (capture, replay, lab)
 import kerntune.cli.live  # noqa: E402, F401  (deploy, train, migrate)
 
 
-def main() -> None:
-    """Console-script entry: a KerntuneError, or a file that cannot be read or written, is one line on stderr
-    and exit code 2, never a traceback."""
+def main(args: list[str] | None = None) -> None:
+    """Console-script entry (``args``: the command line, default ``sys.argv[1:]``): a KerntuneError, a file that
+    cannot be read or written, or a damaged or full store is one line on stderr and exit code 2, never a
+    traceback."""
     try:
-        app()
+        app(args=args)
+    except sqlite3.DatabaseError as exc:
+        sys.stderr.write(f"kerntune: error: {store_failure(exc)}\n")
+        sys.exit(2)
+    except UnicodeEncodeError as exc:  # an argument holding bytes that are not UTF-8 (surrogate escapes)
+        sys.stderr.write(f"kerntune: error: an argument is not UTF-8 text ({exc.reason}): give it in UTF-8\n")
+        sys.exit(2)
     except KerntuneError as exc:
         sys.stderr.write(f"kerntune: error: {exc}\n")
         sys.exit(exc.exit_code)

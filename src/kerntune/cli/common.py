@@ -3,10 +3,16 @@ parsers of --shape and --budget."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import signal
+import sqlite3
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Annotated, Any
 
 import typer
@@ -29,13 +35,72 @@ StoreOpt = Annotated[
 ]
 
 
+OPENED_STORES: list[Path] = []
+"""The store files this command opened, newest last: a damaged store's error names the file (``main``)."""
+
+
 def _store(path: Path | None) -> Store:
     settings = Settings.from_env()
-    return Store(path if path is not None else settings.home)
+    store = Store(path if path is not None else settings.home)
+    OPENED_STORES.append(store.path)
+    return store
+
+
+def _finite_json(data: Any) -> Any:
+    """``data`` with every NaN and infinity as None: JSON has no such numbers (a store written before they were
+    refused may still hold one)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: _finite_json(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_finite_json(v) for v in data]
+    return data
 
 
 def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    sys.stdout.write(json.dumps(_finite_json(data), indent=2, default=str, allow_nan=False) + "\n")
+
+
+def finite(flag: str, low: float | None = None) -> Callable[[str | float], float]:
+    """A parser for a float option: NaN and infinities (which the store's JSON cannot hold) and values under
+    ``low`` are a one-line usage error naming ``flag``."""
+
+    def parse(text: str | float) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise UsageError(f"{flag} {text!r}: give a number, e.g. 0.5") from None
+        if not math.isfinite(value):
+            raise UsageError(f"{flag} {text!r}: give a finite number, e.g. 0.5")
+        if low is not None and value < low:
+            raise UsageError(f"{flag} {text!r}: give a number of at least {low:g}")
+        return value
+
+    return parse
+
+
+def bounded(flag: str, low: int, high: int) -> Callable[[str | int], int]:
+    """A parser for an integer option in [low, high]: a huge value (past SQLite's and NumPy's 64-bit integers)
+    or a negative seed is a one-line usage error naming ``flag``, never an OverflowError or a spec's error."""
+
+    def parse(text: str | int) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise UsageError(f"{flag} {str(text)[:40]!r}: give a whole number from {low} to {high:,}") from None
+        if not low <= value <= high:
+            raise UsageError(f"{flag} {str(text)[:40]!r}: give a whole number from {low} to {high:,}")
+        return value
+
+    return parse
+
+
+MAX_SEED = 1_000_000
+"""The largest --seed: a run's gate seeds are ``seed * 1000 + i + 1``, which stay under 2^32, the most NumPy's
+legacy ``RandomState`` (which specs may call) accepts."""
+MAX_COUNT = 1_000_000_000
+"""The largest count an option such as --limit or --top takes."""
 
 
 def parse_shape(text: str) -> dict[str, str]:
@@ -59,3 +124,41 @@ def exit_on_row_errors(rows: list[dict[str, Any]], what: Callable[[dict[str, Any
     for r in failed:
         sys.stderr.write(f"kerntune: error: {what(r)}: {r['error']}\n")
     raise typer.Exit(2 if failed else 0)
+
+
+def store_failure(exc: sqlite3.DatabaseError) -> str:
+    """The one line for a store that failed mid-command: a full disk (the store keeps every finished write), or
+    a damaged file (what to do with it)."""
+    where = OPENED_STORES[-1] if OPENED_STORES else "the store"
+    if "full" in str(exc):
+        return (
+            f"the disk holding {where} is full ({exc}): finished candidates are kept; free space, then resume "
+            "with `kerntune tune --resume RUN`"
+        )
+    return (
+        f"the store {where} is damaged ({exc}): move it aside and start a fresh store (`sqlite3 FILE .recover` "
+        "may rescue its rows), or give another --store"
+    )
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (the web page's Stop, a service manager) in the main thread: handled as Ctrl-C is, so a run is
+    marked interrupted and can be resumed."""
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM raises ``Terminated`` in the main thread (elsewhere nothing changes: only the main
+    thread may set a handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from kerntune.cli.common import JsonFlag, _emit_json, app
+from kerntune.cli.common import JsonFlag, _emit_json, app, finite
 from kerntune.errors import UsageError
 
 lab_app = typer.Typer(help="The kernel laboratory: compare a variant with a captured launch, save it, close.")
@@ -227,7 +227,10 @@ def compare(
         ),
     ] = None,
     iterations: Iterations = 20,
-    rtol: Annotated[float | None, typer.Option("--rtol", help="Validate by relative error (default bitwise).")] = None,
+    rtol: Annotated[
+        float | None,
+        typer.Option("--rtol", parser=finite("--rtol", low=0.0), help="Validate by relative error (default bitwise)."),
+    ] = None,
     counters: Annotated[
         bool,
         typer.Option(

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from kerntune.cli.common import JsonFlag, RunRef, StoreOpt, _emit_json, _store, app
+from kerntune.cli.common import JsonFlag, RunRef, StoreOpt, _emit_json, _store, app, finite
 from kerntune.errors import UsageError
 
 
@@ -132,10 +132,19 @@ def scope(
     ] = None,
     skip: Annotated[
         float,
-        typer.Option("--skip", min=0, help="Seconds of the start left out (warm-up, weight upload), as nsys --delay."),
+        typer.Option(
+            "--skip",
+            parser=finite("--skip", low=0.0),
+            help="Seconds of the start left out (warm-up, weight upload), as nsys --delay.",
+        ),
     ] = 0.0,
     duration: Annotated[
-        float | None, typer.Option("--duration", min=0, help="Seconds counted after --skip (default: to the end).")
+        float | None,
+        typer.Option(
+            "--duration",
+            parser=finite("--duration", low=0.0),
+            help="Seconds counted after --skip (default: to the end).",
+        ),
     ] = None,
     region: Annotated[
         str | None,
@@ -380,7 +389,10 @@ def _print_verify(found: dict[str, Any]) -> None:
 def admit(
     table: Annotated[Path, typer.Argument(help="The deployed table (*.json).")],
     verified: Annotated[Path, typer.Option("--verified", help="The report of `kerntune verify --report`.")],
-    noise: Annotated[float, typer.Option("--noise", help="Least win over the default config to count.")] = 0.02,
+    noise: Annotated[
+        float,
+        typer.Option("--noise", parser=finite("--noise", low=0.0), help="Least win over the default config to count."),
+    ] = 0.02,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:

@@ -378,7 +378,10 @@ def _side_config(problem: Problem, side: Side, shape: Shape) -> tuple[Config, st
     if unknown:
         raise UsageError(f"{side.text}: {unknown[0]!r} is not a parameter of this spec ({', '.join(sorted(params))})")
     config = Config.of(
-        {**problem.space.default_config().as_dict(), **{k: parse_value(v) for k, v in side.config.items()}}
+        {
+            **problem.space.default_config().as_dict(),
+            **{k: parse_value(v, f"config {k}") for k, v in side.config.items()},
+        }
     )
     _refuse_broken(problem, side.text, config, shape, None)
     return config, None

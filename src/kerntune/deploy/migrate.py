@@ -19,16 +19,30 @@ KEY_FIELDS = ("op", "source", "dtype", *DEVICE_FIELDS)
 
 
 def migrate(path: Path, to: dict[str, Any]) -> dict[str, Any]:
-    """Entries to tune again on the device ``to`` (fields among arch, compute_units, device_name)."""
-    table, problem = load_table(path)
+    """Entries to tune again on the device ``to`` (fields among arch, compute_units, device_name). A file that is
+    not a dispatch table (binary, not JSON, entries without keys) is a UsageError naming it."""
+    not_table = f"{path} is not a dispatch table: give the *.json that `kerntune deploy` wrote"
+    try:
+        path.read_bytes().decode()
+    except UnicodeDecodeError:
+        raise UsageError(f"{not_table} (it is not text)") from None
+    except OSError:
+        pass  # load_table says why it cannot be read
+    try:
+        table, problem = load_table(path)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"{not_table} ({type(exc).__name__}: {exc})") from None
     if problem is not None:
         raise UsageError(problem)
     unknown = set(to) - set(DEVICE_FIELDS)
     if unknown or not to:
         raise UsageError(f"--to needs device fields among {', '.join(DEVICE_FIELDS)}; got {sorted(to)}")
-    retune, keep = [], 0
+    retune: list[dict[str, Any]] = []
+    keep = 0
     for entry in table.entries.values():
-        key = entry["key"]
+        key = entry.get("key") if isinstance(entry, dict) else None
+        if not isinstance(key, dict):
+            raise UsageError(f"{not_table} (an entry has no key)")
         changed = {f: (key.get(f), v) for f, v in to.items() if key.get(f) != v}
         if not changed:
             keep += 1

@@ -293,7 +293,10 @@ def inspect(request: InspectRequest, settings: Settings, log_dir: Path) -> list[
             )
         configs.append(
             Config.of(
-                {**problem.space.default_config().as_dict(), **{k: parse_value(str(v)) for k, v in overrides.items()}}
+                {
+                    **problem.space.default_config().as_dict(),
+                    **{k: parse_value(str(v), f"config {k}") for k, v in overrides.items()},
+                }
             )
         )
     worker = Worker(

@@ -17,6 +17,7 @@ defines it; ``kerntune_median`` beside it is the figure kerntune ranks by).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import statistics
@@ -42,19 +43,57 @@ def read_cache(path: Path) -> dict[str, Any]:
         text = path.read_text()
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not a Kernel Tuner cache file (it is not text)") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError:
         try:  # Kernel Tuner appends entries as it goes and closes the object at the end of a run
-            data = json.loads(text.rstrip().rstrip(",") + "}}")
+            data = json.loads(text.rstrip().rstrip(",") + "}}", parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise UsageError(
                 f"{path} is not a Kernel Tuner cache file (not JSON: {exc.msg} at line {exc.lineno})"
             ) from None
+    except ValueError as exc:
+        raise UsageError(f"{path} is not a Kernel Tuner cache file this store can hold: {exc}") from None
     missing = [k for k in REQUIRED if not isinstance(data, dict) or k not in data]
     if missing:
         raise UsageError(f"{path} is not a Kernel Tuner cache file: no {', '.join(missing)}")
+    problem = _malformed(data)
+    if problem:
+        raise UsageError(f"{path} is not a Kernel Tuner cache file: {problem}")
     return data  # type: ignore[no-any-return]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"it holds {name}, which is no time (the store keeps finite numbers only)")
+
+
+def _malformed(data: dict[str, Any]) -> str:
+    """What in a parsed cache file the import cannot take (checked before anything is written), or ''."""
+    keys, cache, size = data["tune_params_keys"], data["cache"], data["problem_size"]
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        return "tune_params_keys is not a list of names"
+    sizes = size if isinstance(size, list) else [size]
+    if not sizes or not all(isinstance(n, int) and not isinstance(n, bool) for n in sizes):
+        return "problem_size is not an integer or a list of integers"
+    if not isinstance(cache, dict):
+        return "cache is not an object of entries"
+    for name, entry in cache.items():
+        if not isinstance(entry, dict) or any(not isinstance(entry.get(k), (int, float, str)) for k in keys):
+            return f"cache entry {str(name)[:60]!r} lacks a value of {', '.join(keys)}"
+        times = entry.get("times")
+        if times is not None and not isinstance(times, list):
+            return f"cache entry {str(name)[:60]!r}: times is not a list"
+        numbers = [t for t in times or [] if isinstance(t, (int, float))]
+        if any(not 0 < t < 1e300 for t in numbers):  # a spread divides by the least; float() of 10**400 overflows
+            return f"cache entry {str(name)[:60]!r}: a time is not a positive number of milliseconds"
+        if numbers and not isinstance(entry.get("time"), (int, float, str)):
+            return f"cache entry {str(name)[:60]!r}: time is neither a number nor a failure's name"
+        for field in ("compile_time", "verification_time", "benchmark_time"):
+            if not isinstance(entry.get(field) or 0, (int, float)):
+                return f"cache entry {str(name)[:60]!r}: {field} is not a number"
+    return ""
 
 
 def _shape(problem_size: Any, names: list[str] | None) -> dict[str, Any]:
@@ -103,39 +142,44 @@ def import_cache(store: Store, path: Path, shape_names: list[str] | None = None)
     store.create_run(run)
     conditions = Conditions(timer="kernel_tuner", regime="warm")
     rows: list[dict[str, Any]] = []
-    for entry in data["cache"].values():
-        config = Config.of({k: entry[k] for k in keys})
-        cid = store.start_candidate(run.id, shape, config, "search", "")
-        time = entry.get("time")
-        samples = [float(t) for t in entry.get("times") or [] if isinstance(t, (int, float))]
-        if isinstance(time, str) or not samples:
-            failure = FAILED.get(str(time), FailureKind.ERROR)
-            store.finish_candidate(cid, CandidateResult("failed", failure=failure, reason=f"Kernel Tuner: {time}"))
-            rows.append({"config": config.key, "status": "failed", "reason": str(time)})
-            continue
-        m = Measurement(samples_ms=tuple(samples), conditions=conditions)
-        store.finish_candidate(
-            cid,
-            CandidateResult(
-                "ok",
-                compile_s=float(entry.get("compile_time") or 0) / 1e3,
-                measurement=m,
-                gate_s=float(entry.get("verification_time") or 0) / 1e3,
-                measure_s=float(entry.get("benchmark_time") or 0) / 1e3,
-            ),
-        )
-        rows.append(
-            {
-                "config": config.key,
-                "status": "ok",
-                "kt_time_ms": time,
-                "median_ms": m.median_ms,
-                "min_ms": m.min_ms,
-                "max_ms": m.max_ms,
-                "samples": m.n,
-                "spread": m.max_ms / m.min_ms - 1,
-            }
-        )
+    try:
+        for entry in data["cache"].values():
+            config = Config.of({k: entry[k] for k in keys})
+            cid = store.start_candidate(run.id, shape, config, "search", "")
+            time = entry.get("time")
+            samples = [float(t) for t in entry.get("times") or [] if isinstance(t, (int, float))]
+            if isinstance(time, str) or not samples:
+                failure = FAILED.get(str(time), FailureKind.ERROR)
+                store.finish_candidate(cid, CandidateResult("failed", failure=failure, reason=f"Kernel Tuner: {time}"))
+                rows.append({"config": config.key, "status": "failed", "reason": str(time)})
+                continue
+            m = Measurement(samples_ms=tuple(samples), conditions=conditions)
+            store.finish_candidate(
+                cid,
+                CandidateResult(
+                    "ok",
+                    compile_s=float(entry.get("compile_time") or 0) / 1e3,
+                    measurement=m,
+                    gate_s=float(entry.get("verification_time") or 0) / 1e3,
+                    measure_s=float(entry.get("benchmark_time") or 0) / 1e3,
+                ),
+            )
+            rows.append(
+                {
+                    "config": config.key,
+                    "status": "ok",
+                    "kt_time_ms": time,
+                    "median_ms": m.median_ms,
+                    "min_ms": m.min_ms,
+                    "max_ms": m.max_ms,
+                    "samples": m.n,
+                    "spread": m.max_ms / m.min_ms - 1,
+                }
+            )
+    except BaseException:  # a full disk, Ctrl-C: the partial import is marked, never left `running`
+        with contextlib.suppress(Exception):
+            store.update_run(run.id, status="failed", stop_reason="the import stopped part way")
+        raise
     store.update_run(run.id, status="done", stop_reason=f"imported from Kernel Tuner cache {path.name}")
     timed = [r for r in rows if r["status"] == "ok"]
     by_mean = min(timed, key=lambda r: r["kt_time_ms"]) if timed else None

@@ -12,6 +12,9 @@ from kerntune.model.measurement import FailureKind, Measurement, Verdict
 from kerntune.model.point import Config, Shape
 from kerntune.model.target import Target
 
+MAX_BUDGET = 1_000_000_000
+"""The largest number a --budget term takes (evaluations, or seconds, minutes or hours)."""
+
 CandidateStatus = Literal["pending", "ok", "failed", "pruned", "duplicate"]
 """``pruned``: its compiled resources rule it out (cannot launch, or under the minimum occupancy), never run;
 ``duplicate``: the same binaries and grids as a config already timed at this shape, so not timed again."""
@@ -85,6 +88,8 @@ class Budget:
                         "1h) or a time per shape (45s/shape)"
                     )
                 number, unit = float(match.group(1)), match.group(2)
+                if number > MAX_BUDGET:  # 400 nines is an infinite float: no count, and not JSON
+                    raise UsageError(f"--budget {text[:40]!r}: too large; give at most {MAX_BUDGET:,}")
                 if unit is None:
                     if number < 1 or number != int(number):
                         raise UsageError(f"--budget {text!r}: an evaluation count must be a positive integer")

@@ -6,12 +6,22 @@ import functools
 import inspect
 import itertools
 import math
+import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kerntune.errors import SpecError
 from kerntune.model.point import Config, Meta, Scalar, Shape
 from kerntune.model.target import Target
+from kerntune.settings import Settings
+
+WALK_FACTOR = 4
+"""A walk may judge this many partial configs per config of the limit: constraints that decide only once every
+parameter is set make the walk visit the whole product, which the limit must bound too."""
+SAMPLES = 2048
+"""Random configs judged first when the product passes the limit: a space whose sample says its valid part is
+over the limit is refused at once, before a walk fills memory."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -40,8 +50,27 @@ class Constraint:
         return self.name or getattr(self.fn, "__name__", "constraint")
 
     def holds(self, meta: Meta, shape: Shape | Mapping[str, Scalar], target: Target | None) -> bool:
-        args: tuple[Any, ...] = (meta, shape.as_dict() if isinstance(shape, Shape) else shape, target)
-        return bool(self.fn(*args[: max(1, _arity(self.fn))]))
+        fields = shape.as_dict() if isinstance(shape, Shape) else shape
+        return _judge(self.label, self.fn, max(1, _arity(self.fn)), meta, fields, target)
+
+
+def _judge(
+    label: str, fn: Callable[..., Any], arity: int, meta: Meta, fields: Mapping[str, Scalar], target: Target | None
+) -> bool:
+    """A constraint's verdict. A constraint that raises is the spec's mistake: a SpecError naming the constraint
+    and the config it was judging, never a traceback from here."""
+    try:
+        return bool(fn(*(meta, fields, target)[:arity]))
+    except Exception as exc:
+        raise _constraint_failed(label, exc, meta, fields) from None
+
+
+def _constraint_failed(label: str, exc: Exception, meta: Meta, fields: Mapping[str, Scalar]) -> SpecError:
+    config = ", ".join(f"{k}={v}" for k, v in dict.items(meta) if k not in fields)
+    return SpecError(
+        f"the constraint {label!r} raised {type(exc).__name__}: {exc} at {config or 'a config'} "
+        f"(shape {', '.join(f'{k}={v}' for k, v in fields.items())}); fix the constraint in the spec"
+    )
 
 
 Derived = Callable[[Meta], Scalar]
@@ -69,8 +98,6 @@ class Space:
     seeds: Sequence[Mapping[str, Scalar]] = ()
 
     def __post_init__(self) -> None:
-        from kerntune.errors import SpecError
-
         if self.points is None and not self.params:
             raise SpecError("the space is empty: give Space(params={...}) at least one parameter with values")
         if self.points is not None and len(self.points) == 0:
@@ -112,7 +139,10 @@ class Space:
         """Shape fields, then config values, then derived values: what kernels and grids see."""
         meta: Meta = {**shape.as_dict(), **config.as_dict()}
         for name, fn in self.derived.items():
-            meta[name] = fn(meta)
+            try:
+                meta[name] = fn(meta)
+            except Exception as exc:
+                raise _derived_failed(name, exc, config.as_dict()) from None
         return meta
 
     def tunables(self, config: Config, shape: Shape) -> Meta:
@@ -132,12 +162,19 @@ class Space:
                 return constraint.label
         return None
 
-    def valid_configs(self, shape: Shape, target: Target | None) -> tuple[list[Config], dict[str, int]]:
+    def valid_configs(
+        self, shape: Shape, target: Target | None, limit: int = Settings.max_configs
+    ) -> tuple[list[Config], dict[str, int]]:
         """The configs that pass every constraint (in product order), and how many configs each constraint ruled
         out. A product space is walked parameter by parameter: a constraint that a prefix of the parameters
         already decides (it reads only those) rules out or passes every completion at once, so a space of 150k
         configs costs about as much as its valid part (the tuner's start-up computes this for every shape). The
-        first constraint, in declared order, that a prefix decides against is the one credited."""
+        first constraint, in declared order, that a prefix decides against is the one credited.
+
+        ``limit`` bounds the memory and time this takes: the product is counted first, and a walk that would
+        keep more than ``limit`` valid configs, or judge more than ``WALK_FACTOR * limit`` partial configs, stops
+        with a SpecError that says how to shrink the space (a space of 20^10 configs would otherwise fill memory
+        silently)."""
         if self.points is not None:
             return self._valid_points(shape, target)
         names = list(self.params)
@@ -145,22 +182,42 @@ class Space:
         below = [math.prod(len(c) for c in choices[i:]) for i in range(len(choices) + 1)]  # completions per depth
         checks = [(c.label, c.fn, max(1, _arity(c.fn))) for c in self._constraints()]
         fields, valid, rejected = shape.as_dict(), [], {}  # type: ignore[var-annotated]
+        steps = [0]
+
+        def too_large(what: str = "") -> SpecError:
+            return SpecError(
+                f"the space has {below[0]:,} configs (the product of its value lists){what} at shape {shape.key}, "
+                f"past the limit of {limit:,} (KERNTUNE_MAX_CONFIGS): narrow the value lists, add constraints that "
+                "read few parameters, or raise KERNTUNE_MAX_CONFIGS"
+            )
+
+        if below[0] > limit:
+            share = self._valid_share(choices, names, shape, target)
+            if share * below[0] > 2 * limit:  # twice: a sample's share is an estimate
+                raise too_large(f", about {share:.1%} of them valid")
 
         def visit(depth: int, assigned: dict[str, Scalar], pending: list[int]) -> None:
+            steps[0] += 1
+            if steps[0] > WALK_FACTOR * limit:
+                raise too_large(f"; judging its constraints took over {WALK_FACTOR * limit:,} steps")
             unset = frozenset(names[depth:])
             meta = self._partial_meta(fields, assigned, unset)
             undecided = []
             for i in pending:
                 label, fn, arity = checks[i]
                 try:
-                    ok = bool(fn(*(meta, fields, target)[:arity]))
+                    ok = bool(fn(*(meta, fields, target)[:arity]))  # inline: the walk's hot path
                 except _Unassigned:
                     undecided.append(i)
                     continue
+                except Exception as exc:
+                    raise _constraint_failed(label, exc, meta, fields) from None
                 if not ok:
                     rejected[label] = rejected.get(label, 0) + below[depth]
                     return
             if depth == len(names):
+                if len(valid) >= limit:
+                    raise too_large(f", over {limit:,} of them valid")
                 valid.append(Config(tuple(assigned.items())))
                 return
             for value in choices[depth]:
@@ -168,6 +225,17 @@ class Space:
 
         visit(0, {}, list(range(len(checks))))
         return valid, rejected
+
+    def _valid_share(
+        self, choices: Sequence[Sequence[Scalar]], names: Sequence[str], shape: Shape, target: Target | None
+    ) -> float:
+        """The share of ``SAMPLES`` random configs of the product (a fixed seed) that every constraint passes."""
+        rng = random.Random(0)
+        passed = 0
+        for _ in range(SAMPLES):
+            config = Config.of({n: rng.choice(list(c)) for n, c in zip(names, choices, strict=True)})
+            passed += self.check(config, shape, target) is None
+        return passed / SAMPLES
 
     def _partial_meta(
         self, fields: Mapping[str, Scalar], assigned: Mapping[str, Scalar], unset: frozenset[str]
@@ -181,13 +249,15 @@ class Space:
             except _Unassigned:
                 if isinstance(meta, _PartialMeta):
                     meta.unset = meta.unset | {name}
+            except Exception as exc:
+                raise _derived_failed(name, exc, assigned) from None
         return meta
 
     def _valid_points(self, shape: Shape, target: Target | None) -> tuple[list[Config], dict[str, int]]:
         valid: list[Config] = []
         rejected: dict[str, int] = {}
         constraints, fields = self._constraints(), shape.as_dict()
-        for config in self.all_configs():
+        for config in self.all_configs():  # explicit points: already in memory, so no bound is needed
             meta = self.meta(config, shape)
             reason = next((c.label for c in constraints if not c.holds(meta, fields, target)), None)
             if reason is None:
@@ -195,6 +265,13 @@ class Space:
             else:
                 rejected[reason] = rejected.get(reason, 0) + 1
         return valid, rejected
+
+
+def _derived_failed(name: str, exc: Exception, config: Mapping[str, Scalar]) -> SpecError:
+    return SpecError(
+        f"the derived value {name!r} raised {type(exc).__name__}: {exc} at "
+        f"{', '.join(f'{k}={v}' for k, v in config.items()) or 'a config'}; fix it in the spec"
+    )
 
 
 class _Unassigned(BaseException):

@@ -91,7 +91,8 @@ class Store:
         try:
             yield self.db
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:  # SQLite has rolled back itself after some errors (a full disk)
+                self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
 
@@ -140,8 +141,39 @@ class Store:
             (path, path, json.dumps({name: value}), run_id),
         )
 
+    @contextmanager
+    def run_lock(self, run_id: str) -> Iterator[None]:
+        """Hold the run's lock while tuning it: two processes tuning one run would write doubled, contended
+        measurements. A run another process holds is a StoreError at once (nothing waits)."""
+        from filelock import FileLock, Timeout
+
+        path = self.home / "locks" / f"run-{run_id}.lock"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(str(path))
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise StoreError(
+                f"run {run_id} is being tuned by another kerntune process (it holds {path}): wait for it to end, "
+                "or stop it, then `kerntune tune --resume` again"
+            ) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _run(self, row: sqlite3.Row) -> Run:
+        """A run row as a Run; a row edited by hand into something else is a StoreError naming the run."""
+        try:
+            return self._run_of(row)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            raise StoreError(
+                f"run {row['id']!r} in {self.path} is not a valid run record ({type(exc).__name__}: {exc}); "
+                "restore the row or delete the run"
+            ) from None
+
     @staticmethod
-    def _run(row: sqlite3.Row) -> Run:
+    def _run_of(row: sqlite3.Row) -> Run:
         budget = json.loads(row["budget"])
         return Run(
             id=row["id"],
@@ -166,13 +198,14 @@ class Store:
         if ref == "last":
             rows = self.db.execute("SELECT * FROM runs ORDER BY created DESC, rowid DESC LIMIT 1").fetchall()
         else:
-            # The ref is a prefix, never a pattern: LIKE's wildcards in it are matched as themselves.
-            prefix = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            # The ref is a prefix compared as text, never a pattern: LIKE would match its wildcards and refuses
+            # a pattern over 50,000 bytes.
             rows = self.db.execute(
-                "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY id", (prefix + "%",)
+                "SELECT * FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id", (len(ref), ref)
             ).fetchall()
         if not rows:
-            raise RunNotFound(f"no run {ref!r} in {self.path}: `kerntune runs` lists the runs there")
+            shown = ref if len(ref) <= 80 else f"{ref[:60]}... ({len(ref):,} characters)"
+            raise RunNotFound(f"no run {shown!r} in {self.path}: `kerntune runs` lists the runs there")
         if len(rows) > 1:
             ids = ", ".join(r["id"] for r in rows[:5])
             raise StoreError(f"run prefix {ref!r} is ambiguous ({ids}, ...): give more of the id")

@@ -81,6 +81,11 @@ def _inputs(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> dict[
         _keep_shape(cache, key)
         problem: Problem = state["problem"]
         args = _spec_call("make_inputs", problem.make_inputs, shape.as_dict(), dtype, seed)
+        if not isinstance(args, dict):
+            raise SpecError(
+                f"the spec's make_inputs returned a {type(args).__name__}, not a dict of argument name to value: "
+                "return {'a': ..., 'c': ...} naming every kernel argument; fix the spec"
+            )
         missing = [o for o in problem.outputs if o not in args]
         if missing:
             raise SpecError(f"make_inputs returned no output argument {missing}; return every output too")

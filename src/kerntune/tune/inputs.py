@@ -9,6 +9,7 @@ evaluation time earlier runs of the spec on the device took (the plan's estimate
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -29,13 +30,33 @@ EVALUATE = "kerntune.tune.evaluate:evaluate"
 EVALUATE_PAIR = "kerntune.tune.evaluate:evaluate_pair"
 
 
-def parse_value(text: str) -> Scalar:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            continue
-    return text
+def parse_value(text: str, name: str) -> Scalar:
+    """An int, a float or the text itself. NaN and infinities are refused: they are no size, and the store's JSON
+    cannot hold them."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(number):
+        raise UsageError(f"{name}={text!r} is not a finite number: give a number such as 4096")
+    return number
+
+
+def shape_value(name: str, text: str, like: Scalar | None) -> Scalar:
+    """A --shape field's value, typed like the spec's first shape's: a field the spec gives as a number takes a
+    number, one it gives as an integer an integral number only (``4096.0`` is 4096; a table keyed by the float would
+    never match a call)."""
+    value = parse_value(text, f"--shape {name}")
+    if isinstance(like, bool) or not isinstance(like, (int, float)):
+        return value
+    if isinstance(value, str) or (isinstance(like, int) and isinstance(value, float) and not value.is_integer()):
+        kind = "an integer" if isinstance(like, int) else "a number"
+        raise UsageError(f"--shape {name}={text!r}: this spec's {name} is {kind}, e.g. {like}")
+    return int(value) if isinstance(like, int) else value
 
 
 def resolve_shapes(problem: Problem, overrides: Sequence[Mapping[str, str]]) -> list[Shape]:
@@ -43,6 +64,7 @@ def resolve_shapes(problem: Problem, overrides: Sequence[Mapping[str, str]]) -> 
     if not overrides:
         return [Shape.of(s) for s in problem.shapes]
     fields = problem.shape_fields()
+    first = problem.shapes[0]
     shapes = []
     for override in overrides:
         unknown = [k for k in override if k not in fields]
@@ -50,7 +72,7 @@ def resolve_shapes(problem: Problem, overrides: Sequence[Mapping[str, str]]) -> 
             raise UsageError(
                 f"unknown shape field {unknown[0]!r} in --shape; this spec's shape fields are {', '.join(fields)}"
             )
-        shapes.append(Shape.of({**problem.shapes[0], **{k: parse_value(v) for k, v in override.items()}}))
+        shapes.append(Shape.of({**first, **{k: shape_value(k, v, first.get(k)) for k, v in override.items()}}))
     return shapes
 
 
@@ -90,8 +112,12 @@ def corpus_shapes(path: Path, problem: Problem, dtype: str, top_n: int = 0) -> l
         lines = merge(read_corpus(path))
     except OSError as exc:
         raise UsageError(f"--shapes-from {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--shapes-from {path} is not text: give a shape corpus (JSON lines)") from None
     except CorpusError as exc:
         raise UsageError(f"--shapes-from {exc}") from None
+    except (ValueError, OverflowError, TypeError) as exc:  # a field of the wrong type, a count of 1e999
+        raise UsageError(f"--shapes-from {path} is not a shape corpus: {type(exc).__name__}: {exc}") from None
     fields, source = problem.shape_fields(), problem_source_hash(problem)
     ops = {problem.name, *(op.split(".")[0] for op in (problem.serve.ops if problem.serve else ()))}
     skipped: dict[str, int] = {}
@@ -163,11 +189,22 @@ ValidSets = dict[str, tuple[list[Config], dict[str, int]]]
 """Per shape key: the valid configs and how many configs each constraint rejected."""
 
 
-def check_space(problem: Problem, shapes: Sequence[Shape], target: Target) -> ValidSets:
+def valid_configs(
+    problem: Problem, shape: Shape, target: Target, settings: Settings
+) -> tuple[list[Config], dict[str, int]]:
+    """The shape's valid configs and constraint rejections, within KERNTUNE_MAX_CONFIGS; a spec mistake the
+    enumeration meets (a constraint that raises, a space too large) names the spec."""
+    try:
+        return problem.space.valid_configs(shape, target, settings.max_configs)
+    except SpecError as exc:
+        raise SpecError(f"spec {problem.name}: {exc}") from None
+
+
+def check_space(problem: Problem, shapes: Sequence[Shape], target: Target, settings: Settings) -> ValidSets:
     """Every shape's valid configs (each shape must keep at least one), computed once for the whole run."""
     sets: ValidSets = {}
     for shape in shapes:
-        valid, rejected = sets[shape.key] = problem.space.valid_configs(shape, target)
+        valid, rejected = sets[shape.key] = valid_configs(problem, shape, target, settings)
         if not valid:
             why = ", ".join(f"{name} ({count})" for name, count in sorted(rejected.items(), key=lambda kv: -kv[1]))
             raise SpecError(

@@ -48,6 +48,7 @@ from kerntune.tune.inputs import (
     require_graphs,
     resolve_shapes,
     roofline_inputs,
+    valid_configs,
 )
 from kerntune.tune.outcomes import candidate_result
 from kerntune.tune.pool import (
@@ -113,7 +114,7 @@ class _Tuner(RunClock):
     def valid(self, shape: Shape) -> tuple[list[Config], dict[str, int]]:
         """The shape's valid configs and constraint rejections, computed once (large spaces take seconds)."""
         if shape.key not in self.valid_sets:
-            self.valid_sets[shape.key] = self.problem.space.valid_configs(shape, self.target)
+            self.valid_sets[shape.key] = valid_configs(self.problem, shape, self.target, self.settings)
         return self.valid_sets[shape.key]
 
     def evaluate(
@@ -337,7 +338,17 @@ class _Tuner(RunClock):
 
 
 def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progress | None = None) -> Run:
-    """Run (or resume) a tuning session and return the finished Run record."""
+    """Run (or resume) a tuning session and return the finished Run record. One process tunes a run at a time:
+    a second ``--resume`` of a run another process holds is a StoreError, before anything is written."""
+    with contextlib.ExitStack() as held:
+        if request.resume:
+            held.enter_context(store.run_lock(store.get_run(request.resume).id))
+        return _tune(request, settings, store, progress, held)
+
+
+def _tune(
+    request: TuneRequest, settings: Settings, store: Store, progress: Progress | None, held: contextlib.ExitStack
+) -> Run:
     started = time.monotonic()
     progress = progress or Silent()
     if request.resume:
@@ -381,7 +392,7 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
                 )
         valid_sets: ValidSets = {}
         if not request.resume:
-            valid_sets = check_space(loaded.problem, shapes, target)
+            valid_sets = check_space(loaded.problem, shapes, target, settings)
             run = Run(
                 id=_new_run_id(),
                 problem=loaded.problem.name,
@@ -409,18 +420,17 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
                     **roofline_inputs(loaded.problem, shapes, dtype, store, target),
                 },
             )
+            held.enter_context(store.run_lock(run.id))
             store.create_run(run)
         store.update_run(run.id, status="running")
-        compilers = compile_counts(slots, settings.compile_workers, target)
-        tuner = _Tuner(run, loaded, store, settings, progress, slots[0], target, compilers[0], started)
-        tuner.valid_sets.update(valid_sets)
-        total = tuner.planned_total(shapes)
-        progress.planned(
-            run,
-            total,
-            replace(tuner.plan, evaluations=total, earlier_evaluation_s=earlier_evaluation_s(store, run, target)),
-        )
-        tuners = [tuner]
+        try:
+            tuners, compilers = _start(
+                run, loaded, store, settings, progress, slots, target, started, valid_sets, shapes
+            )
+        except BaseException as exc:  # a run never stays `running` once this process stops tuning it
+            _stopped(store, run, exc, run.elapsed_s + time.monotonic() - started)
+            raise
+        tuner = tuners[0]
         shared = LockedProgress(progress)
 
         def work(slot: Slot, todo: ShapeQueue) -> None:
@@ -451,11 +461,8 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
 
         try:
             share_shapes(shapes, slots, work)
-        except KerntuneError as exc:
-            store.update_run(run.id, status="failed", stop_reason=str(exc), elapsed_s=tuner.elapsed())
-            raise
-        except BaseException:
-            store.update_run(run.id, status="interrupted", elapsed_s=tuner.elapsed())
+        except BaseException as exc:
+            _stopped(store, run, exc, tuner.elapsed())
             raise
         reason = (
             "; ".join(dict.fromkeys(t.stop_reason for t in tuners if t.stop_reason)) or "every valid config evaluated"
@@ -464,3 +471,40 @@ def tune(request: TuneRequest, settings: Settings, store: Store, progress: Progr
         return store.get_run(run.id)
     finally:
         release(slots)
+
+
+def _start(
+    run: Run,
+    loaded: LoadedSpec,
+    store: Store,
+    settings: Settings,
+    progress: Progress,
+    slots: Sequence[Slot],
+    target: Target,
+    started: float,
+    valid_sets: ValidSets,
+    shapes: Sequence[Shape],
+) -> tuple[list[_Tuner], list[int]]:
+    """The first slot's tuner (its valid configs computed, the plan said to ``progress``) and each slot's count of
+    compile-ahead workers."""
+    compilers = compile_counts(slots, settings.compile_workers, target)
+    tuner = _Tuner(run, loaded, store, settings, progress, slots[0], target, compilers[0], started)
+    tuner.valid_sets.update(valid_sets)
+    total = tuner.planned_total(shapes)
+    progress.planned(
+        run,
+        total,
+        replace(tuner.plan, evaluations=total, earlier_evaluation_s=earlier_evaluation_s(store, run, target)),
+    )
+    return [tuner], compilers
+
+
+def _stopped(store: Store, run: Run, exc: BaseException, elapsed_s: float) -> None:
+    """Mark a run that stops early: failed for a KerntuneError (its message is the stop reason), else
+    interrupted (Ctrl-C, SIGTERM: ``--resume`` continues it). A store that cannot take the write (a full disk)
+    keeps the first error the one reported."""
+    with contextlib.suppress(Exception):
+        if isinstance(exc, KerntuneError):
+            store.update_run(run.id, status="failed", stop_reason=str(exc), elapsed_s=elapsed_s)
+        else:
+            store.update_run(run.id, status="interrupted", elapsed_s=elapsed_s)

@@ -79,6 +79,11 @@ def load_spec(path: str | Path) -> LoadedSpec:
         raise BackendUnavailable(f"{spec_path.name} needs the module {root!r}, not installed: {hint}") from None
     except KerntuneError as exc:
         raise SpecError(f"{_where(exc, spec_path)}: {exc}") from None
+    except SystemExit as exc:  # a spec is imported, never run as a program: its exit would end kerntune silently
+        raise SpecError(
+            f"{spec_path}: the spec called sys.exit({exc.code!r}) while loading; a spec defines "
+            "`problem` and must not exit (guard script code with `if __name__ == '__main__':`)"
+        ) from None
     except Exception as exc:
         raise SpecError(
             f"{_where(exc, spec_path)}: loading the spec raised {type(exc).__name__}: {exc}; fix the spec file"

@@ -22,12 +22,21 @@ CASES = {
     "unknown strategy": (["tune", str(EXAMPLES / "opencl_matmul"), "--strategy", "magic"], "unknown strategy"),
     "unknown dtype": (["tune", str(EXAMPLES / "opencl_matmul"), "--dtype", "int4"], "dtype 'int4'"),
     "unknown run": (["show", "nope"], "no run 'nope'"),
+    "space too large to enumerate": (["tune", str(SPECS / "huge_space")], "spec huge_space: the space has"),
+    "constraint raises": (
+        ["tune", str(SPECS / "constraint_raises")],
+        "spec constraint_raises: the constraint 'tile divides' raised ZeroDivisionError",
+    ),
+    "make_inputs returns a list": (["tune", str(SPECS / "inputs_list")], "make_inputs returned a list, not a dict"),
+    "spec exits on import": (["tune", str(SPECS / "exits_on_import")], "the spec called sys.exit(7) while loading"),
 }
+NEEDS_OPENCL = ("spec code raises", "all-zero inputs", "inputs ignore the seed", "space too large to enumerate")
+NEEDS_OPENCL += ("constraint raises", "make_inputs returns a list")
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_bad_input_is_one_line_and_exit_2(name: str, kerntune: Callable[..., CliResult]) -> None:
-    if name in ("spec code raises", "all-zero inputs", "inputs ignore the seed"):
+    if name in NEEDS_OPENCL:
         pytest.importorskip("pyopencl")
     args, expected = CASES[name]
     result = kerntune(*args)

@@ -1,4 +1,4 @@
-"""Front ends over the same functions: ``kerntune serve`` (the web page) and ``kerntune mcp`` (the MCP server,
+"""Front ends over the same functions: ``kerntune web`` (the web page) and ``kerntune mcp`` (the MCP server,
 over stdio)."""
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from typing import Annotated
 import typer
 
 from kerntune.cli.common import StoreOpt, app
+from kerntune.cli.panels import FRONT, deprecated_alias
 from kerntune.errors import UsageError
 from kerntune.settings import Settings
 
 
-@app.command("mcp")
+@app.command("mcp", rich_help_panel=FRONT)
 def mcp_server(store: StoreOpt = None) -> None:
     """Serve kerntune to an MCP client over stdio: tuning_open, tuning_status, tuning_action (search, select,
     inspect, ab, deploy, capture, run, save), tuning_close; runs as resources (kerntune://runs)."""
@@ -36,8 +37,8 @@ def _loopback(host: str) -> bool:
         return False
 
 
-@app.command()
-def serve(
+@app.command(rich_help_panel=FRONT)
+def web(
     host: Annotated[
         str, typer.Option("--host", help="Address to bind (loopback unless --token is given).")
     ] = "127.0.0.1",
@@ -89,3 +90,6 @@ def serve(
     home = store if store is not None else Settings.from_env().home
     home.mkdir(parents=True, exist_ok=True)
     uvicorn.run(create_app(home, specs, token, programs), host=host, port=port, log_level="warning")
+
+
+deprecated_alias(app, "serve", "kerntune web", web)

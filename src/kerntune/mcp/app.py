@@ -61,7 +61,7 @@ def build(home: Path) -> Any:
     @answering
     def tuning_open(spec: str | None = None, capture: str | None = None) -> dict[str, Any]:
         """Open a tuning session on a kerntune spec (a spec.py file or the folder holding it) or on a lab capture
-        folder (from kerntune capture). Returns the session id the other tools take."""
+        folder (from kerntune lab capture). Returns the session id the other tools take."""
         return sessions.create(spec, capture)
 
     @server.tool()

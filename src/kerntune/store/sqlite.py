@@ -172,7 +172,7 @@ class Store:
                 "SELECT * FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY id", (prefix + "%",)
             ).fetchall()
         if not rows:
-            raise RunNotFound(f"no run {ref!r} in {self.path}: `kerntune runs` lists the runs there")
+            raise RunNotFound(f"no run {ref!r} in {self.path}: `kerntune history` lists the runs there")
         if len(rows) > 1:
             ids = ", ".join(r["id"] for r in rows[:5])
             raise StoreError(f"run prefix {ref!r} is ambiguous ({ids}, ...): give more of the id")

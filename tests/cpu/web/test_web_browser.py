@@ -61,6 +61,7 @@ def server(tmp_path: Path, kerntune: Callable[..., CliResult]) -> Iterator[tuple
     lab = tmp_path / "lab"
     shutil.copytree(DATA / "lab", lab)
     captured = kerntune(
+        "lab",
         "capture",
         "--kernel",
         "axpy",
@@ -81,7 +82,7 @@ def server(tmp_path: Path, kerntune: Callable[..., CliResult]) -> Iterator[tuple
             sys.executable,
             "-m",
             "kerntune",
-            "serve",
+            "web",
             "--port",
             str(port),
             "--specs",

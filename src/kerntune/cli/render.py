@@ -212,7 +212,7 @@ def print_report(console: Console, report: RunReport) -> None:
 
 
 def runs_table(runs: list[Run]) -> Table:
-    table = Table(title="runs")
+    table = Table(title="tuning runs")
     for col in ("id", "problem", "status", "target", "shapes", "strategy", "elapsed"):
         table.add_column(col)
     for r in runs:

@@ -1,4 +1,4 @@
-"""The layering rule of DESIGN.md, enforced on the source: imports flow one way."""
+"""The layering rule of docs/design.md, enforced on the source: imports flow one way."""
 
 from __future__ import annotations
 

@@ -32,6 +32,7 @@ from kerntune.cli.common import (
     sigterm_as_interrupt,
     store_failure,
 )
+from kerntune.cli.panels import INSPECT, MEASURE, LoopGroup, deprecated_alias
 from kerntune.errors import KerntuneError, UsageError
 from kerntune.model import Budget
 from kerntune.settings import Settings
@@ -39,7 +40,7 @@ from kerntune.settings import Settings
 __all__ = ["app", "main", "parse_shape"]
 
 
-@app.command()
+@app.command(rich_help_panel=MEASURE)
 def tune(
     spec: Annotated[str | None, typer.Argument(help="Spec file, or a folder holding spec.py.")] = None,
     shape: Annotated[
@@ -176,15 +177,15 @@ def tune(
     raise typer.Exit(0 if report.all_gated else 1)
 
 
-@app.command()
-def runs(
+@app.command(rich_help_panel=INSPECT)
+def history(
     store: StoreOpt = None,
     limit: Annotated[
         int, typer.Option("--limit", parser=bounded("--limit", 0, MAX_COUNT), help="Most recent runs to list.")
     ] = 50,
     as_json: JsonFlag = False,
 ) -> None:
-    """List the runs in the store, newest first."""
+    """List the tuning runs in the store, newest first."""
     from kerntune.cli.render import runs_table
     from kerntune.report.summary import run_json
 
@@ -195,7 +196,10 @@ def runs(
         Console().print(runs_table(found))
 
 
-@app.command()
+deprecated_alias(app, "runs", "kerntune history", history)
+
+
+@app.command(rich_help_panel=INSPECT)
 def show(
     run: RunRef,
     store: StoreOpt = None,
@@ -213,7 +217,7 @@ def show(
         print_report(Console(), report)
 
 
-@app.command()
+@app.command(rich_help_panel=INSPECT)
 def ledger(
     problem: Annotated[str | None, typer.Option("--problem", help="Only this problem.")] = None,
     kind: Annotated[
@@ -256,7 +260,7 @@ def ledger(
         Console().print(ledger_table(rows))
 
 
-@app.command()
+@app.command(rich_help_panel=MEASURE)
 def ab(
     a: Annotated[
         str,
@@ -342,8 +346,10 @@ def ab(
     raise typer.Exit(1 if record.expect is not None and record.claim_failed else 0)
 
 
-floor_app = typer.Typer(help="Per-arch speed floors: record a run's winners, check a later run against them.")
-app.add_typer(floor_app, name="floor")
+floor_app = typer.Typer(
+    cls=LoopGroup, help="Per-arch speed floors: record a run's winners, check a later run against them."
+)
+app.add_typer(floor_app, name="floor", rich_help_panel=MEASURE)
 FloorFile = Annotated[Path, typer.Option("--file", help="Floor file (key = ms lines, comment header).")]
 
 
@@ -403,10 +409,10 @@ def floor_check(
     raise typer.Exit(1 if any(c.verdict == "FAIL" for c in checks) else 0)
 
 
-import kerntune.cli.front  # noqa: E402  (serve, mcp)
+import kerntune.cli.front  # noqa: E402  (web, mcp)
 import kerntune.cli.insight  # noqa: E402  (after the core commands: registers calibrate, inspect, ...)
-import kerntune.cli.lab  # noqa: E402  (capture, replay, lab)
-import kerntune.cli.live  # noqa: E402, F401  (deploy, train, migrate)
+import kerntune.cli.lab  # noqa: E402  (lab capture, replay, compare, ...)
+import kerntune.cli.live  # noqa: E402, F401  (scope, deploy, run, verify, ...)
 
 
 def main(args: list[str] | None = None) -> None:

@@ -17,11 +17,13 @@ from typing import Annotated, Any
 
 import typer
 
+from kerntune.cli.panels import LoopGroup
 from kerntune.errors import UsageError
 from kerntune.settings import Settings
 from kerntune.store import Store
 
 app = typer.Typer(
+    cls=LoopGroup,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -1,4 +1,4 @@
-"""Front ends over the same functions: ``kerntune serve`` (the web page) and ``kerntune mcp`` (the MCP server,
+"""Front ends over the same functions: ``kerntune web`` (the web page) and ``kerntune mcp`` (the MCP server,
 over stdio)."""
 
 from __future__ import annotations
@@ -10,12 +10,23 @@ from typing import Annotated
 import typer
 
 from kerntune.cli.common import StoreOpt, app
+from kerntune.cli.panels import FRONT, deprecated_alias
 from kerntune.errors import UsageError
 from kerntune.settings import Settings
 
 
-@app.command("mcp")
-def mcp_server(store: StoreOpt = None) -> None:
+@app.command("mcp", rich_help_panel=FRONT)
+def mcp_server(
+    store: StoreOpt = None,
+    root: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--root",
+            help="A folder whose specs, programs and tables the client may name; repeat it "
+            "(default: the folder the server starts in).",
+        ),
+    ] = None,
+) -> None:
     """Serve kerntune to an MCP client over stdio: tuning_open, tuning_status, tuning_action (search, select,
     inspect, ab, deploy, capture, run, save), tuning_close; runs as resources (kerntune://runs)."""
     try:
@@ -24,7 +35,10 @@ def mcp_server(store: StoreOpt = None) -> None:
         raise UsageError(f"the MCP server needs the mcp SDK: pip install 'kerntune[mcp]' ({exc})") from None
     home = store if store is not None else Settings.from_env().home
     home.mkdir(parents=True, exist_ok=True)
-    build(home.resolve()).run("stdio")
+    for folder in root or []:
+        if not folder.is_dir():
+            raise UsageError(f"--root {folder}: not a folder")
+    build(home.resolve(), [f.resolve() for f in root] if root else None).run("stdio")
 
 
 def _loopback(host: str) -> bool:
@@ -36,8 +50,8 @@ def _loopback(host: str) -> bool:
         return False
 
 
-@app.command()
-def serve(
+@app.command(rich_help_panel=FRONT)
+def web(
     host: Annotated[
         str, typer.Option("--host", help="Address to bind (loopback unless --token is given).")
     ] = "127.0.0.1",
@@ -46,7 +60,8 @@ def serve(
         str | None,
         typer.Option(
             "--token",
-            help="Require this token on every request (needed to bind beyond loopback).",
+            help="The token every request must carry (default: a random one made at each start and printed in the "
+            "page's URL). Give your own to bind beyond loopback.",
             envvar="KERNTUNE_WEB_TOKEN",
         ),
     ] = None,
@@ -81,11 +96,14 @@ def serve(
     if programs is not None and not programs.is_dir():
         raise UsageError(f"--programs {programs}: not a folder")
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (the page's server; checked here for the error below)
 
-        from kerntune.web.app import create_app
+        from kerntune.web.start import serve_page
     except ImportError as exc:
         raise UsageError(f"the web page needs FastAPI and uvicorn: pip install 'kerntune[web]' ({exc})") from None
     home = store if store is not None else Settings.from_env().home
     home.mkdir(parents=True, exist_ok=True)
-    uvicorn.run(create_app(home, specs, token, programs), host=host, port=port, log_level="warning")
+    serve_page(home, specs, programs, host, port, token)
+
+
+deprecated_alias(app, "serve", "kerntune web", web)

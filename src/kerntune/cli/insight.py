@@ -10,11 +10,12 @@ import typer
 from rich.console import Console
 
 from kerntune.cli.common import JsonFlag, RunRef, StoreOpt, _emit_json, _store, app, exit_on_row_errors, parse_shape
+from kerntune.cli.panels import INSPECT, MEASURE
 from kerntune.errors import UsageError
 from kerntune.settings import Settings
 
 
-@app.command()
+@app.command(rich_help_panel=INSPECT)
 def roofline(
     run: RunRef,
     output: Annotated[Path, typer.Option("-o", "--output", help="Chart file: *.png or *.svg.")] = Path("roofline.svg"),
@@ -33,7 +34,7 @@ def roofline(
         Console().print(f"{len(drawn['points'])} candidates on the roofline: {drawn['path']}")
 
 
-@app.command()
+@app.command(rich_help_panel=INSPECT)
 def report(
     run: RunRef,
     output: Annotated[Path, typer.Option("-o", "--output", help="The HTML file to write.")] = Path("report.html"),
@@ -57,7 +58,7 @@ def report(
         Console().print(f"run {found.id}: {output} ({output.stat().st_size:,} bytes)", highlight=False)
 
 
-@app.command()
+@app.command(rich_help_panel=INSPECT)
 def profile(
     run: RunRef,
     top: Annotated[int, typer.Option("--top", help="Finalists per shape to profile.")] = 3,
@@ -81,7 +82,7 @@ def profile(
     exit_on_row_errors(rows, lambda r: f"profiling {r['label']} at {r['shape']} failed")
 
 
-@app.command()
+@app.command(rich_help_panel=MEASURE)
 def calibrate(
     device: Annotated[
         str,
@@ -131,7 +132,7 @@ def calibrate(
     )
 
 
-@app.command()
+@app.command(rich_help_panel=INSPECT)
 def inspect(
     spec: Annotated[str, typer.Argument(help="A Triton spec file or a folder holding spec.py.")],
     target: Annotated[

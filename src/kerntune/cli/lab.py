@@ -1,4 +1,4 @@
-"""The lab's commands: ``kerntune capture``, ``kerntune replay`` and ``kerntune lab compare|save|close``."""
+"""The lab's commands: ``kerntune lab capture|launches|replay|compare|save|close``."""
 
 from __future__ import annotations
 
@@ -12,16 +12,20 @@ import typer
 from rich.console import Console
 
 from kerntune.cli.common import JsonFlag, _emit_json, app, finite
+from kerntune.cli.panels import LAB, LoopGroup, deprecated_alias, deprecation
 from kerntune.errors import UsageError
 
-lab_app = typer.Typer(help="The kernel laboratory: compare a variant with a captured launch, save it, close.")
-app.add_typer(lab_app, name="lab")
+lab_app = typer.Typer(
+    cls=LoopGroup,
+    help="The kernel laboratory: capture one launch of a program, replay it, compare a variant, save it, close.",
+)
+app.add_typer(lab_app, name="lab", rich_help_panel=LAB)
 
-Capture = Annotated[Path, typer.Argument(help="A capture folder (kerntune capture -o DIR).")]
+Capture = Annotated[Path, typer.Argument(help="A capture folder (kerntune lab capture -o DIR).")]
 Iterations = Annotated[int, typer.Option("--iterations", help="Timed launches, 1 to 10,000.")]
 
 
-@app.command(context_settings={"allow_interspersed_args": False})
+@lab_app.command(context_settings={"allow_interspersed_args": False})
 def capture(
     command: Annotated[list[str], typer.Argument(help="The program after --: python SCRIPT.py ARGS or python -m MOD.")],
     kernel: Annotated[
@@ -46,12 +50,16 @@ def capture(
             "(described as aten::mm(16x4096:bfloat16, 4096x14336:bfloat16:T)).",
         ),
     ] = "",
-    scope: Annotated[
+    tensors: Annotated[
         str,
         typer.Option(
-            "--scope", help="reachable (the launch's arguments) or all (every live tensor on its device too)."
+            "--tensors",
+            help="The tensors saved: reachable (the launch's arguments) or all (every live tensor on its device too).",
         ),
     ] = "reachable",
+    old_scope: Annotated[
+        str | None, typer.Option("--scope", hidden=True, help="The old name of --tensors (deprecated).")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run a Python program and capture one launch of a Triton kernel or pyopencl call, or one call of a library
@@ -60,10 +68,14 @@ def capture(
     from kerntune.lab.capture import SCOPES, check_selection
     from kerntune.settings import Settings
 
+    if old_scope is not None:
+        deprecation("kerntune lab capture --scope", "kerntune lab capture --tensors")
+        tensors = old_scope
+    scope = tensors
     if output.exists():
         raise UsageError(f"{output} exists: give a new folder (a capture is never overwritten)")
     if scope not in SCOPES or nth < 1:
-        raise UsageError(f"--scope is {' or '.join(SCOPES)} and --nth counts launches from 1 (got {scope}, {nth})")
+        raise UsageError(f"--tensors is {' or '.join(SCOPES)} and --nth counts launches from 1 (got {scope}, {nth})")
     check_selection(kernel, match, scope)
     outcome = _run_armed(
         command,
@@ -85,7 +97,7 @@ def capture(
     what = manifest["kernel"]["call"] if manifest["kernel"]["language"] == "aten" else f"grid {manifest['grid']}"
     Console().print(
         f"captured launch {nth} of {kernel} into {output}: {what}, {len(manifest['arguments'])} "
-        f"arguments, scope {scope}",
+        f"arguments, tensors {scope}",
         highlight=False,
     )
 
@@ -108,7 +120,7 @@ def _run_armed(command: list[str], request: dict[str, Any]) -> dict[str, Any]:
     return outcome
 
 
-@app.command(context_settings={"allow_interspersed_args": False})
+@lab_app.command(context_settings={"allow_interspersed_args": False})
 def launches(
     command: Annotated[list[str], typer.Argument(help="The program after --: python SCRIPT.py ARGS or python -m MOD.")],
     as_json: JsonFlag = False,
@@ -175,7 +187,7 @@ def _job(folder: Path, request: dict[str, Any]) -> dict[str, Any]:
     return run_job(folder, request)
 
 
-@app.command()
+@lab_app.command()
 def replay(
     folder: Capture,
     iterations: Iterations = 20,
@@ -284,7 +296,7 @@ def compare(
         )
         side = result.get("interleaved")
         ratio = (
-            f"variant/original time {result['ratio']:.3f} (95% CI {side['ci'][0]:.3f}–{side['ci'][1]:.3f}, "
+            f"time ratio variant/original {result['ratio']:.3f} (95% CI {side['ci'][0]:.3f}–{side['ci'][1]:.3f}, "
             f"{side['pairs']} pairs interleaved {side['order']}; medians {side['original_ms'] * 1e3:.2f} → "
             f"{side['variant_ms'] * 1e3:.2f} µs)"
             if result["ratio"] and side
@@ -435,3 +447,9 @@ def close(folder: Capture, as_json: JsonFlag = False) -> None:
     Console().print(
         f"removed {', '.join(done['removed']) or 'nothing'}; kept {', '.join(done['kept'])}", highlight=False
     )
+
+
+_PROGRAM_ARGS = {"allow_interspersed_args": False}
+deprecated_alias(app, "capture", "kerntune lab capture", capture, _PROGRAM_ARGS)
+deprecated_alias(app, "launches", "kerntune lab launches", launches, _PROGRAM_ARGS)
+deprecated_alias(app, "replay", "kerntune lab replay", replay)

@@ -1,4 +1,5 @@
-"""``kerntune`` commands for the live path: deploy, train, migrate (and what proves a table engaged)."""
+"""``kerntune`` commands for the live path: scope a program, deploy, train, serve (``run``), verify, admit, migrate;
+Kernel Tuner caches in and out of the store."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import typer
 from rich.console import Console
 
 from kerntune.cli.common import JsonFlag, RunRef, StoreOpt, _emit_json, _store, app, finite
+from kerntune.cli.panels import DEPLOY, MEASURE, STORE
 from kerntune.errors import UsageError
 
 
-@app.command()
+@app.command(rich_help_panel=DEPLOY)
 def deploy(
     run: RunRef,
     table: Annotated[Path, typer.Option("--table", help="The table to write or merge into: *.json.")],
@@ -36,7 +38,7 @@ def deploy(
             console.print(f"left to the library under kerntune run at {left['shape']}: {left['why']}", highlight=False)
 
 
-@app.command()
+@app.command(rich_help_panel=DEPLOY)
 def train(
     runs: Annotated[
         list[str], typer.Argument(help="Sweep runs (ids, unique prefixes or 'last'): one op, kernel, dtype and device.")
@@ -92,7 +94,7 @@ def train(
     out.print("written: " + ", ".join(done["written"]), highlight=False)
 
 
-@app.command()
+@app.command(rich_help_panel=DEPLOY)
 def migrate(
     table: Annotated[Path, typer.Argument(help="A dispatch table (*.json) written by kerntune deploy.")],
     to: Annotated[str, typer.Option("--to", help="The target device: ARCH (sm_100, gfx942, ...).")],
@@ -120,7 +122,7 @@ def migrate(
 Program = Annotated[list[str], typer.Argument(help="The program after --: python SCRIPT.py ARGS or python -m MOD.")]
 
 
-@app.command(context_settings={"allow_interspersed_args": False})
+@app.command(rich_help_panel=MEASURE, context_settings={"allow_interspersed_args": False})
 def scope(
     command: Program,
     corpus: Annotated[
@@ -199,7 +201,7 @@ def scope(
         out.print(f"GEMM shapes appended to {found['corpus']}", highlight=False)
 
 
-@app.command("run", context_settings={"allow_interspersed_args": False})
+@app.command("run", rich_help_panel=DEPLOY, context_settings={"allow_interspersed_args": False})
 def run_served(
     command: Program,
     table: Annotated[Path, typer.Option("--table", help="The deployed table (kerntune deploy RUN --table T.json).")],
@@ -252,7 +254,7 @@ def run_served(
     raise typer.Exit(main([*options, "--", *program_args(command)]))
 
 
-@app.command(context_settings={"allow_interspersed_args": False})
+@app.command(rich_help_panel=DEPLOY, context_settings={"allow_interspersed_args": False})
 def verify(
     command: Program,
     processes: Annotated[int | None, typer.Option("--processes", help="Fresh processes per side of the A/B.")] = None,
@@ -373,7 +375,7 @@ def _print_verify(found: dict[str, Any]) -> None:
         )
     rate = "n/a" if found["hit_rate"] is None else f"{found['hit_rate']:.1%}"
     share = "n/a" if found["device_share"] is None else f"{found['device_share']:.1%}"
-    bound = "n/a" if found["amdahl_bound"] is None else f"{found['amdahl_bound']:.2f}x"
+    bound = "n/a" if found["amdahl_bound"] is None else f"{found['amdahl_bound']:.2f}x faster at most"
     out.print(
         f"hit rate {rate} of {found['calls']} calls; dispatched kernels {share} of device time (Amdahl bound {bound})",
         highlight=False,
@@ -385,7 +387,7 @@ def _print_verify(found: dict[str, Any]) -> None:
         out.print(f"end to end, table on vs off: {e2e['verdict']} — {e2e['reason']}", highlight=False, soft_wrap=True)
 
 
-@app.command()
+@app.command(rich_help_panel=DEPLOY)
 def admit(
     table: Annotated[Path, typer.Argument(help="The deployed table (*.json).")],
     verified: Annotated[Path, typer.Option("--verified", help="The report of `kerntune verify --report`.")],
@@ -417,7 +419,7 @@ def admit(
     )
 
 
-@app.command("import-kt")
+@app.command("import-kt", rich_help_panel=STORE)
 def import_kt(
     cache: Annotated[Path, typer.Argument(help="A Kernel Tuner cache file (JSON).")],
     shape: Annotated[
@@ -453,7 +455,7 @@ def import_kt(
             )
 
 
-@app.command("export-kt")
+@app.command("export-kt", rich_help_panel=STORE)
 def export_kt(
     run: RunRef,
     output: Annotated[Path, typer.Option("-o", "--output", help="The cache file to write.")],

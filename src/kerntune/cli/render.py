@@ -29,8 +29,12 @@ def _ms(c: Candidate | None) -> str:
     return text
 
 
-def _times(x: float | None) -> str:
-    return "—" if x is None else f"{x:.2f}×"
+def speedup_text(x: float | None) -> str:
+    """A speedup named by its direction (higher is better): ``1.88x faster``, or ``1.25x slower`` for 0.8, never a
+    bare number a reader could take for a time ratio."""
+    if x is None or x <= 0:
+        return "—"
+    return f"{x:.2f}x faster" if x >= 1 else f"{1 / x:.2f}x slower"
 
 
 def _gate(c: Candidate | None) -> str:
@@ -45,7 +49,7 @@ def shape_table(run: Run, s: ShapeReport) -> Table:
     table.add_column("")
     table.add_column("candidate", overflow="fold")
     table.add_column("median ±½(q90−q10), confirmed")
-    table.add_column("winner is")
+    table.add_column("the winner is")
     table.add_column("gate")
     if s.winner is not None:
         table.add_row("[bold green]winner", s.winner.name, _ms(s.winner), "", _gate(s.winner))
@@ -55,9 +59,13 @@ def shape_table(run: Run, s: ShapeReport) -> Table:
         table.add_row("[bold red]no winner", "no candidate passed the gate", "", "", "")
     for b in s.baselines:
         status = _ms(b) if b.status == "ok" else f"[red]{b.failure.value if b.failure else b.status}"
-        table.add_row(f"baseline: {b.label}", b.config.key or b.label, status, _times(s.speedup_over(b)), _gate(b))
+        table.add_row(
+            f"baseline: {b.label}", b.config.key or b.label, status, speedup_text(s.speedup_over(b)), _gate(b)
+        )
     if s.slowest is not None:
-        table.add_row("slowest", s.slowest.name, _ms(s.slowest), _times(s.speedup_over(s.slowest)), _gate(s.slowest))
+        table.add_row(
+            "slowest", s.slowest.name, _ms(s.slowest), speedup_text(s.speedup_over(s.slowest)), _gate(s.slowest)
+        )
     counts = ", ".join(f"{k} {v}" for k, v in sorted(s.counts.items()))
     table.caption = f"candidates: {counts}" + (f"; {s.pending} pending (resume the run)" if s.pending else "")
     table.caption_justify = "left"
@@ -107,12 +115,15 @@ def _events_beside_text(s: ShapeReport, f: Candidate) -> str:
 
 def finalists_table(s: ShapeReport) -> Table:
     checked = next((x["timer"] for x in s.second_timer.values()), None)
-    ref = f"× {s.reference.name}" if s.reference else "ratio"
+    ref = f"time ratio to {s.reference.name}" if s.reference else "time ratio"
     # Per-dispatch device time leads where the device has it (events add a few µs of the device's own start and
     # drain to every sample: a short kernel's ratio is pulled toward 1); a host clock never does (it holds the
     # submit and the wait): there the events lead and it checks them.
     device_led = checked == PROFILER
-    title = "finalists: search-time vs confirmed (fresh processes; each timed launch by launch beside the reference)"
+    title = (
+        "finalists: search-time vs confirmed (fresh processes; each timed launch by launch beside the reference; "
+        "a time ratio below 1 is faster)"
+    )
     caption = None
     if device_led:
         caption = (
@@ -127,7 +138,7 @@ def finalists_table(s: ShapeReport) -> Table:
         if device_led
         else (f"{ref}, interleaved", *((f"the same by {SHORT.get(checked, checked)}",) if checked else ()))
     )
-    for col in ("", "candidate", "search median", "confirmed median", "confirmed / search", *ratio_cols):
+    for col in ("", "candidate", "search median", "confirmed median", "time ratio confirmed / search", *ratio_cols):
         table.add_column(col, overflow="fold")
     for i, f in enumerate(s.finalists):
         search = f.measurement.median_ms if f.measurement else None
@@ -201,7 +212,7 @@ def print_report(console: Console, report: RunReport) -> None:
 
 
 def runs_table(runs: list[Run]) -> Table:
-    table = Table(title="runs")
+    table = Table(title="tuning runs")
     for col in ("id", "problem", "status", "target", "shapes", "strategy", "elapsed"):
         table.add_column(col)
     for r in runs:

@@ -1,6 +1,6 @@
 """``kerntune ab A B``: is B faster than A, beyond this box's noise?
 
-Protocol (DESIGN.md, the seeds' fresh-process A/B):
+Protocol (docs/design.md, "A/B claims"):
 - ``fresh`` scheme (the default for two spec files, revisions of a whole spec, and commands): every
   measurement runs in a new process, in counterbalanced ABBA order (A B B A A B ...), so drift over the session
   (clocks, temperature, other tenants) does not favour whichever side runs later. Each process warms up

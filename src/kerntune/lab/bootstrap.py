@@ -1,5 +1,5 @@
 """Run a Python program with a capture armed: ``python -m kerntune.lab.bootstrap REQUEST.json -- SCRIPT.py ARGS``
-(or ``-- -m MODULE ARGS``), used by ``kerntune capture``. The program runs as ``__main__`` in this process, so the
+(or ``-- -m MODULE ARGS``), used by ``kerntune lab capture``. The program runs as ``__main__`` in this process, so the
 hook sees its launches; the exit code is the program's, and the capture's outcome is written to REQUEST's
 ``result`` path."""
 

@@ -1,5 +1,5 @@
 """Capture one real Triton launch: ``with kerntune.lab.capture("matmul_kernel", out="cap"):`` around a live
-program, or ``kerntune capture --kernel NAME [--nth K] -o DIR -- python PROGRAM ...``.
+program, or ``kerntune lab capture --kernel NAME [--nth K] -o DIR -- python PROGRAM ...``.
 
 A hook on ``JITFunction.run`` (and the interpreter's ``InterpretedFunction.run``: every ``kernel[grid](...)``,
 ``triton.autotune``'s chosen config and kerntune's dispatcher pass through it) waits for the ``nth`` launch of the
@@ -221,7 +221,7 @@ def check_selection(kernel: str, match: str, scope: str) -> None:
         return
     overloads(kernel)
     if scope != "reachable":
-        raise UsageError("an operator call is captured with its arguments only (--scope reachable)")
+        raise UsageError("an operator call is captured with its arguments only (--tensors reachable)")
     try:
         re.compile(match)
     except re.error as exc:

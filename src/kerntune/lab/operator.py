@@ -1,5 +1,5 @@
 """Capture one call of a library operator (``aten::mm``, ``aten::addmm``, any ``aten::`` overload) from a program
-never written for kerntune: ``kerntune capture --kernel aten::mm --nth 3 [--match 16x4096] -- python app.py``.
+never written for kerntune: ``kerntune lab capture --kernel aten::mm --nth 3 [--match 16x4096] -- python app.py``.
 
 The operator's CPU and CUDA kernels are overridden for the program's run (``torch.library``, as ``kerntune run``
 serves a table); every call runs the kernel the library had registered (``torch.library.get_kernel``), and the

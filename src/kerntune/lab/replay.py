@@ -44,7 +44,7 @@ def load_capture(folder: Path) -> dict[str, Any]:
         manifest = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError) as exc:
         raise UsageError(
-            f"{folder} is not a readable kerntune capture ({exc}): make one with kerntune capture"
+            f"{folder} is not a readable kerntune capture ({exc}): make one with kerntune lab capture"
         ) from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or manifest.get("version") != 1:
         raise UsageError(f"{folder / MANIFEST} is not a kerntune capture manifest (version 1)")

@@ -62,8 +62,8 @@ def build(home: Path, roots: Sequence[Path] | None = None) -> Any:
     @answering
     def tuning_open(spec: str | None = None, capture: str | None = None) -> dict[str, Any]:
         """Open a tuning session on a kerntune spec (a spec.py file or the folder holding it) or on a lab capture
-        folder (from kerntune capture), inside the server's root folders. Returns the session id the other tools
-        take."""
+        folder (from kerntune lab capture), inside the server's root folders. Returns the session id the other
+        tools take."""
         return sessions.create(spec, capture)
 
     @server.tool()

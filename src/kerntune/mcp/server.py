@@ -209,6 +209,7 @@ def action_argv(s: Session, action: str, args: dict[str, Any]) -> list[str] | di
         target = s.folder / f"capture{len(s.jobs)}"
         s.capture = str(target)
         return [
+            "lab",
             "capture",
             "--kernel",
             str(args["kernel"]),
@@ -224,6 +225,7 @@ def action_argv(s: Session, action: str, args: dict[str, Any]) -> list[str] | di
     if action == "run":
         if not sets and not variant:
             return [
+                "lab",
                 "replay",
                 str(s.capture),
                 "--mode",

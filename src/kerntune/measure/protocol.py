@@ -1,4 +1,4 @@
-"""Measurement: the protocol of DESIGN.md.
+"""Measurement: the protocol of docs/design.md.
 
 Device events bracket the work. Warm-up runs by time (clocks ramp, JIT and caches settle) and is extended
 while the SM clock is still climbing, as telemetry shows. Three cache regimes: ``cold`` (the default: the

@@ -205,7 +205,7 @@ class Store:
             ).fetchall()
         if not rows:
             shown = ref if len(ref) <= 80 else f"{ref[:60]}... ({len(ref):,} characters)"
-            raise RunNotFound(f"no run {shown!r} in {self.path}: `kerntune runs` lists the runs there")
+            raise RunNotFound(f"no run {shown!r} in {self.path}: `kerntune history` lists the runs there")
         if len(rows) > 1:
             ids = ", ".join(r["id"] for r in rows[:5])
             raise StoreError(f"run prefix {ref!r} is ambiguous ({ids}, ...): give more of the id")

@@ -69,7 +69,7 @@ def test_train_refuses_a_single_shape_and_mixed_ops(kerntune: Callable[..., CliR
     assert kerntune("tune", str(EXAMPLES / "opencl_vector_add"), "--shape", "N=4096", env=FAST).code == 0
     one = kerntune("train", "last", "--table", str(tmp_path / "t.json"))
     assert one.code == 2 and "sweeps over many shapes" in one.stderr
-    listed = kerntune("runs", "--json").json()
+    listed = kerntune("history", "--json").json()
     assert kerntune("tune", str(EXAMPLES / "opencl_matmul"), "--shape", "M=64,N=64,K=64", env=FAST).code == 0
     mixed = kerntune("train", listed[0]["id"], "last", "--table", str(tmp_path / "t.json"))
     assert mixed.code == 2 and "train one table per op" in mixed.stderr

@@ -44,6 +44,7 @@ def test_capture_replay_compare_save(kerntune: Callable[..., CliResult], lab: Pa
     before = _program(lab).stdout
     cap = lab / "cap"
     done = kerntune(
+        "lab",
         "capture",
         "--kernel",
         "scale_add",
@@ -65,7 +66,7 @@ def test_capture_replay_compare_save(kerntune: Callable[..., CliResult], lab: Pa
     assert {p.name for p in cap.iterdir()} >= {"manifest.json", "inputs.safetensors", "outputs.safetensors"}
 
     for mode in ("isolated", "sustained", "replays"):
-        result = kerntune("replay", str(cap), "--mode", mode, "--iterations", "2", "--repeats", "2", "--json")
+        result = kerntune("lab", "replay", str(cap), "--mode", mode, "--iterations", "2", "--repeats", "2", "--json")
         assert result.code == 0, result.stderr
         replayed = result.json()
         assert replayed["mode"] == mode and replayed["reproduces_capture"] is True
@@ -104,7 +105,7 @@ def test_capture_replay_compare_save(kerntune: Callable[..., CliResult], lab: Pa
     closed = kerntune("lab", "close", str(cap), "--json")
     assert closed.code == 0 and set(closed.json()["removed"]) == {"inputs.safetensors", "outputs.safetensors"}
     assert {"manifest.json", "history.jsonl", "logs", "backups"} <= set(closed.json()["kept"])
-    gone = kerntune("replay", str(cap))
+    gone = kerntune("lab", "replay", str(cap))
     assert gone.code == 2 and "was closed" in gone.stderr
 
 
@@ -136,6 +137,7 @@ def test_the_same_loop_for_an_opencl_kernel_on_pocl(kerntune: Callable[..., CliR
     before = subprocess.run(program, capture_output=True, text=True, check=True).stdout
     cap = lab / "ocl"
     done = kerntune(
+        "lab",
         "capture",
         "--kernel",
         "axpy",
@@ -154,7 +156,7 @@ def test_the_same_loop_for_an_opencl_kernel_on_pocl(kerntune: Callable[..., CliR
     assert manifest["arguments"]["alpha"] == {"kind": "scalar", "dtype": "float32", "value": 2.0}
     assert manifest["kernel"]["file"] == str((lab / "opencl_kernels.py").resolve())
     for mode in ("isolated", "sustained", "replays"):
-        result = kerntune("replay", str(cap), "--mode", mode, "--iterations", "5", "--repeats", "2", "--json")
+        result = kerntune("lab", "replay", str(cap), "--mode", mode, "--iterations", "5", "--repeats", "2", "--json")
         assert result.code == 0, result.stderr
         assert result.json()["timing_claimed"] is True and result.json()["reproduces_capture"] is True
         assert result.json()["median_ms"] > 0
@@ -165,7 +167,9 @@ def test_the_same_loop_for_an_opencl_kernel_on_pocl(kerntune: Callable[..., CliR
     slow = kerntune("lab", "compare", str(cap), "--variant", str(lab / "axpy_slow.cl"), "--iterations", "6")
     assert slow.code == 0, slow.stderr  # the same output, 4,000 more steps of arithmetic per element
     line = " ".join(slow.stdout.split())
-    ratio, low = (float(v) for v in re.search(r"time ([\d.]+) \(95% CI ([\d.]+)", line).groups())  # type: ignore[union-attr]
+    found = re.search(r"time ratio variant/original ([\d.]+) \(95% CI ([\d.]+)", line)
+    assert found, line
+    ratio, low = (float(v) for v in found.groups())
     assert ratio > 2 and low > 1, line
     wrong = kerntune("lab", "compare", str(cap), "--variant", str(lab / "axpy_wrong.cl"), "--iterations", "5")
     assert wrong.code == 1 and "FAILED: out differs at [0]" in " ".join(wrong.stdout.split())
@@ -180,10 +184,11 @@ def test_the_same_loop_for_an_opencl_kernel_on_pocl(kerntune: Callable[..., CliR
 def test_refusals(kerntune: Callable[..., CliResult], lab: Path) -> None:
     acc = lab / "acc"
     done = kerntune(
+        "lab",
         "capture",
         "--kernel",
         "accumulate",
-        "--scope",
+        "--tensors",
         "all",
         "-o",
         str(acc),
@@ -194,27 +199,38 @@ def test_refusals(kerntune: Callable[..., CliResult], lab: Path) -> None:
         env=INTERPRET,
     )
     assert done.code == 0 and done.json()["others"]["count"] >= 1  # scope all: the program's other tensors too
-    sustained = kerntune("replay", str(acc), "--mode", "sustained", "--iterations", "2")
+    sustained = kerntune("lab", "replay", str(acc), "--mode", "sustained", "--iterations", "2")
     assert sustained.code == 2 and "reads what it writes" in sustained.stderr
-    assert kerntune("replay", str(acc), "--iterations", "2").code == 0  # isolated restores before every launch
+    assert kerntune("lab", "replay", str(acc), "--iterations", "2").code == 0  # isolated restores before every launch
     assert "dispatch" not in done.json()  # its BLOCK equals the dispatcher's, but it is another kernel's launch
     undispatched = kerntune("lab", "save", str(acc), "--set", "BLOCK=64", "--table", str(lab / "t.json"))
     assert undispatched.code == 2 and "did not come from a kerntune Dispatcher" in undispatched.stderr
 
     missing = kerntune(
-        "capture", "--kernel", "nope", "-o", str(lab / "none"), "--", "python", str(lab / "program.py"), env=INTERPRET
+        "lab",
+        "capture",
+        "--kernel",
+        "nope",
+        "-o",
+        str(lab / "none"),
+        "--",
+        "python",
+        str(lab / "program.py"),
+        env=INTERPRET,
     )
     assert missing.code == 2 and "nope launched 0 times" in missing.stderr
     assert "launched: " in missing.stderr and "scale_add ×" in missing.stderr  # what the program did launch
     assert not (lab / "none" / "manifest.json").exists()
-    exists = kerntune("capture", "--kernel", "accumulate", "-o", str(acc), "--", "python", str(lab / "program.py"))
+    exists = kerntune(
+        "lab", "capture", "--kernel", "accumulate", "-o", str(acc), "--", "python", str(lab / "program.py")
+    )
     assert exists.code == 2 and "exists" in exists.stderr
 
     corrupted = lab / "corrupted"
     shutil.copytree(acc, corrupted)
     with (corrupted / "inputs.safetensors").open("ab") as handle:
         handle.write(b"x")
-    bad = kerntune("replay", str(corrupted))
+    bad = kerntune("lab", "replay", str(corrupted))
     assert bad.code == 2 and "does not match its manifest" in bad.stderr
 
     foreign = lab / "foreign"
@@ -222,10 +238,10 @@ def test_refusals(kerntune: Callable[..., CliResult], lab: Path) -> None:
     manifest = json.loads((foreign / "manifest.json").read_text())
     manifest["device"] = {"type": "cuda", "name": "NVIDIA Z100", "arch": "sm_99", "compute_units": 999}
     (foreign / "manifest.json").write_text(json.dumps(manifest))
-    elsewhere = kerntune("replay", str(foreign))
+    elsewhere = kerntune("lab", "replay", str(foreign))
     assert elsewhere.code == 2 and "captured on NVIDIA Z100" in elsewhere.stderr
     (foreign / "manifest.json").write_text("{not json")
-    broken = kerntune("replay", str(foreign))
+    broken = kerntune("lab", "replay", str(foreign))
     assert broken.code == 2 and "not a readable kerntune capture" in broken.stderr
 
 

@@ -25,7 +25,7 @@ CONFIG = ("--set", "BLOCK_M=32", "--set", "BLOCK_N=64", "--set", "num_stages=2")
 def _capture(
     kerntune: Callable[..., CliResult], out: Path, *options: str, env: dict[str, str] | None = None
 ) -> CliResult:
-    return kerntune("capture", *options, "-o", str(out), "--json", "--", "python", str(APP), env=env)
+    return kerntune("lab", "capture", *options, "-o", str(out), "--json", "--", "python", str(APP), env=env)
 
 
 def test_capture_replay_and_compare_an_aten_call(kerntune: Callable[..., CliResult], tmp_path: Path) -> None:
@@ -42,7 +42,7 @@ def test_capture_replay_and_compare_an_aten_call(kerntune: Callable[..., CliResu
     assert set(manifest["outputs_table"]["arguments"]) == {"self", "mat1", "mat2", "result"}
 
     for mode in ("isolated", "sustained", "replays"):
-        replayed = kerntune("replay", str(cap), "--mode", mode, "--iterations", "2", "--repeats", "2", "--json")
+        replayed = kerntune("lab", "replay", str(cap), "--mode", mode, "--iterations", "2", "--repeats", "2", "--json")
         assert replayed.code == 0, replayed.stderr
         result = replayed.json()
         assert result["mode"] == mode and result["reproduces_capture"] is True  # the library, chosen again

@@ -26,10 +26,10 @@ def test_a_vulkan_dispatch_captured_replayed_compared_and_saved(
     shutil.copyfile(EXAMPLES / "vulkan_reduction" / "spec.py", spec)
     program = ["--", sys.executable, str(PROGRAM), str(spec)]
     before = subprocess.run([sys.executable, str(PROGRAM), str(spec)], capture_output=True, text=True, check=True)
-    missed = kerntune("capture", "--kernel", "reduce_max", "-o", str(tmp_path / "none"), *program)
+    missed = kerntune("lab", "capture", "--kernel", "reduce_max", "-o", str(tmp_path / "none"), *program)
     assert missed.code == 2 and "reduce_sum ×3" in missed.stderr, missed.stderr
     cap = tmp_path / "cap"
-    done = kerntune("capture", "--kernel", "reduce_sum", "--nth", "2", "-o", str(cap), "--json", *program)
+    done = kerntune("lab", "capture", "--kernel", "reduce_sum", "--nth", "2", "-o", str(cap), "--json", *program)
     assert done.code == 0, done.stderr
     manifest = done.json()
     identity = manifest["kernel"]
@@ -39,7 +39,7 @@ def test_a_vulkan_dispatch_captured_replayed_compared_and_saved(
     assert manifest["arguments"]["n"] == {"kind": "scalar", "dtype": "uint32", "value": 1 << 16}
     assert manifest["arguments"]["x"]["dtype"] == "float32" and manifest["device"]["type"] == "vulkan"
     for mode in ("isolated", "sustained", "replays"):
-        result = kerntune("replay", str(cap), "--mode", mode, "--iterations", "10", "--repeats", "2", "--json")
+        result = kerntune("lab", "replay", str(cap), "--mode", mode, "--iterations", "10", "--repeats", "2", "--json")
         assert result.code == 0, result.stderr
         replayed = result.json()
         assert replayed["reproduces_capture"] is True and replayed["timing_claimed"] is True, replayed

@@ -1,4 +1,4 @@
-"""``kerntune serve``'s app through FastAPI's test client: a PoCL tune started and followed through the API, its
+"""``kerntune web``'s app through FastAPI's test client: a PoCL tune started and followed through the API, its
 run page carrying the stored numbers, the candidate diff, the lab listing and a replay; the token (401 without
 it), names from requests that try to leave the store or the spec folder, and malformed requests (4xx with a
 message, never a 500). The browser test is tests/cpu/web/test_web_browser.py."""
@@ -80,6 +80,7 @@ def test_the_lab_page_lists_captures_and_replays_one(
     lab = tmp_path / "lab"
     shutil.copytree(DATA / "lab", lab)
     done = kerntune(
+        "lab",
         "capture",
         "--kernel",
         "axpy",
@@ -137,9 +138,9 @@ def test_token_traversal_and_malformed_requests(home: Path, tmp_path: Path) -> N
 
 
 def test_serve_refuses_to_bind_beyond_loopback_without_a_token(kerntune: Callable[..., CliResult]) -> None:
-    open_wide = kerntune("serve", "--host", "0.0.0.0")
+    open_wide = kerntune("web", "--host", "0.0.0.0")
     assert open_wide.code == 2 and "give --token" in open_wide.stderr
-    short = kerntune("serve", "--host", "0.0.0.0", "--token", "abc")
+    short = kerntune("web", "--host", "0.0.0.0", "--token", "abc")
     assert short.code == 2 and "at least 16 characters" in short.stderr
 
 

@@ -88,6 +88,7 @@ def server(tmp_path: Path, kerntune: Callable[..., CliResult]) -> Iterator[Serve
     lab = tmp_path / "lab"
     shutil.copytree(DATA / "lab", lab)
     captured = kerntune(
+        "lab",
         "capture",
         "--kernel",
         "axpy",

@@ -30,6 +30,7 @@ def test_capture_replay_compare_save_on_the_gpu(kerntune: Callable[..., CliResul
     before = subprocess.run(program, capture_output=True, text=True, check=True, env={**os.environ, **ON_GPU})
     cap = tmp_path / "cap"
     done = kerntune(
+        "lab",
         "capture",
         "--kernel",
         "scale_add",
@@ -47,7 +48,7 @@ def test_capture_replay_compare_save_on_the_gpu(kerntune: Callable[..., CliResul
     manifest = done.json()
     assert manifest["device"]["type"] == "cuda" and manifest["interpreted"] is False
     for mode in ("isolated", "sustained", "replays"):
-        result = kerntune("replay", str(cap), "--mode", mode, "--iterations", "50", "--repeats", "3", "--json")
+        result = kerntune("lab", "replay", str(cap), "--mode", mode, "--iterations", "50", "--repeats", "3", "--json")
         assert result.code == 0, result.stderr
         replayed = result.json()
         assert replayed["mode"] == mode and replayed["reproduces_capture"] is True
@@ -90,19 +91,19 @@ def test_a_torch_compiled_program_s_generated_kernel_and_its_gemm(
     block size; the GEMM call is compared with the tuned Triton GEMM and saved into a served table when it is not
     slower, which kerntune run then serves."""
     program = ["--", "python", str(COMPILED)]
-    missed = kerntune("capture", "--kernel", "no_such_kernel", "-o", str(tmp_path / "none"), *program)
+    missed = kerntune("lab", "capture", "--kernel", "no_such_kernel", "-o", str(tmp_path / "none"), *program)
     assert missed.code == 2 and "launched: " in missed.stderr, missed.stderr
     names = re.findall(r"(triton_\w+) ×(\d+)", missed.stderr)
     assert names, missed.stderr  # Inductor's kernels, seen by their profiler names
     name = names[0][0]
     cap = tmp_path / "generated"
-    done = kerntune("capture", "--kernel", name, "--nth", "2", "-o", str(cap), "--json", *program)
+    done = kerntune("lab", "capture", "--kernel", name, "--nth", "2", "-o", str(cap), "--json", *program)
     assert done.code == 0, done.stderr
     manifest = done.json()
     assert manifest["inductor"]["kernel_name"] == name and (cap / "inductor_kernel.py").is_file()
     assert manifest["kernel"]["file"] == str((cap / "inductor_kernel.py").resolve()) and manifest["grid"][0] >= 1
     for mode in ("isolated", "replays"):
-        result = kerntune("replay", str(cap), "--mode", mode, "--iterations", "30", "--repeats", "2", "--json")
+        result = kerntune("lab", "replay", str(cap), "--mode", mode, "--iterations", "30", "--repeats", "2", "--json")
         assert result.code == 0, result.stderr
         assert result.json()["reproduces_capture"] is True and result.json()["timing_claimed"] is True
     block = next((k for k in manifest["inductor"]["config"] if k.endswith("BLOCK")), None)
@@ -114,11 +115,13 @@ def test_a_torch_compiled_program_s_generated_kernel_and_its_gemm(
         assert compared.json()["variant_grid"][0] == -(-manifest["grid"][0] // 2), compared.json()["variant_grid"]
 
     gemm = tmp_path / "gemm"
-    done = kerntune("capture", "--kernel", "aten::mm", "--match", "bfloat16", "-o", str(gemm), "--json", *program)
+    done = kerntune(
+        "lab", "capture", "--kernel", "aten::mm", "--match", "bfloat16", "-o", str(gemm), "--json", *program
+    )
     assert done.code == 0, done.stderr
     assert done.json()["kernel"]["overload"] in ("aten::mm", "aten::mm.out") and done.json()["device"]["type"] == "cuda"
     for mode in ("isolated", "sustained", "replays"):
-        result = kerntune("replay", str(gemm), "--mode", mode, "--iterations", "30", "--repeats", "2", "--json")
+        result = kerntune("lab", "replay", str(gemm), "--mode", mode, "--iterations", "30", "--repeats", "2", "--json")
         assert result.code == 0, result.stderr
         assert result.json()["timing_claimed"] is True and result.json()["median_ms"] > 0
     config = ["--set", "BLOCK_M=64", "--set", "BLOCK_N=64", "--set", "BLOCK_K=64"]
@@ -157,10 +160,10 @@ def test_a_native_cuda_launch_captured_replayed_compared_and_saved(
     shutil.copyfile(REDUCTION, spec)
     program = ["--", "python", str(CUDA_PROGRAM), str(spec)]
     before = subprocess.run(["python", str(CUDA_PROGRAM), str(spec)], capture_output=True, text=True, check=True)
-    missed = kerntune("capture", "--kernel", "reduce_max", "-o", str(tmp_path / "none"), *program)
+    missed = kerntune("lab", "capture", "--kernel", "reduce_max", "-o", str(tmp_path / "none"), *program)
     assert missed.code == 2 and "launched: reduce_sum ×3" in missed.stderr, missed.stderr
     cap = tmp_path / "cap"
-    done = kerntune("capture", "--kernel", "reduce_sum", "--nth", "2", "-o", str(cap), "--json", *program)
+    done = kerntune("lab", "capture", "--kernel", "reduce_sum", "--nth", "2", "-o", str(cap), "--json", *program)
     assert done.code == 0, done.stderr
     manifest = done.json()
     assert manifest["kernel"]["language"] == "cuda" and manifest["kernel"]["file"] == str(spec.resolve())
@@ -168,7 +171,7 @@ def test_a_native_cuda_launch_captured_replayed_compared_and_saved(
     assert manifest["options"] == {"BLOCK": 256, "VEC": 1, "ITEMS": 1} and manifest["block"] == [256]
     assert manifest["arguments"]["n"] == {"kind": "scalar", "value": 1 << 20, "dtype": "int64"}
     for mode in ("isolated", "sustained", "replays"):
-        result = kerntune("replay", str(cap), "--mode", mode, "--iterations", "50", "--repeats", "2", "--json")
+        result = kerntune("lab", "replay", str(cap), "--mode", mode, "--iterations", "50", "--repeats", "2", "--json")
         assert result.code == 0, result.stderr
         replayed = result.json()
         assert replayed["reproduces_capture"] is True and replayed["timing_claimed"] is True, replayed

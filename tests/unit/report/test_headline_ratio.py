@@ -9,13 +9,25 @@ import io
 
 from rich.console import Console
 
-from kerntune.cli.render import finalists_table
+from kerntune.cli.render import finalists_table, shape_table
 from kerntune.measure.second_timer import HOST_CLOCK, PROFILER
 from kerntune.measure.stats import RatioEstimate
 from kerntune.model import Budget, Candidate, Conditions, Config, Measurement, Run, Shape, Target
 from kerntune.report.summary import RunReport, ShapeReport, report_json
 
 SHAPE = Shape.of({"M": 16, "N": 4096, "K": 4096})
+RUN = Run(
+    "r1",
+    "triton_matmul",
+    "spec.py",
+    "abc",
+    Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132),
+    "race",
+    Budget(),
+    (SHAPE,),
+    "bfloat16",
+    0,
+)
 
 
 def _candidate(cid: int, config: dict[str, int], role: str = "search", label: str = "") -> Candidate:
@@ -62,7 +74,9 @@ def test_kernel_time_leads_where_the_profiler_timed_a_finalist() -> None:
     # Two finalists led by different timers are compared on one timer: the events'.
     assert report.speedup_over(report.finalists[1]) == 5.5 / 5.11
     text = _text(report)
-    assert "× torch.matmul, by kernel time (CUPTI)" in text and "the same by CUDA events, interleaved" in text
+    assert (
+        "time ratio to torch.matmul, by kernel time (CUPTI)" in text and "the same by CUDA events, interleaved" in text
+    )
     winner_row = next(line for line in text.splitlines() if "BLOCK_M=16" in line)
     assert "5.9900" in winner_row and "5.1100 [5.000, 5.200] (>1% apart)" in winner_row
     assert "5.5000 [5.400, 5.600] (events)" in next(line for line in text.splitlines() if "BLOCK_M=32" in line)
@@ -73,24 +87,22 @@ def test_a_host_clock_checks_the_events_and_never_leads() -> None:
     assert report.headline(report.winner) == (5.11, "events")
     assert report.speedup_over(report.baselines[0]) == 1 / 5.11
     text = _text(report)
-    assert "× torch.matmul, interleaved" in text and "the same by host clock" in text
+    assert "time ratio to torch.matmul, interleaved" in text and "the same by host clock" in text
     assert "by kernel time" not in text
 
 
+def test_the_shape_table_names_a_speedup_and_the_finalists_a_time_ratio() -> None:
+    # The winner's time ratio to torch.matmul is 5.99: a speedup column printing a bare 0.17 beside the finalists'
+    # 5.99 would read as two contradicting figures. One is a named speedup, the other a named time ratio.
+    out = io.StringIO()
+    Console(file=out, width=250, color_system=None).print(shape_table(RUN, _report(PROFILER)))
+    library_row = next(line for line in out.getvalue().splitlines() if "baseline: torch.matmul" in line)
+    assert "5.99x slower" in library_row and "0.17" not in library_row
+    assert "time ratio to torch.matmul" in _text(_report(PROFILER))
+
+
 def test_the_json_report_gives_each_finalist_its_headline_ratio_and_timer() -> None:
-    run = Run(
-        "r1",
-        "triton_matmul",
-        "spec.py",
-        "abc",
-        Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132),
-        "race",
-        Budget(),
-        (SHAPE,),
-        "bfloat16",
-        0,
-    )
-    rows = report_json(RunReport(run, [_report(PROFILER)]))["shapes"][0]["finalists"]
+    rows = report_json(RunReport(RUN, [_report(PROFILER)]))["shapes"][0]["finalists"]
     assert [r["ratio"] for r in rows] == [
         {"value": 5.99, "timer": "CUPTI"},
         {"value": 5.5, "timer": "events"},
@@ -111,19 +123,7 @@ def test_the_json_report_names_the_runners_up_by_search_median() -> None:
     pool = [searched(7, 16, 0.10), searched(9, 64, 0.30), searched(10, 128, 0.20), searched(11, 256, 0.05, "screen")]
     report = dataclasses.replace(_report(PROFILER), all_candidates=[*pool, *_report(PROFILER).baselines])
     assert [c.id for c in report.runners_up()] == [10, 9]
-    run = Run(
-        "r1",
-        "triton_matmul",
-        "spec.py",
-        "abc",
-        Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132),
-        "race",
-        Budget(),
-        (SHAPE,),
-        "bfloat16",
-        0,
-    )
-    rows = report_json(RunReport(run, [report]))["shapes"][0]["runners_up"]
+    rows = report_json(RunReport(RUN, [report]))["shapes"][0]["runners_up"]
     assert rows == [
         {"id": 10, "config": {"BLOCK_M": 128}, "search_median_ms": 0.2},
         {"id": 9, "config": {"BLOCK_M": 64}, "search_median_ms": 0.3},

@@ -58,9 +58,9 @@ print(json.dumps({
 """
 
 
-def _run(table: Path, **env: str) -> tuple[dict[str, Any], str]:
+def _run(table: Path, spec: Path = SPEC, **env: str) -> tuple[dict[str, Any], str]:
     done = subprocess.run(
-        [sys.executable, "-c", PROGRAM, str(table), str(SPEC)],
+        [sys.executable, "-c", PROGRAM, str(table), str(spec)],
         capture_output=True,
         text=True,
         env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT / "src"), **env},
@@ -104,8 +104,21 @@ def test_a_gate_that_cannot_be_built_leaves_the_python_path_with_one_warning(tmp
 
 
 def test_a_served_kernel_that_fails_is_counted_once_and_its_form_decided_again(tmp_path: Path) -> None:
-    broken = _table(tmp_path / "broken.json", bias_config={"BLOCK_M": 32})  # the launch raises (no BLOCK_N)
-    result, stderr = _run(broken)
+    failing = tmp_path / "failing_spec.py"  # the same spec (name and kernel source) whose addmm launches raise
+    failing.write_text(
+        "import dataclasses, importlib.util\n"
+        f"found = importlib.util.spec_from_file_location('matmul_spec', {str(SPEC / 'spec.py')!r})\n"
+        "module = importlib.util.module_from_spec(found)\n"
+        "found.loader.exec_module(module)\n"
+        "original = module.problem.serve\n"
+        "def prepare(op, shape, config):\n"
+        "    if op.startswith('aten::addmm'):\n"
+        "        raise RuntimeError('a planted launch failure')\n"
+        "    return original.prepare(op, shape, config)\n"
+        "serve = dataclasses.replace(original, prepare=prepare)\n"
+        "problem = dataclasses.replace(module.problem, serve=serve)\n"
+    )
+    result, stderr = _run(_table(tmp_path / "broken.json"), failing)
     stats = result["stats"]
     assert stats["gate"] == "native"
     assert stats["ops"]["aten::addmm"] == {"served": 0, "library": 2, "failed": 1}

@@ -43,14 +43,22 @@ class CliResult:
         return json.loads(self.stdout)
 
 
+def benchmark_script(name: str) -> Path:
+    """``benchmarks/<suite>/<name>.py``: the one script of that name, whichever suite's folder holds it."""
+    found = sorted((ROOT / "benchmarks").glob(f"*/{name}.py"))
+    assert len(found) == 1, f"benchmarks/*/{name}.py: {len(found)} scripts of that name"
+    return found[0]
+
+
 def load_benchmark(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` as the module ``name`` (benchmarks/ on the path, as when the script runs: the
+    """``benchmarks/<suite>/<name>.py`` as the module ``name`` (its folder on the path, as when the script runs: the
     scripts import each other), registered in ``sys.modules`` so a script's own imports of it get this one."""
     if name in sys.modules:
         return sys.modules[name]
-    if str(ROOT / "benchmarks") not in sys.path:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-    found = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    script = benchmark_script(name)
+    if str(script.parent) not in sys.path:
+        sys.path.insert(0, str(script.parent))
+    found = importlib.util.spec_from_file_location(name, script)
     assert found is not None and found.loader is not None
     module = importlib.util.module_from_spec(found)
     sys.modules[name] = module

@@ -403,8 +403,8 @@ def gemv_kernel(
     # four barriers per step (seen in the PTX for sm_90), where Inductor's one-row reduction has none.
     # The shape and strides are constexprs, as Inductor writes them into its kernel: a binary per shape (a served
     # key is one shape), whose K loop the compiler unrolls whole (sm_90 SASS at 1x6144x4096, 1 x 1024 on 8 warps:
-    # 160 instructions and no loop, against 304 with one; benchmarks/k_loop_sass.py). Timed on the H200 at
-    # 1x6144x4096 (2026-12-05, benchmarks/gemm_forms.py, both kernels in one run): the tuned winner 0.802 -> 0.725x
+    # 160 instructions and no loop, against 304 with one; benchmarks/gemm/k_loop_sass.py). Timed on the H200 at
+    # 1x6144x4096 (2026-12-05, benchmarks/gemm/gemm_forms.py, both kernels in one run): the tuned winner 0.802 -> 0.725x
     # cuBLAS's time. K alone as a constexpr in the MMA kernel shortened its loop 15-23% in SASS but did not pay:
     # of the two winners that run that kernel, 32x10240x8192 stayed within noise (0.869 -> 0.871) and
     # 128x4096x4096 got slower (1.184 -> 1.210), so K stays a run-time argument there.
@@ -1010,7 +1010,7 @@ def served_shape(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
     call's dtype (aligned pointers are what every served launch is specialized on: ``served_prepare``).
 
     It runs on every call of those operators, covered or not: each tensor attribute read is host time, so each is
-    read once (the served call's host cost is measured by benchmarks/serve_cost.py)."""
+    read once (the served call's host cost is measured by benchmarks/served-model/serve_cost.py)."""
     if op[6] == "a":  # aten::addmm, aten::addmm.out
         if len(args) != 3 or (kwargs and (kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1)):
             return None

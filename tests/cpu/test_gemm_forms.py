@@ -1,4 +1,4 @@
-"""The kernel-forms benchmark's own logic (benchmarks/gemm_forms.py), without a GPU: which configs it picks at a
+"""The kernel-forms benchmark's own logic (benchmarks/gemm/gemm_forms.py), without a GPU: which configs it picks at a
 shape, how it names their forms, how it summarizes, and how it refuses bad arguments."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, ROOT, load_benchmark
+from tests.conftest import EXAMPLES, ROOT, benchmark_script, load_benchmark
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
@@ -101,7 +101,7 @@ def test_bad_arguments_are_refused_with_one_line_and_exit_2(tmp_path: Path) -> N
         (["--report", str(bad)], "--report: Expecting value"),
     ):
         done = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "gemm_forms.py"), str(tmp_path / "o.json"), *args],
+            [sys.executable, str(benchmark_script("gemm_forms")), str(tmp_path / "o.json"), *args],
             capture_output=True,
             text=True,
             timeout=120,
@@ -161,7 +161,7 @@ def test_reports_are_labelled_by_name_or_by_their_place() -> None:
 
 
 def test_the_counters_script_refuses_bad_arguments_with_one_line_and_exit_2(tmp_path: Path) -> None:
-    script = str(ROOT / "benchmarks" / "forms_counters.py")
+    script = str(benchmark_script("forms_counters"))
     forms = tmp_path / "forms.json"
     forms.write_text(json.dumps({"shapes": []}))
     for args, said in (

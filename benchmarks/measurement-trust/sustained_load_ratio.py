@@ -85,7 +85,8 @@ def main() -> int:
         config = {k: int(v) for k, v in (kv.split(":") for kv in text.split(","))}
     except (IndexError, ValueError) as exc:
         print(
-            f"usage: python benchmarks/measurement-trust/sustained_load_ratio.py OUT.json M,N,K=NAME:VALUE,... ({exc})", file=sys.stderr
+            f"usage: python benchmarks/measurement-trust/sustained_load_ratio.py OUT.json M,N,K=NAME:VALUE,... ({exc})",
+            file=sys.stderr,
         )
         return 2
     pynvml.nvmlInit()

@@ -75,7 +75,9 @@ def test_unpack_gzips_large_files_and_never_overwrites(tmp_path: Path) -> None:
     (made / "run.log").write_text("first")
     archives = tmp_path / "archives"
     archives.mkdir()
-    subprocess.run(["tar", "czf", str(archives / "gemm-2026-01-02.tgz"), "-C", str(tmp_path / "made"), "gemm"], check=True)
+    subprocess.run(
+        ["tar", "czf", str(archives / "gemm-2026-01-02.tgz"), "-C", str(tmp_path / "made"), "gemm"], check=True
+    )
     data = tmp_path / "data"
     unpack = [sys.executable, str(BENCH / "unpack.py"), str(archives / "gemm-2026-01-02.tgz"), str(data)]
     assert subprocess.run(unpack, capture_output=True, text=True).returncode == 0
@@ -85,7 +87,9 @@ def test_unpack_gzips_large_files_and_never_overwrites(tmp_path: Path) -> None:
     again = subprocess.run(unpack, capture_output=True, text=True)
     assert "0 files stored, 2 already there" in again.stdout, again.stdout
     (made / "run.log").write_text("second")
-    subprocess.run(["tar", "czf", str(archives / "gemm-2026-01-02.tgz"), "-C", str(tmp_path / "made"), "gemm"], check=True)
+    subprocess.run(
+        ["tar", "czf", str(archives / "gemm-2026-01-02.tgz"), "-C", str(tmp_path / "made"), "gemm"], check=True
+    )
     subprocess.run(unpack, check=True, capture_output=True)
     assert (dated / "run.log").read_text() == "first" and (dated / "run-2.log").read_text() == "second"
 
@@ -96,9 +100,13 @@ def test_raw_data_and_results_name_only_suites_the_runner_runs() -> None:
     for folder in (BENCH / "data").iterdir():
         for dated in folder.iterdir():
             assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", dated.name), dated
-    quoted = set(re.findall(r"suite `([a-z-]+)`", (BENCH / "RESULTS.md").read_text()))
+    results = (BENCH / "RESULTS.md").read_text()
+    linked = set(re.findall(r"\]\(([a-z-]+)/history\.md\)", results))
+    assert linked == set(SUITES), set(SUITES) ^ linked  # every suite's history is one link from the summary
+    histories = "".join((BENCH / suite / "history.md").read_text() for suite in SUITES)
+    quoted = set(re.findall(r"suite `([a-z-]+)`", histories))
     assert quoted and quoted <= set(SUITES), quoted - set(SUITES)
-    assert set(re.findall(r"benchmarks/run ([a-z][a-z-]+)", (BENCH / "RESULTS.md").read_text())) <= set(SUITES)
+    assert set(re.findall(r"benchmarks/run ([a-z][a-z-]+)", results + histories)) <= set(SUITES)
 
 
 def test_list_and_bad_names() -> None:

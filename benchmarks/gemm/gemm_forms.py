@@ -3,14 +3,15 @@ runs' winners differ? Per GEMM shape, the spec's seed configs of each form asked
 TMA, split-K and GEMV forms; SK_TAIL and a first, non-TMA stream-K timed on 2026-12-04 live on branch gemm-levers,
 a stream-K on the persistent TMA kernel on branch stream-k-tma) that
 are valid there, and the winner each `kerntune tune --json` report given chose for the shape, each timed against
-torch.matmul (cuBLAS) by the independent check's protocol (benchmarks/measurement-trust/claims_check.py): gated against float64,
-then blocks of torch, config, config, torch, a 256 MiB fill before every call, the profiler's kernel durations
+torch.matmul (cuBLAS) by the independent check's protocol (benchmarks/measurement-trust/claims_check.py): gated against
+float64, then blocks of torch, config, config, torch, a 256 MiB fill before every call, the profiler's kernel durations
 (CUPTI through torch.profiler) summed per call, the median block ratio with a bootstrap 95% interval, the blocks
 taking PLACEMENTS operand sets in turn. No search and no kerntune timer: a fixed set of configs, so two trees (or
 two forms) compare on the same configs, and a form's best seed says what the form can do before a search spends
 a budget on it.
 
-Usage: python benchmarks/gemm/gemm_forms.py OUT.json [--shapes FILE] [--report [LABEL=]TUNE.json ...] [--forms stream_k,...]
+Usage: python benchmarks/gemm/gemm_forms.py OUT.json [--shapes FILE] [--report [LABEL=]TUNE.json ...] [--forms
+stream_k,...]
        [--spec LABEL=SPEC.py ...] [--blocks 30] [--placements 4] [--limit-s S] [--best-report BEST.json]
 Reports given the same label are the parts of one run, split by shapes (they must not share a shape). A --spec is
 another version of the example's spec file (``git show BRANCH:examples/triton_matmul/spec.py > SPEC.py``): the

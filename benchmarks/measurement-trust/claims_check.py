@@ -20,8 +20,8 @@ spec is loaded only to launch the kernel under test (its ``launch`` at the winni
    and whether the winner's launch compiles here to the binary the report names (its ``binary_hash``): which side
    moved, and whether both timed the same code, when the ratios differ.
 
-Usage: python benchmarks/measurement-trust/claims_check.py REPORT.json OUT.json [BLOCKS [PLACEMENTS]]   (prints one line per shape
-and a summary; exit 1 when a gate failed or the profiler's records could not be tied to the calls)
+Usage: python benchmarks/measurement-trust/claims_check.py REPORT.json OUT.json [BLOCKS [PLACEMENTS]]   (prints one
+line per shape and a summary; exit 1 when a gate failed or the profiler's records could not be tied to the calls)
 """
 
 from __future__ import annotations
@@ -44,16 +44,16 @@ FLUSH_BYTES = 256 << 20
 AGREE = 0.01
 PLACEMENTS = 16
 """Operand sets the blocks take in turn: on the H200 one kernel pair's ratio moved 2.7–4.9% between fresh
-placements of its operands in one process (benchmarks/measurement-trust/placement_spread.py); a check on one placement is one draw,
-and at 128×4096×4096 (a split-K winner, 1.3% standard deviation over placements) a mean of 4 has a standard
+placements of its operands in one process (benchmarks/measurement-trust/placement_spread.py); a check on one placement
+is one draw, and at 128×4096×4096 (a split-K winner, 1.3% standard deviation over placements) a mean of 4 has a standard
 error of 0.65%."""
 # The flush's own kernel: a fill of one-byte elements (torch's FillFunctor<unsigned char>). A memset record is
 # not a flush: a library call may clear its own workspace, and that time is the call's.
 FLUSH_KERNEL = re.compile(r"FillFunctor<unsigned char>")
-# The clean flush's second kernel: a read of another buffer after the fill (benchmarks/measurement-trust/flush_read.py). The fill
-# leaves the L2 full of dirty lines whose write-back would fall inside the next call's time; they are written back
-# during this read, which leaves the L2 holding clean lines (benchmarks/measurement-trust/flush_dirty_lines.py measures what that
-# moves).
+# The clean flush's second kernel: a read of another buffer after the fill
+# (benchmarks/measurement-trust/flush_read.py). The fill leaves the L2 full of dirty lines whose write-back would fall
+# inside the next call's time; they are written back during this read, which leaves the L2 holding clean lines
+# (benchmarks/measurement-trust/flush_dirty_lines.py measures what that moves).
 FLUSH_READ_KERNEL = re.compile(r"flush_read_kernel")
 
 
@@ -69,8 +69,8 @@ def _relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 def call_times_us(events: list[dict[str, Any]], calls: int) -> list[float]:
     """Each call's GPU time in µs: the kernels (and memsets) after its flush and before the next, summed. A call's
-    flush is a fill, a fill then a clean flush's read, or a read alone (benchmarks/measurement-trust/flush_dirty_lines.py); the
-    flushes' own kernels are not the call's."""
+    flush is a fill, a fill then a clean flush's read, or a read alone
+    (benchmarks/measurement-trust/flush_dirty_lines.py); the flushes' own kernels are not the call's."""
     gpu = sorted(
         (e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memset")),
         key=lambda e: float(e["ts"]),
@@ -303,7 +303,8 @@ def main() -> int:
     if not 3 <= len(sys.argv) <= 5 or not all(a.isdigit() for a in sys.argv[3:]):
         return refused(
             "claims_check",
-            "usage: python benchmarks/measurement-trust/claims_check.py REPORT.json OUT.json [BLOCKS [PLACEMENTS]] (whole numbers)",
+            "usage: python benchmarks/measurement-trust/claims_check.py REPORT.json OUT.json [BLOCKS [PLACEMENTS]] "
+            "(whole numbers)",
         )
     report = read_report(Path(sys.argv[1]))
     if isinstance(report, str):

@@ -15,8 +15,8 @@ Found on the H200 (2026-12-04, `benchmarks/data/measurement-trust/2026-12-04/h20
 one process the eight combinations' means lie within 0.5% of each other (1.1730–1.1785), while fresh processes of
 the check read the same config at 1.18–1.20: the ratio moves with the process (benchmarks/RESULTS.md, claims-check).
 
-Usage: python benchmarks/measurement-trust/flush_and_placement.py OUT.json M,N,K=CONFIG [M,N,K=CONFIG ...] with CONFIG NAME:VALUE,...
-(prints one line per variant and pass)
+Usage: python benchmarks/measurement-trust/flush_and_placement.py OUT.json M,N,K=CONFIG [M,N,K=CONFIG ...] with CONFIG
+NAME:VALUE,... (prints one line per variant and pass)
 """
 
 from __future__ import annotations

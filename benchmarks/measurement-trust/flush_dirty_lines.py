@@ -9,7 +9,8 @@ would fit the fixed ~9 µs the suite's decode shapes lose against a straight lin
 (benchmarks/RESULTS.md, "Decode GEMMs against the read ceiling"). A decode step's GEMM follows kernels that mostly
 read (the previous layers' weights), so its L2 holds clean lines. The three flushes, before every launch:
 - ``write``: a fill of a 2×L2 buffer (kerntune's flush today);
-- ``write-read``: the same fill, then a read of another 2×L2 buffer (benchmarks/measurement-trust/flush_read.py): the dirty lines
+- ``write-read``: the same fill, then a read of another 2×L2 buffer (benchmarks/measurement-trust/flush_read.py): the
+dirty lines
   are written back during that read, outside the timed kernel, and the L2 is left holding clean lines of neither
   operand;
 - ``read``: the read alone (a dirty line the previous launch left is written back during it).
@@ -25,7 +26,8 @@ being this script's): the read kernel of the first shape once to compile it, the
 the order printed; the suite reads ``dram__bytes_write.sum`` per launch — a dirty L2 must show as writes from a
 kernel that itself writes a few KB.
 
-Usage: python benchmarks/measurement-trust/flush_dirty_lines.py OUT.json [--report REPORT.json] [--shapes FILE] [--rounds N] [--ncu]
+Usage: python benchmarks/measurement-trust/flush_dirty_lines.py OUT.json [--report REPORT.json] [--shapes FILE]
+[--rounds N] [--ncu]
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 After a flush that writes, the L2 holds the writer's dirty lines; reading another buffer at least the L2's size
 writes them back during this read and leaves clean lines, so the next timed call pays no write-back
-(benchmarks/measurement-trust/flush_dirty_lines.py measures whether that matters). torch's own reductions will not do: a reduction
-to one value launches a memset for its semaphores beside its kernel, which a trace split by flush records would
-count as the next call's work. Each program sums a contiguous block and writes one int32.
+(benchmarks/measurement-trust/flush_dirty_lines.py measures whether that matters). torch's own reductions will not do:
+a reduction to one value launches a memset for its semaphores beside its kernel, which a trace split by flush records
+would count as the next call's work. Each program sums a contiguous block and writes one int32.
 """
 
 from __future__ import annotations

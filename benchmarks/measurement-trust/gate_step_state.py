@@ -11,8 +11,8 @@ printed 1.17–1.18 and flush_and_placement's process, whose protocol is the che
 read 1.169–1.182 (2026-12-04). Each call's raw time is kept, so another estimator (ratio of medians, of means)
 can be set beside the check's median of block ratios.
 
-Usage: python benchmarks/measurement-trust/gate_step_state.py OUT.json ORDER M,N,K=CONFIG   (CONFIG NAME:VALUE,...; prints one line
-per timing)
+Usage: python benchmarks/measurement-trust/gate_step_state.py OUT.json ORDER M,N,K=CONFIG   (CONFIG NAME:VALUE,...;
+prints one line per timing)
 """
 
 from __future__ import annotations

@@ -5,12 +5,14 @@ of `examples/triton_matmul` at a config, timed by CUPTI kernel records in three 
 - ``drained``: the host waits for the device after the flush and after the launch (the device idles between the
   flush's end and the kernel's start, and between calls), as kerntune's second timer did up to 2026-12-03;
 - ``back-to-back``: flush and launch enqueued one after the other, the host never waiting inside the block (the
-  device goes from the flush straight into the kernel), as a program and `benchmarks/measurement-trust/claims_check.py` run them;
+  device goes from the flush straight into the kernel), as a program and `benchmarks/measurement-trust/claims_check.py`
+  run them;
 - ``2xL2 flush``: back to back, the fill cut to twice the L2 (kerntune's flush size until 2026-12-03).
 
 Each block: BLOCKS groups of torch, winner, winner, torch, a 256 MiB one-byte fill before every call, one profiler
-session, split at the fills (claims_check's own reading). Usage: python benchmarks/measurement-trust/profiled_idle_gap.py OUT.json
-M,N,K=CONFIG [M,N,K=CONFIG ...] where CONFIG is NAME:VALUE,...  (prints one line per shape and protocol)
+session, split at the fills (claims_check's own reading). Usage: python
+benchmarks/measurement-trust/profiled_idle_gap.py OUT.json M,N,K=CONFIG [M,N,K=CONFIG ...] where CONFIG is
+NAME:VALUE,...  (prints one line per shape and protocol)
 """
 
 from __future__ import annotations

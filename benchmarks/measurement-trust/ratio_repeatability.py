@@ -5,7 +5,8 @@ and its ratio is the median of its pairs' log ratios, so the power cap's clock s
 medians by several percent, land on both sides of each pair. Reports every round's ratio and absolute medians,
 the ratios' spread (max − min) / median, and the ab verdict; writes JSON to --out.
 
-    python benchmarks/measurement-trust/ratio_repeatability.py --winner BLOCK_M=128,...,num_stages=3 --rounds 20 --out r.json
+    python benchmarks/measurement-trust/ratio_repeatability.py --winner BLOCK_M=128,...,num_stages=3 --rounds 20 --out
+    r.json
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ kerntune's second timer reads 0.988–0.992 (torch.matmul 1418 µs): the same tw
 a power cap that lowers the clock of a long compute-bound load. This shows how fast the clock falls under load,
 how fast it recovers in an idle gap, and what ratio each clock gives.
 
-Usage: python benchmarks/measurement-trust/sustained_load_ratio.py OUT.json M,N,K=CONFIG   (CONFIG as NAME:VALUE,...; prints one
-line per window: phase, seconds since the phase began, torch and winner µs, ratio, SM MHz, power W)
+Usage: python benchmarks/measurement-trust/sustained_load_ratio.py OUT.json M,N,K=CONFIG   (CONFIG as NAME:VALUE,...;
+prints one line per window: phase, seconds since the phase began, torch and winner µs, ratio, SM MHz, power W)
 """
 
 from __future__ import annotations

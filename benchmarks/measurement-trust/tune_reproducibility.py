@@ -9,8 +9,8 @@ against an interleaved oracle of every finalist any run found.
    budget confirms few finalists, and the oracle should see what came close.
 2. The oracle, per shape: every distinct winner and finalist of all runs, each timed against the first run's
    winner, interleaved call by call. On a CUDA device (``--oracle profiler``, the default there) by the
-   profiler's kernel records in this process, as benchmarks/measurement-trust/claims_check.py times (BLOCKS blocks of first,
-   other, other, first, a 256 MiB fill before every call; the median block ratio with a bootstrap 95% interval;
+   profiler's kernel records in this process, as benchmarks/measurement-trust/claims_check.py times (BLOCKS blocks of
+   first, other, other, first, a 256 MiB fill before every call; the median block ratio with a bootstrap 95% interval;
    the noise band the reach of an A/A of the first against itself, at least 1%) — independent of kerntune's
    measurement code, and a few seconds a candidate. Elsewhere (``--oracle ab``) by ``kerntune ab --scheme
    in-process`` (both configs compiled into one worker and timed interleaved launch by launch, A B B A, the same

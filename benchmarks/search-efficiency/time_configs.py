@@ -4,8 +4,9 @@ drift lands on all alike. Prints one JSON line per measurement and a summary: ea
 medians and its ratio to the fastest. Used to check search winners against each other (is the race's winner
 within 2% of the exhaustive best?) and, first, to find why one config timed differently in two runs.
 
-Usage: python3 benchmarks/search-efficiency/time_configs.py --shape 16,4096,4096 [--rounds 3] [--short] [--out F.json] CONFIG...
-(CONFIG: a config key, ``BLOCK_M=16,BLOCK_N=64,...``; NAME=@FILE reads a ``kerntune tune --json`` report's winner.)
+Usage: python3 benchmarks/search-efficiency/time_configs.py --shape 16,4096,4096 [--rounds 3] [--short] [--out F.json]
+CONFIG... (CONFIG: a config key, ``BLOCK_M=16,BLOCK_N=64,...``; NAME=@FILE reads a ``kerntune tune --json`` report's
+winner.)
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ Given the report of a `kerntune tune examples/triton_matmul --json` run (the tim
    left is reused; persistent TMA templates on), its tuning wall time (the first call: trace, compile, autotune)
    recorded, with the kernels its choice launches and, where Inductor tuned a generated kernel by coordinate descent
    (a one-row product's reduction), the config it settled on; the Triton matmul tutorial's ``triton.autotune`` over
-   its 16 configs (benchmarks/gemm/search_vs_anchors.py's kernel, a fresh autotuner per shape, B read through its strides
-   so both layouts run; not where the shape has a bias, which the tutorial's kernel does not add) likewise;
+   its 16 configs (benchmarks/gemm/search_vs_anchors.py's kernel, a fresh autotuner per shape, B read through its
+   strides so both layouts run; not where the shape has a bias, which the tutorial's kernel does not add) likewise;
 2. kerntune's winner (the spec's ``launch`` at the winning config), max-autotune's compiled call, the tutorial's
    choice and ``torch.mm`` are gated against a float64 reference;
 3. they are timed call by call, the order rotating through every permutation, the L2 flushed (256 MB
@@ -15,9 +15,10 @@ Given the report of a `kerntune tune examples/triton_matmul --json` run (the tim
    each matmul launched, their own durations summed); ratios are paired medians with 95% intervals.
 "kerntune's table" is what `kerntune deploy` serves: the winner where it beats torch.mm, else the library.
 
-Usage: python benchmarks/time-budget/against_max_autotune.py REPORT.json OUT.json [ROUNDS]   (prints a table; exit 1 if a
-gate failed)
-       python benchmarks/time-budget/against_max_autotune.py --matched-budget SIDE_BY_SIDE.json   (prints the ``--budget`` that
+Usage: python benchmarks/time-budget/against_max_autotune.py REPORT.json OUT.json [ROUNDS]   (prints a table; exit 1 if
+a gate failed)
+       python benchmarks/time-budget/against_max_autotune.py --matched-budget SIDE_BY_SIDE.json   (prints the
+       ``--budget`` that
 gives kerntune max-autotune's own tuning time a shape, from an earlier run's OUT.json: ``matched_budget``)
 """
 

@@ -1,8 +1,8 @@
 """Do a tune report's printed ratios survive an independent timing? Per shape, the winner's time over torch.matmul's
 as the report states it (its finalist row's ``ratio``, from the timer it names: CUPTI kernel durations where the
 second timer ran, else events), the same confirmation's event-timed ratio (``interleaved_ratio``), and the ratio
-`benchmarks/gemm/gemm_forms.py` measured for the same config in another process (CUPTI kernel durations, torch / config /
-config / torch blocks over several operand placements: the independent check); how far each is from the check.
+`benchmarks/gemm/gemm_forms.py` measured for the same config in another process (CUPTI kernel durations, torch / config
+/ config / torch blocks over several operand placements: the independent check); how far each is from the check.
 
 Usage: python3 benchmarks/time-budget/printed_vs_independent.py REPORT.json WINNERS.json LABEL [--json OUT.json]
 REPORT.json is a `kerntune tune --json` report; WINNERS.json a gemm_forms output that timed that report's winners

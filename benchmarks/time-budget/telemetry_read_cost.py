@@ -3,7 +3,8 @@
 samples. The protocol waits 1/HOST_SHARE times the last bookkeeping's cost before the next stopping check
 (``measure.pacing.Bookkeeping``), so these costs set the shortest a screening measurement can be.
 
-Usage: python benchmarks/time-budget/telemetry_read_cost.py [--repeats 200]   (needs an NVIDIA GPU and pynvml for the reads)"""
+Usage: python benchmarks/time-budget/telemetry_read_cost.py [--repeats 200]   (needs an NVIDIA GPU and pynvml for the
+reads)"""
 
 from __future__ import annotations
 

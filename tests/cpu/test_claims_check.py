@@ -1,5 +1,5 @@
-"""The independent claims check's own reading of a profiler trace (benchmarks/measurement-trust/claims_check.py): calls split at
-the flush's one-byte fill records, each call's kernels summed, block ratios, and the report's printed ratio."""
+"""The independent claims check's own reading of a profiler trace (benchmarks/measurement-trust/claims_check.py): calls
+split at the flush's one-byte fill records, each call's kernels summed, block ratios, and the report's printed ratio."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""benchmarks/time-budget/printed_vs_independent.py: a report's printed ratio and its events' ratio set beside an independent
-timing of the same config, shape by shape; shapes that cannot be compared are named, not silently dropped."""
+"""benchmarks/time-budget/printed_vs_independent.py: a report's printed ratio and its events' ratio set beside an
+independent timing of the same config, shape by shape; shapes that cannot be compared are named, not silently
+dropped."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, benchmark_script, load_benchmark
+from tests.conftest import benchmark_script, load_benchmark
 
 pvi = load_benchmark("printed_vs_independent")
 

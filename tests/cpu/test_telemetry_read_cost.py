@@ -1,5 +1,5 @@
-"""benchmarks/time-budget/telemetry_read_cost.py on a machine without NVML: the stopping check and the bootstrap are timed,
-the reads are said to be missing (not invented), and a bad argument is one line and exit 2."""
+"""benchmarks/time-budget/telemetry_read_cost.py on a machine without NVML: the stopping check and the bootstrap are
+timed, the reads are said to be missing (not invented), and a bad argument is one line and exit 2."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, benchmark_script, load_benchmark
+from tests.conftest import benchmark_script, load_benchmark
 
 pytest.importorskip("triton")
 SCRIPT = benchmark_script("warp_specialize_compile")

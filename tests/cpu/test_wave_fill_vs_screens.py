@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, benchmark_script, load_benchmark
+from tests.conftest import benchmark_script, load_benchmark
 
 wave_fill = load_benchmark("wave_fill_vs_screens")
 SCRIPT = str(benchmark_script("wave_fill_vs_screens"))

@@ -81,8 +81,8 @@ def profiled_ms(
     Hazard guarded (``sustain``): starting a profiler session idles the device, and under a power cap an idle
     device comes back at boost clock for its first tens of milliseconds. On the H200, bf16 8192³ against
     torch.matmul read 0.995 in the first 50 ms of load after an idle gap of 0.1–2 s and 0.980 from 100 ms on at
-    the capped clock (benchmarks/measurement-trust/sustained_load_ratio.py, 2026-12-03): ten pairs timed right after the session
-    started were timed at a clock the program under sustained load does not run at.
+    the capped clock (benchmarks/measurement-trust/sustained_load_ratio.py, 2026-12-03): ten pairs timed right after
+    the session started were timed at a clock the program under sustained load does not run at.
 
     Hazard guarded: a host that waits for the device before and after each launch leaves the device idle between
     the flush's end and the kernel's start, and a kernel that starts on an idle device is not timed as it runs in

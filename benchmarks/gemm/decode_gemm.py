@@ -7,7 +7,7 @@ the same bytes reaches. Per shape, in one process, bf16, layout NT (``x @ W.t()`
 1. ``read``: a Triton kernel that only reads W (and writes one float per program), at a few block sizes — the
    ceiling a GEMM of this shape could reach;
 2. ``cublas``: ``torch.mm`` at the same layout;
-3. a sweep of examples/triton_matmul's own kernel over the decode part of its space (BLOCK_N, BLOCK_K, SPLIT_K
+3. a sweep of kernels/triton_gemm's own kernel over the decode part of its space (BLOCK_N, BLOCK_K, SPLIT_K
    fused, warps, stages; BLOCK_M 16) — every config gated against cuBLAS's output before it is timed.
 Timing: every side once per round in rotating order, a 256 MB L2 flush before each launch (the weights are read
 from HBM as in a decode step, whose other weights have evicted them), CUDA events around the launch; a side's
@@ -35,7 +35,7 @@ SHAPES = ((16, 14336, 4096), (16, 4096, 14336), (16, 4096, 4096), (16, 1024, 409
 
 
 def _spec() -> Any:
-    loader = importlib.util.spec_from_file_location("triton_matmul_spec", ROOT / "examples/triton_matmul/spec.py")
+    loader = importlib.util.spec_from_file_location("triton_matmul_spec", ROOT / "kernels/triton_gemm/spec.py")
     assert loader is not None and loader.loader is not None
     module = importlib.util.module_from_spec(loader)
     loader.loader.exec_module(module)
@@ -91,7 +91,7 @@ def _launch(
     locks: torch.Tensor,
     config: dict[str, int],
 ) -> Any:
-    """examples/triton_matmul's kernel at ``config`` on x @ b into c (BLOCK_M 16, no bias, one product)."""
+    """kernels/triton_gemm's kernel at ``config`` on x @ b into c (BLOCK_M 16, no bias, one product)."""
     (m, k), n = x.shape, b.shape[1]
     return spec.matmul_kernel[(triton.cdiv(m, 16) * triton.cdiv(n, config["BLOCK_N"]), config["SPLIT_K"], 1)](
         x,

@@ -1,4 +1,4 @@
-"""Does a kernel form of `examples/triton_matmul` move the ratio to cuBLAS where the tuned winner loses, and do two
+"""Does a kernel form of `kernels/triton_gemm` move the ratio to cuBLAS where the tuned winner loses, and do two
 runs' winners differ? Per GEMM shape, the spec's seed configs of each form asked for (main's example has the plain,
 TMA, split-K and GEMV forms; SK_TAIL and a first, non-TMA stream-K timed on 2026-12-04 live on branch gemm-levers,
 a stream-K on the persistent TMA kernel on branch stream-k-tma) that
@@ -10,17 +10,18 @@ taking PLACEMENTS operand sets in turn. No search and no kerntune timer: a fixed
 two forms) compare on the same configs, and a form's best seed says what the form can do before a search spends
 a budget on it.
 
-Usage: python benchmarks/gemm/gemm_forms.py OUT.json [--shapes FILE] [--report [LABEL=]TUNE.json ...] [--forms
-stream_k,...]
-       [--spec LABEL=SPEC.py ...] [--blocks 30] [--placements 4] [--limit-s S] [--best-report BEST.json]
+Usage: python benchmarks/gemm/gemm_forms.py OUT.json [--shapes FILE] [--report [LABEL=]TUNE.json ...]
+       [--forms stream_k,...] [--spec LABEL=SPEC.py ...] [--blocks 30] [--placements 4] [--limit-s S]
+       [--best-report BEST.json]
 Reports given the same label are the parts of one run, split by shapes (they must not share a shape). A --spec is
-another version of the example's spec file (``git show BRANCH:examples/triton_matmul/spec.py > SPEC.py``): the
-reports' winners and its seeds of the forms asked for are launched through its kernels too, labelled LABEL:prior,
-LABEL:gemv, ..., in the same run, so two versions of a kernel meet on the same configs, inputs and torch.matmul.
-Prints one line per shape (torch.matmul's µs, the report winner's ratio, each form's best seed and its ratio; a
-ratio is the config's time over torch.matmul's, lower is faster) and a summary; OUT.json holds every timing
-(``call_us`` raw, in call order). Exit 1 if a config failed its gate or did not compile or run (each shape's line
-names those as DID NOT RUN, the other configs still timed), 2 on bad arguments.
+the spec.py of another version of the product GEMM's folder, copied whole (``git archive BRANCH kernels/triton_gemm
+| tar -x -C DIR``, then DIR/kernels/triton_gemm/spec.py; an older single-file spec works alone): the reports' winners
+and its seeds of the forms asked for are launched through its kernels too, labelled LABEL:prior, LABEL:gemv, ..., in
+the same run, so two versions of a kernel meet on the same configs, inputs and torch.matmul. Prints one line per shape
+(torch.matmul's µs, the report winner's ratio, each form's best seed and its ratio; a ratio is the config's time over
+torch.matmul's, lower is faster) and a summary; OUT.json holds every timing (``call_us`` raw, in call order). Exit 1 if
+a config failed its gate or did not compile or run (each shape's line names those as DID NOT RUN, the other configs
+still timed), 2 on bad arguments.
 """
 
 from __future__ import annotations

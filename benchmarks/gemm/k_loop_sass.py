@@ -1,4 +1,4 @@
-"""What does a kernel of `examples/triton_matmul` compile to when Triton knows the shape, as Inductor's kernels
+"""What does a kernel of `kernels/triton_gemm` compile to when Triton knows the shape, as Inductor's kernels
 do? Cross-compiles (no GPU needed) for sm_90 the example's MMA kernel (``matmul_kernel``, cp.async loads) or its
 GEMV kernel at a shape and config, once as the kernel declares its arguments (the MMA kernel's integers at run time,
 as the JIT specializes them by ``kerntune inspect``'s rules: divisibility by 16, a value of 1; the GEMV kernel has
@@ -31,7 +31,7 @@ def example() -> Any:
     """The example's spec module, loaded as kerntune loads it."""
     from kerntune.tune.spec import load_spec
 
-    return sys.modules[load_spec(ROOT / "examples" / "triton_matmul").problem.make_inputs.__module__]
+    return sys.modules[load_spec(ROOT / "kernels" / "triton_gemm").problem.make_inputs.__module__]
 
 
 def arguments(kernel: str, m: int, n: int, k: int, tile: tuple[int, ...]) -> dict[str, Any]:

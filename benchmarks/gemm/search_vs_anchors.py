@@ -1,7 +1,7 @@
 """GEMM against the anchors (the gemm suite): kerntune's gated winners against torch.matmul (cuBLAS) and against
 triton.autotune with the Triton matmul tutorial's 16 configs, bf16, on the 10 LLM shapes.
 
-Phase 1 (``--tune``): one tuning run of examples/triton_matmul over the shapes (``kerntune.tune.run``, as
+Phase 1 (``--tune``): one tuning run of kernels/triton_gemm over the shapes (``kerntune.tune.run``, as
 ``kerntune tune`` does; default strategy), its store under --out, progress lines and wall time printed.
 Phase 2 (``--compare``, one process): per shape,
 the three implementations are gated against an fp64 reference and then timed by kerntune's own ``measure``
@@ -53,7 +53,7 @@ def tune(out: Path, shapes: list[tuple[int, int, int]], strategy: str, tag: str,
     settings = Settings.from_env()
     store = Store(out / "store")
     request = TuneRequest(
-        spec=str(ROOT / "examples" / "triton_matmul"),
+        spec=str(ROOT / "kernels" / "triton_gemm"),
         strategy=strategy,
         budget=parse_budget(budget),
         shapes=[{"M": str(m), "N": str(n), "K": str(k)} for m, n, k in shapes],
@@ -317,7 +317,7 @@ def compare(out: Path, shapes: list[tuple[int, int, int]], rounds: int, graph: b
     tuned = json.loads((out / "tune.json").read_text()) if (out / "tune.json").exists() else salvage(out)
     backend = TorchBackend("cuda")
     telemetry = backend.telemetry()
-    spec_module = sys.modules[load_spec(str(ROOT / "examples" / "triton_matmul")).problem.make_inputs.__module__]
+    spec_module = sys.modules[load_spec(str(ROOT / "kernels" / "triton_gemm")).problem.make_inputs.__module__]
     autotuned = tutorial_kernel()
     protocols = {"eager-cold": MeasureOptions()}
     if graph:

@@ -1,7 +1,7 @@
 # about: the tuned Triton GEMM against cuBLAS (torch.matmul) and the Triton tutorial's triton.autotune, bf16, on LLM shapes
 # steps: tune compare decode forms
 # needs: gpu
-# tune:    one `kerntune tune examples/triton_matmul` run over SHAPES ("M,N,K;..."; default the 10 LLM shapes of
+# tune:    one `kerntune tune kernels/triton_gemm` run over SHAPES ("M,N,K;..."; default the 10 LLM shapes of
 #          benchmarks/gemm/search_vs_anchors.py), default strategy, BUDGET per shape (20s/shape), no confirmation;
 #          every candidate kept as CSV. PRIOR= a tune.json of winners for shapes this run does not reach.
 # compare: in one process, kerntune's winners, torch.matmul and the tutorial's 16-config autotune gated against

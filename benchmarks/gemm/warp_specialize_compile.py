@@ -1,5 +1,5 @@
 """Does the installed Triton warp-specialize a Hopper TMA GEMM loop, and in which form? Cross-compiles (no GPU
-needed) for sm_90 a TMA GEMM shaped like examples/triton_matmul's TMA kernel, its K loop as
+needed) for sm_90 a TMA GEMM shaped like kernels/triton_gemm's TMA kernel, its K loop as
 ``tl.range(..., warp_specialize=WS, num_stages=S)``, in each form that matters to the example: descriptors made on
 the host (the example's ``TensorDescriptor.from_tensor``) or in the kernel (``tl.make_tensor_descriptor``, which
 needs ``triton.set_allocator`` at launch), B row-major (NN) or an ``nn.Linear`` weight read transposed (NT), 4 or 8

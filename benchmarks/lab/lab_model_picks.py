@@ -29,14 +29,14 @@ def hottest(scope_path: str, corpus_path: str) -> str:
 
 
 def table_config(table_path: str, m: int, n: int, k: int) -> dict[str, object]:
-    """The config a deployed table of examples/triton_matmul holds for M, N, K (empty: none, the spec's default)."""
+    """The config a deployed table of kernels/triton_gemm holds for M, N, K (empty: none, the spec's default)."""
     table = json.loads(Path(table_path).read_text())
     found = [e["config"] for e in table["entries"] if (e["key"]["M"], e["key"]["N"], e["key"]["K"]) == (m, n, k)]
     return dict(found[0]) if found else {}
 
 
 def checked_configs(report_path: str, m: int, n: int, k: int) -> list[dict[str, object]]:
-    """The configs of examples/triton_matmul that a ``benchmarks/gemm/decode_gemm.py`` report timed again by CUPTI at
+    """The configs of kernels/triton_gemm that a ``benchmarks/gemm/decode_gemm.py`` report timed again by CUPTI at
     M, N, K, fastest first (its labels, ``N32K64s1w4p5``, read back into the configs that sweep launched)."""
     import re
 

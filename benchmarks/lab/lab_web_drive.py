@@ -6,7 +6,7 @@ starts ``kerntune serve --programs PROGRAMS_DIR`` (the store at $KERNTUNE_HOME, 
 loopback and, with the requests the page sends: lists ``app.py``'s dispatches by device-time share in its steady
 state ("by GPU time", region ``step``: ``kerntune scope --region step``), takes the hottest Inductor kernel and
 the hottest GEMM operator line, or the one of shape $GEMM (``MxNxK``) ("Tune this kernel" on each), replays each
-capture, compares the GEMM call with ``examples/triton_matmul`` at the config of $TABLE's entry for its shape (the
+capture, compares the GEMM call with ``kernels/triton_gemm`` at the config of $TABLE's entry for its shape (the
 spec's default without one), at the configs $CANDIDATES (a ``benchmarks/gemm/decode_gemm.py`` report) checked for that
 shape and at those $CONFIGS names (``NAME=VALUE,...;NAME=VALUE,...``), and saves the fastest into
 PROGRAMS_DIR/served.json when it is not slower than the library. Every request and its job's outcome go to
@@ -121,9 +121,9 @@ def main() -> int:
             shape = pick_gemm(gemms)["shape"]
             best: tuple[float, dict[str, Any]] | None = None
             for origin, sets in candidate_sets(shape):
-                variant = {"spec": "examples/triton_matmul", "sets": sets, "iterations": 100}
+                variant = {"spec": "kernels/triton_gemm", "sets": sets, "iterations": 100}
                 compared = job(
-                    f"compare with examples/triton_matmul at {origin}: {' '.join(sets) or 'its default'}",
+                    f"compare with kernels/triton_gemm at {origin}: {' '.join(sets) or 'its default'}",
                     f"/api/lab/{names['gemm']}/compare",
                     variant,
                 )
@@ -163,7 +163,7 @@ def pick_gemm(gemms: list[dict[str, Any]]) -> dict[str, Any]:
 
 def candidate_sets(shape: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """The configs to compare at this M, N, K, as NAME=VALUE lists with where each came from: the one $TABLE (a
-    deployed table of examples/triton_matmul) holds (the spec's default without one), then those $CANDIDATES (a
+    deployed table of kernels/triton_gemm) holds (the spec's default without one), then those $CANDIDATES (a
     ``benchmarks/gemm/decode_gemm.py`` report) checked by CUPTI for the same shape, fastest first."""
     from lab_model_picks import checked_configs, table_config
 

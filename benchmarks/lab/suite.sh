@@ -9,7 +9,7 @@
 # counters:   the same capture compared at BLOCK_K=128 with --counters (Nsight Compute, --clock-control none).
 # model:      examples/hf_llama under torch.compile (prefill, MODEL_MODE): scope it; capture its hottest Inductor
 #             kernel (by the profiler's name) and its hottest aten::mm (by the corpus's shape, --match); replay each
-#             in the three modes; compare the mm call with examples/triton_matmul at the config TABLE holds for its
+#             in the three modes; compare the mm call with kernels/triton_gemm at the config TABLE holds for its
 #             key (default: the served-model suite's deployed table) and save it into a served table when not
 #             slower; kerntune verify of kerntune run on that table shows whether it engaged.
 # web:        the same through the web page's HTTP API, as its buttons send it (benchmarks/lab/lab_web_drive.py: kerntune
@@ -22,7 +22,7 @@
 #             adds verify's end-to-end A/B of the table off against on, PROCESSES per side, within VERIFY_S).
 lab_capture() {  # lab_capture FOLDER [PROGRAM ARGS...]
   local cap=$1; shift
-  [ -d "$W/examples" ] || cp -r examples "$W/examples"
+  [ -d "$W/examples" ] || cp -r examples kernels "$W/"  # the demo loads ../../kernels/triton_gemm
   bounded 150 python3 -m kerntune capture --kernel matmul_kernel --nth 5 -o "$cap" --json -- \
     python3 "$W/examples/transformer_mlp/run.py" --steps 10 "$@"
 }
@@ -35,7 +35,7 @@ verify_served() {  # verify_served OUT_DIR TABLE PROGRAM ARGS...: kerntune verif
     --report "$r/verify.json" -- python3 -m kerntune run --table "$table" -- "$@" > "$r/verify.log" 2>&1
 }
 step_acceptance() {
-  local r; r=$(step_dir acceptance); rm -rf "$W/cap" "$W/cap2" "$W/examples"
+  local r; r=$(step_dir acceptance); rm -rf "$W/cap" "$W/cap2" "$W/examples" "$W/kernels"
   local run="$W/examples/transformer_mlp/run.py" kt=(bounded 150 python3 -m kerntune) mode k best i
   lab_capture "$W/cap" > "$r/capture.json" 2>> "$LOG"
   for mode in isolated sustained replays; do
@@ -44,7 +44,7 @@ step_acceptance() {
   for k in 32 64 128 256; do
     "${kt[@]}" lab compare "$W/cap" --set BLOCK_K=$k --iterations 200 --json > "$r/compare_bk$k.json" 2>> "$LOG"
   done
-  sed 's/offs_k\[None, :\]/(offs_k[None, :] + 1)/' "$W/examples/triton_matmul/spec.py" > "$W/wrong.py"
+  sed 's/offs_k\[None, :\]/(offs_k[None, :] + 1)/' "$W/kernels/triton_gemm/kernels.py" > "$W/wrong.py"
   "${kt[@]}" lab compare "$W/cap" --variant "$W/wrong.py" --iterations 50 > "$r/compare_wrong.txt" 2>> "$LOG"
   note "  (exit 1 expected above: the wrong index fails validation)"
   "${kt[@]}" lab save "$W/cap" --variant "$W/wrong.py" >> "$LOG" 2>&1
@@ -130,9 +130,9 @@ step_model() {
   local -a config
   read -r -a config < <(python3 benchmarks/lab/lab_model_picks.py config "$r/capture_mm.json" "$table")
   note "  the table's config for the mm call: ${config[*]:-none, the spec default}"
-  "${kt[@]}" lab compare "$W/mm" --spec examples/triton_matmul "${config[@]}" --iterations 100 --json \
+  "${kt[@]}" lab compare "$W/mm" --spec kernels/triton_gemm "${config[@]}" --iterations 100 --json \
     > "$r/compare_mm.json" 2>> "$LOG"
-  "${kt[@]}" lab save "$W/mm" --spec examples/triton_matmul "${config[@]}" --table "$W/served.json" --json \
+  "${kt[@]}" lab save "$W/mm" --spec kernels/triton_gemm "${config[@]}" --table "$W/served.json" --json \
     > "$r/save_mm.json" 2>> "$LOG" || note "  (not saved: see the log)"
   cp "$W/served.json" "$r/" 2>/dev/null
   if [ -f "$W/served.json" ]; then

@@ -1,4 +1,4 @@
-"""An independent check of the winner/torch.matmul ratios a `kerntune tune examples/triton_matmul --json` report
+"""An independent check of the winner/torch.matmul ratios a `kerntune tune kernels/triton_gemm --json` report
 prints: each shape's winner and torch.matmul timed again here, call by call, by the profiler's kernel records.
 
 Independent of kerntune's measurement code: nothing from ``kerntune.measure`` or ``kerntune.scope`` is used. The
@@ -60,7 +60,7 @@ FLUSH_READ_KERNEL = re.compile(r"flush_read_kernel")
 def _problem() -> Any:
     from kerntune.tune.spec import load_spec  # the spec as kerntune loads it: only to launch its kernels
 
-    return load_spec(ROOT / "examples" / "triton_matmul").problem
+    return load_spec(ROOT / "kernels" / "triton_gemm").problem
 
 
 def _relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:

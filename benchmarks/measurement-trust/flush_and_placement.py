@@ -1,5 +1,5 @@
 """Whether the cache flush before each call, or how the operand sets are laid out, moves a winner/torch.matmul
-ratio: the same two calls of `examples/triton_matmul` timed by CUPTI kernel records (claims_check's protocol and
+ratio: the same two calls of `kernels/triton_gemm` timed by CUPTI kernel records (claims_check's protocol and
 reading, 16 operand sets taken in turn) under each combination of
 - the flush's size: kerntune's default (twice the L2 the device reports) or 256 MiB (the check's, do_bench's);
 - the flush's byte value: 0 (kerntune's flush is ``zero_()``) or 1 (the check's ``fill_(1)``);
@@ -13,7 +13,8 @@ check read 1.1849, 1.1839 and 1.1934 (2026-12-03/04): always lower, 0.6–1.6%, 
 placement noise; a smaller flush that leaves part of the operands in L2 would make both sides faster.
 Found on the H200 (2026-12-04, `benchmarks/data/measurement-trust/2026-12-04/h200-0442/`): it is neither — in
 one process the eight combinations' means lie within 0.5% of each other (1.1730–1.1785), while fresh processes of
-the check read the same config at 1.18–1.20: the ratio moves with the process (benchmarks/RESULTS.md, claims-check).
+the check read the same config at 1.18–1.20: the ratio moves with the process (benchmarks/measurement-trust/history.md,
+claims-check).
 
 Usage: python benchmarks/measurement-trust/flush_and_placement.py OUT.json M,N,K=CONFIG [M,N,K=CONFIG ...] with CONFIG
 NAME:VALUE,... (prints one line per variant and pass)

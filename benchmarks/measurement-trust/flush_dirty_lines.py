@@ -6,7 +6,7 @@ MiB) leaves the L2 full of dirty lines: the last L2-sized part of what it wrote.
 evict them, so the L2 writes them back to HBM while that kernel runs, and the write-back traffic and the HBM's
 read/write turnarounds fall inside its time. On the H200 (50 MiB of L2) that is up to ~12 µs at 4.3 TB/s, which
 would fit the fixed ~9 µs the suite's decode shapes lose against a straight line of time over weight bytes
-(benchmarks/RESULTS.md, "Decode GEMMs against the read ceiling"). A decode step's GEMM follows kernels that mostly
+(benchmarks/gemm/history.md, "Decode GEMMs against the read ceiling"). A decode step's GEMM follows kernels that mostly
 read (the previous layers' weights), so its L2 holds clean lines. The three flushes, before every launch:
 - ``write``: a fill of a 2×L2 buffer (kerntune's flush today);
 - ``write-read``: the same fill, then a read of another 2×L2 buffer (benchmarks/measurement-trust/flush_read.py): the

@@ -1,5 +1,5 @@
 """Whether the independent check's own gate step moves the ratio it times next: one winner/torch.matmul pair of
-`examples/triton_matmul` timed by claims_check's protocol and reading (16 operand sets in turn, 100 blocks of
+`kernels/triton_gemm` timed by claims_check's protocol and reading (16 operand sets in turn, 100 blocks of
 torch W W torch, a 256 MiB fill before every call, CUPTI kernel records) in one process, before and after the
 steps the check runs ahead of its timing — its gate (the output filled with NaN, each call once on the first
 operand set) and its float64 reference — with ORDER ``gate-first`` (the check's order: the winner's first launch,

@@ -1,4 +1,4 @@
-"""Whether where the operands lie in device memory moves the winner/torch.matmul ratio of `examples/triton_matmul`
+"""Whether where the operands lie in device memory moves the winner/torch.matmul ratio of `kernels/triton_gemm`
 at a config: the same two calls timed by CUPTI kernel records (claims_check's protocol and reading) on PLACEMENTS
 fresh sets of operands in one process, each set allocated behind a pad of a different size and all kept alive, so
 no two sets share addresses.

@@ -1,5 +1,5 @@
 """Whether an idle device before each launch moves the profiler's kernel durations: the winner/torch.matmul ratio
-of `examples/triton_matmul` at a config, timed by CUPTI kernel records in three protocols alternated block by block
+of `kernels/triton_gemm` at a config, timed by CUPTI kernel records in three protocols alternated block by block
 (the run of 2026-12-03 13:51 UTC had the first two, the run of 16:23 UTC all three).
 
 - ``drained``: the host waits for the device after the flush and after the launch (the device idles between the

@@ -23,7 +23,7 @@ from pathlib import Path
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--spec", default="examples/triton_matmul")
+    parser.add_argument("--spec", default="kernels/triton_gemm")
     parser.add_argument("--shape", default="M=4096,N=4096,K=4096,layout=NN")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--winner", required=True, help="the tuned config, K=V,... over the spec's default")

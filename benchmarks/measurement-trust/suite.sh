@@ -10,7 +10,7 @@
 #                ratio is its interleaved pairs' median log ratio; spread = (max − min) / median of the 20, absolute
 #                medians beside them (benchmarks/measurement-trust/ratio_repeatability.py).
 # claims-check:  (GPU) the 10 LLM shapes of benchmarks/gemm/search_vs_anchors.py tuned (`kerntune tune
-#                examples/triton_matmul`, bf16, CLAIMS_BUDGET 20s/shape), then each winner/torch.matmul ratio the report
+#                kernels/triton_gemm`, bf16, CLAIMS_BUDGET 20s/shape), then each winner/torch.matmul ratio the report
 #                prints checked independently in the same run: benchmarks/measurement-trust/claims_check.py times winner and torch.matmul
 #                call by call (torch W W torch, 256 MiB flush before each, BLOCKS=100 blocks) by the profiler's kernel
 #                records, split by its own reading of the trace; agreement within 1% per shape.
@@ -50,11 +50,11 @@
 #                more K iterations of benchmarks/specs/planted_matmul), in fresh processes (PROCESSES, default 4, per
 #                side), each timing its side beside torch.matmul (--reference @torch.matmul: cuBLAS, which the
 #                variable leaves alone), interleaved.
-# confirmation:  (GPU) `kerntune tune examples/triton_matmul --strategy random --budget 24`: each finalist's
+# confirmation:  (GPU) `kerntune tune kernels/triton_gemm --strategy random --budget 24`: each finalist's
 #                search-time median beside its median confirmed in fresh processes.
 # repeat-tunes:  the same three shapes tuned REPEATS (5) times at TUNE_BUDGET, a fresh store each; every run's
 #                winner scored against an interleaved oracle of all runs' finalists (benchmarks/measurement-trust/tune_reproducibility.py):
-#                the winner-flip rate and each run's regret. On a GPU examples/triton_matmul (bf16 M=16,N=K=4096,
+#                the winner-flip rate and each run's regret. On a GPU kernels/triton_gemm (bf16 M=16,N=K=4096,
 #                4096³ and M=4096,N=14336,K=4096; 12s/shape), the oracle timed by profiler kernel records call by
 #                call; on a CPU examples/opencl_matmul (128³, 256³, 512³; 8s/shape), the oracle `kerntune ab`.
 planted() {
@@ -88,7 +88,7 @@ step_claims_check() {
     for nk in N=4096,K=4096 N=14336,K=4096 N=4096,K=14336; do shapes="$shapes --shape M=$m,$nk"; done
   done
   shapes="$shapes --shape M=8192,N=8192,K=8192"
-  KERNTUNE_HOME="$W/claims-store" bounded "${CLAIMS_TUNE_LIMIT:-400}" python3 -m kerntune tune examples/triton_matmul \
+  KERNTUNE_HOME="$W/claims-store" bounded "${CLAIMS_TUNE_LIMIT:-400}" python3 -m kerntune tune kernels/triton_gemm \
     --dtype bfloat16 $shapes --budget "${CLAIMS_BUDGET:-20s/shape}" --json > "$out/tune.json" 2> "$out/tune.err"
   [ -s "$out/tune.json" ] || KERNTUNE_HOME="$W/claims-store" python3 -m kerntune show last --json > "$out/tune.json"
   bounded "${CHECK_LIMIT:-300}" python3 benchmarks/measurement-trust/claims_check.py "$out/tune.json" "$out/claims_check.json" \
@@ -195,7 +195,7 @@ step_ab_env() {
 step_confirmation() {
   [ -n "$GPU" ] || { note "  confirmation tunes triton_matmul: needs a GPU, skipped"; return 0; }
   local out; out=$(step_dir confirmation)
-  KERNTUNE_HOME="$W/confirm-store" bounded "${CONFIRM_LIMIT:-170}" python3 -m kerntune tune examples/triton_matmul \
+  KERNTUNE_HOME="$W/confirm-store" bounded "${CONFIRM_LIMIT:-170}" python3 -m kerntune tune kernels/triton_gemm \
     --strategy random --budget 24 --json > "$out/matmul.json" 2> "$out/matmul.err"
   local code=$?
   KERNTUNE_HOME="$W/confirm-store" python3 -m kerntune show last > "$out/matmul.txt" 2>&1
@@ -205,7 +205,7 @@ step_confirmation() {
 step_repeat_tunes() {
   local out; out=$(step_dir repeat-tunes)
   if [ -n "$GPU" ]; then
-    set -- --spec examples/triton_matmul --dtype bfloat16 --shape M=16,N=4096,K=4096 --shape M=4096,N=4096,K=4096 \
+    set -- --spec kernels/triton_gemm --dtype bfloat16 --shape M=16,N=4096,K=4096 --shape M=4096,N=4096,K=4096 \
       --shape M=4096,N=14336,K=4096 --budget "${TUNE_BUDGET:-12s/shape}"
   else
     set -- --spec examples/opencl_matmul --shape M=128,N=128,K=128 --shape M=256,N=256,K=256 \

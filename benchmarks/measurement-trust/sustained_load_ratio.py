@@ -1,4 +1,4 @@
-"""How the winner/torch.matmul ratio of one `examples/triton_matmul` config moves with the power state: the two
+"""How the winner/torch.matmul ratio of one `kernels/triton_gemm` config moves with the power state: the two
 calls timed by CUPTI kernel records (claims_check's protocol: torch W W torch, a 256 MiB fill before each call)
 in one continuous profiler session of sustained load, cut into windows, with the SM clock and power read by NVML
 after each window; then again after idle gaps of different lengths.

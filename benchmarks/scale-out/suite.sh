@@ -1,7 +1,7 @@
 # about: tuning spread over devices: a pool of one against the direct path (the same winner), and multi-GPU scaling where several GPUs are visible
 # steps: pool-of-one multi-gpu
 # needs: gpu
-# pool-of-one: `kerntune tune examples/triton_matmul --shape SHAPE (M=16,N=4096,K=4096) --strategy exhaustive
+# pool-of-one: `kerntune tune kernels/triton_gemm --shape SHAPE (M=16,N=4096,K=4096) --strategy exhaustive
 #              --budget EVALS (40)`, direct and with --workers 1 (the worker pinned to GPU 0 under its lock),
 #              ROUNDS (1) times alternated, each with its own store and 3 confirmation rounds; where the last
 #              winners differ, both timed side by side (benchmarks/search-efficiency/time_configs.py, default protocol).
@@ -21,7 +21,7 @@ PY
 step_pool_of_one() {
   local r i mode extra last keys
   r=$(step_dir pool-of-one)
-  local args=(examples/triton_matmul --shape "${SHAPE:-M=16,N=4096,K=4096}" --strategy exhaustive --budget "${EVALS:-40}" --json)
+  local args=(kernels/triton_gemm --shape "${SHAPE:-M=16,N=4096,K=4096}" --strategy exhaustive --budget "${EVALS:-40}" --json)
   for i in $(seq "${ROUNDS:-1}"); do
     for mode in direct pool; do
       extra=(); [ $mode = pool ] && extra=(--workers 1)
@@ -50,7 +50,7 @@ step_multi_gpu() {
   for workers in ${ORDER:-$n 1}; do
     start=$(date +%s.%N)
     KERNTUNE_HOME="$W/w$workers" KERNTUNE_CONFIRM_ROUNDS=0 bounded "${LIMIT:-330}" python3 -m kerntune tune \
-      examples/triton_matmul "${shapes[@]}" --budget "${BUDGET:-10s/shape}" --workers "$workers" --json > "$r/w$workers.json" 2>> "$LOG"
+      kernels/triton_gemm "${shapes[@]}" --budget "${BUDGET:-10s/shape}" --workers "$workers" --json > "$r/w$workers.json" 2>> "$LOG"
     echo "--workers $workers: wall $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))" \
       "$start" "$(date +%s.%N)") s" >> "$r/walls.txt"
     export_candidates "$W/w$workers" "$r/w$workers-candidates.csv"

@@ -1,7 +1,7 @@
 # about: the default strategy (race) against exhaustive search on one 1,232-config space: wall time and the winner's gap
 # steps: exhaustive races side
 # needs: gpu
-# The space: examples/triton_matmul, bf16, M=16, N=K=4096 (1,232 valid configs for sm_90). Every run is a fresh
+# The space: kernels/triton_gemm, bf16, M=16, N=K=4096 (1,232 valid configs for sm_90). Every run is a fresh
 # `kerntune tune` with an empty Triton cache and its own store, no confirmation, its wall time taken around the
 # whole command, all under one shortened protocol (WARMUP_MS=30, SAMPLE_MS=200; the race's rungs are 1/16 and 1/4
 # of it).
@@ -17,7 +17,7 @@ efficiency_run() {
   local runs="$D/runs"; mkdir -p "$runs"
   KERNTUNE_HOME="$W/$name" KERNTUNE_COMPILE_WORKERS=$workers TRITON_CACHE_DIR="$W/cache-$name" KERNTUNE_CONFIRM_ROUNDS=0 \
     KERNTUNE_WARMUP_MS=${WARMUP_MS:-30} KERNTUNE_SAMPLE_BUDGET_MS=${SAMPLE_MS:-200} \
-    bounded "$limit" python3 -m kerntune tune examples/triton_matmul --shape "$EFF_SHAPE" "$@" --json \
+    bounded "$limit" python3 -m kerntune tune kernels/triton_gemm --shape "$EFF_SHAPE" "$@" --json \
     > "$runs/$name.json" 2> "$runs/$name.err"
   local code=$?
   export_candidates "$W/$name" "$runs/$name-candidates.csv"

@@ -54,7 +54,7 @@ def main() -> None:
 
     backend = TorchBackend("cuda")
     telemetry = backend.telemetry()
-    spec = sys.modules[load_spec(str(ROOT / "examples" / "triton_matmul")).problem.make_inputs.__module__]
+    spec = sys.modules[load_spec(str(ROOT / "kernels" / "triton_gemm")).problem.make_inputs.__module__]
     m, n, k = (int(x) for x in opts.shape.split(","))
     a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
     b = torch.randn(k, n, device="cuda").to(torch.bfloat16)

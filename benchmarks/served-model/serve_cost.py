@@ -1,6 +1,6 @@
 """Host cost of a served GEMM call against the library's own call, timed interleaved in one process.
 
-    python benchmarks/served-model/serve_cost.py [--backend CUDA|CPU] [--rounds 20] [--calls 2000] [--out FILE.json]
+    python benchmarks/serve_cost.py [--backend CUDA|CPU] [--rounds 20] [--calls 2000] [--out FILE.json]
 
 Three sides, in A B B A order per round (each round: every side once per order position), on one small
 ``torch.mm`` (M=16, N=64, K=64, B an nn.Linear-style transpose, bf16 on CUDA, fp16 on the CPU):
@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from kerntune.runtime.keys import problem_source_hash, torch_device_fields  # noqa: E402

@@ -4,7 +4,7 @@
 # scope:  `kerntune scope --region step --corpus` on decode (batch 16) and prefill (512 tokens), eager and
 #         compiled (reduce-overhead for decode, default for prefill); each trace kept gzipped (test data for the
 #         CPU tests of scope's reading).
-# tune:   `kerntune tune examples/triton_matmul --shapes-from` the corpus (top TOP shapes by GPU time,
+# tune:   `kerntune tune kernels/triton_gemm --shapes-from` the corpus (top TOP shapes by GPU time,
 #         default 12, PER_SHAPE each, default 20s/shape), then `kerntune deploy`.
 # engage: per mode, the app without the table saves its logits; `kerntune verify --processes PROCESSES` of
 #         `kerntune run --table` on it checks them (--check) and gives engagement and the end-to-end A/B.
@@ -40,7 +40,7 @@ step_scope() {
 
 step_tune() {
   local out; out=$(step_dir tune)
-  KERNTUNE_HOME="$W/store" bounded "${TUNE_LIMIT:-420}" python3 -m kerntune tune examples/triton_matmul \
+  KERNTUNE_HOME="$W/store" bounded "${TUNE_LIMIT:-420}" python3 -m kerntune tune kernels/triton_gemm \
     --shapes-from "$CORPUS" --top "${TOP:-12}" --budget "${PER_SHAPE:-20s/shape}" --json \
     > "$out/tune.json" 2>> "$LOG"
   KERNTUNE_HOME="$W/store" bounded 60 python3 -m kerntune deploy last --table "$TABLE" \

@@ -1,7 +1,7 @@
 """torch.compile max-autotune, the Triton tutorial's autotune and kerntune's tuned winners side by side on the same
 GEMM shapes (bf16, one GPU).
 
-Given the report of a `kerntune tune examples/triton_matmul --json` run (the time-budget suite's), per shape:
+Given the report of a `kerntune tune kernels/triton_gemm --json` run (the time-budget suite's), per shape:
 1. max-autotune tunes ``torch.mm`` at the shape and layout, from an empty Inductor cache (nothing an earlier run
    left is reused; persistent TMA templates on), its tuning wall time (the first call: trace, compile, autotune)
    recorded, with the kernels its choice launches and, where Inductor tuned a generated kernel by coordinate descent
@@ -52,7 +52,7 @@ def _problem() -> Any:
     """The example's spec as kerntune loads it (its kernel, launch, inputs and reference)."""
     from kerntune.tune.spec import load_spec
 
-    return load_spec(ROOT / "examples" / "triton_matmul").problem
+    return load_spec(ROOT / "kernels" / "triton_gemm").problem
 
 
 COORDINATE_DESCENT_LOG = "torch._inductor.runtime.coordinate_descent_tuner"

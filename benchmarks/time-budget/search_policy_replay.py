@@ -122,7 +122,7 @@ def seeds_and_explore(shape: str, shape_configs: dict[str, tuple[Config, float]]
     from kerntune.model import Shape, Target
     from kerntune.tune.spec import load_spec
 
-    space = load_spec(ROOT / "examples" / "triton_matmul").problem.space
+    space = load_spec(ROOT / "kernels" / "triton_gemm").problem.space
     valid, _ = space.valid_configs(Shape.of(cell(shape)), Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132))
     return (
         [c for c in (space.default_config(), *space.seed_configs()) if c.key in shape_configs],

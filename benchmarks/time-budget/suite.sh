@@ -1,7 +1,7 @@
 # about: a time budget bounds the whole run, confirmation included: wall time by phase against the bound, and what confirmation had to cut
 # steps: bounded winners against-max-autotune unbounded time-matched policy-replay
 # needs: any
-# On a GPU: examples/triton_matmul at the shapes of SHAPES_FILE (default benchmarks/specs/llm_gemm_shapes.txt, 20
+# On a GPU: kernels/triton_gemm at the shapes of SHAPES_FILE (default benchmarks/specs/llm_gemm_shapes.txt, 20
 # LLM shapes), bf16, each budget of BUDGETS (default "12s/shape"); on a CPU: three GEMM shapes of
 # examples/opencl_matmul at BUDGETS (default "5s/shape 10s/shape"). Default protocol, 3 confirmation rounds, a
 # fresh store per budget: each report (its run's phases and stop reason) and its JSON-lines progress are kept,
@@ -50,7 +50,7 @@ tune_kept() {
 step_bounded() {
   local out spec shapes b code=0; out=$(step_dir bounded)
   if [ -n "$GPU" ]; then
-    spec=examples/triton_matmul; BUDGETS=${BUDGETS:-12s/shape}; shapes="--dtype bfloat16 $(shape_args)"
+    spec=kernels/triton_gemm; BUDGETS=${BUDGETS:-12s/shape}; shapes="--dtype bfloat16 $(shape_args)"
   else
     spec=examples/opencl_matmul; shapes="--shape M=64,N=64,K=64 --shape M=128,N=128,K=128 --shape M=256,N=256,K=256"
   fi
@@ -105,7 +105,7 @@ step_unbounded() {
   note "   part $i of $n: ${shapes//--shape /}"
   if [ -z "$GPU" ]; then note "   unbounded needs a GPU: skipped"; return 0; fi
   # shellcheck disable=SC2086  # $shapes is a list of arguments
-  tune_kept "$out" "triton_matmul-unbounded-part${i}of${n}" "${UNBOUNDED_LIMIT:-560}" examples/triton_matmul \
+  tune_kept "$out" "triton_matmul-unbounded-part${i}of${n}" "${UNBOUNDED_LIMIT:-560}" kernels/triton_gemm \
     --dtype bfloat16 $shapes
 }
 

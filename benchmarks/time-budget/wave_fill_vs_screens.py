@@ -1,6 +1,6 @@
 """Would ordering a GEMM search's proposals by wave fill have found the fast configs sooner? Reads the screened
 candidates of `benchmarks/run time-budget` runs (their `*-candidates.csv`) and, per shape, ranks every screened
-config of `examples/triton_matmul` by its wave fill — output tiles × split-K over whole waves of SMS programs,
+config of `kernels/triton_gemm` by its wave fill — output tiles × split-K over whole waves of SMS programs,
 times the share of BLOCK_M rows that are real — against its rung-0 screen time (Spearman's rho; negative would
 mean fuller waves run faster, the premise of such an ordering).
 

@@ -3,7 +3,7 @@
 # needs: any
 # The Vulkan loader, glslang and the bindings must be there first: on a machine without them (the H200), carry
 #   Debian's libvulkan1 (.deb), glslangValidator and spirv-val, and the vulkan/cffi/pycparser wheels, and unpack
-#   them before the run (benchmarks/RESULTS.md, the Vulkan section, gives the command used).
+#   them before the run (benchmarks/vulkan/history.md gives the command used).
 # tune:      examples/vulkan_matmul and examples/vulkan_reduction at their spec shapes (MEMORY: device-local by
 #            default, or host-visible), each with its own store; the report as JSON and text, and vulkaninfo's
 #            summary where it is installed (the driver and its version).

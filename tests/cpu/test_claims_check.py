@@ -108,7 +108,7 @@ def test_bad_arguments_to_the_check_scripts_are_one_line_and_exit_2(tmp_path: Pa
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     for script, args, said in cases:
         done = subprocess.run(
-            [sys.executable, str(benchmark_script(script)), *args],
+            [sys.executable, str(benchmark_script(script.removesuffix(".py"))), *args],
             capture_output=True,
             text=True,
             timeout=120,

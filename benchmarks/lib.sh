@@ -6,7 +6,7 @@
 #   W         a scratch folder for stores, Triton caches and copies of the tree (never packed)
 #   LOG       the suite's log: each step's start, limit, exit code and wall time, the device's state
 #   GPU       1 where nvidia-smi sees a GPU, else empty (suites that need one say so and skip)
-# and these helpers: bounded, step_dir, device_state, export_candidates, note.
+# and these helpers: bounded, step_dir, data_file, device_state, export_candidates, note.
 set -u
 ROOT=$(pwd)
 # Wheels carried to a machine without PyPI (.whl and its subfolders) are installed beside the tree, once per run.
@@ -53,3 +53,13 @@ step_dir() {
 
 # export_candidates STORE_FOLDER CSV: every candidate of a store as CSV (the SQLite store stays in $W).
 export_candidates() { python3 benchmarks/export_candidates.py "$1" "$2" >> "$LOG" 2>&1; }
+
+# data_file PATH: a raw-data file as a plain file a script can read: PATH itself, or PATH.gz unpacked under $W/data/
+# (benchmarks/data keeps raw files over 4 KB gzipped). Prints the path; a note and failure where neither exists.
+data_file() {
+  local path=${1%.gz}
+  if [ -f "$path" ]; then echo "$path"; return 0; fi
+  [ -f "$path.gz" ] || { note "   no raw-data file $path (nor $path.gz)"; return 1; }
+  local out="$W/data/${path#/}"
+  mkdir -p "$(dirname "$out")" && gunzip -c "$path.gz" > "$out" && echo "$out"
+}

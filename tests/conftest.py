@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
+import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -20,6 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "tests" / "specs"
 EXAMPLES = ROOT / "examples"
+KERNELS = ROOT / "kernels"
 DATA = ROOT / "tests" / "data"
 
 # Short measurements keep CPU tests quick; they change how long sampling runs, not what is checked.
@@ -43,19 +47,43 @@ class CliResult:
         return json.loads(self.stdout)
 
 
+def benchmark_script(name: str) -> Path:
+    """``benchmarks/<suite>/<name>.py``: the one script of that name, whichever suite's folder holds it."""
+    found = sorted((ROOT / "benchmarks").glob(f"*/{name}.py"))
+    assert len(found) == 1, f"benchmarks/*/{name}.py: {len(found)} scripts of that name"
+    return found[0]
+
+
 def load_benchmark(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` as the module ``name`` (benchmarks/ on the path, as when the script runs: the
+    """``benchmarks/<suite>/<name>.py`` as the module ``name`` (its folder on the path, as when the script runs: the
     scripts import each other), registered in ``sys.modules`` so a script's own imports of it get this one."""
     if name in sys.modules:
         return sys.modules[name]
-    if str(ROOT / "benchmarks") not in sys.path:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-    found = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    script = benchmark_script(name)
+    if str(script.parent) not in sys.path:
+        sys.path.insert(0, str(script.parent))
+    found = importlib.util.spec_from_file_location(name, script)
     assert found is not None and found.loader is not None
     module = importlib.util.module_from_spec(found)
     sys.modules[name] = module
     found.loader.exec_module(module)
     return module
+
+
+def gemm_variant(dest: Path, module: str, old: str, new: str) -> Path:
+    """A copy of kernels/triton_gemm under ``dest`` with ``old`` replaced by ``new`` in one of its modules and that
+    module's pin in the copy's spec.py updated: another version of the product GEMM, as a branch would hold it.
+    Returns the copy's spec.py."""
+    folder = dest / "triton_gemm"
+    shutil.copytree(KERNELS / "triton_gemm", folder)
+    edited = folder / f"{module}.py"
+    text = edited.read_text()
+    assert text.count(old) == 1, f"{old!r} is not in {module}.py exactly once"
+    edited.write_text(text.replace(old, new))
+    spec = folder / "spec.py"
+    digest = hashlib.sha256(edited.read_bytes()).hexdigest()[:16]
+    spec.write_text(re.sub(rf'"{module}": "[0-9a-f]{{16}}"', f'"{module}": "{digest}"', spec.read_text(), count=1))
+    return spec
 
 
 def poll_store(db: Path, sql: str) -> list[tuple[Any, ...]]:

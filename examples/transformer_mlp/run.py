@@ -3,7 +3,7 @@ whose matmuls and RMSNorm run as Triton kernels with configs chosen per call fro
 
     python examples/transformer_mlp/run.py --table TABLE.json [--tokens 16] [--dim 4096] [--hidden 14336]
 
-The kernels are the ones of examples/triton_matmul and examples/triton_rmsnorm, so the table comes from tuning
+The kernels are the ones of kernels/triton_gemm and examples/triton_rmsnorm, so the table comes from tuning
 those specs at this block's shapes (M = tokens; N, K from dim and hidden) and ``kerntune deploy``; each call's key
 is built as deploy writes it (op, kernel source hash, dtype, shape with its layout and bias, device). Without a
 table, or under ``KERNTUNE_DISPATCH=off``, every kernel runs its spec's default config. The output is checked
@@ -27,18 +27,19 @@ import triton
 
 from kerntune.runtime import Dispatcher, kernel_hash, torch_device_fields
 
-EXAMPLES = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def _spec(name: str) -> ModuleType:
-    loaded = importlib.util.spec_from_file_location(f"kerntune_demo_{name}", EXAMPLES / name / "spec.py")
+def _spec(folder: str) -> ModuleType:
+    name = folder.replace("/", "_")
+    loaded = importlib.util.spec_from_file_location(f"kerntune_demo_{name}", ROOT / folder / "spec.py")
     assert loaded is not None and loaded.loader is not None
     module = importlib.util.module_from_spec(loaded)
     loaded.loader.exec_module(module)
     return module
 
 
-MM, RMS = _spec("triton_matmul"), _spec("triton_rmsnorm")
+MM, RMS = _spec("kernels/triton_gemm"), _spec("examples/triton_rmsnorm")
 
 
 class TunedOps:

@@ -1,9 +1,9 @@
-"""Batched bf16 matmul (``torch.bmm``): examples/triton_matmul's kernel walking a batch on its third grid axis,
+"""Batched bf16 matmul (``torch.bmm``): kernels/triton_gemm's kernel walking a batch on its third grid axis,
 tuned against torch.bmm (cuBLAS strided-batched / hipBLASLt) at the same layout, and served to programs whose
 ``aten::bmm`` calls it takes (``kerntune run``).
 
 C[b] = A[b] · B[b] for b < B, each [M×K]·[K×N]; ``layout`` names A then B by their last two dims as in
-examples/triton_matmul (``NT``: B is the transpose view of row-major [N×K] matrices, as ``q @ k.transpose(-1, -2)``
+kernels/triton_gemm (``NT``: B is the transpose view of row-major [N×K] matrices, as ``q @ k.transpose(-1, -2)``
 hands it). One product per grid row of axis 2, so no split-K and no TMA here.
 """
 
@@ -19,8 +19,8 @@ import kerntune as kt
 
 
 def _matmul_spec() -> Any:
-    path = Path(__file__).resolve().parent.parent / "triton_matmul" / "spec.py"
-    loaded = importlib.util.spec_from_file_location("kerntune_example_triton_matmul", path)
+    path = Path(__file__).resolve().parents[2] / "kernels" / "triton_gemm" / "spec.py"
+    loaded = importlib.util.spec_from_file_location("kerntune_kernels_triton_gemm", path)
     assert loaded is not None and loaded.loader is not None
     module = importlib.util.module_from_spec(loaded)
     loaded.loader.exec_module(module)

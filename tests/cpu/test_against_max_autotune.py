@@ -1,5 +1,5 @@
-"""benchmarks/against_max_autotune.py without a GPU: its record of Inductor's coordinate-descent results (the
-tuner's "Improve from" lines are kept, its other debug lines are not, and its logger is left as it was), and the
+"""benchmarks/time-budget/against_max_autotune.py without a GPU: its record of Inductor's coordinate-descent results
+(the tuner's "Improve from" lines are kept, its other debug lines are not, and its logger is left as it was), and the
 budget that matches max-autotune's own tuning time."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, load_benchmark
+from tests.conftest import benchmark_script, load_benchmark
 
 pytest.importorskip("torch")
 against = load_benchmark("against_max_autotune")
@@ -48,7 +48,7 @@ def test_the_matched_budget_is_max_autotunes_mean_time_a_shape_rounded_down() ->
 
 
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path: Path) -> None:
-    script = ROOT / "benchmarks" / "against_max_autotune.py"
+    script = benchmark_script("against_max_autotune")
     for args in (
         [],
         ["--matched-budget"],

@@ -1,5 +1,5 @@
-"""The independent claims check's own reading of a profiler trace (benchmarks/claims_check.py): calls split at
-the flush's one-byte fill records, each call's kernels summed, block ratios, and the report's printed ratio."""
+"""The independent claims check's own reading of a profiler trace (benchmarks/measurement-trust/claims_check.py): calls
+split at the flush's one-byte fill records, each call's kernels summed, block ratios, and the report's printed ratio."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, load_benchmark
+from tests.conftest import ROOT, benchmark_script, load_benchmark
 
 pytest.importorskip("torch")
 claims_check = load_benchmark("claims_check")
@@ -108,7 +108,7 @@ def test_bad_arguments_to_the_check_scripts_are_one_line_and_exit_2(tmp_path: Pa
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     for script, args, said in cases:
         done = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / script), *args],
+            [sys.executable, str(benchmark_script(script.removesuffix(".py"))), *args],
             capture_output=True,
             text=True,
             timeout=120,

@@ -1,6 +1,7 @@
-"""The flush experiment's reading of a profiler trace (the claims check's, benchmarks/claims_check.py): launches
-split after any of the three flushes (a fill, a fill then a read of another buffer, a read alone), and the per-side
-differences between flushes taken round by round (benchmarks/flush_dirty_lines.py)."""
+"""The flush experiment's reading of a profiler trace (the claims check's,
+benchmarks/measurement-trust/claims_check.py): launches split after any of the three flushes (a fill, a fill then a
+read of another buffer, a read alone), and the per-side differences between flushes taken round by round
+(benchmarks/measurement-trust/flush_dirty_lines.py)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
-"""The kernel-forms benchmark's own logic (benchmarks/gemm_forms.py), without a GPU: which configs it picks at a
+"""The kernel-forms benchmark's own logic (benchmarks/gemm/gemm_forms.py), without a GPU: which configs it picks at a
 shape, how it names their forms, how it summarizes, and how it refuses bad arguments."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, ROOT, load_benchmark
+from tests.conftest import KERNELS, ROOT, benchmark_script, load_benchmark
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
@@ -22,7 +23,7 @@ gemm_forms = load_benchmark("gemm_forms")
 def _problem() -> Any:
     from kerntune.tune.spec import load_spec
 
-    return load_spec(str(EXAMPLES / "triton_matmul")).problem
+    return load_spec(str(KERNELS / "triton_gemm")).problem
 
 
 def test_the_forms_picked_at_a_shape_are_the_seeds_valid_there_after_the_reports_winners() -> None:
@@ -101,7 +102,7 @@ def test_bad_arguments_are_refused_with_one_line_and_exit_2(tmp_path: Path) -> N
         (["--report", str(bad)], "--report: Expecting value"),
     ):
         done = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "gemm_forms.py"), str(tmp_path / "o.json"), *args],
+            [sys.executable, str(benchmark_script("gemm_forms")), str(tmp_path / "o.json"), *args],
             capture_output=True,
             text=True,
             timeout=120,
@@ -161,13 +162,13 @@ def test_reports_are_labelled_by_name_or_by_their_place() -> None:
 
 
 def test_the_counters_script_refuses_bad_arguments_with_one_line_and_exit_2(tmp_path: Path) -> None:
-    script = str(ROOT / "benchmarks" / "forms_counters.py")
+    script = str(benchmark_script("forms_counters"))
     forms = tmp_path / "forms.json"
     forms.write_text(json.dumps({"shapes": []}))
     for args, said in (
         ([], "Usage"),
-        ([str(tmp_path / "none.json"), "examples/triton_matmul", "o.json", "1,2,3"], "No such file"),
-        ([str(forms), "examples/triton_matmul", "o.json", "1,x,3"], "shapes are M,N,K"),
+        ([str(tmp_path / "none.json"), "kernels/triton_gemm", "o.json", "1,2,3"], "No such file"),
+        ([str(forms), "kernels/triton_gemm", "o.json", "1,x,3"], "shapes are M,N,K"),
     ):
         done = subprocess.run(
             [sys.executable, script, *args],
@@ -208,8 +209,8 @@ def test_a_config_the_compiler_rejects_is_reported_and_the_others_still_run(monk
 def test_another_version_of_the_spec_runs_the_same_configs_through_its_own_kernels(tmp_path: Path) -> None:
     from kerntune.model import Target
 
-    copy = tmp_path / "spec.py"
-    copy.write_text((EXAMPLES / "triton_matmul" / "spec.py").read_text())
+    shutil.copytree(KERNELS / "triton_gemm", tmp_path / "triton_gemm")
+    copy = tmp_path / "triton_gemm" / "spec.py"
     ((name, variant),) = gemm_forms.load_variants([f"constants={copy}"])
     assert name == "constants" and variant.make_inputs.__module__ != _problem().make_inputs.__module__
     h200 = Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132)

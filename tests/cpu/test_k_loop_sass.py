@@ -1,4 +1,4 @@
-"""benchmarks/k_loop_sass.py without a GPU: the example's kernels cross-compiled for sm_90 with the shape at run
+"""benchmarks/gemm/k_loop_sass.py without a GPU: the example's kernels cross-compiled for sm_90 with the shape at run
 time and as constexprs, read back as SASS loop lengths; bad arguments refused."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, benchmark_script
 
 pytest.importorskip("triton")
-SCRIPT = ROOT / "benchmarks" / "k_loop_sass.py"
+SCRIPT = benchmark_script("k_loop_sass")
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

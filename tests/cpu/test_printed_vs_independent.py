@@ -1,5 +1,6 @@
-"""benchmarks/printed_vs_independent.py: a report's printed ratio and its events' ratio set beside an independent
-timing of the same config, shape by shape; shapes that cannot be compared are named, not silently dropped."""
+"""benchmarks/time-budget/printed_vs_independent.py: a report's printed ratio and its events' ratio set beside an
+independent timing of the same config, shape by shape; shapes that cannot be compared are named, not silently
+dropped."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, load_benchmark
+from tests.conftest import benchmark_script, load_benchmark
 
 pvi = load_benchmark("printed_vs_independent")
 
@@ -75,7 +76,7 @@ def test_no_meeting_shape_is_an_error_that_names_the_label(tmp_path: Path) -> No
     (tmp_path / "w.json").write_text(json.dumps(_winners((16, 32, 0.9))))
     script = [
         sys.executable,
-        str(ROOT / "benchmarks" / "printed_vs_independent.py"),
+        str(benchmark_script("printed_vs_independent")),
         str(tmp_path / "r.json"),
         str(tmp_path / "w.json"),
     ]

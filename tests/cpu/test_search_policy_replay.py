@@ -1,5 +1,5 @@
-"""benchmarks/search_policy_replay.py on made-up screens: the replay answers each proposal from the record, is the
-same for a seed, finds the recorded best when it may screen everything, and its best-first policy spends the best
+"""benchmarks/time-budget/search_policy_replay.py on made-up screens: the replay answers each proposal from the record,
+is the same for a seed, finds the recorded best when it may screen everything, and its best-first policy spends the best
 config's neighbourhood before the second best's; a record's cells read as the CLI reads them; a record it cannot
 use is a one-line error and exit 2."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kerntune.model import Config
 from kerntune.search.local import EXPLORE_EVERY
-from tests.conftest import ROOT, load_benchmark
+from tests.conftest import benchmark_script, load_benchmark
 
 replay = load_benchmark("search_policy_replay")
 GRID = [Config.of({"A": a, "B": b, "C": c}) for a in range(6) for b in range(6) for c in range(3)]
@@ -73,7 +73,7 @@ def test_a_record_without_screens_or_a_missing_file_is_refused(tmp_path: Path) -
         ([str(empty), "--explore", "-1"], "--explore"),
     ):
         done = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "search_policy_replay.py"), *args],
+            [sys.executable, str(benchmark_script("search_policy_replay")), *args],
             capture_output=True,
             text=True,
             timeout=120,

@@ -1,5 +1,5 @@
-"""benchmarks/telemetry_read_cost.py on a machine without NVML: the stopping check and the bootstrap are timed,
-the reads are said to be missing (not invented), and a bad argument is one line and exit 2."""
+"""benchmarks/time-budget/telemetry_read_cost.py on a machine without NVML: the stopping check and the bootstrap are
+timed, the reads are said to be missing (not invented), and a bad argument is one line and exit 2."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, benchmark_script
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "telemetry_read_cost.py"), *args],
+        [sys.executable, str(benchmark_script("telemetry_read_cost")), *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,4 +1,4 @@
-"""benchmarks/warp_specialize_compile.py without a GPU: one form cross-compiles for sm_90 and says what it holds,
+"""benchmarks/gemm/warp_specialize_compile.py without a GPU: one form cross-compiles for sm_90 and says what it holds,
 and a bad --block is refused on one line."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, load_benchmark
+from tests.conftest import benchmark_script, load_benchmark
 
 pytest.importorskip("triton")
-SCRIPT = ROOT / "benchmarks" / "warp_specialize_compile.py"
+SCRIPT = benchmark_script("warp_specialize_compile")
 
 
 def test_an_unspecialized_form_compiles_and_is_reported_so() -> None:

@@ -1,4 +1,4 @@
-"""benchmarks/wave_fill_vs_screens.py's arithmetic and its run over a candidates CSV, without a GPU."""
+"""benchmarks/time-budget/wave_fill_vs_screens.py's arithmetic and its run over a candidates CSV, without a GPU."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, load_benchmark
+from tests.conftest import benchmark_script, load_benchmark
 
 wave_fill = load_benchmark("wave_fill_vs_screens")
-SCRIPT = str(ROOT / "benchmarks" / "wave_fill_vs_screens.py")
+SCRIPT = str(benchmark_script("wave_fill_vs_screens"))
 
 
 def test_wave_fill_counts_tiles_over_whole_waves_and_the_real_rows() -> None:

@@ -1,4 +1,4 @@
-"""examples/triton_matmul with a compact explicit space, for the sweeps `kerntune train` learns from: the same
+"""kernels/triton_gemm with a compact explicit space, for the sweeps `kerntune train` learns from: the same
 kernel, op name and launch (so the trained table keys match the live demo's), 16 configs that every shape times
 (exhaustive), so each shape's regret against every config is measured, not inferred.
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import kerntune as kt
 
-_path = Path(__file__).resolve().parents[3] / "examples" / "triton_matmul" / "spec.py"
+_path = Path(__file__).resolve().parents[3] / "kernels" / "triton_gemm" / "spec.py"
 _loaded = importlib.util.spec_from_file_location("kerntune_sweep_base_matmul", _path)
 assert _loaded is not None and _loaded.loader is not None
 base = importlib.util.module_from_spec(_loaded)

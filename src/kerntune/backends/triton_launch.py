@@ -3,8 +3,8 @@
 ``fn[grid](*args, **constexprs)`` redoes on each call what is fixed once a key's first call has compiled its
 kernel: binding the arguments to the signature, the specialization key (each pointer's alignment, each integer's
 divisibility), the kernel-cache lookup and the check that the globals the kernel read have not changed. On the
-H200's host that is most of a served GEMM's host time (benchmarks/serve_cost.py). ``direct_launcher`` keeps the
-compiled kernel, its grid and its launcher, and calls the launcher the way ``JITFunction.run`` does — on the
+H200's host that is most of a served GEMM's host time (benchmarks/served-model/serve_cost.py). ``direct_launcher``
+keeps the compiled kernel, its grid and its launcher, and calls the launcher the way ``JITFunction.run`` does — on the
 stream current when called, with the launch hooks a profiler may have installed.
 
 The hazard the JIT's per-call work guards against is the caller's to own: the binary is specialized on the

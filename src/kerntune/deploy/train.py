@@ -10,9 +10,9 @@ shape's own winner beats the rule it would get by more than the noise band.
 
 Why the output size: it sets how many output tiles there are to spread over the SMs, which decides the tile and
 the split of K that win; K only lengthens each tile's loop. On the full 64-shape H200 sweep of 2026-11-29
-(``benchmarks/RESULTS.md``) held-out geometric-mean regret was 2.3% for ``M*N`` against 7.6% for M × N*K × N/K
-and 14.2% for the aspect N/K × work size M*N*K the issue first named; every hold-out split (every 2nd to 5th
-shape) ranked them the same, and so did the earlier, separately measured 42-shape sweep (2.1% against 8.3%).
+(``benchmarks/table-quality/history.md``) held-out geometric-mean regret was 2.3% for ``M*N`` against 7.6% for
+M × N*K × N/K and 14.2% for the aspect N/K × work size M*N*K the issue first named; every hold-out split (every 2nd to
+5th shape) ranked them the same, and so did the earlier, separately measured 42-shape sweep (2.1% against 8.3%).
 Shapes whose sweep was cut short (fewer than half the configs timed) are left out: their best would be the best
 of a few.
 

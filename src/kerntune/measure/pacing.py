@@ -63,10 +63,11 @@ class Bookkeeping:
     Hazard guarded: a stopping check after every block (an interval over all samples so far and an NVML reading:
     0.1-0.25 ms on the H200, milliseconds while the interval was a bootstrap) is time the device idles, and under a
     power cap the idle share sets the clock a measurement runs at: bf16 8192³ against torch.matmul on the H200 reads
-    0.995 at boost and 0.980 at the capped clock of a sustained load (benchmarks/sustained_load_ratio.py,
-    2026-12-03). This bounds that share; it is not the only pause: with it, the events' pass of an in-process A/B at
-    8192³ still drew at most 245 W (690 W back to back) and kept the clock at 1815–1980 MHz, so the events' ratio
-    there is a boost-clock ratio, which the report labels with its clocks."""
+    0.995 at boost and 0.980 at the capped clock of a sustained load
+    (benchmarks/measurement-trust/sustained_load_ratio.py, 2026-12-03). This bounds that share; it is not the only
+    pause: with it, the events' pass of an in-process A/B at 8192³ still drew at most 245 W (690 W back to back) and
+    kept the clock at 1815–1980 MHz, so the events' ratio there is a boost-clock ratio, which the report labels with
+    its clocks."""
 
     def __init__(self) -> None:
         self.cost = self.total = 0.0

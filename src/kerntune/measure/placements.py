@@ -18,8 +18,8 @@ def placed_pair(launch_a: Launches, launch_b: Launches) -> Callable[[int], tuple
 
     Hazard guarded: on the H200 the winner/torch.matmul ratio of one kernel pair read 0.911–0.935 at
     16×4096×4096 and 1.167–1.208 at 128×4096×4096 on eight fresh placements of the operands in one process,
-    each to ±0.55% (benchmarks/placement_spread.py): a ratio timed on one placement is one draw of that spread,
-    and an independent check (another process, other addresses) draws another."""
+    each to ±0.55% (benchmarks/measurement-trust/placement_spread.py): a ratio timed on one placement is one draw of
+    that spread, and an independent check (another process, other addresses) draws another."""
     a = list(launch_a) if isinstance(launch_a, Sequence) else [launch_a]
     b = list(launch_b) if isinstance(launch_b, Sequence) else [launch_b]
     if len(a) != len(b) or not a:

@@ -107,7 +107,7 @@ def _interval(
     # Hazard: this runs between blocks while the device idles, and Bookkeeping then waits 1/HOST_SHARE times
     # its cost before the next check. A bootstrap of the median (1000 resamples) took 4-31 ms for 100-1000
     # samples on the H200's host, which made every rung-0 screen sample ~25 ms of kernels it could have stopped
-    # on in a few (2026-12-04, benchmarks/telemetry_read_cost.py). The distribution-free order-statistics
+    # on in a few (2026-12-04, benchmarks/time-budget/telemetry_read_cost.py). The distribution-free order-statistics
     # interval needs one sort (0.1-0.23 ms there).
     lo, hi = median_ci(sorted(samples))
     if math.isfinite(block_half):

@@ -81,13 +81,13 @@ def profiled_ms(
     Hazard guarded (``sustain``): starting a profiler session idles the device, and under a power cap an idle
     device comes back at boost clock for its first tens of milliseconds. On the H200, bf16 8192³ against
     torch.matmul read 0.995 in the first 50 ms of load after an idle gap of 0.1–2 s and 0.980 from 100 ms on at
-    the capped clock (benchmarks/sustained_load_ratio.py, 2026-12-03): ten pairs timed right after the session
-    started were timed at a clock the program under sustained load does not run at.
+    the capped clock (benchmarks/measurement-trust/sustained_load_ratio.py, 2026-12-03): ten pairs timed right after
+    the session started were timed at a clock the program under sustained load does not run at.
 
     Hazard guarded: a host that waits for the device before and after each launch leaves the device idle between
     the flush's end and the kernel's start, and a kernel that starts on an idle device is not timed as it runs in
     a program or in an independent check (the H200, 4096³ bf16 against torch.matmul: 1.0195 drained, 1.0112 back
-    to back, 1.0097 by an independent check; benchmarks/profiled_idle_gap.py).
+    to back, 1.0097 by an independent check; benchmarks/measurement-trust/profiled_idle_gap.py).
     The launches are enqueued back to back, as the first timer's are; a kernel record belongs to the range of the
     host call that launched it (its correlation id), so no synchronisation is needed to attribute it."""
     from torch.profiler import ProfilerActivity, profile, record_function

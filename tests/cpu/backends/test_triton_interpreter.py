@@ -10,16 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, CliResult, has_gpu
+from tests.conftest import EXAMPLES, KERNELS, CliResult, has_gpu
 
 pytest.importorskip("triton")
 pytestmark = pytest.mark.skipif(has_gpu(), reason="the interpreter path is for machines without a GPU")
 
 
-def test_matmul_in_the_interpreter_gates_and_claims_no_timing(kerntune: Callable[..., CliResult]) -> None:
+@pytest.mark.parametrize(
+    ("spec", "library"), [(KERNELS / "triton_gemm", "torch.matmul"), (EXAMPLES / "triton_matmul", "torch.mm")]
+)
+def test_matmul_in_the_interpreter_gates_and_claims_no_timing(
+    kerntune: Callable[..., CliResult], spec: Path, library: str
+) -> None:
     result = kerntune(
         "tune",
-        str(EXAMPLES / "triton_matmul"),
+        str(spec),
         "--shape",
         "M=64,N=64,K=128",
         "--dtype",
@@ -36,7 +41,7 @@ def test_matmul_in_the_interpreter_gates_and_claims_no_timing(kerntune: Callable
     shape = report["shapes"][0]
     assert shape["winner"] is None and shape["timing_claimed"] is False
     checked = [b for b in shape["baselines"] if b["status"] == "ok"]
-    assert any(b["label"] == "torch.matmul" for b in checked)
+    assert any(b["label"] == library for b in checked)
     assert all("measurement" not in b for b in checked)
     assert shape["counts"]["ok"] >= 3
 
@@ -105,7 +110,7 @@ def _interpreted(tmp_path: Path, check: str) -> str:
     script = tmp_path / "check.py"
     script.write_text(check)
     done = subprocess.run(
-        [sys.executable, str(script), str(EXAMPLES / "triton_matmul" / "spec.py")],
+        [sys.executable, str(script), str(KERNELS / "triton_gemm" / "spec.py")],
         env={**os.environ, "TRITON_INTERPRET": "1"},
         capture_output=True,
         text=True,
@@ -240,7 +245,7 @@ def test_wide_tiles_are_valid_where_they_fill_the_waves_better_than_their_head_b
     from kerntune.model import Config, Shape, Target
     from kerntune.tune.spec import load_spec
 
-    problem = load_spec(str(EXAMPLES / "triton_matmul")).problem
+    problem = load_spec(str(KERNELS / "triton_gemm")).problem
     h200 = Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132)
 
     def widths(shape: dict[str, int | str]) -> set[tuple[int, int, int]]:
@@ -273,7 +278,7 @@ def test_gemv_configs_exist_only_for_decode_with_a_transposed_weight() -> None:
     from kerntune.model import Shape, Target
     from kerntune.tune.spec import load_spec
 
-    problem = load_spec(str(EXAMPLES / "triton_matmul")).problem
+    problem = load_spec(str(KERNELS / "triton_gemm")).problem
     h200 = Target("triton", "nvidia", "sm_90", "NVIDIA H200", 132)
 
     def gemv(m: int, layout: str) -> list[dict[str, int]]:

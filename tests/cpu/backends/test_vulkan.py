@@ -184,7 +184,7 @@ def test_placement_side_by_side_gates_both_and_pairs_every_sample(tmp_path: Path
     done = subprocess.run(
         [
             sys.executable,
-            "benchmarks/vulkan_placement.py",
+            "benchmarks/vulkan/vulkan_placement.py",
             "--spec",
             str(EXAMPLES / "vulkan_reduction"),
             "--shape",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kerntune.runtime.corpus import read_corpus
-from tests.conftest import EXAMPLES, CliResult
+from tests.conftest import EXAMPLES, KERNELS, CliResult
 
 pytest.importorskip("pyopencl")
 pytest.importorskip("torch")
@@ -127,7 +127,7 @@ def test_scope_reads_gemm_layouts_in_a_marked_window_and_its_corpus_tunes(
     pytest.importorskip("triton")
     tuned = kerntune(
         "tune",
-        str(EXAMPLES / "triton_matmul"),
+        str(KERNELS / "triton_gemm"),
         "--shapes-from",
         str(corpus),
         "--dtype",

@@ -14,7 +14,7 @@ pytest.importorskip("triton")
 from kerntune.backends.triton_cross import Inspection, cross_compile, inspect_compiled
 from kerntune.errors import CandidateFailed, UsageError
 from kerntune.isa.occupancy import AmdOccupancy
-from tests.conftest import EXAMPLES, SPECS, CliResult, load_benchmark
+from tests.conftest import KERNELS, SPECS, CliResult, load_benchmark
 from tests.helpers.isa_kernels import SIGNATURE, matmul
 
 TENSOR_CORE = "tensor core (HGMMA/HMMA/IMMA/QGMMA)"
@@ -66,7 +66,7 @@ def test_bad_targets_and_configs_that_do_not_build_say_why() -> None:
 def test_inspect_shows_a_spec_config_on_both_vendors(kerntune: Callable[..., CliResult]) -> None:
     result = kerntune(
         "inspect",
-        str(EXAMPLES / "triton_matmul"),
+        str(KERNELS / "triton_gemm"),
         "--config",
         "BLOCK_M=64,BLOCK_N=64,BLOCK_K=64",
         "--shape",
@@ -100,7 +100,7 @@ def test_inspect_compiles_tma_descriptor_kernels_without_spills(
     # types, as the JIT specializes them.
     result = kerntune(
         "inspect",
-        str(EXAMPLES / "triton_matmul"),
+        str(KERNELS / "triton_gemm"),
         "--config",
         f"BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,TMA=1,PERSISTENT=1,num_warps=8,num_stages=3{form}",
         "--shape",
@@ -172,7 +172,7 @@ def test_gemv_weight_loads_under_8_a_thread_past_one_row_convert_through_shared_
     ],
 )
 def test_inspect_refuses_bad_input(kerntune: Callable[..., CliResult], args: list[str], message: str) -> None:
-    result = kerntune("inspect", str(EXAMPLES / "triton_matmul"), *args)
+    result = kerntune("inspect", str(KERNELS / "triton_gemm"), *args)
     assert result.code == 2 and message in result.stderr, result.stderr
 
 
@@ -180,7 +180,7 @@ def test_two_configs_side_by_side_show_what_differs(kerntune: Callable[..., CliR
     small, large = "BLOCK_M=64,BLOCK_N=64,BLOCK_K=64,num_warps=4", "BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,num_warps=4"
     result = kerntune(
         "inspect",
-        str(EXAMPLES / "triton_matmul"),
+        str(KERNELS / "triton_gemm"),
         "--config",
         small,
         "--config",

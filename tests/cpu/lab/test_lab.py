@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, CliResult
+from tests.conftest import DATA, KERNELS, CliResult
 
 INTERPRET = {"TRITON_INTERPRET": "1"}
 
@@ -252,9 +252,8 @@ def test_a_replayed_binary_is_inspected_like_kerntune_inspect() -> None:
 
     from kerntune.backends.triton_cross import cross_compile
     from kerntune.lab.inspect_launch import launch_resources
-    from tests.conftest import EXAMPLES
 
-    loaded = importlib.util.spec_from_file_location("lab_mm", EXAMPLES / "triton_matmul" / "spec.py")
+    loaded = importlib.util.spec_from_file_location("lab_mm", KERNELS / "triton_gemm" / "spec.py")
     assert loaded is not None and loaded.loader is not None
     mm = importlib.util.module_from_spec(loaded)
     loaded.loader.exec_module(mm)

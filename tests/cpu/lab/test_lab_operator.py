@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, EXAMPLES, CliResult
+from tests.conftest import DATA, KERNELS, CliResult, gemm_variant
 
 pytest.importorskip("triton")
 
 APP = DATA / "served" / "linear_app.py"
-SPEC = EXAMPLES / "triton_matmul"
+SPEC = KERNELS / "triton_gemm"
 CONFIG = ("--set", "BLOCK_M=32", "--set", "BLOCK_N=64", "--set", "num_stages=2")
 
 
@@ -55,8 +55,8 @@ def test_capture_replay_and_compare_an_aten_call(kerntune: Callable[..., CliResu
     assert 0 <= row["validation"]["error"] < 0.01  # fp32 accumulation rounded once: equal to the library here
     assert row["served_key"] == ["float16", 32, 64, 64, "NT", 1]  # the key kerntune run would look up
     assert row["served_config"]["BLOCK_M"] == 32 and row["ratio"] is None  # the interpreter: no ratio claimed
-    wrong = tmp_path / "wrong_spec.py"  # the same spec, its served kernel's output off by 5%
-    wrong.write_text((SPEC / "spec.py").read_text().replace("\n    return c\n", "\n    return c.mul_(1.05)\n"))
+    # the same spec, its served kernel's output off by 5%
+    wrong = gemm_variant(tmp_path / "wrong", "serve", "\n    return c\n", "\n    return c.mul_(1.05)\n")
     failed = kerntune("lab", "compare", str(cap), "--spec", str(wrong), *CONFIG, "--iterations", "1", "--json")
     assert failed.code == 1 and failed.json()["validation"]["argument"] == "result"
     assert 0.04 < failed.json()["validation"]["error"] < 0.06  # what the spec's kernel computed, compared

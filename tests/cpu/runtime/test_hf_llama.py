@@ -1,5 +1,5 @@
 """The whole loop on a Hugging Face Llama that knows nothing of kerntune (examples/hf_llama, a small config on the
-CPU): scope's steady-state window writes the GEMM corpus, a table for examples/triton_matmul is keyed from it,
+CPU): scope's steady-state window writes the GEMM corpus, a table for kernels/triton_gemm is keyed from it,
 ``kerntune run`` serves it (Triton's interpreter on the CPU dispatch key) and every call of a covered key runs the
 tuned kernel, the logits agree with the table-less run, and ``kerntune verify`` finds every entry engaged."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kerntune.runtime.corpus import read_corpus
-from tests.conftest import EXAMPLES, CliResult, has_gpu
+from tests.conftest import EXAMPLES, KERNELS, CliResult, has_gpu
 
 pytest.importorskip("transformers")
 pytest.importorskip("triton")
@@ -78,14 +78,14 @@ def test_scope_corpus_serve_and_verify_on_an_unmodified_llama(
     assert {(line.op, line.layout, line.bias, line.dtype) for line in lines} == {("aten::mm", "NT", 0, "float16")}
     assert sum(line.calls for line in lines) == 3 * (2 * 7 + 1)  # steps × (layers × 7 projections + LM head)
 
-    spec = load_served_spec(EXAMPLES / "triton_matmul")
+    spec = load_served_spec(KERNELS / "triton_gemm")
     fixed = {"op": spec.name, "source": problem_source_hash(spec), "dtype": "float16", **cpu_device_fields()}
     entries = [
         {
             "key": {**fixed, **line.shape, "layout": line.layout, "bias": line.bias},
             "config": CONFIG,
             "status": "measured",
-            "spec": str(EXAMPLES / "triton_matmul"),
+            "spec": str(KERNELS / "triton_gemm"),
         }
         for line in lines
     ]

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import DATA, EXAMPLES, CliResult, has_gpu
+from tests.conftest import DATA, EXAMPLES, KERNELS, CliResult, has_gpu
 
 pytest.importorskip("triton")
 pytestmark = pytest.mark.skipif(has_gpu(), reason="serves the CPU dispatch key under the interpreter")
 
 APP = DATA / "served" / "linear_app.py"
-SPEC = EXAMPLES / "triton_matmul"
+SPEC = KERNELS / "triton_gemm"
 PLAIN = {
     "BLOCK_M": 32,
     "BLOCK_N": 64,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import DATA, EXAMPLES, FAST_ENV, CliResult
+from tests.conftest import DATA, EXAMPLES, FAST_ENV, KERNELS, CliResult
 
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
@@ -233,9 +233,9 @@ def test_a_stored_scope_operator_calls_and_served_tables_through_the_api(home: P
     capture = home / "captures" / "mm"
     capture.mkdir(parents=True)
     (capture / "manifest.json").write_text("{}")
-    spec = {"spec": "examples/triton_matmul", "sets": ["BLOCK_M=128"]}
+    spec = {"spec": "kernels/triton_gemm", "sets": ["BLOCK_M=128"]}
     command = started("/api/lab/mm/compare", spec)
-    assert f"--spec {EXAMPLES / 'triton_matmul'}" in command and "--set BLOCK_M=128" in command, command
+    assert f"--spec {KERNELS / 'triton_gemm'}" in command and "--set BLOCK_M=128" in command, command
     command = started("/api/lab/mm/save", {**spec, "table": "served.json"})
     assert command.endswith(f"--table {programs / 'served.json'} --json"), command
     for table in ("../served.json", "served.txt", "missing/served.json"):

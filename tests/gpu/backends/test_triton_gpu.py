@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, SPECS, CliResult, failures_by_config, has_gpu
+from tests.conftest import EXAMPLES, KERNELS, SPECS, CliResult, failures_by_config, has_gpu
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a CUDA or ROCm GPU")]
 
@@ -53,7 +53,7 @@ def test_all_four_faults_are_isolated_and_named(kerntune: Callable[..., CliResul
 def test_matmul_tunes_gates_and_times_torch_side_by_side(kerntune: Callable[..., CliResult]) -> None:
     result = kerntune(
         "tune",
-        str(EXAMPLES / "triton_matmul"),
+        str(KERNELS / "triton_gemm"),
         "--shape",
         "M=512,N=512,K=512",
         "--strategy",
@@ -74,7 +74,7 @@ def test_matmul_tunes_gates_and_times_torch_side_by_side(kerntune: Callable[...,
 def test_split_k_and_decode_shape_pass_the_gate(kerntune: Callable[..., CliResult]) -> None:
     result = kerntune(
         "tune",
-        str(EXAMPLES / "triton_matmul"),
+        str(KERNELS / "triton_gemm"),
         "--shape",
         "M=16,N=1024,K=4096",
         "--strategy",
@@ -103,7 +103,7 @@ def test_race_with_compile_ahead_and_occupancy_pruning(kerntune: Callable[..., C
     # the race screens briefly, then gives the survivors the full protocol.
     result = kerntune(
         "tune",
-        str(EXAMPLES / "triton_matmul"),
+        str(KERNELS / "triton_gemm"),
         "--shape",
         "M=16,N=1024,K=4096",
         "--strategy",
@@ -140,7 +140,7 @@ def test_the_gemv_form_is_right_and_repeatable_under_real_concurrency() -> None:
     from kerntune.model import Config, Shape, Target
     from kerntune.tune.spec import load_spec
 
-    problem = load_spec(str(EXAMPLES / "triton_matmul")).problem
+    problem = load_spec(str(KERNELS / "triton_gemm")).problem
     spec = sys.modules[problem.make_inputs.__module__]
     props = torch.cuda.get_device_properties(0)
     target = Target("triton", "nvidia", f"sm_{props.major}{props.minor}", props.name, props.multi_processor_count)
@@ -172,7 +172,7 @@ def test_every_wide_tile_seed_is_right_and_repeatable_at_the_medium_shapes() -> 
 
     from kerntune.tune.spec import load_spec
 
-    problem = load_spec(str(EXAMPLES / "triton_matmul")).problem
+    problem = load_spec(str(KERNELS / "triton_gemm")).problem
     spec = sys.modules[problem.make_inputs.__module__]
     default = problem.space.default_config().as_dict()
     seeds = [{**default, **s.as_dict()} for s in problem.space.seed_configs() if s.as_dict()["BLOCK_N"] in spec.WIDE_N]
@@ -203,7 +203,7 @@ def test_every_tma_split_k_seed_is_right_and_repeatable_with_its_counters_left_a
 
     from kerntune.tune.spec import load_spec
 
-    problem = load_spec(str(EXAMPLES / "triton_matmul")).problem
+    problem = load_spec(str(KERNELS / "triton_gemm")).problem
     spec = sys.modules[problem.make_inputs.__module__]
     default = problem.space.default_config().as_dict()
     seeds = [

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, ROOT, CliResult, has_gpu
+from tests.conftest import KERNELS, ROOT, CliResult, has_gpu
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a CUDA or ROCm GPU")]
 
-# Three configs of examples/triton_matmul with different limiters (registers, shared memory, both small).
+# Three configs of kernels/triton_gemm with different limiters (registers, shared memory, both small).
 CASES = [
     ("M=4096,N=4096,K=4096", "BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,num_warps=8,num_stages=3"),
     ("M=4096,N=4096,K=4096", "BLOCK_M=64,BLOCK_N=128,BLOCK_K=64,num_warps=4,num_stages=4"),
@@ -83,7 +83,7 @@ def _launched(shape: str, config: str) -> dict[str, Any]:
     from kerntune.backends.triton import kernel_resources
     from kerntune.tune.spec import load_spec
 
-    loaded = load_spec(str(EXAMPLES / "triton_matmul"))
+    loaded = load_spec(str(KERNELS / "triton_gemm"))
     spec = sys.modules[loaded.problem.make_inputs.__module__]
     dims = _fields(shape)
     meta = {**dict(loaded.problem.space.default or {}), **_fields(config), **dims}
@@ -101,7 +101,7 @@ def test_inspect_matches_the_kernel_triton_launched(kerntune: Callable[..., CliR
     for shape, config in CASES:
         result = kerntune(
             "inspect",
-            str(EXAMPLES / "triton_matmul"),
+            str(KERNELS / "triton_gemm"),
             "--target",
             "sm_90",
             "--shape",
@@ -137,7 +137,7 @@ def test_occupancy_equals_nsight_computes_theoretical_occupancy(
     for shape, config in CASES:
         result = kerntune(
             "inspect",
-            str(EXAMPLES / "triton_matmul"),
+            str(KERNELS / "triton_gemm"),
             "--target",
             "sm_90",
             "--shape",
@@ -187,7 +187,7 @@ def test_occupancy_equals_nsight_computes_theoretical_occupancy(
 def test_profile_attaches_nsight_counters_to_the_finalists(kerntune: Callable[..., CliResult]) -> None:
     tuned = kerntune(
         "tune",
-        str(EXAMPLES / "triton_matmul"),
+        str(KERNELS / "triton_gemm"),
         "--shape",
         "M=1024,N=1024,K=1024",
         "--strategy",

@@ -80,7 +80,7 @@ def test_capture_replay_compare_save_on_the_gpu(kerntune: Callable[..., CliResul
 
 
 COMPILED = DATA / "lab" / "compiled_program.py"
-SPEC = Path(__file__).resolve().parents[3] / "examples" / "triton_matmul"
+SPEC = Path(__file__).resolve().parents[3] / "kernels" / "triton_gemm"
 
 
 def test_a_torch_compiled_program_s_generated_kernel_and_its_gemm(

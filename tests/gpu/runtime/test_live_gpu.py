@@ -1,6 +1,6 @@
 """The live path on a real GPU: the transformer demo's matmuls and RMSNorm tuned, deployed into one table, and
 `kerntune verify` showing every entry engaged (with the kernels the profiler saw and the end-to-end A/B); the
-same table keyed to another SM count misses and exits 1. Figures are printed for benchmarks/RESULTS.md."""
+same table keyed to another SM count misses and exits 1. Figures are printed for benchmarks/live-path/history.md."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, CliResult, has_gpu
+from tests.conftest import EXAMPLES, KERNELS, CliResult, has_gpu
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a CUDA or ROCm GPU")]
 
@@ -23,11 +23,11 @@ def test_the_demo_engages_every_deployed_entry_and_a_foreign_table_misses(
 ) -> None:
     table = tmp_path / "table.json"
     for spec, shapes, budget in (
-        ("triton_matmul", ["M=16,N=14336,K=4096", "M=16,N=4096,K=14336"], "12s/shape"),
-        ("triton_rmsnorm", ["M=16,N=4096"], "6s/shape"),
+        (KERNELS / "triton_gemm", ["M=16,N=14336,K=4096", "M=16,N=4096,K=14336"], "12s/shape"),
+        (EXAMPLES / "triton_rmsnorm", ["M=16,N=4096"], "6s/shape"),
     ):
         args = [a for s in shapes for a in ("--shape", s)]
-        tuned = kerntune("tune", str(EXAMPLES / spec), "--dtype", "bfloat16", *args, "--budget", budget, env=QUICK)
+        tuned = kerntune("tune", str(spec), "--dtype", "bfloat16", *args, "--budget", budget, env=QUICK)
         assert tuned.code == 0, tuned.stderr
         assert kerntune("deploy", "last", "--table", str(table)).code == 0
     demo = [sys.executable, str(EXAMPLES / "transformer_mlp" / "run.py"), "--steps", "200", "--table", str(table)]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kerntune.runtime.corpus import read_corpus
-from tests.conftest import EXAMPLES, CliResult, has_gpu
+from tests.conftest import EXAMPLES, KERNELS, CliResult, has_gpu
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a CUDA or ROCm GPU")]
 pytest.importorskip("transformers")
@@ -58,7 +58,7 @@ def _table(lines: list, path: Path, compute_units: int | None = None) -> Path:
     from kerntune.runtime.keys import problem_source_hash, torch_device_fields
     from kerntune.runtime.serving import load_served_spec
 
-    spec = load_served_spec(EXAMPLES / "triton_matmul")
+    spec = load_served_spec(KERNELS / "triton_gemm")
     device = torch_device_fields()
     if compute_units is not None:
         device["compute_units"] = compute_units
@@ -68,7 +68,7 @@ def _table(lines: list, path: Path, compute_units: int | None = None) -> Path:
             "key": {**fixed, **line.shape, "layout": line.layout, "bias": line.bias},
             "config": CONFIG,
             "status": "measured",
-            "spec": str(EXAMPLES / "triton_matmul"),
+            "spec": str(KERNELS / "triton_gemm"),
         }
         for line in lines
     ]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, has_gpu
+from tests.conftest import KERNELS, has_gpu
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a CUDA or ROCm GPU")]
 torch = pytest.importorskip("torch")
@@ -35,7 +35,7 @@ ROWS = {"gemv": 1}
 def _serve() -> Any:
     from kerntune.runtime.serving import load_served_spec
 
-    serve = load_served_spec(EXAMPLES / "triton_matmul").serve
+    serve = load_served_spec(KERNELS / "triton_gemm").serve
     assert serve is not None and serve.prepare is not None
     return serve
 

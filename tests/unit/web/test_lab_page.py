@@ -13,7 +13,7 @@ pytest.importorskip("fastapi")
 def _compare(ratio: float, passed: bool, block: int) -> dict[str, object]:
     return {
         "job": "compare",
-        "spec": "examples/triton_matmul",
+        "spec": "kernels/triton_gemm",
         "overrides": {"BLOCK_N": block},
         "ratio": ratio,
         "validation": {"passed": passed, "rule": "bitwise", **({} if passed else {"argument": "c"})},

@@ -16,7 +16,7 @@ FMA_CHAINS = 4
 FMA_WIDTH = 16
 """Independent float16 chains per work-item: 64 independent multiply-adds per iteration cover the FMA latency
 on every core's pipes. The probe writes ``x * m + k`` and lets the compiler contract it: ``fma()`` and
-``mad()`` became library calls on PoCL's CPU device (6.3 against 159.6 GFLOP/s: benchmarks/RESULTS.md)."""
+``mad()`` became library calls on PoCL's CPU device (6.3 against 159.6 GFLOP/s: benchmarks/know-why/history.md)."""
 
 LOCAL_SIZES = (0, 64, 256)
 """Work-group sizes each stream is screened at (0: the driver's choice)."""

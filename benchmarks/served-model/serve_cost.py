@@ -1,6 +1,6 @@
 """Host cost of a served GEMM call against the library's own call, timed interleaved in one process.
 
-    python benchmarks/serve_cost.py [--backend CUDA|CPU] [--rounds 20] [--calls 2000] [--out FILE.json]
+    python benchmarks/served-model/serve_cost.py [--backend CUDA|CPU] [--rounds 20] [--calls 2000] [--out FILE.json]
 
 The sides, in A B C ... C B A order per round (each round: every side once per order position), on one small
 ``torch.mm`` (M=16, N=64, K=64, B an nn.Linear-style transpose, bf16 on CUDA, fp16 on the CPU):
@@ -8,7 +8,7 @@ The sides, in A B C ... C B A order per round (each round: every side once per o
 - ``miss``: ``kerntune.runtime.serve`` installed with a table that does not hold the call's key, so every call
   goes through the native gate (C++) to the kernel the library had registered (the cost every uncovered GEMM pays);
 - ``hit`` (CUDA only): the table holds the key, so the gate calls the served kernel, which launches
-  examples/triton_matmul's kernel;
+  kernels/triton_gemm's kernel;
 - ``miss_python`` and ``hit_python``: the same through the Python served kernel (``KERNTUNE_NATIVE_GATE=off``).
 ``planned_forms`` says whether the gate launched the hit from C++ (a launch plan) or called the Python served
 kernel for it.
@@ -37,14 +37,14 @@ from typing import Any
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from kerntune.runtime.keys import problem_source_hash, torch_device_fields  # noqa: E402
 from kerntune.runtime.serving import cpu_device_fields, load_served_spec, serve  # noqa: E402
 from kerntune.settings import Settings  # noqa: E402
 
-SPEC = ROOT / "examples" / "triton_matmul"
+SPEC = ROOT / "kernels" / "triton_gemm"
 SHAPE = {"M": 16, "N": 64, "K": 64, "layout": "NT", "bias": 0}
 CONFIG = {
     "BLOCK_M": 16,

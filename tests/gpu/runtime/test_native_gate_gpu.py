@@ -1,6 +1,6 @@
 """The native gate on a real GPU: a served form's later calls launch the tuned kernel from C++ (a launch plan),
 giving the served kernel's answer bit for bit, counted per call, allocating only the output, inside a CUDA graph
-too; a missed form runs the library's kernel from C++. And ``benchmarks/serve_cost.py`` runs and reports the
+too; a missed form runs the library's kernel from C++. And ``served-model/serve_cost.py`` runs and reports the
 host cost of a miss and a hit over the library's call (the figures are printed, the targets are checked by the
 lead on the GPU host)."""
 
@@ -19,7 +19,7 @@ from tests.conftest import EXAMPLES, ROOT, has_gpu
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a CUDA or ROCm GPU")]
 torch = pytest.importorskip("torch")
 
-SPEC = EXAMPLES / "triton_matmul"
+SPEC = EXAMPLES.parent / "kernels" / "triton_gemm"
 BASE = {"GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "TMA": 0, "PERSISTENT": 0, "num_warps": 4, "num_stages": 3}
 CONFIGS = {
     "plain": {**BASE, "BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64},
@@ -103,7 +103,14 @@ def test_a_served_form_launches_from_cpp_with_the_served_kernels_answer(family: 
 
 def test_serve_cost_reports_the_native_gates_miss_and_hit() -> None:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "serve_cost.py"), "--rounds", "3", "--calls", "500"],
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "served-model" / "serve_cost.py"),
+            "--rounds",
+            "3",
+            "--calls",
+            "500",
+        ],
         capture_output=True,
         text=True,
         timeout=900,

@@ -3,7 +3,7 @@ kernel (kernels/gluon_gemm) for correctness and speed, cuBLASLt's own heuristic 
 and whether PyTorch's TunableOp races cuBLASLt algorithms on this build. Timed with CUDA events, the candidates
 interleaved call by call (A B B A), the L2 flushed by a 2x-L2 write before every call; medians of ``--reps``.
 
-Usage: python benchmarks/gemm_candidates/probe.py [--reps 30] [--out DIR]"""
+Usage: python benchmarks/gemm-candidates/probe.py [--reps 30] [--out DIR]"""
 
 from __future__ import annotations
 
@@ -361,7 +361,7 @@ def cublaslt_serve_part(log: list) -> None:
 
 PING = r"""
 import sys, torch, json
-sys.path.insert(0, sys.argv[1] + "/benchmarks/gemm_candidates")
+sys.path.insert(0, sys.argv[1] + "/benchmarks/gemm-candidates")
 import probe
 spec = probe.load_spec(probe.ROOT / "kernels" / "gluon_gemm" / "spec.py")
 m, n, k, layout, bias, bn, stages = json.loads(sys.argv[2])

@@ -2,7 +2,7 @@
 own process under ncu (``kerntune profile``'s harness: compiled, warmed up three times, one launch inside the NVTX
 range ncu keeps, caches flushed by ncu before it; clocks as found, ``--clock-control none``).
 
-Usage: python benchmarks/gemm_candidates/counters.py OUT.json CONFIG_JSON M,N,K,LAYOUT [M,N,K,LAYOUT ...]
+Usage: python benchmarks/gemm-candidates/counters.py OUT.json CONFIG_JSON M,N,K,LAYOUT [M,N,K,LAYOUT ...]
 CONFIG_JSON is one Gluon config, e.g. '{"BLOCK_N": 256, "SCHEDULE": 0, "STAGES": 3, ...}'. Prints one line per
 kernel (duration, compute and memory throughput as % of peak, occupancy, registers). Exit 2 on bad arguments."""
 

@@ -63,7 +63,7 @@ def digest(data: bytes | str) -> str:
     return hashlib.md5(raw).hexdigest()
 
 
-def place_arrays(host_args: Mapping[str, Any], array: Callable[[np.ndarray], Any]) -> dict[str, Any]:
+def place_arrays(host_args: Mapping[str, Any], array: Callable[[np.ndarray], object]) -> dict[str, Any]:
     """Host arguments placed for a kernel that takes 32-bit scalars: each array through ``array`` (contiguous
     first), Python ints and bools as int32, floats as float32, numpy scalars and anything else as given."""
     placed: dict[str, Any] = {}
@@ -143,7 +143,7 @@ class Backend(ABC):
     def synchronize(self) -> None: ...
 
     @abstractmethod
-    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
+    def time_launches(self, launches: Sequence[Callable[[], object]], flush: bool) -> list[float]:
         """Run each launch in order, timed alone with device events: one sample per launch, in milliseconds.
 
         With ``flush``, the last-level cache is overwritten before every launch, outside the timed region,
@@ -157,13 +157,13 @@ class Backend(ABC):
         each launch with ``flush`` (the second timer's cold regime, ``measure.second_timer``)."""
         raise CandidateFailed(FailureKind.ERROR.value, f"the {self.name} backend has no cache flush")
 
-    def time_calls(self, call: Callable[[], Any], count: int, fed: bool = True) -> list[float]:
+    def time_calls(self, call: Callable[[], object], count: int, fed: bool = True) -> list[float]:
         """Device time of each of ``count`` calls of ``call`` (which may enqueue many launches), in ms. With
         ``fed`` the device is kept busy while the host enqueues (device time only); without, the device
         waits on the host as in a live eager program (what the launch-overhead figure measures)."""
         raise CandidateFailed(FailureKind.ERROR.value, f"the {self.name} backend cannot time batched calls")
 
-    def graph(self, launches: Sequence[Callable[[], Any]]) -> Callable[[], Any]:
+    def graph(self, launches: Sequence[Callable[[], object]]) -> Callable[[], object]:
         """Capture ``launches`` into one replayable graph (CUDA/HIP graphs); return its replay."""
         raise CandidateFailed(
             FailureKind.ERROR.value, f"the {self.name} backend has no graph mode: measure with --mode eager"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -174,12 +174,12 @@ class OpenCLBackend(Backend):
     def synchronize(self) -> None:
         self.queue.finish()
 
-    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
-        events = []
+    def time_launches(self, launches: Sequence[Callable[[], object]], flush: bool) -> list[float]:
+        events: list[cl.Event] = []
         for launch in launches:
             if flush:
                 cl.enqueue_fill_buffer(self.queue, self._flush, np.uint8(0), 0, self._flush_bytes)
-            events.append(launch())
+            events.append(cast(cl.Event, launch()))  # an OpenCL launch returns its profiling event
         self.queue.finish()
         return [(e.profile.end - e.profile.start) * 1e-6 for e in events]
 

@@ -195,7 +195,7 @@ class TorchBackend(Backend):
             raise CandidateFailed(FailureKind.ERROR.value, "no device timer on the CPU: timing is not claimed")
         return [torch.cuda.Event(enable_timing=True) for _ in range(count)]  # type: ignore[no-untyped-call]
 
-    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
+    def time_launches(self, launches: Sequence[Callable[[], object]], flush: bool) -> list[float]:
         starts, ends = self._events(len(launches)), self._events(len(launches))
 
         def enqueue(i: int) -> None:
@@ -214,7 +214,7 @@ class TorchBackend(Backend):
         if self._flush_bytes:
             self._flush.zero_()
 
-    def time_calls(self, call: Callable[[], Any], count: int, fed: bool = True) -> list[float]:
+    def time_calls(self, call: Callable[[], object], count: int, fed: bool = True) -> list[float]:
         starts, ends = self._events(count), self._events(count)
 
         def enqueue(i: int) -> None:
@@ -235,7 +235,7 @@ class TorchBackend(Backend):
         """Chunks whose enqueueing outlasted the stream hold three times (see backends.stream_hold)."""
         return self._hold.uncovered if self.on_gpu else 0
 
-    def graph(self, launches: Sequence[Callable[[], Any]]) -> Callable[[], Any]:
+    def graph(self, launches: Sequence[Callable[[], object]]) -> Callable[[], object]:
         if not self.on_gpu:
             return super().graph(launches)
         graph = torch.cuda.CUDAGraph()
@@ -260,7 +260,7 @@ class TorchBackend(Backend):
         return self._flush_bytes
 
 
-def run_first(launch: Callable[[], Any], sync: Callable[[], None], stage: str) -> tuple[Any, float]:
+def run_first(launch: Callable[[], object], sync: Callable[[], None], stage: str) -> tuple[Any, float]:
     """Run ``launch`` once and synchronize, turning any failure into a CandidateFailed for ``stage``."""
     start = time.perf_counter()
     try:

@@ -41,7 +41,7 @@ def direct_launcher(compiled: Any, grid: Sequence[int]) -> Callable[..., None] |
     dims = (*grid, 1, 1)[:3]
     g0, g1, g2 = (int(d) for d in dims)
 
-    def launch(*args: Any) -> None:
+    def launch(*args: object) -> None:
         stream = current_stream(current_device())
         enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
         # A profiler's enter hook reads the launch's metadata; built only when one is installed, as the JIT does.

@@ -452,7 +452,7 @@ class VulkanBackend(Backend):
             self._query_count = count
         return self._queries
 
-    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
+    def time_launches(self, launches: Sequence[Callable[[], object]], flush: bool) -> list[float]:
         count = 2 * len(launches)
         pool = self._query_pool(count)
 

@@ -22,7 +22,7 @@ import os
 import platform
 import re
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -51,7 +51,7 @@ class CaptureState:
     seen: int = 0
     manifest: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)
-    selections: deque[tuple[Any, tuple[Any, ...], dict[str, Any], dict[str, Any]]] = field(
+    selections: deque[tuple[Any, tuple[object, ...], dict[str, object], Mapping[str, object]]] = field(
         default_factory=lambda: deque(maxlen=64)
     )
     """The latest kerntune Dispatcher selections (dispatcher, args, kwargs, config): which one fed the launch."""
@@ -250,7 +250,7 @@ def capture(
             disarm()
         return
     state = CaptureState(kernel, nth, Path(out), scope, limit_bytes=int(limit_mb * 2**20))
-    originals: list[tuple[Any, str, Callable[..., Any]]] = []
+    originals: list[tuple[Any, str, Callable[..., object]]] = []
     with contextlib.suppress(ImportError):  # a program may use Triton, pyopencl, or both
         import triton.runtime.interpreter as interpreter
         import triton.runtime.jit as jit
@@ -261,8 +261,8 @@ def capture(
 
         originals.append((pyopencl.Kernel, "__call__", pyopencl.Kernel.__call__))
 
-    def hooked(original: Callable[..., Any]) -> Callable[..., Any]:
-        def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+    def hooked(original: Callable[..., object]) -> Callable[..., object]:
+        def run(self: Any, *args: object, grid: Any, warmup: bool, **kwargs: object) -> Any:
             if state.inside_inductor:  # Inductor's interpreter path launching the kernel its hook already counted
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             name = getattr(getattr(self, "fn", None), "__name__", "")
@@ -285,8 +285,8 @@ def capture(
 
         return run
 
-    def hooked_opencl(original: Callable[..., Any]) -> Callable[..., Any]:
-        def call(self: Any, queue: Any, global_size: Any, local_size: Any, *args: Any, **kwargs: Any) -> Any:
+    def hooked_opencl(original: Callable[..., object]) -> Callable[..., object]:
+        def call(self: Any, queue: Any, global_size: Any, local_size: Any, *args: object, **kwargs: object) -> Any:
             state.count(self.function_name, "opencl")
             if self.function_name != state.kernel or state.manifest is not None:
                 return original(self, queue, global_size, local_size, *args, **kwargs)
@@ -312,8 +312,8 @@ def capture(
 
         return call
 
-    def hooked_inductor(original: Callable[..., Any]) -> Callable[..., Any]:
-        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def hooked_inductor(original: Callable[..., object]) -> Callable[..., object]:
+        def run(self: Any, *args: object, **kwargs: object) -> Any:
             name = inductor_kernel_name(self)
             benchmark = bool(kwargs.get("benchmark_run"))  # Inductor timing its own configs: not the program's
             if not benchmark:
@@ -334,10 +334,10 @@ def capture(
 
         return run
 
-    def hooked_select(original: Callable[..., Any]) -> Callable[..., Any]:
-        def select(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def hooked_select(original: Callable[..., object]) -> Callable[..., object]:
+        def select(self: Any, *args: object, **kwargs: object) -> Any:
             config = original(self, *args, **kwargs)
-            if state.manifest is None:
+            if state.manifest is None and isinstance(config, Mapping):
                 state.selections.append((self, args, kwargs, config))
             return config
 
@@ -347,16 +347,16 @@ def capture(
 
     originals.append((Dispatcher, "select", Dispatcher.select))
     hooks = {"run": hooked, "__call__": hooked_opencl, "select": hooked_select}
-    installed: list[tuple[Any, str, Callable[..., Any], Callable[[Callable[..., Any]], Callable[..., Any]]]] = [
-        (cls, attribute, original, hooks[attribute]) for cls, attribute, original in originals
-    ]
+    installed: list[
+        tuple[Any, str, Callable[..., object], Callable[[Callable[..., object]], Callable[..., object]]]
+    ] = [(cls, attribute, original, hooks[attribute]) for cls, attribute, original in originals]
     autotuner = autotuner_class()
     if autotuner is not None:  # torch.compile's Triton kernels launch through it, not through JITFunction.run
         installed.append((autotuner, "run", autotuner.run, hooked_inductor))
     from kerntune.lab.native import backend_classes, hook_compile
 
     for backend in backend_classes():  # kerntune's CUDA C++ / HIP launches: the compiled launch is wrapped
-        compile_fn: Callable[..., Any] = backend.compile
+        compile_fn: Callable[..., object] = backend.compile
         installed.append((backend, "compile", compile_fn, hook_compile(state, _header, device_of)))
     from kerntune.lab.vulkan import backend_class
     from kerntune.lab.vulkan import hook_compile as hook_vulkan

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from kerntune.backends.base import Compiled
 from kerntune.errors import UsageError
 from kerntune.lab.captured import CapturedCall
 from kerntune.lab.operator import too_large
@@ -107,19 +108,21 @@ def arguments(call_args: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, A
 
 def hook_compile(
     state: Any, header: Callable[[int, str], dict[str, Any]], device_of: Callable[..., dict[str, Any]]
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+) -> Callable[[Callable[..., object]], Callable[..., object]]:
     """The wrapper of a native backend's ``compile``: every launch of the compiled kernel is counted under its
     name; the ``state.nth`` launch of ``state.kernel`` is saved around the real launch (inputs before, outputs
     after). A capture that fails is recorded in ``state.errors``; the launch always runs."""
 
-    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(original: Callable[..., object]) -> Callable[..., object]:
         def compile(self: Any, kernel: Any, tunables: Any, meta: Any, args: dict[str, Any]) -> Any:
             compiled = original(self, kernel, tunables, meta, args)
+            if not isinstance(compiled, Compiled):  # every backend's compile returns one; the hook wraps nothing else
+                return compiled
             if getattr(kernel, "language", "") not in LANGUAGES:
                 return compiled
             launch = compiled.launch
 
-            def captured(call_args: Mapping[str, Any]) -> None:
+            def captured(call_args: dict[str, Any]) -> None:
                 state.count(kernel.name, kernel.language)
                 if kernel.name != state.kernel or state.manifest is not None or state.refused:
                     launch(call_args)

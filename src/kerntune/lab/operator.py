@@ -215,8 +215,8 @@ def arm(state: OperatorState) -> Callable[[], None]:
     return library._destroy  # type: ignore[no-any-return]
 
 
-def _kernel(state: OperatorState, qualified: str, original: Any) -> Callable[..., Any]:
-    def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
+def _kernel(state: OperatorState, qualified: str, original: Any) -> Callable[..., object]:
+    def kernel(keyset: Any, *args: object, **kwargs: object) -> Any:
         try:
             manifest = state.before(qualified, args, kwargs)
         except Exception as exc:  # a capture that fails is said, never the program's failure

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from safetensors.numpy import load_file, save_file
 
+from kerntune.backends.base import Compiled
 from kerntune.errors import UsageError
 from kerntune.lab.operator import too_large
 from kerntune.lab.snapshot import MANIFEST, failure
@@ -126,15 +127,17 @@ def describe(
 
 def hook_compile(
     state: Any, header: Callable[[int, str], dict[str, Any]]
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+) -> Callable[[Callable[..., object]], Callable[..., object]]:
     """The wrapper of ``VulkanBackend.compile``: every dispatch of the compiled shader is counted under its name;
     the ``state.nth`` dispatch of ``state.kernel`` is saved around the real one (buffers before, and after). A
     capture that fails is recorded in ``state.errors``; the dispatch always runs."""
     from dataclasses import replace
 
-    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(original: Callable[..., object]) -> Callable[..., object]:
         def compile(self: Any, kernel: Any, tunables: Any, meta: Any, args: dict[str, Any]) -> Any:
             compiled = original(self, kernel, tunables, meta, args)
+            if not isinstance(compiled, Compiled):  # every backend's compile returns one; the hook wraps nothing else
+                return compiled
             if getattr(kernel, "language", "") != "vulkan":
                 return compiled
             launch = compiled.launch

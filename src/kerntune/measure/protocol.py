@@ -207,7 +207,7 @@ class _Sampler:
 
 def measure(
     backend: Backend,
-    launches: Sequence[Callable[[], Any]],
+    launches: Sequence[Callable[[], object]],
     options: MeasureOptions,
     telemetry: Telemetry | None = None,
     rotating_bytes: int = 0,
@@ -218,7 +218,7 @@ def measure(
     recorder = Recorder(telemetry or Unavailable("not asked"))
     uncovered = backend.uncovered_chunks
     used = list(launches) if options.regime == "rotating" else [launches[0]]
-    stream: Iterator[Callable[[], Any]] = cycle(used)
+    stream: Iterator[Callable[[], object]] = cycle(used)
     flush = options.regime == "cold"
     overhead = None
     if options.mode == "eager":

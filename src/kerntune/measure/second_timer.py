@@ -65,7 +65,7 @@ def timer_of(backend: Any) -> str | None:
 
 
 def profiled_ms(
-    launches: Sequence[Callable[[], Any]],
+    launches: Sequence[Callable[[], object]],
     prepare: Callable[[int], None],
     synchronize: Callable[[], None],
     sustain: int = 0,
@@ -117,7 +117,7 @@ def profiled_ms(
 
 
 def host_clock_ms(
-    launches: Sequence[Callable[[], Any]],
+    launches: Sequence[Callable[[], object]],
     prepare: Callable[[int], None],
     synchronize: Callable[[], None],
     sustain: int = 0,

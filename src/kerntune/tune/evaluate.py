@@ -184,7 +184,7 @@ def precompile(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]
     }
 
 
-def _spec_call(what: str, fn: Any, *args: Any) -> Any:
+def _spec_call(what: str, fn: Any, *args: object) -> Any:
     """Call the spec's own code; its failure is the spec's fault, not a candidate's: the run stops."""
     try:
         return fn(*args)

@@ -83,20 +83,22 @@ def _empty(out_ptr):
 
 
 def _median_ms(
-    backend: Any, telemetry: Any, launch: Callable[[], Any], warmup_ms: float, budget_ms: float = FULL_MS
+    backend: Any, telemetry: Any, launch: Callable[[], object], warmup_ms: float, budget_ms: float = FULL_MS
 ) -> float:
     options = MeasureOptions(regime="warm", warmup_ms=warmup_ms, budget_ms=budget_ms)
     return measure(backend, [launch], options, telemetry).median_ms
 
 
-def _best(backend: Any, telemetry: Any, launches: dict[str, Callable[[], Any]], warmup_ms: float) -> tuple[float, str]:
+def _best(
+    backend: Any, telemetry: Any, launches: dict[str, Callable[[], object]], warmup_ms: float
+) -> tuple[float, str]:
     """The fastest of ``launches`` (configs of one stream), by ``probes.fastest``."""
     return fastest(
         {name: partial(_median_ms, backend, telemetry, launch, warmup_ms) for name, launch in launches.items()}
     )
 
 
-def _product(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> Callable[[], Any]:
+def _product(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> Callable[[], object]:
     return lambda: torch.matmul(a, b, out=c)
 
 
@@ -156,13 +158,13 @@ def _streams(backend: Any, telemetry: Any, n: int, warmup_ms: float) -> dict[str
     a, b, c = (torch.ones(n, device=backend.device, dtype=torch.float32) for _ in range(3))
     sums = torch.empty(triton.cdiv(n, min(block for block, _ in STREAM_CONFIGS)), device=backend.device)
 
-    def copy(block: int, warps: int) -> Callable[[], Any]:
+    def copy(block: int, warps: int) -> Callable[[], object]:
         return lambda: _copy[(triton.cdiv(n, block),)](a, b, n, BLOCK=block, num_warps=warps)
 
-    def triad(block: int, warps: int) -> Callable[[], Any]:
+    def triad(block: int, warps: int) -> Callable[[], object]:
         return lambda: _triad[(triton.cdiv(n, block),)](a, b, c, 3.0, n, BLOCK=block, num_warps=warps)
 
-    def read(block: int, warps: int, items: int) -> Callable[[], Any]:
+    def read(block: int, warps: int, items: int) -> Callable[[], object]:
         return lambda: _read[(triton.cdiv(n, block * items),)](a, sums, n, BLOCK=block, ITEMS=items, num_warps=warps)
 
     return {

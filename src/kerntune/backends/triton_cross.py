@@ -31,7 +31,7 @@ def gpu_target(name: str) -> Any:
 
 
 def cross_compile(
-    fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any], target: str, options: Mapping[str, Any]
+    fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, object], target: str, options: Mapping[str, object]
 ) -> Any:
     """Compile ``fn`` for ``target`` (a name in TARGETS) with Triton's options (num_warps, num_stages, ...).
     ``signature`` maps every argument to a Triton type (``*bf16``, ``i32``, ``constexpr``)."""
@@ -41,10 +41,10 @@ def cross_compile(
 def cross_compile_source(
     fn: Any,
     signature: Mapping[str, str],
-    constexprs: Mapping[str, Any],
+    constexprs: Mapping[str, object],
     attrs: Mapping[Any, Any],
     target: str,
-    options: Mapping[str, Any],
+    options: Mapping[str, object],
 ) -> Any:
     """``cross_compile`` with specialization attributes (``{(arg index,): [["tt.divisibility", 16]]}``)."""
     gpu = gpu_target(target)

@@ -269,13 +269,13 @@ class VulkanBackend(Backend):
         except Exception:  # a Vulkan 1.1 device: no driver properties
             return str(self.props.driverVersion)
 
-    def place(self, host_args: Mapping[str, Any]) -> dict[str, Any]:
+    def place(self, host_args: Mapping[str, object]) -> dict[str, object]:
         return place_arrays(host_args, self._array)
 
-    def copy_placed(self, placed: Mapping[str, Any]) -> dict[str, Any] | None:
+    def copy_placed(self, placed: Mapping[str, object]) -> dict[str, object] | None:
         """Each buffer copied on the device into a new one of the same placement, in one submit; a copy shares
         its source's staging twin (the host path of reads and writes, which holds nothing of its own)."""
-        copies: dict[str, Any] = {}
+        copies: dict[str, object] = {}
         pairs: list[tuple[VulkanArray, VulkanArray]] = []
         for name, value in placed.items():
             if isinstance(value, VulkanArray):
@@ -296,7 +296,7 @@ class VulkanBackend(Backend):
             self._submit(record)
         return copies
 
-    def poison(self, args: Mapping[str, Any], outputs: Sequence[str]) -> None:
+    def poison(self, args: Mapping[str, object], outputs: Sequence[str]) -> None:
         def fill(cb: Any) -> None:
             for name in outputs:
                 array = args[name]
@@ -351,7 +351,7 @@ class VulkanBackend(Backend):
             "threads_per_block": int(limits.maxComputeWorkGroupInvocations),
         }
 
-    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, object]) -> Compiled:
         if not isinstance(kernel, VulkanKernel):
             raise CandidateFailed(FailureKind.ERROR.value, f"the Vulkan backend cannot run a {kernel.language} kernel")
         import time
@@ -397,7 +397,7 @@ class VulkanBackend(Backend):
         if self.executable_info:
             resources["driver"] = self.driver_reading(pipeline.pipeline)
 
-        def launch(args: dict[str, Any]) -> Any:
+        def launch(args: dict[str, object]) -> Any:
             if self._recording is None:  # run alone: one submit and wait
                 self._submit(lambda cb: pipeline.record(cb, args, groups))
                 return None
@@ -419,7 +419,7 @@ class VulkanBackend(Backend):
             f"{self._driver()} does not offer {vulkan_inspect.EXTENSION}: no registers, spills or ISA from this driver"
         )
 
-    def driver_reading(self, pipeline: Any) -> dict[str, Any]:
+    def driver_reading(self, pipeline: Any) -> dict[str, object]:
         """What the driver says the pipeline became (a device with ``executable_info``): its statistics
         (``registers`` and ``spills`` named where its own names say so) and, with ``capture_internal``, its
         internal representations; a query that fails gives ``not_exposed`` with the reason."""

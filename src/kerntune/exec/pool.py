@@ -55,7 +55,7 @@ class Worker:
 
     def __init__(
         self,
-        setup: tuple[str, dict[str, Any]],
+        setup: tuple[str, Mapping[str, object]],
         *,
         log_path: Path,
         env: Mapping[str, str] | None = None,
@@ -144,7 +144,7 @@ class Worker:
         return " | ".join(tail)
 
     # ----------------------------------------------------------------------------------------- calls
-    def call(self, path: str, payload: dict[str, Any], timeout_s: float, *, restart: bool = True) -> Outcome:
+    def call(self, path: str, payload: Mapping[str, object], timeout_s: float, *, restart: bool = True) -> Outcome:
         """Run ``path(state, payload)`` in the worker. A hang or a death restarts the worker when
         ``restart`` is true and is returned as a failed Outcome of kind ``hang`` or ``crash``."""
         if self._proc is None or self._to is None or self._from is None:
@@ -176,7 +176,7 @@ class Worker:
                 )
 
     @staticmethod
-    def _outcome(reply: tuple[Any, ...]) -> Outcome:
+    def _outcome(reply: tuple[object, ...]) -> Outcome:
         if reply[0] == "ok":
             return Outcome("ok", value=reply[1])
         if reply[0] == "failed":

@@ -25,6 +25,7 @@ import os
 import secrets
 import socket
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,13 @@ class RaySlot:
     placement). A compile worker is a RaySlot too: the same calls, on an actor that holds CPUs only."""
 
     def __init__(
-        self, ray: Any, name: str, setup: tuple[str, dict[str, Any]], *, options: dict[str, Any], setup_timeout_s: float
+        self,
+        ray: Any,
+        name: str,
+        setup: tuple[str, Mapping[str, object]],
+        *,
+        options: dict[str, Any],
+        setup_timeout_s: float,
     ) -> None:
         self.name = name
         self._ray, self._setup, self._setup_timeout_s = ray, setup, setup_timeout_s
@@ -197,7 +204,7 @@ class RaySlot:
             for i in range(count)
         ]
 
-    def call(self, path: str, payload: dict[str, Any], timeout_s: float, *, restart: bool = True) -> Outcome:
+    def call(self, path: str, payload: Mapping[str, object], timeout_s: float, *, restart: bool = True) -> Outcome:
         ray = self._ray
         losses: list[str] = []
         while len(losses) < LOSSES_PER_CALL:
@@ -261,7 +268,7 @@ class _FreshProcess:
         self.slot.restart()
         return self.slot.setup_result
 
-    def call(self, path: str, payload: dict[str, Any], timeout_s: float, *, restart: bool = True) -> Outcome:
+    def call(self, path: str, payload: Mapping[str, object], timeout_s: float, *, restart: bool = True) -> Outcome:
         return self.slot.call(path, payload, timeout_s, restart=restart)
 
     def restart(self) -> None:
@@ -274,7 +281,9 @@ class _FreshProcess:
         return _FreshProcess(self.slot)
 
 
-def ray_slots(address: str, count: int, setup: tuple[str, dict[str, Any]], *, setup_timeout_s: float) -> list[RaySlot]:
+def ray_slots(
+    address: str, count: int, setup: tuple[str, Mapping[str, object]], *, setup_timeout_s: float
+) -> list[RaySlot]:
     """``count`` actors, one device each: GPUs when the cluster has any, else CPUs."""
     ray = connect(address)
     resources = ray.cluster_resources()

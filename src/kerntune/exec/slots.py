@@ -29,7 +29,7 @@ class Slot(Protocol):
 
     def start(self) -> Any: ...
 
-    def call(self, path: str, payload: dict[str, Any], timeout_s: float, *, restart: bool = True) -> Outcome: ...
+    def call(self, path: str, payload: Mapping[str, object], timeout_s: float, *, restart: bool = True) -> Outcome: ...
 
     def restart(self) -> None: ...
 
@@ -63,7 +63,7 @@ class LocalSlot(Worker):
 
     def __init__(
         self,
-        setup: tuple[str, dict[str, Any]],
+        setup: tuple[str, Mapping[str, object]],
         *,
         device: str,
         log_path: Path,
@@ -108,7 +108,13 @@ class LocalSlot(Worker):
 
 
 def local_slots(
-    setup: tuple[str, dict[str, Any]], count: int, *, log_dir: Path, lock_dir: Path, setup_timeout_s: float, tag: str
+    setup: tuple[str, Mapping[str, object]],
+    count: int,
+    *,
+    log_dir: Path,
+    lock_dir: Path,
+    setup_timeout_s: float,
+    tag: str,
 ) -> list[LocalSlot]:
     """``count`` slots, one per visible GPU (pinned), or ``count`` processes sharing a CPU device when the
     machine has no GPU (PoCL: useful for tests; their timings then share the cores)."""

@@ -26,11 +26,11 @@ def resolve(path: str) -> Any:
     return getattr(importlib.import_module(module_name), attr)
 
 
-def handle(state: dict[str, Any], path: str, payload: Any) -> tuple[Any, ...]:
+def handle(state: dict[str, object], path: str, payload: Any) -> tuple[object, ...]:
     """Run one message: ``("ok", result)``, ``("failed", kind, reason)`` or ``("error", kind, message)``.
     Shared by this process's pipe loop and the Ray executor's actors."""
     try:
-        reply: tuple[Any, ...] = ("ok", resolve(path)(state, payload))
+        reply: tuple[object, ...] = ("ok", resolve(path)(state, payload))
     except CandidateFailed as exc:
         reply = ("failed", exc.kind, exc.reason)
     except KerntuneError as exc:
@@ -46,7 +46,7 @@ def handle(state: dict[str, Any], path: str, payload: Any) -> tuple[Any, ...]:
 
 
 def serve(inbox: Connection, outbox: Connection) -> None:
-    state: dict[str, Any] = {}
+    state: dict[str, object] = {}
     while True:
         try:
             path, payload = inbox.recv()

@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import cycle, islice
-from typing import Any
 
 from kerntune.backends.base import Backend
 from kerntune.devices.telemetry import Recorder, Telemetry, Unavailable
@@ -144,7 +143,7 @@ class _Sampler:
             "reads": float(len(self.recorder.readings)),
         }
 
-    def warm_record(self) -> tuple[float, dict[str, Any]]:
+    def warm_record(self) -> tuple[float, dict[str, object]]:
         """The warm-up a measurement's ``Conditions`` record (ms: the target, carried or not, plus any ramp) and
         the telemetry fields that say why."""
         return self.warm_target_ms + self.ramp_ms, {

@@ -32,7 +32,7 @@ class Candidate:
     reason: str = ""
     compile_s: float | None = None
     binary_hash: str | None = None
-    resources: Mapping[str, Any] = field(default_factory=dict)
+    resources: Mapping[str, object] = field(default_factory=dict)
     measurement: Measurement | None = None
     """The search-time measurement (in the tuner's long-lived worker)."""
     confirmed: Measurement | None = None
@@ -66,7 +66,7 @@ class Budget:
     seconds: float | None = None
     shape_seconds: float | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"evaluations": self.evaluations, "seconds": self.seconds, "shape_seconds": self.shape_seconds}
 
     @classmethod

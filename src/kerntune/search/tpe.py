@@ -24,5 +24,5 @@ class TPESearch(OptunaSearch):
     def suggest(self, trial: Any) -> dict[str, Scalar]:
         return {n: cast(Scalar, trial.suggest_categorical(n, values)) for n, values in self.choices.items()}
 
-    def encode(self, config: Config) -> dict[str, Any]:
+    def encode(self, config: Config) -> dict[str, object]:
         return {n: config[n] for n in self.choices}

@@ -14,17 +14,18 @@ from typing import Any
 
 from kerntune.devices.counters import RANGE
 from kerntune.model import Config, Shape
-from kerntune.tune.evaluate import compile_for, kernel_for, placed_inputs, setup
+from kerntune.tune.evaluate import compile_for, kernel_for, placed_inputs, setup, worker
 
 
 def launch_under_profiler(payload: dict[str, Any]) -> None:
-    state: dict[str, Any] = {}
+    state: dict[str, object] = {}
     setup(state, {"spec_path": payload["spec_path"], "device": payload.get("device", "")})
-    backend = state["backend"]
+    spec = worker(state)
+    backend = spec.backend
     shape = Shape.of(payload["shape"])
-    args = placed_inputs(state, shape, str(payload["dtype"]), 1)
-    kernel = kernel_for(state["problem"], payload.get("baseline"))
-    compiled = compile_for(state, shape, Config.of(payload.get("config") or {}), kernel, args)
+    args = placed_inputs(spec, shape, str(payload["dtype"]), 1)
+    kernel = kernel_for(spec.problem, payload.get("baseline"))
+    compiled = compile_for(spec, shape, Config.of(payload.get("config") or {}), kernel, args)
     for _ in range(int(payload.get("warmup", 3))):  # compiled, caches and clocks settled before the profiled one
         compiled.launch(args)
     backend.synchronize()

@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 from kerntune.exec.pool import Outcome
 from kerntune.exec.slots import Slot
+from kerntune.measure.protocol import MeasureOptionsRecord
 from kerntune.measure.second_timer import said
 from kerntune.measure.stats import paired_log_ratio
 from kerntune.model import Candidate, Config, FailureKind, Measurement, Run, Shape
@@ -52,7 +53,7 @@ class ConfirmHost(Protocol):
     settings: Settings
     progress: Progress
     worker: Slot
-    measure: dict[str, Any]
+    measure: MeasureOptionsRecord
 
     def finalists(self, shape: Shape) -> list[Candidate]: ...
 
@@ -69,7 +70,7 @@ class ConfirmHost(Protocol):
         estimate is built from it."""
 
     def payload(
-        self, shape: Shape, config: Config, baseline_kernel: str | None, measure: dict[str, Any] | None = None
+        self, shape: Shape, config: Config, baseline_kernel: str | None, measure: MeasureOptionsRecord | None = None
     ) -> dict[str, Any]: ...
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kerntune.errors import SpecError, UsageError
 from kerntune.measure.calibrate import MAX_AGE_S, device_key
-from kerntune.measure.protocol import MeasureOptions
+from kerntune.measure.protocol import MeasureOptions, MeasureOptionsRecord, mode_of, regime_of
 from kerntune.model import Config, Problem, Run, Scalar, Shape, Target
 from kerntune.runtime.corpus import CorpusError, CorpusLine, merge, read_corpus, top
 from kerntune.runtime.keys import problem_source_hash
@@ -133,21 +133,20 @@ def corpus_shapes(path: Path, problem: Problem, dtype: str, top_n: int = 0) -> l
     return [by_identity[id(line)] for line in chosen]
 
 
-def measure_options(settings: Settings) -> dict[str, Any]:
+def measure_options(settings: Settings) -> MeasureOptionsRecord:
     """The measurement protocol's options from the settings (validated here, in the parent, so a bad
     regime or mode is a usage error before any worker starts)."""
-    values: dict[str, Any] = dict(
+    return MeasureOptions(
         warmup_ms=settings.warmup_ms,
         min_samples=settings.min_samples,
         max_samples=settings.max_samples,
         budget_ms=settings.sample_budget_ms,
         ci_target=settings.ci_target,
-        regime=settings.regime,
+        regime=regime_of(settings.regime),
         min_window_ms=settings.min_window_ms,
-        mode=settings.mode,
+        mode=mode_of(settings.mode),
         second_timer=bool(settings.second_timer),
-    )
-    return asdict(MeasureOptions(**values))
+    ).record()
 
 
 def require_graphs(settings: Settings, setup: Mapping[str, Any]) -> None:

@@ -18,6 +18,7 @@ from kerntune.backends.base import CONTEXT_FATAL
 from kerntune.errors import KerntuneError, SpecError, UsageError
 from kerntune.exec.ray_slots import RaySlot
 from kerntune.exec.slots import Slot
+from kerntune.measure.protocol import MeasureOptionsRecord
 from kerntune.model import (
     Candidate,
     Config,
@@ -124,7 +125,7 @@ class _Tuner(RunClock):
         label: str,
         baseline_kernel: str | None = None,
         *,
-        measure: dict[str, Any] | None = None,
+        measure: MeasureOptionsRecord | None = None,
         precompiled: Mapping[str, Any] | None = None,
     ) -> CandidateResult | None:
         """Evaluate one candidate in the timing worker unless the store already holds its result (then return
@@ -180,7 +181,7 @@ class _Tuner(RunClock):
         self.progress.finished(config.key, "failed", "skipped (ledger)")
 
     def payload(
-        self, shape: Shape, config: Config, baseline_kernel: str | None, measure: dict[str, Any] | None = None
+        self, shape: Shape, config: Config, baseline_kernel: str | None, measure: MeasureOptionsRecord | None = None
     ) -> dict[str, Any]:
         return {
             "shape": shape.as_dict(),

@@ -105,7 +105,7 @@ class Backend(ABC):
     def to_host(self, value: Any) -> np.ndarray:
         """A device output (or a reference value) as a float64 NumPy array."""
 
-    def hold_reference(self, value: Any) -> Any:
+    def hold_reference(self, value: Any) -> object:
         """Keep a reference output for later comparisons (host float64 by default)."""
         return self.to_host(value)
 

@@ -42,7 +42,7 @@ class _TorchStream:
         return (0, self.handle)
 
 
-def kernel_argument(name: str, value: Any) -> Any:
+def kernel_argument(name: str, value: Any) -> object:
     if isinstance(value, torch.Tensor):
         return value.data_ptr()  # cuda.core passes a Python int as a pointer-sized argument
     return value if isinstance(value, np.generic) else launch_scalar(name, value)
@@ -114,7 +114,7 @@ class CudaBackend(TorchBackend):
             resources={**found.resources, "spills": found.spills},
         )
 
-    def _load(self, binary: CudaBinary) -> Any:
+    def _load(self, binary: CudaBinary) -> object:
         key = (binary.hash, binary.symbol)
         if key not in self._loaded:
             module = cuda_core.ObjectCode.from_cubin(binary.code)

@@ -133,7 +133,7 @@ class TorchBackend(Backend):
     def copy_placed(self, placed: Mapping[str, Any]) -> dict[str, Any] | None:
         return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in placed.items()}
 
-    def hold_reference(self, value: Any) -> Any:
+    def hold_reference(self, value: Any) -> object:
         if not self.on_gpu:
             return self.to_host(value)
         # Kept on the device in float64: comparing there moves no output across PCIe and spares the host a

@@ -65,7 +65,7 @@ def intercepted_launches(handler: Callable[[Any, Any, tuple[object, ...], dict[s
     interface = triton.runtime.jit.KernelInterface
     original = interface.__getitem__
 
-    def getitem(self: Any, grid: Any) -> Any:
+    def getitem(self: Any, grid: Any) -> object:
         return lambda *args, **kwargs: handler(self, grid, args, kwargs)
 
     interface.__getitem__ = getitem
@@ -82,7 +82,7 @@ def compile_only() -> Iterator[list[tuple[Any, Any]]]:
     that another process is timing."""
     launched: list[tuple[Any, Any]] = []
 
-    def compile_one(kernel: Any, grid: Any, args: tuple[object, ...], kwargs: dict[str, object]) -> Any:
+    def compile_one(kernel: Any, grid: Any, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         compiled = kernel.run(*args, grid=grid, warmup=True, **kwargs)
         launched.append((compiled, grid))
         return compiled
@@ -150,7 +150,7 @@ class TritonBackend(TorchBackend):
         if kernel.launch is not None:
             custom = kernel.launch
 
-            def launch_custom(a: dict[str, object]) -> Any:
+            def launch_custom(a: dict[str, object]) -> object:
                 return custom(fn, a, meta)
 
             # A custom launch may run several kernels: compile by running it once.
@@ -161,7 +161,7 @@ class TritonBackend(TorchBackend):
         kwargs = self._kernel_kwargs(fn, tunables)
         grid = tuple(int(g) for g in kernel.grid(meta))
 
-        def launch(a: dict[str, object]) -> Any:
+        def launch(a: dict[str, object]) -> object:
             return fn[grid](*a.values(), **kwargs)
 
         if self.interpret:

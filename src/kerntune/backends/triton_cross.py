@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise BackendUnavailable("cross-compiling needs triton: pip install 'kerntune[triton]'") from exc
 
 
-def gpu_target(name: str) -> Any:
+def gpu_target(name: str) -> object:
     if name not in TARGETS:
         raise UsageError(f"unknown target {name!r}: choose one of {', '.join(TARGETS)}")
     return GPUTarget(*TARGETS[name])
@@ -32,7 +32,7 @@ def gpu_target(name: str) -> Any:
 
 def cross_compile(
     fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, object], target: str, options: Mapping[str, object]
-) -> Any:
+) -> object:
     """Compile ``fn`` for ``target`` (a name in TARGETS) with Triton's options (num_warps, num_stages, ...).
     ``signature`` maps every argument to a Triton type (``*bf16``, ``i32``, ``constexpr``)."""
     return cross_compile_source(fn, signature, constexprs, {}, target, options)
@@ -45,7 +45,7 @@ def cross_compile_source(
     attrs: Mapping[Any, Any],
     target: str,
     options: Mapping[str, object],
-) -> Any:
+) -> object:
     """``cross_compile`` with specialization attributes (``{(arg index,): [["tt.divisibility", 16]]}``)."""
     gpu = gpu_target(target)
     source = ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs), attrs=dict(attrs))

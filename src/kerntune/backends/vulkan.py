@@ -32,7 +32,7 @@ MEMORY = ("device-local", "host-visible")
 FENCE_NS = 3_600 * 10**9  # the worker's candidate timeout kills a hung dispatch long before this
 
 
-def _pick(selector: str, instance: Any) -> Any:
+def _pick(selector: str, instance: Any) -> object:
     devices = vk.vkEnumeratePhysicalDevices(instance)
     if not devices:
         raise BackendUnavailable("no Vulkan device found: apt-get install mesa-vulkan-drivers for lavapipe (CPU)")
@@ -397,7 +397,7 @@ class VulkanBackend(Backend):
         if self.executable_info:
             resources["driver"] = self.driver_reading(pipeline.pipeline)
 
-        def launch(args: dict[str, object]) -> Any:
+        def launch(args: dict[str, object]) -> object:
             if self._recording is None:  # run alone: one submit and wait
                 self._submit(lambda cb: pipeline.record(cb, args, groups))
                 return None
@@ -442,7 +442,7 @@ class VulkanBackend(Backend):
     def synchronize(self) -> None:
         vk.vkQueueWaitIdle(self.queue)
 
-    def _query_pool(self, count: int) -> Any:
+    def _query_pool(self, count: int) -> object:
         if count > self._query_count:
             if self._queries is not None:
                 vk.vkDestroyQueryPool(self.device, self._queries, None)

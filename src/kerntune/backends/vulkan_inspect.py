@@ -24,7 +24,7 @@ def supported(physical: Any) -> bool:
     return EXTENSION in names
 
 
-def feature_chain() -> Any:
+def feature_chain() -> object:
     """The ``pNext`` of ``VkDeviceCreateInfo`` that turns the extension's feature on."""
     return vk.VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR(pipelineExecutableInfo=vk.VK_TRUE)
 

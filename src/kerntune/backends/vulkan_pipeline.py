@@ -168,7 +168,7 @@ class Pipeline:
             self, _destroy_pipeline, dev, self.pipeline, self.layout, self.set_layout, self.pool
         ).atexit = False
 
-    def _set(self, arrays: list[VulkanArray]) -> Any:
+    def _set(self, arrays: list[VulkanArray]) -> object:
         key = tuple(handle(a.buffer) for a in arrays)
         dev = self.backend.device
         if key in self.sets:

@@ -38,7 +38,7 @@ class CapturedCall:
         for group, clean in zip(self.groups, self.pristine, strict=True):
             group.copy_(clean)
 
-    def run(self) -> Any:
+    def run(self) -> object:
         raise NotImplementedError
 
     def state(self) -> list[torch.Tensor]:
@@ -115,5 +115,5 @@ class TritonLaunch(CapturedCall):
         super().__init__(manifest, folder, device, device == "cuda" and not manifest.get("interpreted"))
         self.fn = fn
 
-    def run(self) -> Any:
+    def run(self) -> object:
         return self.fn[tuple(self.manifest["grid"])](*self.args, **self.kwargs)

@@ -18,12 +18,15 @@ from __future__ import annotations
 import hashlib
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
 GENERATED = "inductor_kernel.py"
 
 
-def autotuner_class() -> Any:
+def autotuner_class() -> type[CachingAutotuner] | None:
     """Inductor's ``CachingAutotuner`` class, or None when this torch has none (or no Triton)."""
     try:
         from torch._inductor.runtime.triton_heuristics import CachingAutotuner
@@ -74,7 +77,7 @@ def chosen(autotuner: Any, args: tuple[Any, ...]) -> tuple[dict[str, Any], dict[
     return constexprs, options, [int(g) for g in grid], about
 
 
-def live_function(autotuner: Any) -> Any:
+def live_function(autotuner: Any) -> object:
     """The kernel's JITFunction with its Python function: Inductor compiles in worker processes and, to pickle the
     autotuner back, drops ``fn.fn``; its ``_reload_kernel`` (where this torch keeps one) loads the generated module
     again."""
@@ -111,7 +114,7 @@ def keep_source(identity: dict[str, Any], out: Path) -> dict[str, Any]:
     }
 
 
-def jit_function(loaded: Any) -> Any:
+def jit_function(loaded: Any) -> object:
     """The JITFunction under what a generated module binds the kernel's name to (a CachingAutotuner)."""
     inner = getattr(loaded, "fn", None)
     return inner if inner is not None and hasattr(loaded, "configs") and hasattr(inner, "arg_names") else loaded

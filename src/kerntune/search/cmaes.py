@@ -14,7 +14,7 @@ from kerntune.search.optuna_base import OptunaSearch
 class CMAESSearch(OptunaSearch):
     name = "cmaes"
 
-    def sampler(self, seed: int, size: int) -> Any:
+    def sampler(self, seed: int, size: int) -> object:
         return self._optuna.samplers.CmaEsSampler(
             seed=seed, n_startup_trials=min(10, size), warn_independent_sampling=False
         )

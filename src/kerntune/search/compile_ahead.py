@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from kerntune.errors import KerntuneError
 from kerntune.exec.pool import Outcome, Worker, end
@@ -43,7 +43,7 @@ class CompileWorker(Protocol):
 
     name: str
 
-    def start(self) -> Any: ...
+    def start(self) -> object: ...
 
     def call(self, path: str, payload: Mapping[str, object], timeout_s: float, *, restart: bool = True) -> Outcome: ...
 

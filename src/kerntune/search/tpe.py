@@ -13,7 +13,7 @@ from kerntune.search.optuna_base import OptunaSearch
 class TPESearch(OptunaSearch):
     name = "tpe"
 
-    def sampler(self, seed: int, size: int) -> Any:
+    def sampler(self, seed: int, size: int) -> object:
         # constant_liar: trials asked ahead and not yet told count as bad guesses, so proposals asked while
         # the compile workers run ahead spread out instead of repeating one region (experimental in older
         # Optuna releases, which warn about it).

@@ -15,11 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from kerntune.errors import UsageError
 from kerntune.measure.speed_of_light import memory_ceiling
+from kerntune.model.roofline import CeilingsRecord
 from kerntune.settings import Settings
 from kerntune.store import Store
 from kerntune.store.calibrations import latest_calibration, save_calibration
@@ -48,15 +49,30 @@ class Ceilings:
     details: dict[str, Any] = field(default_factory=dict)
     cached: bool = False
 
+    def record(self) -> CeilingsRecord:
+        """The calibration as the store keeps it (``cached`` says where this copy came from, so it is left out)."""
+        return CeilingsRecord(
+            device_key=self.device_key,
+            device=self.device,
+            copy_bytes_per_s=self.copy_bytes_per_s,
+            triad_bytes_per_s=self.triad_bytes_per_s,
+            fma_flops_per_s=self.fma_flops_per_s,
+            launch_latency_ms=self.launch_latency_ms,
+            read_bytes_per_s=self.read_bytes_per_s,
+            matrix_flops_per_s=dict(self.matrix_flops_per_s),
+            created=self.created,
+            details=self.details,
+        )
+
     @property
     def memory_bytes_per_s(self) -> float:
         """The bandwidth ceiling: the best of the probes (a percentage of copy alone could exceed 100%)."""
-        return memory_ceiling(asdict(self))[0]
+        return memory_ceiling(self.record())[0]
 
     @property
     def memory_probe(self) -> str:
         """Which probe set the bandwidth ceiling (copy, triad or read)."""
-        return memory_ceiling(asdict(self))[1]
+        return memory_ceiling(self.record())[1]
 
     @property
     def ridge_flops_per_byte(self) -> float:
@@ -140,7 +156,7 @@ def calibrate(
         if not force:
             cached = latest_calibration(store, key, MAX_AGE_S)
             if cached is not None:
-                return Ceilings(**{**cached, "cached": True})
+                return Ceilings(**cached, cached=True)
         lock = FileLock(str(store.home / "locks" / f"device-{key}.lock"))
         (store.home / "locks").mkdir(parents=True, exist_ok=True)
         try:
@@ -159,7 +175,5 @@ def calibrate(
     if outcome.status != "ok":
         raise UsageError(f"calibration failed ({outcome.kind}): {outcome.reason}")
     ceilings = Ceilings(device_key=key, device=str(target["device_name"]), created=time.time(), **outcome.value)
-    data = asdict(ceilings)
-    data.pop("cached")
-    save_calibration(store, key, data)
+    save_calibration(store, key, ceilings.record())
     return ceilings

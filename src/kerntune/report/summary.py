@@ -13,6 +13,7 @@ from kerntune.measure.second_timer import PROFILER, SHORT, combine
 from kerntune.measure.speed_of_light import speed_of_light
 from kerntune.measure.stats import RatioEstimate, ratio_ci
 from kerntune.model import Candidate, Run, Shape
+from kerntune.model.roofline import CeilingsRecord, CostRecord, SpeedOfLight
 from kerntune.store import Store
 
 
@@ -83,9 +84,9 @@ class ShapeReport:
         return f"{min(self.reached, self.valid_configs)} of {self.valid_configs} valid configs reached"
 
     all_candidates: list[Candidate] = field(default_factory=list)
-    cost: dict[str, float] | None = None
+    cost: CostRecord | None = None
     """The spec's cost model at this shape (flops, bytes), when it has one."""
-    ceilings: dict[str, Any] | None = None
+    ceilings: CeilingsRecord | None = None
     """The device's calibration recorded with the run, when there was one."""
     second_timer: dict[int, dict[str, Any]] = field(default_factory=dict)
     """By candidate id: its interleaved ratio to the reference timed again by the device's second timer
@@ -110,7 +111,7 @@ class ShapeReport:
         ]
         return sorted(done, key=lambda c: c.measurement.median_ms if c.measurement else 0.0)[:count]
 
-    def speed_of_light(self, c: Candidate | None) -> dict[str, Any] | None:
+    def speed_of_light(self, c: Candidate | None) -> SpeedOfLight | None:
         """The candidate's best time against the calibrated roofline (None without cost or calibration)."""
         m = c.best_measurement if c is not None else None
         if m is None or not self.cost or not self.ceilings:

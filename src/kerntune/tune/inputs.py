@@ -18,6 +18,8 @@ from kerntune.errors import SpecError, UsageError
 from kerntune.measure.calibrate import MAX_AGE_S, device_key
 from kerntune.measure.protocol import MeasureOptions, MeasureOptionsRecord, mode_of, regime_of
 from kerntune.model import Config, Problem, Run, Scalar, Shape, Target
+from kerntune.model.roofline import CostRecord
+from kerntune.model.run import RunOptions
 from kerntune.runtime.corpus import CorpusError, CorpusLine, merge, read_corpus, top
 from kerntune.runtime.keys import problem_source_hash
 from kerntune.settings import Settings
@@ -54,14 +56,12 @@ def resolve_shapes(problem: Problem, overrides: Sequence[Mapping[str, str]]) -> 
     return shapes
 
 
-def roofline_inputs(
-    problem: Problem, shapes: Sequence[Shape], dtype: str, store: Store, target: Target
-) -> dict[str, Any]:
+def roofline_inputs(problem: Problem, shapes: Sequence[Shape], dtype: str, store: Store, target: Target) -> RunOptions:
     """The spec's cost per shape and this device's latest calibration, kept with the run: the report's speed
     of light and the near-the-limit stopping rule read them (nothing when either is missing)."""
     if problem.cost is None:
         return {}
-    costs = {}
+    costs: dict[str, CostRecord] = {}
     for shape in shapes:
         try:
             cost = problem.cost(shape.as_dict(), dtype)

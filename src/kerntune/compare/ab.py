@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from kerntune.compare.runners import ABRequest, CommandRunner, SideFailed, SpecRunner
 from kerntune.compare.sides import Side, parse_side
 from kerntune.errors import UsageError
-from kerntune.measure.second_timer import agrees, combine, said
+from kerntune.measure.second_timer import TimerCheck, agrees, combine, said
 from kerntune.measure.stats import DISTURBED_Z, RatioEstimate, ratio_ci, robust_ratio_ci
 from kerntune.settings import Settings
 from kerntune.store import Store
@@ -115,18 +115,17 @@ def _conditions(records: list[ProcessRecord]) -> dict[str, Any]:
     return first
 
 
-def _second_timer(records: list[ProcessRecord], scheme: str) -> dict[str, Any] | None:
+def _second_timer(records: list[ProcessRecord], scheme: str) -> TimerCheck | None:
     """B over A by the second timer (``measure.second_timer``) where the processes had one: in-process, B's
     rounds timed beside A; referenced, each side's rounds timed beside the reference, B's over A's."""
 
-    def checks(side: str) -> dict[str, Any] | None:
-        return combine(
-            [
-                ((r.info.get("conditions") or {}).get("telemetry") or {}).get("second_timer") or {}
-                for r in records
-                if r.side == side
-            ]
-        )
+    def checks(side: str) -> TimerCheck | None:
+        stored = [
+            ((r.info.get("conditions") or {}).get("telemetry") or {}).get("second_timer")
+            for r in records
+            if r.side == side
+        ]
+        return combine([check for check in stored if check])
 
     b = checks("B")
     if scheme != REFERENCED or b is None:

@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from kerntune.measure.second_timer import PROFILER, SHORT, combine
+from kerntune.measure.second_timer import PROFILER, SHORT, TimerCheck, combine
 from kerntune.measure.speed_of_light import speed_of_light
 from kerntune.measure.stats import RatioEstimate, ratio_ci
 from kerntune.model import Candidate, Run, Shape
@@ -88,7 +88,7 @@ class ShapeReport:
     """The spec's cost model at this shape (flops, bytes), when it has one."""
     ceilings: CeilingsRecord | None = None
     """The device's calibration recorded with the run, when there was one."""
-    second_timer: dict[int, dict[str, Any]] = field(default_factory=dict)
+    second_timer: dict[int, TimerCheck] = field(default_factory=dict)
     """By candidate id: its interleaved ratio to the reference timed again by the device's second timer
     (``measure.second_timer``), over the rounds that have it: ``timer``, ``ratio`` and ``events_ratio`` (geometric
     means over those rounds), ``rounds``, and whether the two ``agree`` within 1%."""
@@ -220,22 +220,21 @@ def interleaved_ratios(store: Store, mine: list[Candidate]) -> tuple[dict[int, R
     return found, ref
 
 
-def second_timer_ratios(store: Store, mine: list[Candidate]) -> dict[int, dict[str, Any]]:
+def second_timer_ratios(store: Store, mine: list[Candidate]) -> dict[int, TimerCheck]:
     """Each confirmed candidate's ratio to its reference by the second timer, over the confirmation rounds that
     timed it so, beside the first timer's ratio of the same rounds (see ``ShapeReport.second_timer``)."""
-    found: dict[int, dict[str, Any]] = {}
+    found: dict[int, TimerCheck] = {}
     for c in mine:
         if c.id is None or c.status != "ok" or c.confirmed is None:
             continue
         # Only rounds where this candidate was the side timed beside the reference ("paired"): the reference's
         # own stored rounds carry the same pair's telemetry, whose ratio is the other side's.
-        checked = combine(
-            [
-                (cond.telemetry or {}).get("second_timer") or {}
-                for cond in store.confirmation_conditions(c.id)
-                if (cond.telemetry or {}).get("paired")
-            ]
-        )
+        stored = [
+            (cond.telemetry or {}).get("second_timer")
+            for cond in store.confirmation_conditions(c.id)
+            if (cond.telemetry or {}).get("paired")
+        ]
+        checked = combine([check for check in stored if check])
         if checked:
             found[c.id] = checked
     return found

@@ -20,7 +20,7 @@ from typing import Protocol, TypedDict, TypeVar, runtime_checkable
 
 from kerntune.backends import Backend, load_backend
 from kerntune.backends.base import Compiled, Launch, fail
-from kerntune.devices.telemetry import Telemetry
+from kerntune.devices.telemetry import Reading, Telemetry
 from kerntune.errors import CandidateFailed, SpecError
 from kerntune.measure.protocol import MeasureOptions, MeasureOptionsRecord, measure, measure_interleaved
 from kerntune.model import Config, FailureKind, Kernel, Measurement, Problem, Shape, Target, TorchCallable, Verdict
@@ -86,7 +86,7 @@ class SetupReply(TypedDict):
     target: JSONObject
     digest: str
     pid: int
-    telemetry: JSONObject
+    telemetry: Reading
     graphs: bool
     backend: str
 

@@ -102,14 +102,14 @@ class Backend(ABC):
         """Fill outputs with NaN (floats) or a sentinel (integers) so unwritten elements are caught."""
 
     @abstractmethod
-    def to_host(self, value: Any) -> np.ndarray:
+    def to_host(self, value: object) -> np.ndarray:
         """A device output (or a reference value) as a float64 NumPy array."""
 
-    def hold_reference(self, value: Any) -> object:
+    def hold_reference(self, value: object) -> object:
         """Keep a reference output for later comparisons (host float64 by default)."""
         return self.to_host(value)
 
-    def compare(self, out: Any, reference: Any) -> Comparison:
+    def compare(self, out: object, reference: object) -> Comparison:
         """Compare a device output with a held reference (on the host by default)."""
         return compare_arrays(self.to_host(out), np.asarray(reference))
 

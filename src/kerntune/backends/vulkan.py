@@ -32,7 +32,7 @@ MEMORY = ("device-local", "host-visible")
 FENCE_NS = 3_600 * 10**9  # the worker's candidate timeout kills a hung dispatch long before this
 
 
-def _pick(selector: str, instance: Any) -> object:
+def _pick(selector: str, instance: object) -> object:
     devices = vk.vkEnumeratePhysicalDevices(instance)
     if not devices:
         raise BackendUnavailable("no Vulkan device found: apt-get install mesa-vulkan-drivers for lavapipe (CPU)")
@@ -218,7 +218,7 @@ class VulkanBackend(Backend):
         vk.vkFreeCommandBuffers(self.device, self.pool, 1, [cb])
 
     @staticmethod
-    def _barrier(cb: Any) -> None:
+    def _barrier(cb: object) -> None:
         """Every earlier write (a dispatch, a fill, a copy) lands before any later command reads or writes."""
         access = (
             vk.VK_ACCESS_SHADER_READ_BIT
@@ -285,7 +285,7 @@ class VulkanBackend(Backend):
                 value = copy
             copies[name] = value
 
-        def record(cb: Any) -> None:
+        def record(cb: object) -> None:
             self._barrier(cb)
             for source, copy in pairs:
                 vk.vkCmdCopyBuffer(
@@ -297,7 +297,7 @@ class VulkanBackend(Backend):
         return copies
 
     def poison(self, args: Mapping[str, object], outputs: Sequence[str]) -> None:
-        def fill(cb: Any) -> None:
+        def fill(cb: object) -> None:
             for name in outputs:
                 array = args[name]
                 if not isinstance(array, VulkanArray):
@@ -307,7 +307,7 @@ class VulkanBackend(Backend):
 
         self._submit(fill)
 
-    def to_host(self, value: Any) -> np.ndarray:
+    def to_host(self, value: object) -> np.ndarray:
         if not isinstance(value, VulkanArray):
             return np.asarray(value, dtype=np.float64)
         return np.frombuffer(self.read_bytes(value), dtype=value.dtype).reshape(value.shape).astype(np.float64)
@@ -318,7 +318,7 @@ class VulkanBackend(Backend):
         if value.staging is not None:
             staging = value.staging
 
-            def copy_back(cb: Any) -> None:
+            def copy_back(cb: object) -> None:
                 self._barrier(cb)
                 vk.vkCmdCopyBuffer(
                     cb, value.buffer, staging.buffer, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=value.size)]
@@ -336,7 +336,7 @@ class VulkanBackend(Backend):
         staging = value.staging
         self._write(staging, data)
 
-        def copy_in(cb: Any) -> None:
+        def copy_in(cb: object) -> None:
             self._barrier(cb)
             vk.vkCmdCopyBuffer(
                 cb, staging.buffer, value.buffer, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=len(data))]
@@ -419,7 +419,7 @@ class VulkanBackend(Backend):
             f"{self._driver()} does not offer {vulkan_inspect.EXTENSION}: no registers, spills or ISA from this driver"
         )
 
-    def driver_reading(self, pipeline: Any) -> dict[str, object]:
+    def driver_reading(self, pipeline: object) -> dict[str, object]:
         """What the driver says the pipeline became (a device with ``executable_info``): its statistics
         (``registers`` and ``spills`` named where its own names say so) and, with ``capture_internal``, its
         internal representations; a query that fails gives ``not_exposed`` with the reason."""
@@ -456,7 +456,7 @@ class VulkanBackend(Backend):
         count = 2 * len(launches)
         pool = self._query_pool(count)
 
-        def record(cb: Any) -> None:
+        def record(cb: object) -> None:
             vk.vkCmdResetQueryPool(cb, pool, 0, count)
             self._recording = cb
             try:

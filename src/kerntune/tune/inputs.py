@@ -12,7 +12,6 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from kerntune.errors import SpecError, UsageError
 from kerntune.measure.calibrate import MAX_AGE_S, device_key
@@ -149,7 +148,7 @@ def measure_options(settings: Settings) -> MeasureOptionsRecord:
     ).record()
 
 
-def require_graphs(settings: Settings, setup: Mapping[str, Any]) -> None:
+def require_graphs(settings: Settings, setup: Mapping[str, object]) -> None:
     """Graph mode asked of a backend that cannot capture graphs is a usage error, not N failed candidates."""
     if settings.mode == "graph" and not setup.get("graphs"):
         raise UsageError(

@@ -42,7 +42,7 @@ class _TorchStream:
         return (0, self.handle)
 
 
-def kernel_argument(name: str, value: Any) -> object:
+def kernel_argument(name: str, value: object) -> object:
     if isinstance(value, torch.Tensor):
         return value.data_ptr()  # cuda.core passes a Python int as a pointer-sized argument
     return value if isinstance(value, np.generic) else launch_scalar(name, value)

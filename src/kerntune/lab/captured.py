@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from kerntune.lab.snapshot import restore
+from kerntune.lab.snapshot import SnapshotTable, restore
 from kerntune.settings import Settings
 
 
@@ -20,7 +20,8 @@ class CapturedCall:
 
     def __init__(self, manifest: dict[str, Any], folder: Path, device: str, claims_timing: bool) -> None:
         self.manifest, self.claims_timing = manifest, claims_timing
-        self.values = restore(manifest, folder / "inputs.safetensors", device)
+        table = SnapshotTable(arguments=manifest["arguments"], groups=manifest.get("groups", 0))
+        self.values = restore(table, folder / "inputs.safetensors", device)
         self.tensors = {n: v for n, v in self.values.items() if isinstance(v, torch.Tensor)}
         bases: dict[int, torch.Tensor] = {}
         for t in self.tensors.values():

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from kerntune.measure.second_timer import PROFILER, SHORT, TimerCheck, combine
 from kerntune.measure.speed_of_light import speed_of_light
@@ -286,10 +285,10 @@ def build_report(store: Store, run: Run) -> RunReport:
     return RunReport(run, reports)
 
 
-def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
+def _candidate_json(c: Candidate | None) -> dict[str, object] | None:
     if c is None:
         return None
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "id": c.id,
         "role": c.role,
         "label": c.label,
@@ -315,7 +314,7 @@ def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
     return out
 
 
-def run_json(run: Run) -> dict[str, Any]:
+def run_json(run: Run) -> dict[str, object]:
     return {
         "id": run.id,
         "problem": run.problem,
@@ -337,12 +336,12 @@ def run_json(run: Run) -> dict[str, Any]:
     }
 
 
-def _headline_json(found: tuple[float, str] | None) -> dict[str, Any] | None:
+def _headline_json(found: tuple[float, str] | None) -> dict[str, object] | None:
     """The ratio the report leads with and its timer (``CUPTI``, ``events``, or ``reference`` for the reference)."""
     return None if found is None else {"value": found[0], "timer": found[1]}
 
 
-def _ratio_json(r: RatioEstimate) -> dict[str, Any]:
+def _ratio_json(r: RatioEstimate) -> dict[str, object]:
     """A ratio to the reference: NaN bounds (one round) are written as null."""
     return {
         "ratio": r.ratio,
@@ -352,7 +351,7 @@ def _ratio_json(r: RatioEstimate) -> dict[str, Any]:
     }
 
 
-def report_json(report: RunReport) -> dict[str, Any]:
+def report_json(report: RunReport) -> dict[str, object]:
     shapes = []
     for s in report.shapes:
         shapes.append(

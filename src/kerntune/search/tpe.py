@@ -4,10 +4,13 @@ parameter is a categorical over the values valid configs take."""
 from __future__ import annotations
 
 import warnings
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from kerntune.model import Config, Scalar
 from kerntune.search.optuna_base import OptunaSearch
+
+if TYPE_CHECKING:
+    import optuna
 
 
 class TPESearch(OptunaSearch):
@@ -21,7 +24,7 @@ class TPESearch(OptunaSearch):
             warnings.simplefilter("ignore", self._optuna.exceptions.ExperimentalWarning)
             return self._optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(10, size), constant_liar=True)
 
-    def suggest(self, trial: Any) -> dict[str, Scalar]:
+    def suggest(self, trial: optuna.trial.Trial) -> dict[str, Scalar]:
         return {n: cast(Scalar, trial.suggest_categorical(n, values)) for n, values in self.choices.items()}
 
     def encode(self, config: Config) -> dict[str, object]:

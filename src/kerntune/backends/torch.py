@@ -102,8 +102,8 @@ class TorchBackend(Backend):
         return []
 
     # -------------------------------------------------------------------------------------- tensors
-    def place(self, host_args: Mapping[str, Any]) -> dict[str, Any]:
-        placed: dict[str, Any] = {}
+    def place(self, host_args: Mapping[str, object]) -> dict[str, object]:
+        placed: dict[str, object] = {}
         for name, value in host_args.items():
             if isinstance(value, np.ndarray):
                 value = torch.from_numpy(np.ascontiguousarray(value))
@@ -114,7 +114,7 @@ class TorchBackend(Backend):
                 placed[name] = value
         return placed
 
-    def poison(self, args: Mapping[str, Any], outputs: Sequence[str]) -> None:
+    def poison(self, args: Mapping[str, object], outputs: Sequence[str]) -> None:
         for name in outputs:
             tensor = args[name]
             if not isinstance(tensor, torch.Tensor):
@@ -125,15 +125,15 @@ class TorchBackend(Backend):
                 tensor.fill_(torch.iinfo(tensor.dtype).max)
         self.synchronize()
 
-    def to_host(self, value: Any) -> np.ndarray:
+    def to_host(self, value: object) -> np.ndarray:
         if isinstance(value, torch.Tensor):
             return value.detach().to(torch.float64).cpu().numpy()
         return np.asarray(value, dtype=np.float64)
 
-    def copy_placed(self, placed: Mapping[str, Any]) -> dict[str, Any] | None:
+    def copy_placed(self, placed: Mapping[str, object]) -> dict[str, object] | None:
         return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in placed.items()}
 
-    def hold_reference(self, value: Any) -> object:
+    def hold_reference(self, value: object) -> object:
         if not self.on_gpu:
             return self.to_host(value)
         # Kept on the device in float64: comparing there moves no output across PCIe and spares the host a
@@ -141,7 +141,7 @@ class TorchBackend(Backend):
         tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
         return tensor.detach().to(self.device, torch.float64)
 
-    def compare(self, out: Any, reference: Any) -> Comparison:
+    def compare(self, out: object, reference: object) -> Comparison:
         if not (isinstance(reference, torch.Tensor) and isinstance(out, torch.Tensor)):
             return super().compare(out, reference)
         shape, ref_shape = tuple(out.shape), tuple(reference.shape)
@@ -176,12 +176,12 @@ class TorchBackend(Backend):
         return found
 
     # ---------------------------------------------------------------------------------------- compile
-    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, object]) -> Compiled:
         if isinstance(kernel, TorchCallable):
             return self.compile_callable(kernel, meta, args)
         raise CandidateFailed(FailureKind.ERROR.value, f"the torch backend cannot run a {kernel.language} kernel")
 
-    def compile_callable(self, kernel: TorchCallable, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def compile_callable(self, kernel: TorchCallable, meta: Meta, args: dict[str, object]) -> Compiled:
         fn = kernel.fn
         return Compiled(launch=lambda args: fn(args, meta), compile_s=0.0, binary_hash=None)
 
@@ -190,7 +190,7 @@ class TorchBackend(Backend):
         if self.on_gpu:
             torch.cuda.synchronize(self.device)
 
-    def _events(self, count: int) -> list[Any]:
+    def _events(self, count: int) -> list[torch.cuda.Event]:
         if not self.on_gpu:
             raise CandidateFailed(FailureKind.ERROR.value, "no device timer on the CPU: timing is not claimed")
         return [torch.cuda.Event(enable_timing=True) for _ in range(count)]  # type: ignore[no-untyped-call]

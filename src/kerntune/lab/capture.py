@@ -34,6 +34,7 @@ from kerntune.errors import UsageError
 from kerntune.lab.inductor import arguments as inductor_arguments
 from kerntune.lab.inductor import autotuner_class, chosen, keep_source, live_function
 from kerntune.lab.inductor import kernel_name as inductor_kernel_name
+from kerntune.lab.manifest import DeviceRecord, DispatchRecord, KernelIdentity, Manifest
 from kerntune.lab.operator import OperatorState, arm, is_operator, overloads, too_large
 from kerntune.lab.snapshot import MANIFEST, failure, snapshot
 from kerntune.runtime.keys import arch_name, kernel_hash
@@ -49,7 +50,7 @@ class CaptureState:
     out: Path
     scope: str
     seen: int = 0
-    manifest: dict[str, Any] | None = None
+    manifest: Manifest | None = None
     errors: list[str] = field(default_factory=list)
     selections: deque[tuple[Any, tuple[object, ...], dict[str, object], Mapping[str, object]]] = field(
         default_factory=lambda: deque(maxlen=64)
@@ -91,7 +92,7 @@ def _versions() -> dict[str, str]:
     return found
 
 
-def device_of(values: dict[str, Any]) -> dict[str, Any]:
+def device_of(values: Mapping[str, object]) -> DeviceRecord:
     tensors = [v for v in values.values() if isinstance(v, torch.Tensor)]
     device = tensors[0].device if tensors else torch.device("cpu")
     if device.type == "cuda":
@@ -106,7 +107,7 @@ def device_of(values: dict[str, Any]) -> dict[str, Any]:
     return {"type": device.type, "name": platform.processor() or "cpu", "arch": "host", "compute_units": 0}
 
 
-def kernel_identity(fn: Any) -> dict[str, Any]:
+def kernel_identity(fn: Any) -> KernelIdentity:
     """Where the kernel's definition lives, and its text: what replay imports and ``lab save`` rewrites."""
     python_fn = getattr(fn, "fn", fn)
     path = Path(inspect.getsourcefile(python_fn) or "").resolve()
@@ -138,7 +139,7 @@ def _other_tensors(device: torch.device, skip: set[int]) -> dict[str, torch.Tens
     return found
 
 
-def _header(nth: int, scope: str) -> dict[str, Any]:
+def _header(nth: int, scope: str) -> Manifest:
     return {
         "format": FORMAT,
         "version": 1,
@@ -151,7 +152,7 @@ def _header(nth: int, scope: str) -> dict[str, Any]:
 
 def _write(state: CaptureState, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any) -> None:
     identity = kernel_identity(fn)
-    names = identity["arg_names"]
+    names = identity["arg_names"] or []
     values = {**dict(zip(names, args, strict=False)), **{k: v for k, v in kwargs.items() if k in names}}
     options = {k: v for k, v in kwargs.items() if k not in names}
     bad = [k for k, v in options.items() if v is not None and not isinstance(v, (bool, int, float, str))]
@@ -162,7 +163,7 @@ def _write(state: CaptureState, fn: Any, args: tuple[Any, ...], kwargs: dict[str
         return
     state.out.mkdir(parents=True, exist_ok=True)
     table, inputs_sha = snapshot(values, state.out / "inputs.safetensors")
-    manifest: dict[str, Any] = {
+    manifest: Manifest = {
         **_header(state.nth, state.scope),
         "kernel": identity,
         "grid": resolve_grid(grid, {**values, **options}),
@@ -184,7 +185,7 @@ def _write(state: CaptureState, fn: Any, args: tuple[Any, ...], kwargs: dict[str
     state.manifest = manifest
 
 
-def _dispatch_of(state: CaptureState, fn: Any, launch: dict[str, Any]) -> dict[str, Any] | None:
+def _dispatch_of(state: CaptureState, fn: Any, launch: dict[str, Any]) -> DispatchRecord | None:
     """The latest Dispatcher selection made for this kernel — its key's ``source`` is the kernel's hash, or, with
     no source field, the dispatcher's name prefixes the kernel's — whose config the launch ran (every config
     field the launch names holds the selected value): the table key, decision and table this launch's config
@@ -200,11 +201,19 @@ def _dispatch_of(state: CaptureState, fn: Any, launch: dict[str, Any]) -> dict[s
         if mine and named and all(launch[k] == config[k] for k in named):
             described = dispatcher.describe(*args, **kwargs)
             table = Path(described["table"]).resolve() if described["table"] else None
-            described["table"] = str(table) if table else ""
-            described["table_sha256"] = (
-                hashlib.sha256(table.read_bytes()).hexdigest() if table and table.is_file() else None
+            return DispatchRecord(
+                name=described["name"],
+                fields=described["fields"],
+                key=described["key"],
+                kind=described["kind"],
+                config=described["config"],
+                table=str(table) if table else "",
+                table_sha256=hashlib.sha256(table.read_bytes()).hexdigest() if table and table.is_file() else None,
+                mode=described["mode"],
+                table_validators=described["table_validators"],
+                versions=described["versions"],
+                disabled=described["disabled"],
             )
-            return dict(described)
     return None
 
 
@@ -298,13 +307,14 @@ def capture(
             state.out.mkdir(parents=True, exist_ok=True)
             inputs = state.out / "inputs.safetensors"
             described = describe_call(self, queue, global_size, local_size, args, inputs)
-            state.manifest = {
+            manifest: Manifest = {
                 **_header(state.nth, state.scope),
                 **described,
                 "scope": "reachable",
                 "inputs_sha256": hashlib.sha256(inputs.read_bytes()).hexdigest(),
                 "interpreted": False,
             }
+            state.manifest = manifest
             result = original(self, queue, global_size, local_size, *args, **kwargs)
             save_buffers(self, queue, args, state.out / "outputs.safetensors")
             (state.out / MANIFEST).write_text(json.dumps(state.manifest, indent=1))
@@ -395,7 +405,7 @@ def _inductor_after(state: CaptureState, autotuner: Any, args: tuple[Any, ...], 
         table = saved["table"]
         table["arguments"].update({k: {"kind": "scalar", "value": v} for k, v in constexprs.items()})
         identity = keep_source(kernel_identity(live_function(autotuner)), state.out)
-        manifest = {
+        manifest: Manifest = {
             **_header(state.nth, state.scope),
             "kernel": identity,
             "grid": grid,

@@ -20,6 +20,9 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kerntune.errors import UsageError
+from kerntune.lab.manifest import InductorRecord, KernelIdentity, Manifest, ScalarOption
+
 if TYPE_CHECKING:
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
@@ -53,7 +56,9 @@ def arguments(autotuner: Any, args: tuple[Any, ...]) -> dict[str, Any]:
     return dict(zip(names, passed, strict=True))
 
 
-def chosen(autotuner: Any, args: tuple[Any, ...]) -> tuple[dict[str, Any], dict[str, Any], list[int], dict[str, Any]]:
+def chosen(
+    autotuner: Any, args: tuple[object, ...]
+) -> tuple[dict[str, ScalarOption], dict[str, ScalarOption], list[int], InductorRecord]:
     """After a launch: the constexprs, launch options, grid and description of the config Inductor ran."""
     launchers = getattr(autotuner, "launchers", None) or []
     # Once its launchers are built Inductor drops its config list (``configs = None``): count what is left.
@@ -67,8 +72,8 @@ def chosen(autotuner: Any, args: tuple[Any, ...]) -> tuple[dict[str, Any], dict[
         if str(k) in params and (v is None or isinstance(v, (bool, int, float, str)))
     }
     constexprs = {**constants, **{k: v for k, v in config.kwargs.items() if k in params}}
-    options = {"num_warps": int(config.num_warps), "num_stages": int(config.num_stages)}
-    about = {
+    options: dict[str, ScalarOption] = {"num_warps": int(config.num_warps), "num_stages": int(config.num_stages)}
+    about: InductorRecord = {
         "kernel_name": kernel_name(autotuner),
         "config": dict(config.kwargs),
         "configs": len(candidates),
@@ -102,10 +107,16 @@ def live_function(autotuner: Any) -> object:
     return fn
 
 
-def keep_source(identity: dict[str, Any], out: Path) -> dict[str, Any]:
+def _whole(value: object) -> int:
+    if not isinstance(value, (int, float, str)):
+        raise UsageError(f"the manifest's launch option {value!r} is not a number: capture the launch again")
+    return int(value)
+
+
+def keep_source(identity: KernelIdentity, out: Path) -> KernelIdentity:
     """The kernel identity pointing at a copy of the generated module inside the capture folder."""
     copy = out / GENERATED
-    shutil.copyfile(identity["file"], copy)
+    shutil.copyfile(identity["file"] or "", copy)
     return {
         **identity,
         "generated_file": identity["file"],
@@ -120,7 +131,7 @@ def jit_function(loaded: Any) -> object:
     return inner if inner is not None and hasattr(loaded, "configs") and hasattr(inner, "arg_names") else loaded
 
 
-def regrid(folder: Path, manifest: dict[str, Any]) -> list[int]:
+def regrid(folder: Path, manifest: Manifest) -> list[int]:
     """The grid Inductor launches the captured kernel with at the manifest's constexprs (a ``--set`` variant): its
     grid expression evaluated again on the captured sizes. Hazard guarded: a block size changed on the captured grid
     leaves elements unwritten (a smaller block) or, where Inductor dropped the mask because its block divides the
@@ -153,7 +164,7 @@ def regrid(folder: Path, manifest: dict[str, Any]) -> list[int]:
     )
     kwargs = {name: arguments[name]["value"] for name in manifest["inductor"]["config"] if name in arguments}
     config = triton.Config(
-        kwargs, num_warps=int(manifest["options"]["num_warps"]), num_stages=int(manifest["options"]["num_stages"])
+        kwargs, num_warps=_whole(manifest["options"]["num_warps"]), num_stages=_whole(manifest["options"]["num_stages"])
     )
     _, grid = autotuner._interpret_args_grid(args, config)
     return [int(g) for g in grid]

@@ -26,8 +26,9 @@ import numpy as np
 from kerntune.backends.base import Compiled
 from kerntune.errors import UsageError
 from kerntune.lab.captured import CapturedCall
+from kerntune.lab.manifest import DeviceRecord, Manifest
 from kerntune.lab.operator import too_large
-from kerntune.lab.snapshot import MANIFEST, failure, snapshot
+from kerntune.lab.snapshot import MANIFEST, ArgumentRecord, failure, snapshot
 from kerntune.lab.variant import require_signature, source_file, source_text
 from kerntune.runtime.keys import kernel_hash
 
@@ -107,7 +108,7 @@ def arguments(call_args: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, A
 
 
 def hook_compile(
-    state: Any, header: Callable[[int, str], dict[str, Any]], device_of: Callable[..., dict[str, Any]]
+    state: Any, header: Callable[[int, str], Manifest], device_of: Callable[[Mapping[str, object]], DeviceRecord]
 ) -> Callable[[Callable[..., object]], Callable[..., object]]:
     """The wrapper of a native backend's ``compile``: every launch of the compiled kernel is counted under its
     name; the ``state.nth`` launch of ``state.kernel`` is saved around the real launch (inputs before, outputs
@@ -167,7 +168,7 @@ def hook_compile(
     return wrap
 
 
-def load_source(manifest: dict[str, Any], variant: Path | None) -> str:
+def load_source(manifest: Manifest, variant: Path | None) -> str:
     """The captured kernel's source, or a variant's (a .cu / .hip file defining the kernel under the same name
     and parameters)."""
     identity, text = manifest["kernel"], source_text(manifest, variant)
@@ -186,7 +187,7 @@ class NativeLaunch(CapturedCall):
     through, at the captured macros (``options``, which ``--set`` overrides) and launch shape; timed by CUDA events
     on torch's stream as every captured call."""
 
-    def __init__(self, manifest: dict[str, Any], folder: Path, source: str, device: str) -> None:
+    def __init__(self, manifest: Manifest, folder: Path, source: str, device: str) -> None:
         super().__init__(manifest, folder, device, device == "cuda")
         identity = manifest["kernel"]
         from kerntune.model import CudaKernel, HipKernel
@@ -219,7 +220,7 @@ class NativeLaunch(CapturedCall):
 
         return HipBackend()
 
-    def _typed(self, name: str, entry: dict[str, Any]) -> Any:
+    def _typed(self, name: str, entry: ArgumentRecord) -> Any:
         if entry.get("kind") == "scalar" and entry.get("dtype"):
             return np.dtype(entry["dtype"]).type(entry["value"])
         return self.values[name]

@@ -16,6 +16,7 @@ import torch
 from safetensors.numpy import load_file, save_file
 
 from kerntune.errors import UsageError
+from kerntune.lab.manifest import Manifest
 from kerntune.lab.variant import require_signature, source_file, source_text
 from kerntune.runtime.keys import kernel_hash
 
@@ -30,7 +31,7 @@ def parameters(source: str, name: str) -> list[str]:
 
 def describe_call(
     kernel: Any, queue: Any, global_size: Any, local_size: Any, args: tuple[Any, ...], path: Path
-) -> dict[str, Any]:
+) -> Manifest:
     """Snapshot the call's buffers into ``path`` and describe it for the manifest."""
     source = kernel.program.get_info(cl.program_info.SOURCE).rstrip("\x00")
     device = queue.device
@@ -108,7 +109,7 @@ def find_device(name: str) -> Any:
     )
 
 
-def load_source(manifest: dict[str, Any], variant: Path | None) -> str:
+def load_source(manifest: Manifest, variant: Path | None) -> str:
     """The captured kernel's source, or a variant's (a .cl file keeping the kernel's name and parameters)."""
     text = source_text(manifest, variant)
     if variant is not None:
@@ -122,7 +123,7 @@ class OpenCLLaunch:
 
     claims_timing = True
 
-    def __init__(self, manifest: dict[str, Any], folder: Path, source: str) -> None:
+    def __init__(self, manifest: Manifest, folder: Path, source: str) -> None:
         self.manifest = manifest
         device = find_device(manifest["device"]["name"])
         self.context = cl.Context([device])

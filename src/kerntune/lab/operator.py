@@ -22,13 +22,14 @@ import json
 import re
 import warnings
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from kerntune.errors import UsageError
+from kerntune.lab.manifest import DeviceRecord, Manifest
 from kerntune.lab.snapshot import snapshot
 
 OPERATOR_KEYS = ("CPU", "CUDA")
@@ -108,15 +109,15 @@ class OperatorState:
         nth: int,
         out: Path,
         match: str,
-        header: dict[str, object],
-        device_of: Callable[[dict[str, object]], dict[str, object]],
+        header: Manifest,
+        device_of: Callable[[Mapping[str, object]], DeviceRecord],
         limit_bytes: int,
     ) -> None:
         self.name, self.nth, self.out, self.header, self.device_of = name, nth, out, header, device_of
         self.pattern = re.compile(match or "")  # checked by capture.check_selection
         self.limit_bytes = limit_bytes
         self.seen = 0
-        self.manifest: dict[str, object] | None = None
+        self.manifest: Manifest | None = None
         self.calls: Counter[str] = Counter()
         self.in_graph_capture = 0
         self.errors: list[str] = []
@@ -133,7 +134,7 @@ class OperatorState:
             "in_graph_capture": self.in_graph_capture,
         }
 
-    def before(self, qualified: str, args: tuple[object, ...], kwargs: dict[str, object]) -> dict[str, object] | None:
+    def before(self, qualified: str, args: tuple[object, ...], kwargs: dict[str, object]) -> Manifest | None:
         """The manifest to complete after the call when this is the call to save, else None."""
         if self.manifest is not None or self.refused:
             return None
@@ -174,7 +175,7 @@ class OperatorState:
 
     def after(
         self,
-        manifest: dict[str, object],
+        manifest: Manifest,
         qualified: str,
         args: tuple[object, ...],
         kwargs: dict[str, object],

@@ -19,6 +19,7 @@ import torch
 
 from kerntune.errors import UsageError
 from kerntune.lab.captured import CapturedCall
+from kerntune.lab.manifest import DeviceRecord, Manifest
 from kerntune.lab.operator import resolve
 from kerntune.model import Config, Problem, Shape, Target
 from kerntune.runtime.serving import load_served_spec
@@ -72,7 +73,7 @@ class ServedVariant:
         return shape, config
 
 
-def captured_target(device: dict[str, Any]) -> Target:
+def captured_target(device: DeviceRecord) -> Target:
     """The capture's device as a spec's constraints see it: the Triton backend on that arch."""
     arch = str(device.get("arch", ""))
     vendor = "nvidia" if arch.startswith("sm_") else "amd" if arch.startswith("gfx") else "cpu"
@@ -89,7 +90,7 @@ def captured_target(device: dict[str, Any]) -> Target:
 class OperatorLaunch(CapturedCall):
     """The captured call of ``aten::...`` rebuilt; ``variant`` None runs the library's kernel."""
 
-    def __init__(self, manifest: dict[str, Any], folder: Path, device: str, variant: ServedVariant | None) -> None:
+    def __init__(self, manifest: Manifest, folder: Path, device: str, variant: ServedVariant | None) -> None:
         super().__init__(manifest, folder, device, device == "cuda")
         self.qualified = manifest["kernel"]["overload"]
         self.op = resolve(self.qualified)

@@ -31,6 +31,7 @@ from kerntune.errors import UsageError
 from kerntune.lab.capture import FORMAT, device_of
 from kerntune.lab.captured import TritonLaunch
 from kerntune.lab.inspect_launch import launch_resources
+from kerntune.lab.manifest import Manifest
 from kerntune.lab.snapshot import MANIFEST
 from kerntune.lab.variant import require_signature
 from kerntune.measure.stats import pair_ratio
@@ -38,10 +39,10 @@ from kerntune.measure.stats import pair_ratio
 MODES = ("isolated", "sustained", "replays")
 
 
-def load_capture(folder: Path) -> dict[str, Any]:
+def load_capture(folder: Path) -> Manifest:
     """The capture's manifest, refused when it is not one, was closed, or its inputs changed since."""
     try:
-        manifest = json.loads((folder / MANIFEST).read_text())
+        manifest: Manifest = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError) as exc:
         raise UsageError(
             f"{folder} is not a readable kerntune capture ({exc}): make one with kerntune capture"
@@ -60,7 +61,7 @@ def load_capture(folder: Path) -> dict[str, Any]:
     return manifest
 
 
-def check_device(manifest: dict[str, Any]) -> str:
+def check_device(manifest: Manifest) -> str:
     """The device to replay on: the captured one's kind, refused when this machine's differs."""
     captured = manifest["device"]
     if captured["type"] == "vulkan":
@@ -85,7 +86,7 @@ def check_device(manifest: dict[str, Any]) -> str:
     return "cuda"
 
 
-def load_kernel(manifest: dict[str, Any], variant: Path | None = None) -> Any:
+def load_kernel(manifest: Manifest, variant: Path | None = None) -> Any:
     """The captured kernel (from its file) or a variant (a Python file defining a kernel of the same name and
     argument names; for OpenCL and native CUDA / HIP kernels, a source file, and the source text is returned); a
     variant with another signature is refused."""
@@ -109,7 +110,7 @@ def load_kernel(manifest: dict[str, Any], variant: Path | None = None) -> Any:
                 "(--spec SPEC --set NAME=VALUE), not a variant source"
             )
         return None
-    path = Path(variant) if variant else Path(identity["file"])
+    path = Path(variant) if variant else Path(identity["file"] or "")
     name = f"kerntune_lab_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
     found = importlib.util.spec_from_file_location(name, path)
     if found is None or found.loader is None or not path.is_file():
@@ -146,7 +147,7 @@ class Launch(Protocol):
     def aliased(self) -> list[str]: ...
 
 
-def make_launch(manifest: dict[str, Any], folder: Path, kernel: Any, device: str) -> Launch:
+def make_launch(manifest: Manifest, folder: Path, kernel: Any, device: str) -> Launch:
     """The captured call rebuilt for ``kernel``: a Triton function, an OpenCL source, or for an operator call
     None (the library's kernel) or a ``ServedVariant`` (a spec's kernel at a config)."""
     language = manifest["kernel"]["language"]
@@ -198,7 +199,7 @@ def reads_what_it_writes(launch: Launch) -> str | None:
 
 
 def replay(
-    manifest: dict[str, Any],
+    manifest: Manifest,
     folder: Path,
     fn: Any,
     *,

@@ -22,6 +22,7 @@ from typing import Any
 
 from kerntune.deploy.artifacts import VALIDATORS
 from kerntune.errors import UsageError
+from kerntune.lab.manifest import Manifest
 from kerntune.lab.session import history
 from kerntune.runtime.table import SCHEMA, TableError, entry_key, parse_table, write_atomically
 
@@ -48,11 +49,11 @@ def _passing_comparison(folder: Path, overrides: dict[str, Any], spec: Path | No
     return passed[-1]
 
 
-def _check_source_unchanged(manifest: dict[str, Any]) -> None:
+def _check_source_unchanged(manifest: Manifest) -> None:
     identity = manifest["kernel"]
     path = Path(identity.get("file") or "")
     text = path.read_text() if path.is_file() else ""
-    if identity["source"] not in text:
+    if (identity["source"] or "") not in text:
         raise UsageError(
             f"the kernel's source in {path} changed since the capture: the table key carries the "
             "source's hash, so capture again and compare there"

@@ -29,6 +29,7 @@ from safetensors.numpy import load_file, save_file
 
 from kerntune.backends.base import Compiled
 from kerntune.errors import UsageError
+from kerntune.lab.manifest import Manifest
 from kerntune.lab.operator import too_large
 from kerntune.lab.snapshot import MANIFEST, failure
 from kerntune.lab.variant import require_signature, source_file, source_text
@@ -126,7 +127,7 @@ def describe(
 
 
 def hook_compile(
-    state: Any, header: Callable[[int, str], dict[str, Any]]
+    state: Any, header: Callable[[int, str], Manifest]
 ) -> Callable[[Callable[..., object]], Callable[..., object]]:
     """The wrapper of ``VulkanBackend.compile``: every dispatch of the compiled shader is counted under its name;
     the ``state.nth`` dispatch of ``state.kernel`` is saved around the real one (buffers before, and after). A
@@ -189,7 +190,7 @@ def hook_compile(
     return wrap
 
 
-def check_device(manifest: dict[str, Any]) -> str:
+def check_device(manifest: Manifest) -> str:
     """Refuse a replay on a machine without the captured Vulkan device; the replay's device kind."""
     cls = backend_class()
     captured = manifest["device"]
@@ -210,7 +211,7 @@ def check_device(manifest: dict[str, Any]) -> str:
     return "vulkan"
 
 
-def load_source(manifest: dict[str, Any], variant: Path | None) -> str | bytes:
+def load_source(manifest: Manifest, variant: Path | None) -> str | bytes:
     """The captured shader (GLSL text, or the kept SPIR-V), or a variant's GLSL, which must keep the entry point,
     the storage bindings and the push-constant block."""
     identity = manifest["kernel"]
@@ -238,16 +239,18 @@ class VulkanLaunch:
 
     claims_timing = True
 
-    def __init__(self, manifest: dict[str, Any], folder: Path, source: str | bytes) -> None:
+    def __init__(self, manifest: Manifest, folder: Path, source: str | bytes) -> None:
         from kerntune.backends.vulkan import VulkanBackend
         from kerntune.model import VulkanKernel
 
         self.manifest = manifest
         identity = manifest["kernel"]
         self.backend = VulkanBackend(manifest["device"]["name"], manifest["device"].get("memory"))
-        shader = source if source else (folder / identity["spirv"]).read_bytes()
-        grid = tuple(manifest["grid"])
-        local = tuple(manifest["local"]) if manifest.get("local") else None
+        shader = source if source else (folder / (identity["spirv"] or "")).read_bytes()
+        x, y, z = manifest["grid"]
+        grid = (x, y, z)
+        sizes = manifest.get("local")
+        local = (sizes[0], sizes[1], sizes[2]) if sizes else None
         self.kernel = VulkanKernel(
             source=shader,
             dispatch=lambda m: grid,

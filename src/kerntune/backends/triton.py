@@ -16,6 +16,7 @@ from typing import Any
 
 from kerntune.backends.base import Compiled, digest, fail
 from kerntune.backends.torch import TorchBackend, run_first
+from kerntune.backends.triton_types import JitFunction
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.model import FailureKind, Kernel, Meta, Target, TorchCallable, TritonKernel
 
@@ -58,14 +59,16 @@ def kernel_resources(compiled: Any) -> tuple[dict[str, object], str | None]:
 
 
 @contextlib.contextmanager
-def intercepted_launches(handler: Callable[[Any, Any, tuple[object, ...], dict[str, object]], Any]) -> Iterator[None]:
+def intercepted_launches(
+    handler: Callable[[JitFunction, object, tuple[object, ...], dict[str, object]], object],
+) -> Iterator[None]:
     """Within this block ``kernel[grid](*args, **kwargs)`` calls ``handler(kernel, grid, args, kwargs)`` instead
     of launching: how a spec's own launch function is compiled without a device (``compile_only``) or read for
     its arguments (``kerntune inspect``)."""
     interface = triton.runtime.jit.KernelInterface
     original = interface.__getitem__
 
-    def getitem(self: Any, grid: Any) -> object:
+    def getitem(self: JitFunction, grid: object) -> object:
         return lambda *args, **kwargs: handler(self, grid, args, kwargs)
 
     interface.__getitem__ = getitem

@@ -13,6 +13,7 @@ from typing import Any
 from kerntune.backends.base import fail
 from kerntune.backends.cubin import Inspection, inspect_cubin
 from kerntune.backends.hsaco import inspect_amdgcn
+from kerntune.backends.triton_types import JitFunction
 from kerntune.errors import BackendUnavailable, UsageError
 from kerntune.isa.targets import TARGETS
 
@@ -31,7 +32,11 @@ def gpu_target(name: str) -> object:
 
 
 def cross_compile(
-    fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, object], target: str, options: Mapping[str, object]
+    fn: JitFunction,
+    signature: Mapping[str, str],
+    constexprs: Mapping[str, object],
+    target: str,
+    options: Mapping[str, object],
 ) -> object:
     """Compile ``fn`` for ``target`` (a name in TARGETS) with Triton's options (num_warps, num_stages, ...).
     ``signature`` maps every argument to a Triton type (``*bf16``, ``i32``, ``constexpr``)."""
@@ -39,10 +44,10 @@ def cross_compile(
 
 
 def cross_compile_source(
-    fn: Any,
+    fn: JitFunction,
     signature: Mapping[str, str],
     constexprs: Mapping[str, object],
-    attrs: Mapping[Any, Any],
+    attrs: Mapping[tuple[int, ...], list[list[object]]],
     target: str,
     options: Mapping[str, object],
 ) -> object:

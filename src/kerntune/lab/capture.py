@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 
@@ -34,9 +34,9 @@ from kerntune.errors import UsageError
 from kerntune.lab.inductor import arguments as inductor_arguments
 from kerntune.lab.inductor import autotuner_class, chosen, keep_source, live_function
 from kerntune.lab.inductor import kernel_name as inductor_kernel_name
-from kerntune.lab.manifest import DeviceRecord, DispatchRecord, KernelIdentity, Manifest
+from kerntune.lab.manifest import DeviceRecord, DispatchRecord, KernelIdentity, Manifest, ScalarOption
 from kerntune.lab.operator import OperatorState, arm, is_operator, overloads, too_large
-from kerntune.lab.snapshot import MANIFEST, failure, snapshot
+from kerntune.lab.snapshot import MANIFEST, SnapshotTable, failure, snapshot
 from kerntune.runtime.keys import arch_name, kernel_hash
 
 FORMAT = "kerntune-capture"
@@ -150,14 +150,18 @@ def _header(nth: int, scope: str) -> Manifest:
     }
 
 
-def _write(state: CaptureState, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any) -> None:
+def _write(state: CaptureState, fn: object, args: tuple[object, ...], kwargs: dict[str, object], grid: Any) -> None:
     identity = kernel_identity(fn)
     names = identity["arg_names"] or []
     values = {**dict(zip(names, args, strict=False)), **{k: v for k, v in kwargs.items() if k in names}}
-    options = {k: v for k, v in kwargs.items() if k not in names}
-    bad = [k for k, v in options.items() if v is not None and not isinstance(v, (bool, int, float, str))]
+    bad = [
+        k for k, v in kwargs.items() if k not in names and v is not None and not isinstance(v, (bool, int, float, str))
+    ]
     if bad:
         raise UsageError(f"launch option {bad[0]!r} is not a scalar: the lab records scalar options only")
+    options: dict[str, ScalarOption] = {
+        k: v for k, v in kwargs.items() if k not in names and (v is None or isinstance(v, (bool, int, float, str)))
+    }
     state.refused = too_large(values, state.limit_bytes, f"launch {state.nth} of {identity['name']}")
     if state.refused:
         return
@@ -185,7 +189,7 @@ def _write(state: CaptureState, fn: Any, args: tuple[Any, ...], kwargs: dict[str
     state.manifest = manifest
 
 
-def _dispatch_of(state: CaptureState, fn: Any, launch: dict[str, Any]) -> DispatchRecord | None:
+def _dispatch_of(state: CaptureState, fn: object, launch: dict[str, object]) -> DispatchRecord | None:
     """The latest Dispatcher selection made for this kernel — its key's ``source`` is the kernel's hash, or, with
     no source field, the dispatcher's name prefixes the kernel's — whose config the launch ran (every config
     field the launch names holds the selected value): the table key, decision and table this launch's config
@@ -383,7 +387,15 @@ def capture(
             setattr(cls, attribute, original)
 
 
-def _inductor_before(state: CaptureState, autotuner: Any, args: tuple[Any, ...]) -> dict[str, Any] | None:
+class InductorInputs(TypedDict):
+    """An Inductor launch's inputs, saved before it runs."""
+
+    values: dict[str, object]
+    table: SnapshotTable
+    sha: str
+
+
+def _inductor_before(state: CaptureState, autotuner: Any, args: tuple[object, ...]) -> InductorInputs | None:
     """Save the arguments of the Inductor launch about to run; None (and the reason kept) when it cannot be."""
     try:
         values = inductor_arguments(autotuner, args)
@@ -398,7 +410,7 @@ def _inductor_before(state: CaptureState, autotuner: Any, args: tuple[Any, ...])
         return None
 
 
-def _inductor_after(state: CaptureState, autotuner: Any, args: tuple[Any, ...], saved: dict[str, Any]) -> None:
+def _inductor_after(state: CaptureState, autotuner: Any, args: tuple[object, ...], saved: InductorInputs) -> None:
     """Complete an Inductor capture once its launch ran: the config Inductor chose, its grid, the outputs."""
     try:
         constexprs, options, grid, about = chosen(autotuner, args)

@@ -26,10 +26,11 @@ import numpy as np
 from kerntune.backends.base import Compiled
 from kerntune.errors import UsageError
 from kerntune.lab.captured import CapturedCall
-from kerntune.lab.manifest import DeviceRecord, Manifest
+from kerntune.lab.manifest import DeviceRecord, KernelIdentity, Manifest, ScalarOption
 from kerntune.lab.operator import too_large
 from kerntune.lab.snapshot import MANIFEST, ArgumentRecord, failure, snapshot
 from kerntune.lab.variant import require_signature, source_file, source_text
+from kerntune.model import CudaKernel, HipKernel
 from kerntune.runtime.keys import kernel_hash
 
 LANGUAGES = ("cuda", "hip")
@@ -66,16 +67,18 @@ def parameters(source: str, name: str) -> list[str] | None:
     return [re.split(r"[\s*&]+", p.split("=")[0].strip())[-1] for p in found.group(1).split(",") if p.strip()]
 
 
-def _scalars(values: Mapping[str, Any]) -> dict[str, Any]:
+def _scalars(values: Mapping[str, object]) -> dict[str, ScalarOption]:
     return {
         k: (int(v) if isinstance(v, bool) else v) for k, v in values.items() if isinstance(v, (bool, int, float, str))
     }
 
 
-def describe(backend: Any, kernel: Any, tunables: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+def describe(
+    backend: object, kernel: CudaKernel | HipKernel, tunables: Mapping[str, object], meta: Mapping[str, object]
+) -> Manifest:
     """The manifest's kernel identity and launch shape of a native kernel compiled by ``backend``."""
     file, file_sha = source_file(kernel.source)
-    identity = {
+    identity: KernelIdentity = {
         "language": kernel.language,
         "name": kernel.name,
         "source": kernel.source,
@@ -94,11 +97,11 @@ def describe(backend: Any, kernel: Any, tunables: Mapping[str, Any], meta: Mappi
     return {"kernel": identity, "grid": grid, "block": block, "shared_bytes": shared, "options": _scalars(tunables)}
 
 
-def arguments(call_args: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def arguments(call_args: Mapping[str, object]) -> tuple[dict[str, object], dict[str, ArgumentRecord]]:
     """The launch's tensors and plain scalars (what ``snapshot`` stores), and its numpy scalars with their dtype
     (a kernel reads an ``np.int64`` as 8 bytes: the type is part of the call)."""
-    plain: dict[str, Any] = {}
-    typed: dict[str, Any] = {}
+    plain: dict[str, object] = {}
+    typed: dict[str, ArgumentRecord] = {}
     for name, value in call_args.items():
         if isinstance(value, np.generic):
             typed[name] = {"kind": "scalar", "value": value.item(), "dtype": str(value.dtype)}
@@ -225,7 +228,7 @@ class NativeLaunch(CapturedCall):
             return np.dtype(entry["dtype"]).type(entry["value"])
         return self.values[name]
 
-    def run(self) -> Any:
+    def run(self) -> object:
         self.compiled.launch(self.call)
         return None
 

@@ -169,7 +169,7 @@ class OpenCLLaunch:
         event.wait()
         return event
 
-    def run(self) -> Any:
+    def run(self) -> object:
         self._launch()
         return None
 

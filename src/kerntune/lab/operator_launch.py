@@ -102,7 +102,7 @@ class OperatorLaunch(CapturedCall):
             self.key = variant.key(self.qualified, tuple(self.args), self.kwargs)
             self.served = variant.shape_and_config(self.key)
 
-    def run(self) -> Any:
+    def run(self) -> object:
         if self.variant is None or self.served is None:
             out = self.op(*self.args, **self.kwargs)
         else:

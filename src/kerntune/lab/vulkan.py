@@ -284,7 +284,7 @@ class VulkanLaunch:
         for buffer, clean in zip(self.buffers.values(), self.pristine, strict=True):
             self.backend.write_bytes(buffer, clean.numpy().tobytes())
 
-    def run(self) -> Any:
+    def run(self) -> object:
         self.compiled.launch(self.call)
         return None
 

@@ -232,7 +232,7 @@ class NativeLaunch(CapturedCall):
         self.compiled.launch(self.call)
         return None
 
-    def resources(self) -> dict[str, Any]:
+    def resources(self) -> dict[str, object]:
         return {
             **self.compiled.resources,
             "binary_hash": self.compiled.binary_hash,

@@ -170,7 +170,7 @@ def make_launch(manifest: Manifest, folder: Path, kernel: Any, device: str) -> L
     return TritonLaunch(manifest, folder, kernel, device)
 
 
-def resources(launch: Launch, compiled: Any, arch: str) -> dict[str, Any] | None:
+def resources(launch: Launch, compiled: object, arch: str) -> dict[str, object] | None:
     """What the replayed binary uses: a native launch says it (the backend read its cubin when it compiled),
     a Triton launch's compiled kernel is read here."""
     own = getattr(launch, "resources", None)

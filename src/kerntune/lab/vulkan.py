@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -31,9 +31,12 @@ from kerntune.backends.base import Compiled
 from kerntune.errors import UsageError
 from kerntune.lab.manifest import Manifest
 from kerntune.lab.operator import too_large
-from kerntune.lab.snapshot import MANIFEST, failure
+from kerntune.lab.snapshot import MANIFEST, ArgumentRecord, failure
 from kerntune.lab.variant import require_signature, source_file, source_text
 from kerntune.runtime.keys import kernel_hash
+
+if TYPE_CHECKING:
+    from kerntune.backends.vulkan_pipeline import VulkanArray
 
 SPIRV_FILE = "shader.spv"
 
@@ -57,11 +60,13 @@ def parameters(source: str) -> list[str]:
     return [f"binding {b}" for b in bindings] + push
 
 
-def _arguments(backend: Any, call_args: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def _arguments(
+    backend: Any, call_args: Mapping[str, object]
+) -> tuple[dict[str, ArgumentRecord], dict[str, np.ndarray]]:
     """The manifest's view of a dispatch's arguments and the bytes of each distinct buffer (by first name)."""
     from kerntune.backends.vulkan_pipeline import VulkanArray
 
-    described: dict[str, Any] = {}
+    described: dict[str, ArgumentRecord] = {}
     blobs: dict[str, np.ndarray] = {}
     seen: dict[int, str] = {}
     for name, value in call_args.items():
@@ -241,6 +246,7 @@ class VulkanLaunch:
 
     def __init__(self, manifest: Manifest, folder: Path, source: str | bytes) -> None:
         from kerntune.backends.vulkan import VulkanBackend
+        from kerntune.backends.vulkan_pipeline import VulkanArray
         from kerntune.model import VulkanKernel
 
         self.manifest = manifest
@@ -260,14 +266,16 @@ class VulkanLaunch:
             name=identity["name"],
         )
         blobs = load_file(str(folder / "inputs.safetensors"))
-        self.buffers: dict[str, Any] = {}
-        self.call: dict[str, Any] = {}
+        self.buffers: dict[str, VulkanArray] = {}
+        self.call: dict[str, object] = {}
         for name in manifest["positional"]:
             entry = manifest["arguments"][name]
             if entry["kind"] == "buffer" and "same_as" not in entry:
                 host = blobs[name].view(np.dtype(entry["dtype"])).reshape(entry["shape"])
-                self.buffers[name] = self.backend.place({name: host})[name]
-                self.call[name] = self.buffers[name]
+                placed = self.backend.place({name: host})[name]
+                if not isinstance(placed, VulkanArray):
+                    raise TypeError(f"the Vulkan backend placed {name} as a {type(placed).__name__}, not a buffer")
+                self.buffers[name] = self.call[name] = placed
             elif entry["kind"] == "buffer":
                 self.call[name] = self.buffers[entry["same_as"]]
             else:
@@ -324,7 +332,7 @@ class VulkanLaunch:
             e["same_as"] for e in entries if "same_as" in e
         ]
 
-    def resources(self) -> dict[str, Any]:
+    def resources(self) -> dict[str, object]:
         return {
             **self.compiled.resources,
             "binary_hash": self.compiled.binary_hash,

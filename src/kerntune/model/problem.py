@@ -83,7 +83,7 @@ class TritonKernel:
 
     fn: Any
     grid: Callable[[Meta], tuple[int, ...]]
-    launch: Callable[[Any, dict[str, object], Meta], Any] | None = None
+    launch: Callable[[Any, dict[str, object], Meta], object] | None = None
     language: Literal["triton"] = "triton"
 
 
@@ -96,7 +96,7 @@ class TorchCallable:
     a copy into the output argument would add memory traffic the op does not do and slow the baseline.
     """
 
-    fn: Callable[[dict[str, object], Meta], Any]
+    fn: Callable[[dict[str, object], Meta], object]
     name: str = "torch"
     returns_outputs: bool = False
     language: Literal["torch"] = "torch"
@@ -163,10 +163,10 @@ class Serve:
 
     ops: Sequence[str]
     shape: Callable[[str, tuple[object, ...], dict[str, object]], tuple[object, ...] | None]
-    run: Callable[[str, Mapping[str, Scalar], Mapping[str, object], tuple[object, ...], dict[str, object]], Any]
+    run: Callable[[str, Mapping[str, Scalar], Mapping[str, object], tuple[object, ...], dict[str, object]], object]
     prepare: (
         Callable[
-            [str, Mapping[str, Scalar], Mapping[str, object]], Callable[[tuple[object, ...], dict[str, object]], Any]
+            [str, Mapping[str, Scalar], Mapping[str, object]], Callable[[tuple[object, ...], dict[str, object]], object]
         ]
         | None
     ) = None
@@ -176,7 +176,7 @@ class Serve:
 
 
 InputMaker = Callable[[Mapping[str, Scalar], str, int], dict[str, object]]
-Reference = Callable[[dict[str, object], Mapping[str, Scalar]], Any]
+Reference = Callable[[dict[str, object], Mapping[str, Scalar]], object]
 
 
 @dataclass(frozen=True)

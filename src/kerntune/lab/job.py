@@ -9,9 +9,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kerntune.lab.manifest import Manifest
+
+if TYPE_CHECKING:
+    from kerntune.lab.replay import ReplayResult
 
 
 def with_overrides(manifest: Manifest, overrides: dict[str, Any]) -> Manifest:
@@ -40,7 +43,7 @@ def variant_manifest(manifest: Manifest, folder: Path, overrides: dict[str, Any]
     return changed
 
 
-def _summary(result: dict[str, Any]) -> dict[str, Any]:
+def _summary(result: ReplayResult) -> dict[str, object]:
     return {k: v for k, v in result.items() if k != "outputs"}
 
 

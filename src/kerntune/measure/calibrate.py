@@ -15,8 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kerntune.errors import UsageError
 from kerntune.measure.speed_of_light import memory_ceiling
@@ -24,6 +25,10 @@ from kerntune.model.roofline import CeilingsRecord
 from kerntune.settings import Settings
 from kerntune.store import Store
 from kerntune.store.calibrations import latest_calibration, save_calibration
+
+if TYPE_CHECKING:
+    from kerntune.backends.base import Backend
+    from kerntune.devices.telemetry import Telemetry
 
 CALIBRATE_SETUP = "kerntune.measure.calibrate:setup_in_worker"
 CALIBRATE = "kerntune.measure.calibrate:probe_in_worker"
@@ -114,25 +119,38 @@ def _backend_for(device: str) -> str:
     return "opencl"
 
 
-def setup_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+@dataclass
+class ProbeWorker:
+    """What ``setup_in_worker`` loads into a calibration worker's state (under ``"probe"``)."""
+
+    backend: Backend
+    telemetry: Telemetry
+
+
+def setup_in_worker(state: dict[str, object], payload: Mapping[str, str]) -> dict[str, object]:
     from kerntune.backends import load_backend
 
     device = payload.get("device", "")
     backend = load_backend(_backend_for(device), device)
-    state.update(backend=backend, telemetry=backend.telemetry())
+    state["probe"] = ProbeWorker(backend, backend.telemetry())
     target = backend.target()
     return {"target": target.as_dict(), "key": device_key(target.as_dict())}
 
 
-def probe_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+def probe_in_worker(state: dict[str, object], payload: Mapping[str, float]) -> dict[str, object]:
     """Run the probes of the worker's backend; return rates and the raw medians they came from."""
-    backend = state["backend"]
-    if backend.name == "opencl":
-        from kerntune.measure.probes import opencl as probes
-    else:
-        from kerntune.measure.probes import gpu as probes  # type: ignore[no-redef]
-    result: dict[str, Any] = probes.probe(backend, state["telemetry"], payload)
-    return result
+    worker = state.get("probe")
+    if not isinstance(worker, ProbeWorker):
+        raise RuntimeError("this worker has no device loaded: call setup_in_worker first")
+    from kerntune.backends.torch import TorchBackend
+
+    if isinstance(worker.backend, TorchBackend):
+        from kerntune.measure.probes import gpu
+
+        return gpu.probe(worker.backend, worker.telemetry, payload)
+    from kerntune.measure.probes import opencl
+
+    return opencl.probe(worker.backend, worker.telemetry, payload)
 
 
 def calibrate(

@@ -19,7 +19,7 @@ from kerntune.devices.telemetry import Telemetry, Unavailable
 from kerntune.errors import CandidateFailed
 from kerntune.model import FailureKind, Kernel, Meta, Target, TorchCallable
 
-Launch = Callable[[dict[str, object]], Any]
+Launch = Callable[[dict[str, object]], object]
 
 
 @dataclass

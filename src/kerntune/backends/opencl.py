@@ -37,7 +37,7 @@ class DeviceArray:
     dtype: np.dtype[Any]
 
 
-def _pick_device(selector: str) -> Any:
+def _pick_device(selector: str) -> cl.Device:
     devices = [(p, d) for p in cl.get_platforms() for d in p.get_devices()]
     if not devices:
         raise BackendUnavailable("no OpenCL device found: pip install 'pyopencl[pocl]' for the CPU device")
@@ -57,7 +57,7 @@ def _pick_device(selector: str) -> Any:
     return gpus[0] if gpus else devices[0][1]
 
 
-def _define(name: str, value: Any) -> str:
+def _define(name: str, value: object) -> str:
     if isinstance(value, bool):
         value = int(value)
     return f"-D{name}={value}"
@@ -152,9 +152,10 @@ class OpenCLBackend(Backend):
         resources["local_size"] = list(lsize) if lsize else None
         queue = self.queue
 
-        def launch(args: dict[str, object]) -> Any:
+        def launch(args: dict[str, object]) -> cl.Event:
             values = [a.buffer if isinstance(a, DeviceArray) else a for a in args.values()]
-            return cl_kernel(queue, gsize, lsize, *values)
+            event: cl.Event = cl_kernel(queue, gsize, lsize, *values)
+            return event
 
         binary = digest(b"".join(binaries))
         return Compiled(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -260,7 +259,7 @@ class TorchBackend(Backend):
         return self._flush_bytes
 
 
-def run_first(launch: Callable[[], object], sync: Callable[[], None], stage: str) -> tuple[Any, float]:
+def run_first(launch: Callable[[], object], sync: Callable[[], None], stage: str) -> tuple[object, float]:
     """Run ``launch`` once and synchronize, turning any failure into a CandidateFailed for ``stage``."""
     start = time.perf_counter()
     try:

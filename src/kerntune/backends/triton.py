@@ -218,6 +218,6 @@ class TritonBackend(TorchBackend):
         )
 
     @staticmethod
-    def _kernel_kwargs(fn: Any, tunables: Mapping[str, object]) -> dict[str, object]:
+    def _kernel_kwargs(fn: JitFunction, tunables: Mapping[str, object]) -> dict[str, object]:
         names = set(getattr(fn, "arg_names", ()) or ())
         return {k: v for k, v in tunables.items() if k in names or k in LAUNCH_OPTIONS}

@@ -201,7 +201,7 @@ class VulkanBackend(Backend):
         return placed
 
     # ------------------------------------------------------------------ commands
-    def _submit(self, record: Callable[[Any], None]) -> None:
+    def _submit(self, record: Callable[[object], None]) -> None:
         """Record one command buffer with ``record``, submit it and wait for it."""
         cb = vk.vkAllocateCommandBuffers(
             self.device,

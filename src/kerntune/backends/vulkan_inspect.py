@@ -18,7 +18,7 @@ TEXT_LIMIT = 64 << 10
 """Internal representations are kept up to this many bytes each (a whole shader's ISA is rarely more)."""
 
 
-def supported(physical: Any) -> bool:
+def supported(physical: object) -> bool:
     """Whether the device's driver offers the extension."""
     names = {str(e.extensionName) for e in vk.vkEnumerateDeviceExtensionProperties(physical, None)}
     return EXTENSION in names
@@ -70,11 +70,11 @@ def _value(stat: Any) -> float | int | bool:
     return float(stat.value.f64)
 
 
-def _text(cdata: Any) -> str:
+def _text(cdata: object) -> str:
     return vk.ffi.string(cdata).decode(errors="replace") if not isinstance(cdata, str) else cdata
 
 
-def _internal(device: Any, info: Any) -> list[dict[str, object]]:
+def _internal(device: object, info: object) -> list[dict[str, object]]:
     """The three-call query of internal representations (the bindings' wrapper stops before the data). Raises
     ``NoneGiven`` where the driver lists none, RuntimeError where a call fails (its VkResult named)."""
     name = "vkGetPipelineExecutableInternalRepresentationsKHR"
@@ -85,7 +85,7 @@ def _internal(device: Any, info: Any) -> list[dict[str, object]]:
     info = info if vk.ffi.typeof(info).kind == "pointer" else vk.ffi.addressof(info)
     count = vk.ffi.new("uint32_t*")
 
-    def call(out: Any) -> None:
+    def call(out: object) -> None:
         result = raw(device, info, count, out)
         if result not in (vk.VK_SUCCESS, vk.VK_INCOMPLETE):
             raise RuntimeError(f"{name} returned VkResult {result}")
@@ -115,7 +115,7 @@ def _internal(device: Any, info: Any) -> list[dict[str, object]]:
     return out
 
 
-def read_pipeline(device: Any, pipeline: Any, internal: bool) -> list[Executable]:
+def read_pipeline(device: object, pipeline: object, internal: bool) -> list[Executable]:
     """The pipeline's executables with their statistics (and internal representations when ``internal``; the
     pipeline must have been created with ``capture_flags(internal)``)."""
     properties = vk.vkGetDeviceProcAddr(device, "vkGetPipelineExecutablePropertiesKHR")

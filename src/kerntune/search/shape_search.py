@@ -93,7 +93,7 @@ class SearchHost(Protocol):
 
     def payload(
         self, shape: Shape, config: Config, baseline_kernel: str | None, measure: MeasureOptionsRecord | None = None
-    ) -> dict[str, Any]: ...
+    ) -> Mapping[str, object]: ...
 
     def evaluate(
         self,

@@ -16,14 +16,25 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Protocol, TypedDict, TypeVar, runtime_checkable
+from typing import Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from kerntune.backends import Backend, load_backend
 from kerntune.backends.base import Compiled, Launch, fail
 from kerntune.devices.telemetry import Reading, Telemetry
 from kerntune.errors import CandidateFailed, SpecError
 from kerntune.measure.protocol import MeasureOptions, MeasureOptionsRecord, measure, measure_interleaved
-from kerntune.model import Config, FailureKind, Kernel, Measurement, Problem, Shape, Target, TorchCallable, Verdict
+from kerntune.model import (
+    Config,
+    FailureKind,
+    Kernel,
+    Measurement,
+    Problem,
+    Scalar,
+    Shape,
+    Target,
+    TorchCallable,
+    Verdict,
+)
 from kerntune.model.json_types import JSONObject
 from kerntune.settings import Settings
 from kerntune.tune import gate
@@ -94,10 +105,10 @@ class SetupReply(TypedDict):
 class CandidatePayload(TypedDict, total=False):
     """One candidate to compile (and gate, and time): ``shape``, ``dtype`` and ``seeds`` are always given."""
 
-    shape: dict[str, int]
+    shape: dict[str, Scalar]
     dtype: str
     seeds: list[int]
-    config: dict[str, int | float | str]
+    config: dict[str, Scalar]
     kernel_source: str
     baseline_kernel: str | None
     gate: bool
@@ -105,7 +116,7 @@ class CandidatePayload(TypedDict, total=False):
 
 
 class VerdictRecord(TypedDict):
-    outcome: str
+    outcome: Literal["pass", "fail", "win", "loss", "noise", "blocked"]
     metric: str
     value: float | None
     threshold: float | None
@@ -123,7 +134,7 @@ class CandidateReply(TypedDict, total=False):
 
     compile_s: float
     binary_hash: str | None
-    resources: JSONObject
+    resources: dict[str, object]
     gate_s: float
     verdict: VerdictRecord
     failure: FailureRecord
@@ -137,7 +148,7 @@ class CandidateReply(TypedDict, total=False):
 class PrecompileReply(TypedDict):
     compile_s: float
     binary_hash: str | None
-    resources: JSONObject
+    resources: dict[str, object]
     signature: str | None
     limits: dict[str, int]
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kerntune.backends.base import CONTEXT_FATAL
 from kerntune.errors import KerntuneError, SpecError, UsageError
@@ -63,6 +63,9 @@ from kerntune.tune.pool import (
 )
 from kerntune.tune.request import Progress, Silent, TuneRequest
 from kerntune.tune.spec import LoadedSpec, load_spec
+
+if TYPE_CHECKING:
+    from kerntune.tune.evaluate import CandidatePayload
 
 CONTEXT_FATAL_KINDS = {kind.value for kind in CONTEXT_FATAL}
 WARM_STARTS = 3
@@ -182,7 +185,7 @@ class _Tuner(RunClock):
 
     def payload(
         self, shape: Shape, config: Config, baseline_kernel: str | None, measure: MeasureOptionsRecord | None = None
-    ) -> dict[str, Any]:
+    ) -> CandidatePayload:
         return {
             "shape": shape.as_dict(),
             "dtype": self.run.dtype,

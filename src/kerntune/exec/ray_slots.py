@@ -27,6 +27,7 @@ import socket
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from kerntune.errors import BackendUnavailable, SpecError, UsageError
@@ -52,7 +53,7 @@ class _DeviceActor:
 
         os.environ["KERNTUNE_DISPATCH"] = "off"  # code measured here never reads a deployed table
         yield_cpu()  # a compile actor (KERNTUNE_WORKER_NICE in its runtime_env) yields to the timing on its node
-        self.state: dict[str, Any] = {}
+        self.state: dict[str, object] = {}
         self.incarnation = secrets.token_hex(8)
 
     def hello(self) -> tuple[str, str, dict[str, str]]:
@@ -62,7 +63,7 @@ class _DeviceActor:
         visible = {v: os.environ[v] for v in VISIBLE if v in os.environ}
         return self.incarnation, ray.get_runtime_context().get_node_id(), visible
 
-    def run(self, path: str, payload: Any, incarnation: str) -> tuple[Any, ...]:
+    def run(self, path: str, payload: object, incarnation: str) -> tuple[object, ...]:
         """One message, run only by the process it was meant for: a restarted actor answers RESTARTED (the
         message would find no spec, device or inputs here — or, for a setup, set up a process nobody awaited)."""
         if incarnation != self.incarnation:
@@ -89,7 +90,7 @@ def _reachable(address: str) -> None:
         ) from None
 
 
-def connect(address: str) -> Any:
+def connect(address: str) -> ModuleType:
     """Join the Ray cluster at ``address`` ("" starts a local one) and return the ``ray`` module."""
     try:
         import ray
@@ -111,7 +112,7 @@ class RaySlot:
 
     def __init__(
         self,
-        ray: Any,
+        ray: ModuleType,
         name: str,
         setup: tuple[str, Mapping[str, object]],
         *,

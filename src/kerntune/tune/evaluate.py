@@ -142,7 +142,7 @@ class CandidateReply(TypedDict, total=False):
     measure_s: float
     samples_ms: list[float]
     ci_ms: list[float]
-    conditions: JSONObject
+    conditions: dict[str, object]
 
 
 class PrecompileReply(TypedDict):

@@ -21,7 +21,7 @@ from kerntune.errors import UsageError
 from kerntune.lab.captured import CapturedCall
 from kerntune.lab.manifest import DeviceRecord, Manifest
 from kerntune.lab.operator import resolve
-from kerntune.model import Config, Problem, Shape, Target
+from kerntune.model import Config, Problem, Scalar, Shape, Target
 from kerntune.runtime.serving import load_served_spec
 from kerntune.tune.gate import relative_error, threshold_for
 
@@ -31,9 +31,9 @@ class ServedVariant:
     """A spec's kernel at ``overrides`` over its default config, taking a captured operator call."""
 
     spec: Path
-    overrides: dict[str, Any]
+    overrides: dict[str, Scalar]
     problem: Problem = field(init=False)
-    last_key: tuple[Any, ...] = ()
+    last_key: tuple[object, ...] = ()
     """The key of the call it last took: ``(dtype, shape fields...)``."""
     target: Target | None = None
     """The device the call was captured on, as the spec's constraints read it (``TMA needs sm_90+``)."""
@@ -44,7 +44,7 @@ class ServedVariant:
         except (OSError, ValueError, SyntaxError) as exc:
             raise UsageError(f"--spec {self.spec}: {exc}") from None
 
-    def key(self, qualified: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    def key(self, qualified: str, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[object, ...]:
         """The call's key as the spec serves it, ``(dtype, shape fields...)``; refused when it cannot take it."""
         serve = self.problem.serve
         assert serve is not None

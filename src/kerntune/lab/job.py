@@ -8,16 +8,18 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kerntune.lab.manifest import Manifest
+from kerntune.model import Scalar
 
 if TYPE_CHECKING:
     from kerntune.lab.replay import ReplayResult
 
 
-def with_overrides(manifest: Manifest, overrides: dict[str, Any]) -> Manifest:
+def with_overrides(manifest: Manifest, overrides: Mapping[str, Scalar]) -> Manifest:
     """The manifest with constexprs or launch options replaced (``--set BLOCK_K=64``): a config variant."""
     from kerntune.errors import UsageError
 
@@ -32,7 +34,7 @@ def with_overrides(manifest: Manifest, overrides: dict[str, Any]) -> Manifest:
     return changed
 
 
-def variant_manifest(manifest: Manifest, folder: Path, overrides: dict[str, Any]) -> Manifest:
+def variant_manifest(manifest: Manifest, folder: Path, overrides: Mapping[str, Scalar]) -> Manifest:
     """The manifest of a ``--set`` variant; for a kernel Inductor generated, on the grid Inductor would launch it with
     at those block sizes (``lab.inductor.regrid``)."""
     changed = with_overrides(manifest, overrides)

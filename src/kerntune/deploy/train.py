@@ -180,7 +180,7 @@ def least_regret(shapes: list[ShapeTimes]) -> str:
 
 
 def _rules(
-    train: list[ShapeTimes], fixed: Mapping[str, Any], dims: list[Dim], configs: Mapping[str, dict[str, Scalar]]
+    train: list[ShapeTimes], fixed: Mapping[str, object], dims: list[Dim], configs: Mapping[str, dict[str, Scalar]]
 ) -> list[dict[str, Any]]:
     """Rules for every populated segment at every level (all dimensions, then all but the last, ... then none),
     most specific first: the first rule that matches a call is its nearest populated segment."""
@@ -190,7 +190,7 @@ def _rules(
         for s in train:
             groups[segment(s, dims)[:level]].append(s)
         for buckets, members in sorted(groups.items()):
-            when: dict[str, Any] = {**fixed, **{name: list(b) for (name, _), b in zip(dims, buckets, strict=False)}}
+            when: dict[str, object] = {**fixed, **{name: list(b) for (name, _), b in zip(dims, buckets, strict=False)}}
             rules.append({"when": when, "config": configs[least_regret(members)], "trained_on": len(members)})
     return rules
 
@@ -210,7 +210,7 @@ def split(shapes: list[ShapeTimes], every: int) -> tuple[list[ShapeTimes], list[
 
 
 def score(
-    table: dict[str, Any], fixed: Mapping[str, Any], shapes: list[ShapeTimes], configs: Mapping[str, dict[str, Scalar]]
+    table: dict[str, Any], fixed: Mapping[str, object], shapes: list[ShapeTimes], configs: Mapping[str, dict[str, Scalar]]
 ) -> dict[str, Any]:
     """What the live Dispatcher picks for each shape, and its regret there (None: that config was not timed)."""
     by_config = {repr(sorted(v.items())): k for k, v in configs.items()}
@@ -241,8 +241,8 @@ def score(
 def fit_table(
     shapes: list[ShapeTimes],
     configs: Mapping[str, dict[str, Scalar]],
-    fixed: Mapping[str, Any],
-    header: Mapping[str, Any],
+    fixed: Mapping[str, object],
+    header: Mapping[str, object],
     options: TrainOptions,
 ) -> dict[str, Any]:
     """Rules, exact entries and scores from a sweep's shapes: the table (``header`` plus entries and rules) and

@@ -205,7 +205,7 @@ def _measure_pair(
     count: int,
     progress: Progress,
     label: str,
-) -> tuple[list[ProcessRecord], Any, str]:
+) -> tuple[list[ProcessRecord], SpecRunner | CommandRunner, str]:
     runner, scheme = _runner(sides, request, settings, store)
     try:
         records = _run_sequence(runner, count, progress, label)
@@ -371,8 +371,8 @@ def _reason(verdict: str, est: RatioEstimate, band: float, calibration: str) -> 
     return f"{text}: {ci}; {where}"
 
 
-def _hashes(sides: tuple[Side, Side], records: list[ProcessRecord]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _hashes(sides: tuple[Side, Side], records: list[ProcessRecord]) -> dict[str, object]:
+    out: dict[str, object] = {}
     for name, side in zip("AB", sides, strict=True):
         binaries = sorted({str(r.info["binary_hash"]) for r in records if r.side == name and r.info.get("binary_hash")})
         out[name] = {**side.hashes(), **({"binaries": binaries} if binaries else {})}

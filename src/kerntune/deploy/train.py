@@ -210,7 +210,10 @@ def split(shapes: list[ShapeTimes], every: int) -> tuple[list[ShapeTimes], list[
 
 
 def score(
-    table: dict[str, Any], fixed: Mapping[str, object], shapes: list[ShapeTimes], configs: Mapping[str, dict[str, Scalar]]
+    table: dict[str, Any],
+    fixed: Mapping[str, object],
+    shapes: list[ShapeTimes],
+    configs: Mapping[str, dict[str, Scalar]],
 ) -> dict[str, Any]:
     """What the live Dispatcher picks for each shape, and its regret there (None: that config was not timed)."""
     by_config = {repr(sorted(v.items())): k for k, v in configs.items()}

@@ -5,7 +5,7 @@ sum of index distances), so the search walks the valid space rather than wasting
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kerntune.model import Config, Scalar
 from kerntune.search.optuna_base import OptunaSearch
@@ -26,7 +26,7 @@ class CMAESSearch(OptunaSearch):
     def suggest(self, trial: optuna.trial.Trial) -> dict[str, Scalar]:
         return {n: values[trial.suggest_int(n, 0, len(values) - 1)] for n, values in self.choices.items()}
 
-    def encode(self, config: Config) -> dict[str, Any]:
+    def encode(self, config: Config) -> dict[str, int]:
         return {n: self.choices[n].index(config[n]) for n in self.choices}
 
     def snap(self, params: dict[str, Scalar]) -> Config | None:

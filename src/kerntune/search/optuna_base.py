@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import random
 from abc import abstractmethod
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from kerntune.model import Config, Scalar
 from kerntune.search.base import Strategy
@@ -43,7 +43,7 @@ class OptunaSearch(Strategy):
         self._fallback = list(self.configs)
         random.Random(seed).shuffle(self._fallback)
         if self.start is not None and self.start.key in self._valid:
-            self._study.enqueue_trial(self.encode(self.start))
+            self._study.enqueue_trial(dict(self.encode(self.start)))
 
     @abstractmethod
     def sampler(self, seed: int, size: int) -> optuna.samplers.BaseSampler:
@@ -54,7 +54,7 @@ class OptunaSearch(Strategy):
         """Parameter values (of the varying parameters) for one trial."""
 
     @abstractmethod
-    def encode(self, config: Config) -> dict[str, object]:
+    def encode(self, config: Config) -> Mapping[str, object]:
         """A config as the trial parameters ``suggest`` would produce for it (for enqueued trials)."""
 
     def snap(self, params: dict[str, Scalar]) -> Config | None:
@@ -74,7 +74,7 @@ class OptunaSearch(Strategy):
             self._study.tell(trial, state=self._optuna.trial.TrialState.PRUNED)
         for config in self._fallback:
             if config.key not in self._trials:
-                self._study.enqueue_trial(self.encode(config))
+                self._study.enqueue_trial(dict(self.encode(config)))
                 return self.ask()
         return None
 
@@ -88,6 +88,6 @@ class OptunaSearch(Strategy):
             self._study.tell(trial, median_ms)
 
 
-def _order(value: Scalar) -> tuple[int, Any]:
+def _order(value: Scalar) -> tuple[int, float | str]:
     # Numbers in numeric order (an ordinal axis for CMA-ES), anything else after them by its text.
     return (0, value) if isinstance(value, (int, float)) and not isinstance(value, bool) else (1, repr(value))

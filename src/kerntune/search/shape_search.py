@@ -152,7 +152,7 @@ class ShapeSearch:
     """Where the shape began (its baselines included) on the run's clock."""
     later: int = 0
     """This slot's shapes still to come when it began: each keeps its even part of the searches' time."""
-    best_full: tuple[float, Mapping[str, Any], Mapping[str, int]] | None = None
+    best_full: tuple[float, Mapping[str, object], Mapping[str, int]] | None = None
     """The fastest full measurement so far with its compiled resources and the device's limits."""
     durations: Durations = field(default_factory=Durations)
     """This shape's evaluations' wall times by rung (``FULL``: the full protocol): what winding down will cost."""

@@ -10,14 +10,26 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from kerntune.devices.counters import RANGE
-from kerntune.model import Config, Shape
+from kerntune.model import Config, Scalar, Shape
 from kerntune.tune.evaluate import compile_for, kernel_for, placed_inputs, setup, worker
 
 
-def launch_under_profiler(payload: dict[str, Any]) -> None:
+class ProfilePayload(TypedDict, total=False):
+    """One config (or a baseline) of a spec at one shape: what ``kerntune profile`` launches under a profiler."""
+
+    spec_path: str
+    device: str
+    shape: dict[str, Scalar]
+    dtype: str
+    config: dict[str, Scalar]
+    baseline: str | None
+    warmup: int
+
+
+def launch_under_profiler(payload: ProfilePayload) -> None:
     state: dict[str, object] = {}
     setup(state, {"spec_path": payload["spec_path"], "device": payload.get("device", "")})
     spec = worker(state)

@@ -125,7 +125,7 @@ def kernel_identity(fn: Any) -> KernelIdentity:
     }
 
 
-def resolve_grid(grid: Any, bound: dict[str, Any]) -> list[int]:
+def resolve_grid(grid: Any, bound: Mapping[str, object]) -> list[int]:
     resolved = grid(bound) if callable(grid) else grid
     return [int(g) for g in (resolved if isinstance(resolved, (tuple, list)) else (resolved,))]
 

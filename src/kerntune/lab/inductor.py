@@ -42,7 +42,7 @@ def kernel_name(autotuner: Any) -> str:
     return str(getattr(getattr(autotuner, "fn", None), "__name__", ""))
 
 
-def arguments(autotuner: Any, args: tuple[Any, ...]) -> dict[str, Any]:
+def arguments(autotuner: Any, args: tuple[object, ...]) -> dict[str, object]:
     """The launch's arguments by the kernel's parameter names: Inductor passes the non-constexpr parameters in
     order, then its extra launcher arguments (grid helpers), which the kernel itself never receives."""
     extra = len(autotuner.inductor_meta.get("extra_launcher_args", ()) or ())

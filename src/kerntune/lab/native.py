@@ -126,7 +126,7 @@ def hook_compile(
                 return compiled
             launch = compiled.launch
 
-            def captured(call_args: dict[str, Any]) -> None:
+            def captured(call_args: dict[str, object]) -> None:
                 state.count(kernel.name, kernel.language)
                 if kernel.name != state.kernel or state.manifest is not None or state.refused:
                     launch(call_args)

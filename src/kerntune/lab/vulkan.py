@@ -29,7 +29,7 @@ from safetensors.numpy import load_file, save_file
 
 from kerntune.backends.base import Compiled
 from kerntune.errors import UsageError
-from kerntune.lab.manifest import Manifest
+from kerntune.lab.manifest import KernelIdentity, Manifest, ScalarOption
 from kerntune.lab.operator import too_large
 from kerntune.lab.snapshot import MANIFEST, ArgumentRecord, failure
 from kerntune.lab.variant import require_signature, source_file, source_text
@@ -92,15 +92,15 @@ def _arguments(
 
 
 def describe(
-    backend: Any, kernel: Any, tunables: Mapping[str, Any], meta: Mapping[str, Any], out: Path
-) -> dict[str, Any]:
+    backend: Any, kernel: Any, tunables: Mapping[str, object], meta: Mapping[str, object], out: Path
+) -> Manifest:
     """The manifest's shader identity, dispatch shape and the values the config set (defines and constants)."""
     glsl = isinstance(kernel.source, str)
     if not glsl:
         (out / SPIRV_FILE).write_bytes(kernel.source)
     file, file_sha = source_file(kernel.source) if glsl else (None, None)
     constants = dict(kernel.constants)
-    identity = {
+    identity: KernelIdentity = {
         "language": "vulkan",
         "name": kernel.label,
         "entry": kernel.entry,
@@ -113,8 +113,11 @@ def describe(
         "arg_names": parameters(kernel.source) if glsl else None,
     }
     local = [int(x) for x in kernel.workgroup(dict(meta))] if kernel.workgroup else None
-    options = {k: v for k, v in tunables.items() if isinstance(v, (bool, int, float, str))}
-    options.update({k: meta[k] for k in constants if k in meta})
+    options: dict[str, ScalarOption] = {k: v for k, v in tunables.items() if isinstance(v, (bool, int, float, str))}
+    for name in constants:  # the specialization constants the config set
+        value = meta.get(name)
+        if name in meta and (value is None or isinstance(value, (bool, int, float, str))):
+            options[name] = value
     target = backend.target()
     return {
         "kernel": identity,
@@ -148,7 +151,7 @@ def hook_compile(
                 return compiled
             launch = compiled.launch
 
-            def captured(call_args: dict[str, Any]) -> Any:
+            def captured(call_args: dict[str, object]) -> object:
                 state.count(kernel.label, "vulkan")
                 if kernel.label != state.kernel or state.manifest is not None or state.refused:
                     return launch(call_args)

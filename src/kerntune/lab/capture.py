@@ -263,7 +263,7 @@ def capture(
             disarm()
         return
     state = CaptureState(kernel, nth, Path(out), scope, limit_bytes=int(limit_mb * 2**20))
-    originals: list[tuple[Any, str, Callable[..., object]]] = []
+    originals: list[tuple[type, str, Callable[..., object]]] = []
     with contextlib.suppress(ImportError):  # a program may use Triton, pyopencl, or both
         import triton.runtime.interpreter as interpreter
         import triton.runtime.jit as jit
@@ -362,7 +362,7 @@ def capture(
     originals.append((Dispatcher, "select", Dispatcher.select))
     hooks = {"run": hooked, "__call__": hooked_opencl, "select": hooked_select}
     installed: list[
-        tuple[Any, str, Callable[..., object], Callable[[Callable[..., object]], Callable[..., object]]]
+        tuple[type, str, Callable[..., object], Callable[[Callable[..., object]], Callable[..., object]]]
     ] = [(cls, attribute, original, hooks[attribute]) for cls, attribute, original in originals]
     autotuner = autotuner_class()
     if autotuner is not None:  # torch.compile's Triton kernels launch through it, not through JITFunction.run

@@ -14,11 +14,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kerntune.devices.counters import RANGE, ncu_command, parse_ncu_raw, profiler_for
 from kerntune.errors import UsageError
 from kerntune.lab.manifest import Manifest
+
+if TYPE_CHECKING:
+    from kerntune.lab.replay import Launch
 from kerntune.lab.session import JOB_BUDGET_S
 
 PROFILED = ("original", "variant")
@@ -61,7 +64,7 @@ def profile_pair(folder: Path, manifest: Manifest, request: dict[str, Any]) -> d
     return {"tool": tool, **{role: row["metrics"] for role, row in zip(PROFILED, rows, strict=True)}}
 
 
-def launch_profiled(launches: list[Any]) -> None:
+def launch_profiled(launches: list[Launch]) -> None:
     """In the profiled process: warm each launch (compiled, caches and clocks settled), then restore its inputs
     and launch it once inside the NVTX range, in order."""
     import torch

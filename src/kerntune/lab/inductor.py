@@ -38,7 +38,7 @@ def autotuner_class() -> type[CachingAutotuner] | None:
     return CachingAutotuner if hasattr(CachingAutotuner, "_interpret_args_grid") else None
 
 
-def kernel_name(autotuner: Any) -> str:
+def kernel_name(autotuner: object) -> str:
     return str(getattr(getattr(autotuner, "fn", None), "__name__", ""))
 
 
@@ -125,7 +125,7 @@ def keep_source(identity: KernelIdentity, out: Path) -> KernelIdentity:
     }
 
 
-def jit_function(loaded: Any) -> object:
+def jit_function(loaded: object) -> object:
     """The JITFunction under what a generated module binds the kernel's name to (a CachingAutotuner)."""
     inner = getattr(loaded, "fn", None)
     return inner if inner is not None and hasattr(loaded, "configs") and hasattr(inner, "arg_names") else loaded

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from kerntune.backends.base import Compiled
+from kerntune.backends.base import Backend, Compiled
 from kerntune.errors import UsageError
 from kerntune.lab.captured import CapturedCall
 from kerntune.lab.manifest import DeviceRecord, KernelIdentity, Manifest, ScalarOption
@@ -37,7 +37,7 @@ LANGUAGES = ("cuda", "hip")
 BACKENDS = (("kerntune.backends.cuda", "CudaBackend"), ("kerntune.backends.hip", "HipBackend"))
 
 
-def backend_classes() -> list[Any]:
+def backend_classes() -> list[type[Backend]]:
     """The native backends this machine can import (cuda.core, hip-python): the classes whose ``compile`` the
     capture wraps."""
     import importlib

@@ -36,12 +36,13 @@ from kerntune.lab.variant import require_signature, source_file, source_text
 from kerntune.runtime.keys import kernel_hash
 
 if TYPE_CHECKING:
+    from kerntune.backends.vulkan import VulkanBackend
     from kerntune.backends.vulkan_pipeline import VulkanArray
 
 SPIRV_FILE = "shader.spv"
 
 
-def backend_class() -> Any | None:
+def backend_class() -> type[VulkanBackend] | None:
     """kerntune's Vulkan backend where the bindings import (a driver is needed only to launch)."""
     try:
         from kerntune.backends.vulkan import VulkanBackend

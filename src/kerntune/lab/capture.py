@@ -66,7 +66,7 @@ class CaptureState:
     inside_inductor: int = 0
     """Inside an Inductor launch: the Triton hook below it does not count the launch again."""
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         return {
             "captured": self.manifest is not None,
             "seen": self.seen,

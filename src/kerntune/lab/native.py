@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from kerntune.lab.snapshot import MANIFEST, ArgumentRecord, failure, snapshot
 from kerntune.lab.variant import require_signature, source_file, source_text
 from kerntune.model import CudaKernel, HipKernel
 from kerntune.runtime.keys import kernel_hash
+
+if TYPE_CHECKING:
+    from kerntune.backends.torch import TorchBackend
 
 LANGUAGES = ("cuda", "hip")
 BACKENDS = (("kerntune.backends.cuda", "CudaBackend"), ("kerntune.backends.hip", "HipBackend"))
@@ -214,7 +217,7 @@ class NativeLaunch(CapturedCall):
         self.call = {n: self._typed(n, manifest["arguments"][n]) for n in manifest["positional"]}
 
     @staticmethod
-    def _backend(language: str) -> Any:
+    def _backend(language: str) -> TorchBackend:
         if language == "cuda":
             from kerntune.backends.cuda import CudaBackend
 
@@ -223,7 +226,7 @@ class NativeLaunch(CapturedCall):
 
         return HipBackend()
 
-    def _typed(self, name: str, entry: ArgumentRecord) -> Any:
+    def _typed(self, name: str, entry: ArgumentRecord) -> object:
         if entry.get("kind") == "scalar" and entry.get("dtype"):
             return np.dtype(entry["dtype"]).type(entry["value"])
         return self.values[name]

@@ -14,11 +14,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, Protocol
 
 from kerntune.errors import BackendUnavailable, KerntuneError, SpecError
 
@@ -44,10 +44,15 @@ def _signal_name(returncode: int) -> str:
     return f"exit code {returncode}"
 
 
-def end(worker: Any) -> None:
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+def end(worker: Stoppable) -> None:
     """End a worker for good: ``release`` where it holds something beyond its process (a GPU's lock, a Ray
     actor), else ``stop``."""
-    getattr(worker, "release", worker.stop)()
+    finish: Callable[[], None] = getattr(worker, "release", worker.stop)
+    finish()
 
 
 class Worker:

@@ -15,10 +15,13 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kerntune.errors import UsageError
 from kerntune.exec.pool import Outcome, Worker
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 LOCK_WAIT_S = 5.0
 """How long a pool slot waits for its GPU's lock before saying which other run holds the device."""
@@ -77,7 +80,7 @@ class LocalSlot(Worker):
         super().__init__(setup, log_path=log_path, env=env, setup_timeout_s=setup_timeout_s)
         self.name = f"gpu {device}" if device else f"cpu {index}"
         self.device, self._lock_dir = device, lock_dir
-        self._lock: Any = None
+        self._lock: FileLock | None = None
 
     def start(self) -> Any:
         if self.device and self._lock is None:

@@ -95,7 +95,7 @@ def compile_counts(slots: Sequence[Slot], requested: int, target: Target) -> lis
     return [auto_workers(requested, vendor) // len(slots)] * len(slots)
 
 
-def release(slots: Sequence[object]) -> None:
+def release(slots: Sequence[Slot]) -> None:
     for slot in slots:
         end(slot)
     if slots and hasattr(slots[0], "disconnect"):

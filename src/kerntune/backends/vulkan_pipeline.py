@@ -9,15 +9,20 @@ import struct
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.model import FailureKind
 
-if TYPE_CHECKING:
-    from kerntune.backends.vulkan import VulkanBackend
+
+class OnDevice(Protocol):
+    """What a pipeline needs of its backend (``VulkanBackend``): the logical device it is built on."""
+
+    @property
+    def device(self) -> object: ...
+
 
 try:
     import vulkan as vk  # re-exported: backends.vulkan takes the bindings from here, behind this guard
@@ -88,7 +93,7 @@ class Pipeline:
 
     def __init__(
         self,
-        backend: VulkanBackend,
+        backend: OnDevice,
         spirv: bytes,
         entry: str,
         constants: list[tuple[int, Any]],

@@ -15,7 +15,7 @@ from kerntune.model.target import Target
 
 
 @functools.lru_cache(maxsize=1024)
-def _arity(fn: Callable[..., object]) -> int:
+def _arity(fn: Callable[..., Any]) -> int:
     # Cached: inspect.signature costs ~40 µs, and a space of 150k configs with 16 constraints calls this 2.4M
     # times (it was most of the tuner's start-up time).
     try:
@@ -225,7 +225,7 @@ class _PartialMeta(dict):  # type: ignore[type-arg]
             raise _Unassigned(key)
         return super().__contains__(key)
 
-    def _whole(self, *args: object, **kwargs: object) -> Any:
+    def _whole(self, *args: Any, **kwargs: Any) -> Any:
         raise _Unassigned("the whole mapping")
 
     __iter__ = __len__ = keys = values = items = copy = __eq__ = __ne__ = __or__ = __ror__ = __reduce__ = _whole

@@ -51,7 +51,7 @@ class Ceilings:
     matrix_flops_per_s: dict[str, float] = field(default_factory=dict)
     """Per dtype, through the vendor library (none on a CPU OpenCL device)."""
     created: float = 0.0
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, object] = field(default_factory=dict)
     cached: bool = False
 
     def record(self) -> CeilingsRecord:

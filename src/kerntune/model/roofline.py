@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from kerntune.model.json_types import JSONObject
-
 
 class CostRecord(TypedDict, total=False):
     """The spec's cost model at one shape: work done and bytes moved, and the matrix dtype it runs at, if any."""
@@ -27,7 +25,7 @@ class CeilingsRecord(TypedDict, total=False):
     read_bytes_per_s: float
     matrix_flops_per_s: dict[str, float]
     created: float
-    details: JSONObject
+    details: dict[str, object]
 
 
 class SpeedOfLight(TypedDict):

@@ -1,4 +1,4 @@
-"""Records cross layers typed: ``Any`` in src/ stays under a ceiling per 1,000 lines, so it cannot creep back."""
+"""Records cross layers typed: ``Any`` in src/ stays at most 20 per 1,000 lines, so it cannot creep back."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "kerntune"
 
-GOAL_PER_1000 = 20.0
-"""Where the count is headed: fewer than 20 per 1,000 lines."""
-CEILING_PER_1000 = 26.0
-"""Today's ceiling; lower it as packages are typed, until it reaches ``GOAL_PER_1000``."""
+CEILING_PER_1000 = 20.0
+"""At most 20 per 1,000 lines: dataclasses, TypedDicts, Protocols and ``object`` carry the rest."""
 
 ANY = re.compile(r"\bAny\b")
 

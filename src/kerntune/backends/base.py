@@ -19,7 +19,7 @@ from kerntune.devices.telemetry import Telemetry, Unavailable
 from kerntune.errors import CandidateFailed
 from kerntune.model import FailureKind, Kernel, Meta, Target, TorchCallable
 
-Launch = Callable[[dict[str, Any]], Any]
+Launch = Callable[[dict[str, object]], object]
 
 
 @dataclass
@@ -63,10 +63,10 @@ def digest(data: bytes | str) -> str:
     return hashlib.md5(raw).hexdigest()
 
 
-def place_arrays(host_args: Mapping[str, Any], array: Callable[[np.ndarray], Any]) -> dict[str, Any]:
+def place_arrays(host_args: Mapping[str, object], array: Callable[[np.ndarray], object]) -> dict[str, object]:
     """Host arguments placed for a kernel that takes 32-bit scalars: each array through ``array`` (contiguous
     first), Python ints and bools as int32, floats as float32, numpy scalars and anything else as given."""
-    placed: dict[str, Any] = {}
+    placed: dict[str, object] = {}
     for name, value in host_args.items():
         if isinstance(value, np.ndarray):
             placed[name] = array(np.ascontiguousarray(value))
@@ -94,26 +94,26 @@ class Backend(ABC):
     def target(self) -> Target: ...
 
     @abstractmethod
-    def place(self, host_args: Mapping[str, Any]) -> dict[str, Any]:
+    def place(self, host_args: Mapping[str, object]) -> dict[str, object]:
         """Fresh device copies of the inputs (never shared between candidates: a bad kernel may corrupt them)."""
 
     @abstractmethod
-    def poison(self, args: Mapping[str, Any], outputs: Sequence[str]) -> None:
+    def poison(self, args: Mapping[str, object], outputs: Sequence[str]) -> None:
         """Fill outputs with NaN (floats) or a sentinel (integers) so unwritten elements are caught."""
 
     @abstractmethod
-    def to_host(self, value: Any) -> np.ndarray:
+    def to_host(self, value: object) -> np.ndarray:
         """A device output (or a reference value) as a float64 NumPy array."""
 
-    def hold_reference(self, value: Any) -> Any:
+    def hold_reference(self, value: object) -> object:
         """Keep a reference output for later comparisons (host float64 by default)."""
         return self.to_host(value)
 
-    def compare(self, out: Any, reference: Any) -> Comparison:
+    def compare(self, out: object, reference: object) -> Comparison:
         """Compare a device output with a held reference (on the host by default)."""
         return compare_arrays(self.to_host(out), np.asarray(reference))
 
-    def copy_placed(self, placed: Mapping[str, Any]) -> dict[str, Any] | None:
+    def copy_placed(self, placed: Mapping[str, object]) -> dict[str, object] | None:
         """A fresh device-side copy of placed inputs, or None where only ``place`` from the host can make one.
         Cheaper than a host transfer; each candidate still gets its own copy (a bad kernel may corrupt them)."""
         return None
@@ -124,18 +124,18 @@ class Backend(ABC):
         return {}
 
     @abstractmethod
-    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, object]) -> Compiled:
         """Compile ``kernel`` with ``tunables`` (config and derived values) for the shape in ``meta`` (which
         holds shape fields and tunables together); ``args`` are placed example arguments (some compilers
         specialize on argument types and alignment). Raise CandidateFailed on failure."""
 
-    def precompile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def precompile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, object]) -> Compiled:
         """Compile without running anything on the device (a compile-ahead worker calls this while another
         process times kernels, which a launch would disturb); the result's binary lands in the compiler's
         on-disk cache, so the timing worker's own compile is a cache hit. Default: ``compile``."""
         return self.compile(kernel, tunables, meta, args)
 
-    def compile_callable(self, kernel: TorchCallable, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def compile_callable(self, kernel: TorchCallable, meta: Meta, args: dict[str, object]) -> Compiled:
         """A baseline implementation (e.g. a library op) as a launchable."""
         raise CandidateFailed(FailureKind.ERROR.value, f"backend {self.name} cannot run {kernel.name}")
 
@@ -143,7 +143,7 @@ class Backend(ABC):
     def synchronize(self) -> None: ...
 
     @abstractmethod
-    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
+    def time_launches(self, launches: Sequence[Callable[[], object]], flush: bool) -> list[float]:
         """Run each launch in order, timed alone with device events: one sample per launch, in milliseconds.
 
         With ``flush``, the last-level cache is overwritten before every launch, outside the timed region,
@@ -157,13 +157,13 @@ class Backend(ABC):
         each launch with ``flush`` (the second timer's cold regime, ``measure.second_timer``)."""
         raise CandidateFailed(FailureKind.ERROR.value, f"the {self.name} backend has no cache flush")
 
-    def time_calls(self, call: Callable[[], Any], count: int, fed: bool = True) -> list[float]:
+    def time_calls(self, call: Callable[[], object], count: int, fed: bool = True) -> list[float]:
         """Device time of each of ``count`` calls of ``call`` (which may enqueue many launches), in ms. With
         ``fed`` the device is kept busy while the host enqueues (device time only); without, the device
         waits on the host as in a live eager program (what the launch-overhead figure measures)."""
         raise CandidateFailed(FailureKind.ERROR.value, f"the {self.name} backend cannot time batched calls")
 
-    def graph(self, launches: Sequence[Callable[[], Any]]) -> Callable[[], Any]:
+    def graph(self, launches: Sequence[Callable[[], object]]) -> Callable[[], object]:
         """Capture ``launches`` into one replayable graph (CUDA/HIP graphs); return its replay."""
         raise CandidateFailed(
             FailureKind.ERROR.value, f"the {self.name} backend has no graph mode: measure with --mode eager"

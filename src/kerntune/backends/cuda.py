@@ -42,7 +42,7 @@ class _TorchStream:
         return (0, self.handle)
 
 
-def kernel_argument(name: str, value: Any) -> Any:
+def kernel_argument(name: str, value: object) -> object:
     if isinstance(value, torch.Tensor):
         return value.data_ptr()  # cuda.core passes a Python int as a pointer-sized argument
     return value if isinstance(value, np.generic) else launch_scalar(name, value)
@@ -64,7 +64,7 @@ class CudaBackend(TorchBackend):
     def _extra_versions(self) -> list[tuple[str, str]]:
         return [("cuda.core", str(getattr(cuda_core, "__version__", "?")))]
 
-    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, object]) -> Compiled:
         if isinstance(kernel, TorchCallable):
             return self.compile_callable(kernel, meta, args)
         if not isinstance(kernel, CudaKernel):
@@ -82,7 +82,7 @@ class CudaBackend(TorchBackend):
         )
         launch_fn = cuda_core.launch
 
-        def launch(call_args: Mapping[str, Any]) -> None:
+        def launch(call_args: Mapping[str, object]) -> None:
             params = [kernel_argument(n, v) for n, v in call_args.items()]
             launch_fn(_TorchStream(torch.cuda.current_stream(self.device).cuda_stream), config, function, *params)
 
@@ -97,14 +97,14 @@ class CudaBackend(TorchBackend):
             launch=launch, compile_s=time.perf_counter() - start, binary_hash=binary.hash, resources=resources
         )
 
-    def precompile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def precompile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, object]) -> Compiled:
         """The cubin only (into the on-disk cache the timing worker's compile reads): nothing is loaded or
         launched on the device a compile-ahead worker shares with the timing worker."""
         if not isinstance(kernel, CudaKernel):
             return super().precompile(kernel, tunables, meta, args)
         binary, found = inspect_cuda(kernel, meta, tunables, kernel.arch or self.arch)
 
-        def not_loaded(call_args: Mapping[str, Any]) -> None:
+        def not_loaded(call_args: Mapping[str, object]) -> None:
             raise CandidateFailed(FailureKind.ERROR.value, "a precompiled CUDA kernel is not loaded: compile it")
 
         return Compiled(
@@ -114,7 +114,7 @@ class CudaBackend(TorchBackend):
             resources={**found.resources, "spills": found.spills},
         )
 
-    def _load(self, binary: CudaBinary) -> Any:
+    def _load(self, binary: CudaBinary) -> object:
         key = (binary.hash, binary.symbol)
         if key not in self._loaded:
             module = cuda_core.ObjectCode.from_cubin(binary.code)

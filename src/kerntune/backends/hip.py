@@ -51,7 +51,7 @@ _C_TYPES: dict[Any, Any] = {
 }
 
 
-def kernel_argument(name: str, value: Any) -> Any:
+def kernel_argument(name: str, value: object) -> object:
     if isinstance(value, torch.Tensor):
         return ctypes.c_void_p(value.data_ptr())
     scalar = value if isinstance(value, np.generic) else launch_scalar(name, value)
@@ -60,7 +60,7 @@ def kernel_argument(name: str, value: Any) -> Any:
     return _C_TYPES[type(scalar)](scalar.item())
 
 
-def _check(result: Any, what: str) -> Any:
+def _check(result: object, what: str) -> object:
     err, *rest = result if isinstance(result, tuple) else (result,)
     if err != hip.hipError_t.hipSuccess:
         raise CandidateFailed(FailureKind.LAUNCH.value, f"{what} failed: {err}")
@@ -82,7 +82,7 @@ class HipBackend(TorchBackend):
         self.arch = str(torch.cuda.get_device_properties(self.device).gcnArchName).split(":")[0]
         self._loaded: dict[tuple[str, str], Any] = {}
 
-    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, object]) -> Compiled:
         if isinstance(kernel, TorchCallable):
             return self.compile_callable(kernel, meta, args)
         if not isinstance(kernel, HipKernel):
@@ -93,7 +93,7 @@ class HipBackend(TorchBackend):
         grid, block = _dim3(kernel.grid(meta)), _dim3(kernel.block(meta))
         shared = int(kernel.shared_bytes(meta)) if kernel.shared_bytes else 0
 
-        def launch(call_args: Mapping[str, Any]) -> None:
+        def launch(call_args: Mapping[str, object]) -> None:
             extra = tuple(kernel_argument(n, v) for n, v in call_args.items())
             stream = torch.cuda.current_stream(self.device).cuda_stream
             _check(
@@ -110,18 +110,18 @@ class HipBackend(TorchBackend):
             resources={**resources, "compiler": binary.compiler, "arch": binary.arch, "threads": threads(kernel, meta)},
         )
 
-    def precompile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def precompile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, object]) -> Compiled:
         """The code object only (into the on-disk cache): nothing is loaded on the device the timing worker uses."""
         if not isinstance(kernel, HipKernel):
             return super().precompile(kernel, tunables, meta, args)
         binary, resources = self._binary(kernel, meta, tunables)
 
-        def not_loaded(call_args: Mapping[str, Any]) -> None:
+        def not_loaded(call_args: Mapping[str, object]) -> None:
             raise CandidateFailed(FailureKind.ERROR.value, "a precompiled HIP kernel is not loaded: compile it")
 
         return Compiled(launch=not_loaded, compile_s=binary.compile_s, binary_hash=binary.hash, resources=resources)
 
-    def _binary(self, kernel: HipKernel, meta: Meta, tunables: Meta) -> tuple[HipBinary, dict[str, Any]]:
+    def _binary(self, kernel: HipKernel, meta: Meta, tunables: Meta) -> tuple[HipBinary, dict[str, object]]:
         """The code object, and its resources from hipcc's assembly where hipcc is installed (else none: the
         candidate is timed without resource pruning)."""
         arch = kernel.arch or self.arch
@@ -130,7 +130,7 @@ class HipBackend(TorchBackend):
         binary, found = inspect_hip(kernel, meta, tunables, arch)
         return binary, {**found.resources, "spills": found.spills}
 
-    def _load(self, binary: HipBinary) -> Any:
+    def _load(self, binary: HipBinary) -> object:
         key = (binary.hash, binary.symbol)
         if key not in self._loaded:
             module = _check(hip.hipModuleLoadData(binary.code), "hipModuleLoadData")

@@ -97,7 +97,7 @@ def threads(kernel: NativeKernel, meta: Meta) -> int:
     return total
 
 
-def launch_scalar(name: str, value: Any) -> Any:
+def launch_scalar(name: str, value: object) -> Any:
     """A plain Python scalar as a kernel receives it, a numpy scalar: bool and int as int32 (refused beyond int32: give
     ``np.int64(n)``), float as float32; numpy scalars are passed as they are by the backends."""
     if isinstance(value, bool):

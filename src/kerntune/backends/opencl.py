@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -37,7 +37,7 @@ class DeviceArray:
     dtype: np.dtype[Any]
 
 
-def _pick_device(selector: str) -> Any:
+def _pick_device(selector: str) -> cl.Device:
     devices = [(p, d) for p in cl.get_platforms() for d in p.get_devices()]
     if not devices:
         raise BackendUnavailable("no OpenCL device found: pip install 'pyopencl[pocl]' for the CPU device")
@@ -57,7 +57,7 @@ def _pick_device(selector: str) -> Any:
     return gpus[0] if gpus else devices[0][1]
 
 
-def _define(name: str, value: Any) -> str:
+def _define(name: str, value: object) -> str:
     if isinstance(value, bool):
         value = int(value)
     return f"-D{name}={value}"
@@ -92,7 +92,7 @@ class OpenCLBackend(Backend):
             ),
         )
 
-    def place(self, host_args: Mapping[str, Any]) -> dict[str, Any]:
+    def place(self, host_args: Mapping[str, object]) -> dict[str, object]:
         flags = cl.mem_flags
 
         def array(host: np.ndarray) -> DeviceArray:
@@ -101,7 +101,7 @@ class OpenCLBackend(Backend):
 
         return place_arrays(host_args, array)
 
-    def poison(self, args: Mapping[str, Any], outputs: Sequence[str]) -> None:
+    def poison(self, args: Mapping[str, object], outputs: Sequence[str]) -> None:
         for name in outputs:
             array = args[name]
             if not isinstance(array, DeviceArray):
@@ -122,7 +122,7 @@ class OpenCLBackend(Backend):
             return host.astype(np.float64)
         return np.asarray(value, dtype=np.float64)
 
-    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, object]) -> Compiled:
         if not isinstance(kernel, OpenCLKernel):
             raise CandidateFailed(FailureKind.ERROR.value, f"the OpenCL backend cannot run a {kernel.language} kernel")
         # Only config and derived values become defines; shape fields reach the kernel as arguments, so a
@@ -140,7 +140,7 @@ class OpenCLBackend(Backend):
         compile_s = time.perf_counter() - start
         binaries = program.get_info(cl.program_info.BINARIES)
         info = cl.kernel_work_group_info
-        resources: dict[str, Any] = {
+        resources: dict[str, object] = {
             "max_work_group_size": int(cl_kernel.get_work_group_info(info.WORK_GROUP_SIZE, self.device)),
             "local_mem_bytes": int(cl_kernel.get_work_group_info(info.LOCAL_MEM_SIZE, self.device)),
             "private_mem_bytes": int(cl_kernel.get_work_group_info(info.PRIVATE_MEM_SIZE, self.device)),
@@ -152,9 +152,10 @@ class OpenCLBackend(Backend):
         resources["local_size"] = list(lsize) if lsize else None
         queue = self.queue
 
-        def launch(args: dict[str, Any]) -> Any:
+        def launch(args: dict[str, object]) -> cl.Event:
             values = [a.buffer if isinstance(a, DeviceArray) else a for a in args.values()]
-            return cl_kernel(queue, gsize, lsize, *values)
+            event: cl.Event = cl_kernel(queue, gsize, lsize, *values)
+            return event
 
         binary = digest(b"".join(binaries))
         return Compiled(
@@ -174,12 +175,12 @@ class OpenCLBackend(Backend):
     def synchronize(self) -> None:
         self.queue.finish()
 
-    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
-        events = []
+    def time_launches(self, launches: Sequence[Callable[[], object]], flush: bool) -> list[float]:
+        events: list[cl.Event] = []
         for launch in launches:
             if flush:
                 cl.enqueue_fill_buffer(self.queue, self._flush, np.uint8(0), 0, self._flush_bytes)
-            events.append(launch())
+            events.append(cast(cl.Event, launch()))  # an OpenCL launch returns its profiling event
         self.queue.finish()
         return [(e.profile.end - e.profile.start) * 1e-6 for e in events]
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -102,8 +101,8 @@ class TorchBackend(Backend):
         return []
 
     # -------------------------------------------------------------------------------------- tensors
-    def place(self, host_args: Mapping[str, Any]) -> dict[str, Any]:
-        placed: dict[str, Any] = {}
+    def place(self, host_args: Mapping[str, object]) -> dict[str, object]:
+        placed: dict[str, object] = {}
         for name, value in host_args.items():
             if isinstance(value, np.ndarray):
                 value = torch.from_numpy(np.ascontiguousarray(value))
@@ -114,7 +113,7 @@ class TorchBackend(Backend):
                 placed[name] = value
         return placed
 
-    def poison(self, args: Mapping[str, Any], outputs: Sequence[str]) -> None:
+    def poison(self, args: Mapping[str, object], outputs: Sequence[str]) -> None:
         for name in outputs:
             tensor = args[name]
             if not isinstance(tensor, torch.Tensor):
@@ -125,15 +124,15 @@ class TorchBackend(Backend):
                 tensor.fill_(torch.iinfo(tensor.dtype).max)
         self.synchronize()
 
-    def to_host(self, value: Any) -> np.ndarray:
+    def to_host(self, value: object) -> np.ndarray:
         if isinstance(value, torch.Tensor):
             return value.detach().to(torch.float64).cpu().numpy()
         return np.asarray(value, dtype=np.float64)
 
-    def copy_placed(self, placed: Mapping[str, Any]) -> dict[str, Any] | None:
+    def copy_placed(self, placed: Mapping[str, object]) -> dict[str, object] | None:
         return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in placed.items()}
 
-    def hold_reference(self, value: Any) -> Any:
+    def hold_reference(self, value: object) -> object:
         if not self.on_gpu:
             return self.to_host(value)
         # Kept on the device in float64: comparing there moves no output across PCIe and spares the host a
@@ -141,7 +140,7 @@ class TorchBackend(Backend):
         tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
         return tensor.detach().to(self.device, torch.float64)
 
-    def compare(self, out: Any, reference: Any) -> Comparison:
+    def compare(self, out: object, reference: object) -> Comparison:
         if not (isinstance(reference, torch.Tensor) and isinstance(out, torch.Tensor)):
             return super().compare(out, reference)
         shape, ref_shape = tuple(out.shape), tuple(reference.shape)
@@ -176,12 +175,12 @@ class TorchBackend(Backend):
         return found
 
     # ---------------------------------------------------------------------------------------- compile
-    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, object]) -> Compiled:
         if isinstance(kernel, TorchCallable):
             return self.compile_callable(kernel, meta, args)
         raise CandidateFailed(FailureKind.ERROR.value, f"the torch backend cannot run a {kernel.language} kernel")
 
-    def compile_callable(self, kernel: TorchCallable, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def compile_callable(self, kernel: TorchCallable, meta: Meta, args: dict[str, object]) -> Compiled:
         fn = kernel.fn
         return Compiled(launch=lambda args: fn(args, meta), compile_s=0.0, binary_hash=None)
 
@@ -190,12 +189,12 @@ class TorchBackend(Backend):
         if self.on_gpu:
             torch.cuda.synchronize(self.device)
 
-    def _events(self, count: int) -> list[Any]:
+    def _events(self, count: int) -> list[torch.cuda.Event]:
         if not self.on_gpu:
             raise CandidateFailed(FailureKind.ERROR.value, "no device timer on the CPU: timing is not claimed")
         return [torch.cuda.Event(enable_timing=True) for _ in range(count)]  # type: ignore[no-untyped-call]
 
-    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
+    def time_launches(self, launches: Sequence[Callable[[], object]], flush: bool) -> list[float]:
         starts, ends = self._events(len(launches)), self._events(len(launches))
 
         def enqueue(i: int) -> None:
@@ -214,7 +213,7 @@ class TorchBackend(Backend):
         if self._flush_bytes:
             self._flush.zero_()
 
-    def time_calls(self, call: Callable[[], Any], count: int, fed: bool = True) -> list[float]:
+    def time_calls(self, call: Callable[[], object], count: int, fed: bool = True) -> list[float]:
         starts, ends = self._events(count), self._events(count)
 
         def enqueue(i: int) -> None:
@@ -235,7 +234,7 @@ class TorchBackend(Backend):
         """Chunks whose enqueueing outlasted the stream hold three times (see backends.stream_hold)."""
         return self._hold.uncovered if self.on_gpu else 0
 
-    def graph(self, launches: Sequence[Callable[[], Any]]) -> Callable[[], Any]:
+    def graph(self, launches: Sequence[Callable[[], object]]) -> Callable[[], object]:
         if not self.on_gpu:
             return super().graph(launches)
         graph = torch.cuda.CUDAGraph()
@@ -260,7 +259,7 @@ class TorchBackend(Backend):
         return self._flush_bytes
 
 
-def run_first(launch: Callable[[], Any], sync: Callable[[], None], stage: str) -> tuple[Any, float]:
+def run_first(launch: Callable[[], object], sync: Callable[[], None], stage: str) -> tuple[object, float]:
     """Run ``launch`` once and synchronize, turning any failure into a CandidateFailed for ``stage``."""
     start = time.perf_counter()
     try:

@@ -16,6 +16,7 @@ from typing import Any
 
 from kerntune.backends.base import Compiled, digest, fail
 from kerntune.backends.torch import TorchBackend, run_first
+from kerntune.backends.triton_types import JitFunction
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.model import FailureKind, Kernel, Meta, Target, TorchCallable, TritonKernel
 
@@ -32,13 +33,13 @@ def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
-def kernel_resources(compiled: Any) -> tuple[dict[str, Any], str | None]:
+def kernel_resources(compiled: Any) -> tuple[dict[str, object], str | None]:
     """Registers, spills, shared memory and the binary's hash from a Triton CompiledKernel.
 
     Attribute names moved between Triton releases (metadata as a dict, then a namedtuple; handles loaded
     lazily), so every field is read defensively: a field that cannot be read is left out, never guessed.
     """
-    resources: dict[str, Any] = {}
+    resources: dict[str, object] = {}
     init = getattr(compiled, "_init_handles", None)
     if callable(init):
         with contextlib.suppress(Exception):
@@ -58,14 +59,16 @@ def kernel_resources(compiled: Any) -> tuple[dict[str, Any], str | None]:
 
 
 @contextlib.contextmanager
-def intercepted_launches(handler: Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]) -> Iterator[None]:
+def intercepted_launches(
+    handler: Callable[[JitFunction, object, tuple[object, ...], dict[str, object]], object],
+) -> Iterator[None]:
     """Within this block ``kernel[grid](*args, **kwargs)`` calls ``handler(kernel, grid, args, kwargs)`` instead
     of launching: how a spec's own launch function is compiled without a device (``compile_only``) or read for
     its arguments (``kerntune inspect``)."""
     interface = triton.runtime.jit.KernelInterface
     original = interface.__getitem__
 
-    def getitem(self: Any, grid: Any) -> Any:
+    def getitem(self: JitFunction, grid: object) -> object:
         return lambda *args, **kwargs: handler(self, grid, args, kwargs)
 
     interface.__getitem__ = getitem
@@ -82,7 +85,7 @@ def compile_only() -> Iterator[list[tuple[Any, Any]]]:
     that another process is timing."""
     launched: list[tuple[Any, Any]] = []
 
-    def compile_one(kernel: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def compile_one(kernel: Any, grid: Any, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         compiled = kernel.run(*args, grid=grid, warmup=True, **kwargs)
         launched.append((compiled, grid))
         return compiled
@@ -91,7 +94,7 @@ def compile_only() -> Iterator[list[tuple[Any, Any]]]:
         yield launched
 
 
-def _loaded_resources(compiled: Any) -> tuple[dict[str, Any], str | None]:
+def _loaded_resources(compiled: Any) -> tuple[dict[str, object], str | None]:
     """Resources of a kernel compiled but not yet loaded: loading it (no launch) reads its registers, and
     fails when it needs more shared memory or registers than the device has — which is then a resource the
     kernel cannot have, recorded for pruning rather than raised."""
@@ -141,7 +144,7 @@ class TritonBackend(TorchBackend):
     def _extra_versions(self) -> list[tuple[str, str]]:
         return [("triton", str(triton.__version__))]
 
-    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, object]) -> Compiled:
         if isinstance(kernel, TorchCallable):
             return self.compile_callable(kernel, meta, args)
         if not isinstance(kernel, TritonKernel):
@@ -150,7 +153,7 @@ class TritonBackend(TorchBackend):
         if kernel.launch is not None:
             custom = kernel.launch
 
-            def launch_custom(a: dict[str, Any]) -> Any:
+            def launch_custom(a: dict[str, object]) -> object:
                 return custom(fn, a, meta)
 
             # A custom launch may run several kernels: compile by running it once.
@@ -161,7 +164,7 @@ class TritonBackend(TorchBackend):
         kwargs = self._kernel_kwargs(fn, tunables)
         grid = tuple(int(g) for g in kernel.grid(meta))
 
-        def launch(a: dict[str, Any]) -> Any:
+        def launch(a: dict[str, object]) -> object:
             return fn[grid](*a.values(), **kwargs)
 
         if self.interpret:
@@ -175,7 +178,7 @@ class TritonBackend(TorchBackend):
         resources, binary = kernel_resources(compiled)
         return Compiled(launch, seconds, binary, resources)
 
-    def precompile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def precompile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, object]) -> Compiled:
         if isinstance(kernel, TorchCallable) or not isinstance(kernel, TritonKernel) or self.interpret:
             return self.compile(kernel, tunables, meta, args)
         if not hasattr(triton.runtime.jit, "KernelInterface"):
@@ -215,6 +218,6 @@ class TritonBackend(TorchBackend):
         )
 
     @staticmethod
-    def _kernel_kwargs(fn: Any, tunables: Mapping[str, Any]) -> dict[str, Any]:
+    def _kernel_kwargs(fn: JitFunction, tunables: Mapping[str, object]) -> dict[str, object]:
         names = set(getattr(fn, "arg_names", ()) or ())
         return {k: v for k, v in tunables.items() if k in names or k in LAUNCH_OPTIONS}

@@ -13,6 +13,7 @@ from typing import Any
 from kerntune.backends.base import fail
 from kerntune.backends.cubin import Inspection, inspect_cubin
 from kerntune.backends.hsaco import inspect_amdgcn
+from kerntune.backends.triton_types import JitFunction
 from kerntune.errors import BackendUnavailable, UsageError
 from kerntune.isa.targets import TARGETS
 
@@ -24,28 +25,32 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise BackendUnavailable("cross-compiling needs triton: pip install 'kerntune[triton]'") from exc
 
 
-def gpu_target(name: str) -> Any:
+def gpu_target(name: str) -> object:
     if name not in TARGETS:
         raise UsageError(f"unknown target {name!r}: choose one of {', '.join(TARGETS)}")
     return GPUTarget(*TARGETS[name])
 
 
 def cross_compile(
-    fn: Any, signature: Mapping[str, str], constexprs: Mapping[str, Any], target: str, options: Mapping[str, Any]
-) -> Any:
+    fn: JitFunction,
+    signature: Mapping[str, str],
+    constexprs: Mapping[str, object],
+    target: str,
+    options: Mapping[str, object],
+) -> object:
     """Compile ``fn`` for ``target`` (a name in TARGETS) with Triton's options (num_warps, num_stages, ...).
     ``signature`` maps every argument to a Triton type (``*bf16``, ``i32``, ``constexpr``)."""
     return cross_compile_source(fn, signature, constexprs, {}, target, options)
 
 
 def cross_compile_source(
-    fn: Any,
+    fn: JitFunction,
     signature: Mapping[str, str],
-    constexprs: Mapping[str, Any],
-    attrs: Mapping[Any, Any],
+    constexprs: Mapping[str, object],
+    attrs: Mapping[tuple[int, ...], list[list[object]]],
     target: str,
-    options: Mapping[str, Any],
-) -> Any:
+    options: Mapping[str, object],
+) -> object:
     """``cross_compile`` with specialization attributes (``{(arg index,): [["tt.divisibility", 16]]}``)."""
     gpu = gpu_target(target)
     if getattr(fn, "is_gluon", lambda: False)():  # a Gluon kernel is lowered from its own source form

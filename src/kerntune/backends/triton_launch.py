@@ -44,7 +44,7 @@ def direct_launcher(compiled: Any, grid: Sequence[int]) -> Callable[..., None] |
     dims = (*grid, 1, 1)[:3]
     g0, g1, g2 = (int(d) for d in dims)
 
-    def launch(*args: Any) -> None:
+    def launch(*args: object) -> None:
         recording = launch_plan.recording
         if recording is not None:  # serving's native gate is planning this call's form
             recording.append(launch_plan.DirectLaunch(compiled, (g0, g1, g2), args))

@@ -32,7 +32,7 @@ MEMORY = ("device-local", "host-visible")
 FENCE_NS = 3_600 * 10**9  # the worker's candidate timeout kills a hung dispatch long before this
 
 
-def _pick(selector: str, instance: Any) -> Any:
+def _pick(selector: str, instance: object) -> object:
     devices = vk.vkEnumeratePhysicalDevices(instance)
     if not devices:
         raise BackendUnavailable("no Vulkan device found: apt-get install mesa-vulkan-drivers for lavapipe (CPU)")
@@ -201,7 +201,7 @@ class VulkanBackend(Backend):
         return placed
 
     # ------------------------------------------------------------------ commands
-    def _submit(self, record: Callable[[Any], None]) -> None:
+    def _submit(self, record: Callable[[object], None]) -> None:
         """Record one command buffer with ``record``, submit it and wait for it."""
         cb = vk.vkAllocateCommandBuffers(
             self.device,
@@ -218,7 +218,7 @@ class VulkanBackend(Backend):
         vk.vkFreeCommandBuffers(self.device, self.pool, 1, [cb])
 
     @staticmethod
-    def _barrier(cb: Any) -> None:
+    def _barrier(cb: object) -> None:
         """Every earlier write (a dispatch, a fill, a copy) lands before any later command reads or writes."""
         access = (
             vk.VK_ACCESS_SHADER_READ_BIT
@@ -269,13 +269,13 @@ class VulkanBackend(Backend):
         except Exception:  # a Vulkan 1.1 device: no driver properties
             return str(self.props.driverVersion)
 
-    def place(self, host_args: Mapping[str, Any]) -> dict[str, Any]:
+    def place(self, host_args: Mapping[str, object]) -> dict[str, object]:
         return place_arrays(host_args, self._array)
 
-    def copy_placed(self, placed: Mapping[str, Any]) -> dict[str, Any] | None:
+    def copy_placed(self, placed: Mapping[str, object]) -> dict[str, object] | None:
         """Each buffer copied on the device into a new one of the same placement, in one submit; a copy shares
         its source's staging twin (the host path of reads and writes, which holds nothing of its own)."""
-        copies: dict[str, Any] = {}
+        copies: dict[str, object] = {}
         pairs: list[tuple[VulkanArray, VulkanArray]] = []
         for name, value in placed.items():
             if isinstance(value, VulkanArray):
@@ -285,7 +285,7 @@ class VulkanBackend(Backend):
                 value = copy
             copies[name] = value
 
-        def record(cb: Any) -> None:
+        def record(cb: object) -> None:
             self._barrier(cb)
             for source, copy in pairs:
                 vk.vkCmdCopyBuffer(
@@ -296,8 +296,8 @@ class VulkanBackend(Backend):
             self._submit(record)
         return copies
 
-    def poison(self, args: Mapping[str, Any], outputs: Sequence[str]) -> None:
-        def fill(cb: Any) -> None:
+    def poison(self, args: Mapping[str, object], outputs: Sequence[str]) -> None:
+        def fill(cb: object) -> None:
             for name in outputs:
                 array = args[name]
                 if not isinstance(array, VulkanArray):
@@ -307,7 +307,7 @@ class VulkanBackend(Backend):
 
         self._submit(fill)
 
-    def to_host(self, value: Any) -> np.ndarray:
+    def to_host(self, value: object) -> np.ndarray:
         if not isinstance(value, VulkanArray):
             return np.asarray(value, dtype=np.float64)
         return np.frombuffer(self.read_bytes(value), dtype=value.dtype).reshape(value.shape).astype(np.float64)
@@ -318,7 +318,7 @@ class VulkanBackend(Backend):
         if value.staging is not None:
             staging = value.staging
 
-            def copy_back(cb: Any) -> None:
+            def copy_back(cb: object) -> None:
                 self._barrier(cb)
                 vk.vkCmdCopyBuffer(
                     cb, value.buffer, staging.buffer, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=value.size)]
@@ -336,7 +336,7 @@ class VulkanBackend(Backend):
         staging = value.staging
         self._write(staging, data)
 
-        def copy_in(cb: Any) -> None:
+        def copy_in(cb: object) -> None:
             self._barrier(cb)
             vk.vkCmdCopyBuffer(
                 cb, staging.buffer, value.buffer, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=len(data))]
@@ -351,7 +351,7 @@ class VulkanBackend(Backend):
             "threads_per_block": int(limits.maxComputeWorkGroupInvocations),
         }
 
-    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, Any]) -> Compiled:
+    def compile(self, kernel: Kernel, tunables: Meta, meta: Meta, args: dict[str, object]) -> Compiled:
         if not isinstance(kernel, VulkanKernel):
             raise CandidateFailed(FailureKind.ERROR.value, f"the Vulkan backend cannot run a {kernel.language} kernel")
         import time
@@ -397,7 +397,7 @@ class VulkanBackend(Backend):
         if self.executable_info:
             resources["driver"] = self.driver_reading(pipeline.pipeline)
 
-        def launch(args: dict[str, Any]) -> Any:
+        def launch(args: dict[str, object]) -> object:
             if self._recording is None:  # run alone: one submit and wait
                 self._submit(lambda cb: pipeline.record(cb, args, groups))
                 return None
@@ -419,7 +419,7 @@ class VulkanBackend(Backend):
             f"{self._driver()} does not offer {vulkan_inspect.EXTENSION}: no registers, spills or ISA from this driver"
         )
 
-    def driver_reading(self, pipeline: Any) -> dict[str, Any]:
+    def driver_reading(self, pipeline: object) -> dict[str, object]:
         """What the driver says the pipeline became (a device with ``executable_info``): its statistics
         (``registers`` and ``spills`` named where its own names say so) and, with ``capture_internal``, its
         internal representations; a query that fails gives ``not_exposed`` with the reason."""
@@ -442,7 +442,7 @@ class VulkanBackend(Backend):
     def synchronize(self) -> None:
         vk.vkQueueWaitIdle(self.queue)
 
-    def _query_pool(self, count: int) -> Any:
+    def _query_pool(self, count: int) -> object:
         if count > self._query_count:
             if self._queries is not None:
                 vk.vkDestroyQueryPool(self.device, self._queries, None)
@@ -452,11 +452,11 @@ class VulkanBackend(Backend):
             self._query_count = count
         return self._queries
 
-    def time_launches(self, launches: Sequence[Callable[[], Any]], flush: bool) -> list[float]:
+    def time_launches(self, launches: Sequence[Callable[[], object]], flush: bool) -> list[float]:
         count = 2 * len(launches)
         pool = self._query_pool(count)
 
-        def record(cb: Any) -> None:
+        def record(cb: object) -> None:
             vk.vkCmdResetQueryPool(cb, pool, 0, count)
             self._recording = cb
             try:

@@ -18,13 +18,13 @@ TEXT_LIMIT = 64 << 10
 """Internal representations are kept up to this many bytes each (a whole shader's ISA is rarely more)."""
 
 
-def supported(physical: Any) -> bool:
+def supported(physical: object) -> bool:
     """Whether the device's driver offers the extension."""
     names = {str(e.extensionName) for e in vk.vkEnumerateDeviceExtensionProperties(physical, None)}
     return EXTENSION in names
 
 
-def feature_chain() -> Any:
+def feature_chain() -> object:
     """The ``pNext`` of ``VkDeviceCreateInfo`` that turns the extension's feature on."""
     return vk.VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR(pipelineExecutableInfo=vk.VK_TRUE)
 
@@ -47,7 +47,7 @@ class Executable:
     statistics: dict[str, float | int | bool] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
     """Each statistic's description, as the driver words it (its unit lives there)."""
-    internal: list[dict[str, Any]] = field(default_factory=list)
+    internal: list[dict[str, object]] = field(default_factory=list)
     """``{"name", "description", "text" or "bytes"}`` per internal representation."""
     internal_error: str = ""
     """Why the internal representations could not be read (the statistics are kept)."""
@@ -70,11 +70,11 @@ def _value(stat: Any) -> float | int | bool:
     return float(stat.value.f64)
 
 
-def _text(cdata: Any) -> str:
+def _text(cdata: object) -> str:
     return vk.ffi.string(cdata).decode(errors="replace") if not isinstance(cdata, str) else cdata
 
 
-def _internal(device: Any, info: Any) -> list[dict[str, Any]]:
+def _internal(device: object, info: object) -> list[dict[str, object]]:
     """The three-call query of internal representations (the bindings' wrapper stops before the data). Raises
     ``NoneGiven`` where the driver lists none, RuntimeError where a call fails (its VkResult named)."""
     name = "vkGetPipelineExecutableInternalRepresentationsKHR"
@@ -85,7 +85,7 @@ def _internal(device: Any, info: Any) -> list[dict[str, Any]]:
     info = info if vk.ffi.typeof(info).kind == "pointer" else vk.ffi.addressof(info)
     count = vk.ffi.new("uint32_t*")
 
-    def call(out: Any) -> None:
+    def call(out: object) -> None:
         result = raw(device, info, count, out)
         if result not in (vk.VK_SUCCESS, vk.VK_INCOMPLETE):
             raise RuntimeError(f"{name} returned VkResult {result}")
@@ -101,11 +101,11 @@ def _internal(device: Any, info: Any) -> list[dict[str, Any]]:
     for i, buffer in enumerate(buffers):
         reps[i].pData = buffer
     call(reps)
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, object]] = []
     for i in range(count[0]):
         size = int(reps[i].dataSize)
         data = bytes(vk.ffi.buffer(buffers[i], size))
-        entry: dict[str, Any] = {"name": _text(reps[i].name), "description": _text(reps[i].description)}
+        entry: dict[str, object] = {"name": _text(reps[i].name), "description": _text(reps[i].description)}
         if reps[i].isText:
             entry["text"] = data[:TEXT_LIMIT].split(b"\0", 1)[0].decode(errors="replace")
             entry["truncated"] = size > TEXT_LIMIT
@@ -115,7 +115,7 @@ def _internal(device: Any, info: Any) -> list[dict[str, Any]]:
     return out
 
 
-def read_pipeline(device: Any, pipeline: Any, internal: bool) -> list[Executable]:
+def read_pipeline(device: object, pipeline: object, internal: bool) -> list[Executable]:
     """The pipeline's executables with their statistics (and internal representations when ``internal``; the
     pipeline must have been created with ``capture_flags(internal)``)."""
     properties = vk.vkGetDeviceProcAddr(device, "vkGetPipelineExecutablePropertiesKHR")
@@ -144,7 +144,7 @@ REGISTERS = re.compile(r"^(register count|registers|vgprs|gprs)$", re.IGNORECASE
 SPILLS = re.compile(r"spill", re.IGNORECASE)
 
 
-def summary(executables: list[Executable]) -> dict[str, Any]:
+def summary(executables: list[Executable]) -> dict[str, object]:
     """The statistics of a compute pipeline's executable, flat, with ``registers`` and ``spills`` named where the
     driver's own names say which statistic they are (its names are kept beside them as given)."""
     if not executables:
@@ -152,7 +152,7 @@ def summary(executables: list[Executable]) -> dict[str, Any]:
     stats = dict(executables[0].statistics)
     # A subgroup size of 0 is the driver not saying (NVIDIA's, on a pipeline's first build): left out, not shown.
     size = executables[0].subgroup_size
-    out: dict[str, Any] = {**({"subgroup_size": size} if size else {}), **stats}
+    out: dict[str, object] = {**({"subgroup_size": size} if size else {}), **stats}
     registers = [v for k, v in stats.items() if REGISTERS.match(k.strip())]
     if registers:
         out["registers"] = registers[0]

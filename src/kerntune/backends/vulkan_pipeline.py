@@ -9,12 +9,20 @@ import struct
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from kerntune.errors import BackendUnavailable, CandidateFailed
 from kerntune.model import FailureKind
+
+
+class OnDevice(Protocol):
+    """What a pipeline needs of its backend (``VulkanBackend``): the logical device it is built on."""
+
+    @property
+    def device(self) -> object: ...
+
 
 try:
     import vulkan as vk  # re-exported: backends.vulkan takes the bindings from here, behind this guard
@@ -27,18 +35,18 @@ except (ImportError, OSError) as exc:  # pragma: no cover - depends on the envir
 __all__ = ["Pipeline", "VulkanArray", "owned", "pack", "vk"]
 
 
-def handle(obj: Any) -> int:
+def handle(obj: object) -> int:
     """A Vulkan handle's value: the identity of a buffer to the driver (a Python object's id is reused once the
     object is collected, and a wrapper's id says nothing about which buffer it wraps)."""
     return int(vk.ffi.cast("uintptr_t", obj))
 
 
-def _free_buffer(device: Any, buffer: Any, memory: Any) -> None:
+def _free_buffer(device: object, buffer: object, memory: object) -> None:
     vk.vkDestroyBuffer(device, buffer, None)
     vk.vkFreeMemory(device, memory, None)
 
 
-def _destroy_pipeline(device: Any, pipeline: Any, layout: Any, set_layout: Any, pool: Any) -> None:
+def _destroy_pipeline(device: object, pipeline: object, layout: object, set_layout: object, pool: object) -> None:
     vk.vkDestroyDescriptorPool(device, pool, None)  # its descriptor sets with it
     vk.vkDestroyPipeline(device, pipeline, None)
     vk.vkDestroyPipelineLayout(device, layout, None)
@@ -50,15 +58,15 @@ class VulkanArray:
     """A storage buffer with the host array's shape and dtype; ``staging`` is the host-visible twin of a
     device-local buffer (None when the buffer itself is host-visible)."""
 
-    buffer: Any
-    memory: Any
+    buffer: object
+    memory: object
     size: int
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
     staging: VulkanArray | None = None
 
 
-def owned(array: VulkanArray, device: Any) -> VulkanArray:
+def owned(array: VulkanArray, device: object) -> VulkanArray:
     """``array``, its buffer and memory freed when the last reference to it goes (every submit is waited for,
     so no command can still be using it then). A tune at a 1 GiB shape places a set per candidate and seed:
     without this each one stayed allocated until the worker exited."""
@@ -85,11 +93,11 @@ class Pipeline:
 
     def __init__(
         self,
-        backend: Any,
+        backend: OnDevice,
         spirv: bytes,
         entry: str,
         constants: list[tuple[int, Any]],
-        args: Mapping[str, Any],
+        args: Mapping[str, object],
         flags: int = 0,
     ) -> None:
         """``flags``: pipeline creation flags (the driver's statistics captured: ``vulkan_inspect``)."""
@@ -168,7 +176,7 @@ class Pipeline:
             self, _destroy_pipeline, dev, self.pipeline, self.layout, self.set_layout, self.pool
         ).atexit = False
 
-    def _set(self, arrays: list[VulkanArray]) -> Any:
+    def _set(self, arrays: list[VulkanArray]) -> object:
         key = tuple(handle(a.buffer) for a in arrays)
         dev = self.backend.device
         if key in self.sets:
@@ -201,7 +209,7 @@ class Pipeline:
         self.sets[key] = (found, [weakref.ref(a) for a in arrays])
         return found
 
-    def record(self, cb: Any, args: Mapping[str, Any], groups: tuple[int, ...]) -> None:
+    def record(self, cb: object, args: Mapping[str, object], groups: tuple[int, ...]) -> None:
         arrays = [a for a in args.values() if isinstance(a, VulkanArray)]
         scalars = [a for a in args.values() if not isinstance(a, VulkanArray)]
         vk.vkCmdBindPipeline(cb, vk.VK_PIPELINE_BIND_POINT_COMPUTE, self.pipeline)

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from kerntune.compare.runners import ABRequest, CommandRunner, SideFailed, SpecRunner
 from kerntune.compare.sides import Side, parse_side
 from kerntune.errors import UsageError
-from kerntune.measure.second_timer import agrees, combine, said
+from kerntune.measure.second_timer import TimerCheck, agrees, combine, said
 from kerntune.measure.stats import DISTURBED_Z, RatioEstimate, ratio_ci, robust_ratio_ci
 from kerntune.settings import Settings
 from kerntune.store import Store
@@ -119,18 +119,17 @@ def _conditions(records: list[ProcessRecord]) -> dict[str, Any]:
     return first
 
 
-def _second_timer(records: list[ProcessRecord], scheme: str) -> dict[str, Any] | None:
+def _second_timer(records: list[ProcessRecord], scheme: str) -> TimerCheck | None:
     """B over A by the second timer (``measure.second_timer``) where the processes had one: in-process, B's
     rounds timed beside A; referenced, each side's rounds timed beside the reference, B's over A's."""
 
-    def checks(side: str) -> dict[str, Any] | None:
-        return combine(
-            [
-                ((r.info.get("conditions") or {}).get("telemetry") or {}).get("second_timer") or {}
-                for r in records
-                if r.side == side
-            ]
-        )
+    def checks(side: str) -> TimerCheck | None:
+        stored = [
+            ((r.info.get("conditions") or {}).get("telemetry") or {}).get("second_timer")
+            for r in records
+            if r.side == side
+        ]
+        return combine([check for check in stored if check])
 
     b = checks("B")
     if scheme != REFERENCED or b is None:
@@ -211,7 +210,7 @@ def _measure_pair(
     progress: Progress,
     label: str,
     deadline: float | None = None,
-) -> tuple[list[ProcessRecord], Any, str]:
+) -> tuple[list[ProcessRecord], SpecRunner | CommandRunner, str]:
     runner, scheme = _runner(sides, request, settings, store)
     try:
         records = _run_sequence(runner, count, progress, label, deadline)
@@ -395,8 +394,8 @@ def _reason(verdict: str, est: RatioEstimate, band: float, calibration: str) -> 
     return f"{text}: {ci}; {where}"
 
 
-def _hashes(sides: tuple[Side, Side], records: list[ProcessRecord]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _hashes(sides: tuple[Side, Side], records: list[ProcessRecord]) -> dict[str, object]:
+    out: dict[str, object] = {}
     for name, side in zip("AB", sides, strict=True):
         binaries = sorted({str(r.info["binary_hash"]) for r in records if r.side == name and r.info.get("binary_hash")})
         out[name] = {**side.hashes(), **({"binaries": binaries} if binaries else {})}

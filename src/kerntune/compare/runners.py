@@ -13,7 +13,7 @@ import statistics
 import subprocess
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kerntune.compare.sides import Side, parse_selector
 from kerntune.errors import KerntuneError, SpecError, UsageError
@@ -32,6 +32,9 @@ from kerntune.tune.inputs import (
     resolve_shapes,
 )
 from kerntune.tune.spec import load_spec
+
+if TYPE_CHECKING:
+    from kerntune.tune.evaluate import CandidatePayload, CandidateReply
 
 Value = tuple[float, tuple[float, ...], dict[str, Any]]
 """One measured value: the number compared, the raw samples behind it, and what else was recorded."""
@@ -106,11 +109,11 @@ class SpecRunner:
         if in_process or self.referenced:  # a worker holds the spec's kernel and the sides' sources ("" = the spec's)
             for side, payload in zip(sides, self.payloads, strict=True):
                 payload["kernel_source"] = side.kernel_source
-        self.reference: dict[str, Any] | None = None
+        self.reference: CandidatePayload | None = None
         if self.referenced:
             self.reference = self._reference_payload(sides[0])
 
-    def _reference_payload(self, side: Side) -> dict[str, Any]:
+    def _reference_payload(self, side: Side) -> CandidatePayload:
         """The fixed kernel timed beside each side: the spec's default config, or what --reference names."""
         problem = load_spec(side.spec_path).problem
         text = self.request.reference
@@ -122,9 +125,11 @@ class SpecRunner:
                 f"--reference {text}", "spec", spec_path=side.spec_path, config=config_text, baseline=baseline_name
             )
             config, baseline = _side_config(problem, named, Shape.of(self.payloads[0]["shape"]))
-        return {**self.payloads[0], "config": config.as_dict(), "baseline_kernel": baseline, "kernel_source": ""}
+        reference = self.payloads[0].copy()
+        reference["config"], reference["baseline_kernel"], reference["kernel_source"] = config.as_dict(), baseline, ""
+        return reference
 
-    def _payload(self, side: Side) -> dict[str, Any]:
+    def _payload(self, side: Side) -> CandidatePayload:
         loaded = load_spec(side.spec_path)
         problem = loaded.problem
         shape = resolve_shapes(problem, [self.request.shape] if self.request.shape else [])[0]
@@ -205,13 +210,13 @@ class SpecRunner:
             return self._referenced_value(index)
         worker = self._worker(index)
         try:
-            payload = {**self.payloads[index], "gate": index not in self.gated}
-            outcome = worker.call(EVALUATE, payload, self.settings.candidate_timeout_s)
+            gate = index not in self.gated
+            outcome = worker.call(EVALUATE, {**self.payloads[index], "gate": gate}, self.settings.candidate_timeout_s)
         finally:
             worker.stop()
         value = self._checked(outcome, index)
         self.gated.add(index)
-        return self._value(value, payload["gate"])
+        return self._value(value, gate)
 
     def _referenced_value(self, index: int) -> Value:
         assert self.reference is not None
@@ -251,7 +256,7 @@ class SpecRunner:
         b[2]["paired_log_ratio"] = paired_log_ratio(a[1], b[1])
         return [a, b]
 
-    def _split(self, outcome: Outcome, owners: tuple[int | None, int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _split(self, outcome: Outcome, owners: tuple[int | None, int]) -> tuple[CandidateReply, CandidateReply]:
         """An EVALUATE_PAIR outcome as its two checked results; ``owners``: the side index timed as ``a`` and as
         ``b`` (None: the reference), so a failure names who failed."""
         if outcome.status == "ok" and "failed" in outcome.value:
@@ -262,7 +267,7 @@ class SpecRunner:
         )
         return a, b
 
-    def _checked(self, outcome: Outcome, index: int | None) -> dict[str, Any]:
+    def _checked(self, outcome: Outcome, index: int | None) -> CandidateReply:
         """The result of side ``index`` (None: the reference, the spec's default config), or the failure raised."""
         who, text = (
             ("the reference", "the spec's default config")
@@ -276,7 +281,7 @@ class SpecRunner:
             kind = failure.get("kind", outcome.kind)
             reason = failure.get("reason", outcome.reason)
             raise SideFailed(f"{who} ({text}) failed: {kind}: {reason}")
-        value: dict[str, Any] = outcome.value
+        value: CandidateReply = outcome.value
         if not value.get("samples_ms"):
             raise UsageError(
                 f"{text}: this device claims no timing ({value.get('timing', '')}); an A/B needs a timed device"
@@ -284,7 +289,7 @@ class SpecRunner:
         return value
 
     @staticmethod
-    def _value(value: dict[str, Any], gated: bool) -> Value:
+    def _value(value: CandidateReply, gated: bool) -> Value:
         samples = tuple(float(x) for x in value["samples_ms"])
         info = {
             "binary_hash": value.get("binary_hash"),

@@ -33,7 +33,7 @@ from typing import Any
 
 from kerntune.deploy.artifacts import check_table_path, key_fields, require_timed, table_header, write_artifacts
 from kerntune.errors import UsageError
-from kerntune.model import Config, Run
+from kerntune.model import Config, Run, Scalar
 from kerntune.report.summary import build_report
 from kerntune.runtime.dispatch import Dispatcher
 from kerntune.runtime.table import field_value, parse_table
@@ -56,7 +56,7 @@ class TrainOptions:
 class ShapeTimes:
     """One shape of the sweep: its fields and, per config key, the best search-time median (ms)."""
 
-    shape: dict[str, Any]
+    shape: dict[str, Scalar]
     times: dict[str, float] = field(default_factory=dict)
     run: str = ""
     """The run that timed it (the first, when several did)."""
@@ -72,7 +72,7 @@ class ShapeTimes:
         return None if t is None else t / self.best[1] - 1.0
 
 
-def sweep(store: Store, run_refs: Iterable[str]) -> tuple[Run, list[ShapeTimes], dict[str, dict[str, Any]]]:
+def sweep(store: Store, run_refs: Iterable[str]) -> tuple[Run, list[ShapeTimes], dict[str, dict[str, Scalar]]]:
     """The runs' timed configs per shape (one op, kernel, dtype and device), and every config by key."""
     runs = [store.get_run(ref) for ref in run_refs]
     if not runs:
@@ -80,7 +80,7 @@ def sweep(store: Store, run_refs: Iterable[str]) -> tuple[Run, list[ShapeTimes],
     first = runs[0]
     fixed = _fixed_fields(first)
     by_shape: dict[str, ShapeTimes] = {}
-    configs: dict[str, dict[str, Any]] = {}
+    configs: dict[str, dict[str, Scalar]] = {}
     for run in runs:
         require_timed(run)
         if _fixed_fields(run) != fixed:
@@ -180,7 +180,7 @@ def least_regret(shapes: list[ShapeTimes]) -> str:
 
 
 def _rules(
-    train: list[ShapeTimes], fixed: Mapping[str, Any], dims: list[Dim], configs: Mapping[str, dict[str, Any]]
+    train: list[ShapeTimes], fixed: Mapping[str, object], dims: list[Dim], configs: Mapping[str, dict[str, Scalar]]
 ) -> list[dict[str, Any]]:
     """Rules for every populated segment at every level (all dimensions, then all but the last, ... then none),
     most specific first: the first rule that matches a call is its nearest populated segment."""
@@ -190,7 +190,7 @@ def _rules(
         for s in train:
             groups[segment(s, dims)[:level]].append(s)
         for buckets, members in sorted(groups.items()):
-            when: dict[str, Any] = {**fixed, **{name: list(b) for (name, _), b in zip(dims, buckets, strict=False)}}
+            when: dict[str, object] = {**fixed, **{name: list(b) for (name, _), b in zip(dims, buckets, strict=False)}}
             rules.append({"when": when, "config": configs[least_regret(members)], "trained_on": len(members)})
     return rules
 
@@ -210,7 +210,10 @@ def split(shapes: list[ShapeTimes], every: int) -> tuple[list[ShapeTimes], list[
 
 
 def score(
-    table: dict[str, Any], fixed: Mapping[str, Any], shapes: list[ShapeTimes], configs: Mapping[str, dict[str, Any]]
+    table: dict[str, Any],
+    fixed: Mapping[str, object],
+    shapes: list[ShapeTimes],
+    configs: Mapping[str, dict[str, Scalar]],
 ) -> dict[str, Any]:
     """What the live Dispatcher picks for each shape, and its regret there (None: that config was not timed)."""
     by_config = {repr(sorted(v.items())): k for k, v in configs.items()}
@@ -240,9 +243,9 @@ def score(
 
 def fit_table(
     shapes: list[ShapeTimes],
-    configs: Mapping[str, dict[str, Any]],
-    fixed: Mapping[str, Any],
-    header: Mapping[str, Any],
+    configs: Mapping[str, dict[str, Scalar]],
+    fixed: Mapping[str, object],
+    header: Mapping[str, object],
     options: TrainOptions,
 ) -> dict[str, Any]:
     """Rules, exact entries and scores from a sweep's shapes: the table (``header`` plus entries and rules) and

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol, TypedDict
 
 from kerntune.devices.own_processes import own_gpu_processes
 
@@ -52,10 +53,25 @@ def decode_reasons(mask: int) -> list[str]:
     return names
 
 
+class Reading(TypedDict, total=False):
+    """One telemetry reading, or ``available: False`` and the ``reason`` where none could be taken."""
+
+    sm_mhz: float
+    mem_mhz: float
+    power_w: float
+    temp_c: float
+    reasons: list[str]
+    compute_processes: int
+    own_processes: int
+    util_pct: int
+    available: bool
+    reason: str
+
+
 class Telemetry(Protocol):
     available: bool
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> Reading:
         """One reading: ``sm_mhz``, ``mem_mhz``, ``power_w``, ``temp_c``, ``reasons`` (list of names)."""
         ...
 
@@ -65,7 +81,7 @@ class Unavailable:
     reason: str
     available: bool = False
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> Reading:
         return {"available": False, "reason": self.reason}
 
 
@@ -90,7 +106,7 @@ class Nvml:
         self._own: int | None = None
         self._own_at = -OWN_REFRESH_S
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> Reading:
         nvml, h = self.nvml, self.handle
         try:
             return {
@@ -104,11 +120,12 @@ class Nvml:
         except nvml.NVMLError as exc:
             return {"available": False, "reason": f"NVML read failed: {exc}"}
 
-    def _tenants(self) -> dict[str, Any]:
+    def _tenants(self) -> Reading:
         """Compute processes on the device, how many of them are this kerntune command's own (``own_processes``,
         re-read from /proc at most every ``OWN_REFRESH_S``), and the utilization; nothing where NVML will not say
         (a read that fails here costs the tenant check, never the clocks)."""
-        nvml, h, found = self.nvml, self.handle, {}
+        nvml, h = self.nvml, self.handle
+        found: Reading = {}
         with contextlib.suppress(nvml.NVMLError, AttributeError):
             found["compute_processes"] = len(nvml.nvmlDeviceGetComputeRunningProcesses(h))
             now = time.monotonic()
@@ -138,7 +155,7 @@ class AmdSmi:
         amdsmi.amdsmi_init()
         self.handle = amdsmi.amdsmi_get_processor_handles()[index]
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> Reading:
         try:
             m = self.amdsmi.amdsmi_get_gpu_metrics_info(self.handle)
         except Exception as exc:
@@ -152,19 +169,19 @@ class AmdSmi:
             return None
 
         status = int(value("indep_throttle_status", "throttle_status") or 0)
-        processes: dict[str, Any] = {}
-        with contextlib.suppress(Exception):
-            processes["compute_processes"] = len(self.amdsmi.amdsmi_get_gpu_process_list(self.handle))
-        reading = {
-            "sm_mhz": value("current_gfxclk", "average_gfxclk_frequency"),
-            "mem_mhz": value("current_uclk", "average_uclk_frequency"),
-            "power_w": value("current_socket_power", "average_socket_power"),
-            "temp_c": value("temperature_hotspot", "temperature_edge"),
+        sm_mhz = value("current_gfxclk", "average_gfxclk_frequency")
+        if sm_mhz is None:
+            return {"available": False, "reason": "amdsmi's metrics table has no gfx clock on this GPU"}
+        reading: Reading = {
+            "sm_mhz": sm_mhz,
+            "mem_mhz": value("current_uclk", "average_uclk_frequency") or 0.0,
+            "power_w": value("current_socket_power", "average_socket_power") or 0.0,
+            "temp_c": value("temperature_hotspot", "temperature_edge") or 0.0,
             "reasons": [f"amd_throttle_status={status:#x}"] if status else [],
         }
-        if reading["sm_mhz"] is None:
-            return {"available": False, "reason": "amdsmi's metrics table has no gfx clock on this GPU"}
-        return {**{k: (0.0 if v is None else v) for k, v in reading.items()}, **processes}
+        with contextlib.suppress(Exception):
+            reading["compute_processes"] = len(self.amdsmi.amdsmi_get_gpu_process_list(self.handle))
+        return reading
 
 
 def open_telemetry(vendor: str, uuid: str | None = None, index: int = 0) -> Telemetry:
@@ -191,15 +208,15 @@ class Recorder:
     """Readings taken through a measurement, summarized into what ``Conditions.telemetry`` holds."""
 
     source: Telemetry
-    readings: list[dict[str, Any]] = field(default_factory=list)
+    readings: list[Reading] = field(default_factory=list)
 
-    def take(self) -> dict[str, Any]:
+    def take(self) -> Reading:
         reading = self.source.read()
         if reading.get("available", True):
             self.readings.append(reading)
         return reading
 
-    def summary(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    def summary(self, extra: Mapping[str, object] | None = None) -> Mapping[str, object]:
         """min/max clocks, max power and temperature, every reason seen, and ``throttled``; or, where there is
         no telemetry, ``{"available": False, "reason": ...}`` (never silently empty)."""
         if not self.source.available:
@@ -208,7 +225,7 @@ class Recorder:
             return {"available": False, "reason": "every telemetry read failed"}
         r = self.readings
         reasons = sorted({name for x in r for name in x["reasons"]})
-        summary: dict[str, Any] = {
+        summary: dict[str, object] = {
             "sm_mhz_min": min(x["sm_mhz"] for x in r),
             "sm_mhz_max": max(x["sm_mhz"] for x in r),
             "mem_mhz_min": min(x["mem_mhz"] for x in r),

@@ -13,7 +13,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 
 @dataclass
@@ -28,9 +27,9 @@ class Job:
     def running(self) -> bool:
         return self.process.poll() is None
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> dict[str, object]:
         code = self.process.poll()
-        found: dict[str, Any] = {
+        found: dict[str, object] = {
             "command": " ".join(self.argv[2:]),
             "elapsed_s": round(time.monotonic() - self.started, 1),
         }

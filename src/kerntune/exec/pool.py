@@ -14,11 +14,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, Protocol
 
 from kerntune.errors import BackendUnavailable, KerntuneError, SpecError
 
@@ -44,10 +44,15 @@ def _signal_name(returncode: int) -> str:
     return f"exit code {returncode}"
 
 
-def end(worker: Any) -> None:
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+def end(worker: Stoppable) -> None:
     """End a worker for good: ``release`` where it holds something beyond its process (a GPU's lock, a Ray
     actor), else ``stop``."""
-    getattr(worker, "release", worker.stop)()
+    finish: Callable[[], None] = getattr(worker, "release", worker.stop)
+    finish()
 
 
 class Worker:
@@ -55,7 +60,7 @@ class Worker:
 
     def __init__(
         self,
-        setup: tuple[str, dict[str, Any]],
+        setup: tuple[str, Mapping[str, object]],
         *,
         log_path: Path,
         env: Mapping[str, str] | None = None,
@@ -144,7 +149,7 @@ class Worker:
         return " | ".join(tail)
 
     # ----------------------------------------------------------------------------------------- calls
-    def call(self, path: str, payload: dict[str, Any], timeout_s: float, *, restart: bool = True) -> Outcome:
+    def call(self, path: str, payload: Mapping[str, object], timeout_s: float, *, restart: bool = True) -> Outcome:
         """Run ``path(state, payload)`` in the worker. A hang or a death restarts the worker when
         ``restart`` is true and is returned as a failed Outcome of kind ``hang`` or ``crash``."""
         if self._proc is None or self._to is None or self._from is None:
@@ -176,7 +181,7 @@ class Worker:
                 )
 
     @staticmethod
-    def _outcome(reply: tuple[Any, ...]) -> Outcome:
+    def _outcome(reply: tuple[object, ...]) -> Outcome:
         if reply[0] == "ok":
             return Outcome("ok", value=reply[1])
         if reply[0] == "failed":

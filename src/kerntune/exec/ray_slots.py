@@ -25,7 +25,9 @@ import os
 import secrets
 import socket
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from kerntune.errors import BackendUnavailable, SpecError, UsageError
@@ -51,7 +53,7 @@ class _DeviceActor:
 
         os.environ["KERNTUNE_DISPATCH"] = "off"  # code measured here never reads a deployed table
         yield_cpu()  # a compile actor (KERNTUNE_WORKER_NICE in its runtime_env) yields to the timing on its node
-        self.state: dict[str, Any] = {}
+        self.state: dict[str, object] = {}
         self.incarnation = secrets.token_hex(8)
 
     def hello(self) -> tuple[str, str, dict[str, str]]:
@@ -61,7 +63,7 @@ class _DeviceActor:
         visible = {v: os.environ[v] for v in VISIBLE if v in os.environ}
         return self.incarnation, ray.get_runtime_context().get_node_id(), visible
 
-    def run(self, path: str, payload: Any, incarnation: str) -> tuple[Any, ...]:
+    def run(self, path: str, payload: object, incarnation: str) -> tuple[object, ...]:
         """One message, run only by the process it was meant for: a restarted actor answers RESTARTED (the
         message would find no spec, device or inputs here — or, for a setup, set up a process nobody awaited)."""
         if incarnation != self.incarnation:
@@ -88,7 +90,7 @@ def _reachable(address: str) -> None:
         ) from None
 
 
-def connect(address: str) -> Any:
+def connect(address: str) -> ModuleType:
     """Join the Ray cluster at ``address`` ("" starts a local one) and return the ``ray`` module."""
     try:
         import ray
@@ -109,7 +111,13 @@ class RaySlot:
     placement). A compile worker is a RaySlot too: the same calls, on an actor that holds CPUs only."""
 
     def __init__(
-        self, ray: Any, name: str, setup: tuple[str, dict[str, Any]], *, options: dict[str, Any], setup_timeout_s: float
+        self,
+        ray: ModuleType,
+        name: str,
+        setup: tuple[str, Mapping[str, object]],
+        *,
+        options: dict[str, Any],
+        setup_timeout_s: float,
     ) -> None:
         self.name = name
         self._ray, self._setup, self._setup_timeout_s = ray, setup, setup_timeout_s
@@ -197,7 +205,7 @@ class RaySlot:
             for i in range(count)
         ]
 
-    def call(self, path: str, payload: dict[str, Any], timeout_s: float, *, restart: bool = True) -> Outcome:
+    def call(self, path: str, payload: Mapping[str, object], timeout_s: float, *, restart: bool = True) -> Outcome:
         ray = self._ray
         losses: list[str] = []
         while len(losses) < LOSSES_PER_CALL:
@@ -261,7 +269,7 @@ class _FreshProcess:
         self.slot.restart()
         return self.slot.setup_result
 
-    def call(self, path: str, payload: dict[str, Any], timeout_s: float, *, restart: bool = True) -> Outcome:
+    def call(self, path: str, payload: Mapping[str, object], timeout_s: float, *, restart: bool = True) -> Outcome:
         return self.slot.call(path, payload, timeout_s, restart=restart)
 
     def restart(self) -> None:
@@ -274,7 +282,9 @@ class _FreshProcess:
         return _FreshProcess(self.slot)
 
 
-def ray_slots(address: str, count: int, setup: tuple[str, dict[str, Any]], *, setup_timeout_s: float) -> list[RaySlot]:
+def ray_slots(
+    address: str, count: int, setup: tuple[str, Mapping[str, object]], *, setup_timeout_s: float
+) -> list[RaySlot]:
     """``count`` actors, one device each: GPUs when the cluster has any, else CPUs."""
     ray = connect(address)
     resources = ray.cluster_resources()

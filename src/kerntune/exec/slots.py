@@ -15,10 +15,13 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kerntune.errors import UsageError
 from kerntune.exec.pool import Outcome, Worker
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 LOCK_WAIT_S = 5.0
 """How long a pool slot waits for its GPU's lock before saying which other run holds the device."""
@@ -29,7 +32,7 @@ class Slot(Protocol):
 
     def start(self) -> Any: ...
 
-    def call(self, path: str, payload: dict[str, Any], timeout_s: float, *, restart: bool = True) -> Outcome: ...
+    def call(self, path: str, payload: Mapping[str, object], timeout_s: float, *, restart: bool = True) -> Outcome: ...
 
     def restart(self) -> None: ...
 
@@ -63,7 +66,7 @@ class LocalSlot(Worker):
 
     def __init__(
         self,
-        setup: tuple[str, dict[str, Any]],
+        setup: tuple[str, Mapping[str, object]],
         *,
         device: str,
         log_path: Path,
@@ -77,7 +80,7 @@ class LocalSlot(Worker):
         super().__init__(setup, log_path=log_path, env=env, setup_timeout_s=setup_timeout_s)
         self.name = f"gpu {device}" if device else f"cpu {index}"
         self.device, self._lock_dir = device, lock_dir
-        self._lock: Any = None
+        self._lock: FileLock | None = None
 
     def start(self) -> Any:
         if self.device and self._lock is None:
@@ -108,7 +111,13 @@ class LocalSlot(Worker):
 
 
 def local_slots(
-    setup: tuple[str, dict[str, Any]], count: int, *, log_dir: Path, lock_dir: Path, setup_timeout_s: float, tag: str
+    setup: tuple[str, Mapping[str, object]],
+    count: int,
+    *,
+    log_dir: Path,
+    lock_dir: Path,
+    setup_timeout_s: float,
+    tag: str,
 ) -> list[LocalSlot]:
     """``count`` slots, one per visible GPU (pinned), or ``count`` processes sharing a CPU device when the
     machine has no GPU (PoCL: useful for tests; their timings then share the cores)."""

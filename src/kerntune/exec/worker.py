@@ -15,22 +15,23 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any
 
 from kerntune.errors import CandidateFailed, KerntuneError
 
 
-def resolve(path: str) -> Any:
+def resolve(path: str) -> Callable[[dict[str, object], object], object]:
     module_name, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+    function: Callable[[dict[str, object], object], object] = getattr(importlib.import_module(module_name), attr)
+    return function
 
 
-def handle(state: dict[str, Any], path: str, payload: Any) -> tuple[Any, ...]:
+def handle(state: dict[str, object], path: str, payload: object) -> tuple[object, ...]:
     """Run one message: ``("ok", result)``, ``("failed", kind, reason)`` or ``("error", kind, message)``.
     Shared by this process's pipe loop and the Ray executor's actors."""
     try:
-        reply: tuple[Any, ...] = ("ok", resolve(path)(state, payload))
+        reply: tuple[object, ...] = ("ok", resolve(path)(state, payload))
     except CandidateFailed as exc:
         reply = ("failed", exc.kind, exc.reason)
     except KerntuneError as exc:
@@ -46,7 +47,7 @@ def handle(state: dict[str, Any], path: str, payload: Any) -> tuple[Any, ...]:
 
 
 def serve(inbox: Connection, outbox: Connection) -> None:
-    state: dict[str, Any] = {}
+    state: dict[str, object] = {}
     while True:
         try:
             path, payload = inbox.recv()

@@ -15,7 +15,6 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kerntune.devices import counters
 from kerntune.errors import UsageError
@@ -50,7 +49,7 @@ def chosen(report: RunReport, top: int, baselines: bool) -> list[tuple[ShapeRepo
     return picked
 
 
-def _payload(report: RunReport, s: ShapeReport, c: Candidate) -> dict[str, Any]:
+def _payload(report: RunReport, s: ShapeReport, c: Candidate) -> dict[str, object]:
     run = report.run
     kernel_baseline = c.role == "baseline" and not c.config.items
     return {
@@ -64,7 +63,7 @@ def _payload(report: RunReport, s: ShapeReport, c: Candidate) -> dict[str, Any]:
     }
 
 
-def profile_one(tool: str, payload: dict[str, Any], workdir: Path) -> list[dict[str, Any]]:
+def profile_one(tool: str, payload: dict[str, object], workdir: Path) -> list[dict[str, object]]:
     """One launch described by ``payload`` (spec_path, device, shape, dtype, config or baseline, warmup) profiled
     by ``tool`` in its own process under ``workdir``: its kernels' counters, or a UsageError saying why none."""
     path = workdir / "payload.json"
@@ -87,7 +86,7 @@ def profile_one(tool: str, payload: dict[str, Any], workdir: Path) -> list[dict[
     return counters.parse_ncu_raw(proc.stdout) if tool == "ncu" else counters.parse_rocprof_counters(out_dir)
 
 
-def profile(request: ProfileRequest, store: Store) -> list[dict[str, Any]]:
+def profile(request: ProfileRequest, store: Store) -> list[dict[str, object]]:
     """Profile the run's chosen candidates; one row per candidate, with its kernels' counters or an error."""
     report = build_report(store, store.get_run(request.run))
     run = report.run
@@ -99,7 +98,7 @@ def profile(request: ProfileRequest, store: Store) -> list[dict[str, Any]]:
     tool = counters.profiler_for(run.target.vendor)
     rows = []
     for s, c in chosen(report, request.top, request.baselines):
-        row: dict[str, Any] = {
+        row: dict[str, object] = {
             "shape": s.shape.key,
             "role": c.role,
             "label": c.name,

@@ -10,21 +10,34 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from kerntune.devices.counters import RANGE
-from kerntune.model import Config, Shape
-from kerntune.tune.evaluate import compile_for, kernel_for, placed_inputs, setup
+from kerntune.model import Config, Scalar, Shape
+from kerntune.tune.evaluate import compile_for, kernel_for, placed_inputs, setup, worker
 
 
-def launch_under_profiler(payload: dict[str, Any]) -> None:
-    state: dict[str, Any] = {}
+class ProfilePayload(TypedDict, total=False):
+    """One config (or a baseline) of a spec at one shape: what ``kerntune profile`` launches under a profiler."""
+
+    spec_path: str
+    device: str
+    shape: dict[str, Scalar]
+    dtype: str
+    config: dict[str, Scalar]
+    baseline: str | None
+    warmup: int
+
+
+def launch_under_profiler(payload: ProfilePayload) -> None:
+    state: dict[str, object] = {}
     setup(state, {"spec_path": payload["spec_path"], "device": payload.get("device", "")})
-    backend = state["backend"]
+    spec = worker(state)
+    backend = spec.backend
     shape = Shape.of(payload["shape"])
-    args = placed_inputs(state, shape, str(payload["dtype"]), 1)
-    kernel = kernel_for(state["problem"], payload.get("baseline"))
-    compiled = compile_for(state, shape, Config.of(payload.get("config") or {}), kernel, args)
+    args = placed_inputs(spec, shape, str(payload["dtype"]), 1)
+    kernel = kernel_for(spec.problem, payload.get("baseline"))
+    compiled = compile_for(spec, shape, Config.of(payload.get("config") or {}), kernel, args)
     for _ in range(int(payload.get("warmup", 3))):  # compiled, caches and clocks settled before the profiled one
         compiled.launch(args)
     backend.synchronize()

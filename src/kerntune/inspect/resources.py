@@ -15,14 +15,28 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from kerntune.backends.triton_types import JitFunction
 from kerntune.errors import CandidateFailed, SpecError, UsageError
 from kerntune.isa.targets import TARGETS
-from kerntune.model import Config, CudaKernel, HipKernel, NativeKernel, Shape, TritonKernel, VulkanKernel
+from kerntune.model import (
+    Config,
+    CudaKernel,
+    HipKernel,
+    NativeKernel,
+    Problem,
+    Scalar,
+    Shape,
+    TritonKernel,
+    VulkanKernel,
+)
 from kerntune.settings import Settings
 from kerntune.tune.inputs import parse_value, resolve_shapes
 from kerntune.tune.spec import load_spec
+
+if TYPE_CHECKING:
+    import torch
 
 INSPECT = "kerntune.inspect.resources:inspect_in_worker"
 SETUP = "kerntune.inspect.resources:setup_in_worker"
@@ -47,14 +61,14 @@ TRITON_TYPES = {
 @dataclass(frozen=True)
 class InspectRequest:
     spec: str
-    configs: Sequence[Mapping[str, Any]]
+    configs: Sequence[Mapping[str, object]]
     """Overrides over the spec's default config: one config, or two to compare (``kerntune.inspect.diff``)."""
     targets: Sequence[str]
-    shape: Mapping[str, Any] | None = None
+    shape: Mapping[str, str] | None = None
     dtype: str | None = None
 
 
-def setup_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+def setup_in_worker(state: dict[str, object], payload: Mapping[str, str]) -> dict[str, str]:
     # Compiling for a target needs Triton's real JIT functions, never the interpreter's stand-ins.
     os.environ.pop("TRITON_INTERPRET", None)
     loaded = load_spec(payload["spec_path"])
@@ -67,20 +81,20 @@ def setup_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str,
     return {"name": loaded.problem.name}
 
 
-def _argument_type(name: str, value: Any) -> tuple[str, bool]:
+def _argument_type(name: str, value: object) -> tuple[str, bool]:
     """Triton's type for one runtime argument and whether it is divisible by 16 (pointer alignment or value)."""
     import torch
 
     if isinstance(value, torch.Tensor):
         return "*" + _element_type(name, value), value.data_ptr() % 16 == 0
-    block_shape = getattr(value, "block_shape", None)
-    if isinstance(getattr(value, "base", None), torch.Tensor) and block_shape is not None:
+    block_shape, base = getattr(value, "block_shape", None), getattr(value, "base", None)
+    if isinstance(base, torch.Tensor) and block_shape is not None:
         # A host-made TMA descriptor (triton.tools.tensor_descriptor.TensorDescriptor): Triton specializes the
         # kernel on its element type and block shape, not on its address or the tensor's extent.
         # A Gluon descriptor also carries its shared-memory layout, which is part of the kernel's type.
         layout = getattr(value, "layout", None)
         tail = f",{layout!r}" if layout is not None else ""
-        return f"tensordesc<{_element_type(name, value.base)}[{', '.join(map(str, block_shape))}]{tail}>", False
+        return f"tensordesc<{_element_type(name, base)}[{', '.join(map(str, block_shape))}]{tail}>", False
     if isinstance(value, bool):
         return "i1", False
     if isinstance(value, int):
@@ -93,7 +107,7 @@ def _argument_type(name: str, value: Any) -> tuple[str, bool]:
     )
 
 
-def _element_type(name: str, tensor: Any) -> str:
+def _element_type(name: str, tensor: torch.Tensor) -> str:
     dtype = str(tensor.dtype).removeprefix("torch.")
     if dtype not in TRITON_TYPES:
         raise UsageError(f"argument {name!r} has dtype {dtype}, which inspect cannot map to a Triton type")
@@ -101,15 +115,17 @@ def _element_type(name: str, tensor: Any) -> str:
 
 
 def compile_inputs(
-    fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[dict[str, str], dict[str, Any], dict[Any, Any], dict[str, Any]]:
+    fn: JitFunction, args: tuple[object, ...], kwargs: dict[str, object]
+) -> tuple[dict[str, str], dict[str, object], dict[tuple[int, ...], list[list[object]]], dict[str, object]]:
     """What Triton's JIT would compile ``fn[grid](*args, **kwargs)`` as: its signature, constexprs, specialization
     attributes and launch options (for ``triton_cross.cross_compile_source``)."""
     names = list(fn.arg_names)
     values = dict(zip(names, args, strict=False))
     values.update({k: v for k, v in kwargs.items() if k in names})
     constexpr_names = {names[i] for i in getattr(fn, "constexprs", [])}
-    signature, constexprs, attrs = {}, {}, {}
+    signature: dict[str, str] = {}
+    constexprs: dict[str, object] = {}
+    attrs: dict[tuple[int, ...], list[list[object]]] = {}
     for index, name in enumerate(names):
         if name not in values:
             raise UsageError(f"the launch gave no value for argument {name!r} of {fn.__name__}")
@@ -126,8 +142,17 @@ def compile_inputs(
     return signature, constexprs, attrs, options
 
 
-def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[dict[str, Any]]:
+class InspectPayload(TypedDict):
+    shape: dict[str, Scalar]
+    config: dict[str, Scalar]
+    dtype: str
+    targets: list[str]
+
+
+def inspect_in_worker(state: dict[str, object], payload: InspectPayload) -> list[dict[str, object]]:
     problem = state["problem"]
+    if not isinstance(problem, Problem):
+        raise RuntimeError("this worker has no spec loaded: call setup_in_worker first")
     shape = Shape.of(payload["shape"])
     config = Config.of(payload["config"])
     meta, tunables = problem.space.meta(config, shape), problem.space.tunables(config, shape)
@@ -142,8 +167,10 @@ def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[di
     from kerntune.backends.triton_cross import cross_compile_source, inspect_compiled
 
     args = problem.make_inputs(shape.as_dict(), payload["dtype"], 1)
-    kernel: TritonKernel = problem.kernel
-    calls: list[tuple[Any, Any, tuple[Any, ...], dict[str, Any]]] = []
+    kernel = problem.kernel
+    if not isinstance(kernel, TritonKernel):
+        raise SpecError(f"inspect reads Triton, native and Vulkan kernels; this spec's is {kernel.language}")
+    calls: list[tuple[JitFunction, object, tuple[object, ...], dict[str, object]]] = []
     with intercepted_launches(lambda *call: calls.append(call)):  # recorded, never run
         if kernel.launch is not None:
             kernel.launch(kernel.fn, args, meta)
@@ -158,7 +185,7 @@ def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[di
     for fn, _grid, call_args, call_kwargs in calls:
         signature, constexprs, attrs, options = compile_inputs(fn, call_args, call_kwargs)
         for target in payload["targets"]:
-            row: dict[str, Any] = {"kernel": fn.__name__, "target": target, "options": options}
+            row: dict[str, object] = {"kernel": fn.__name__, "target": target, "options": options}
             try:
                 compiled = cross_compile_source(fn, signature, constexprs, attrs, target, options)
                 found = inspect_compiled(compiled, target)
@@ -176,8 +203,8 @@ def inspect_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> list[di
 
 
 def _inspect_native(
-    kernel: NativeKernel, meta: Mapping[str, Any], tunables: Mapping[str, Any], targets: Sequence[str]
-) -> list[dict[str, Any]]:
+    kernel: NativeKernel, meta: Mapping[str, object], tunables: Mapping[str, object], targets: Sequence[str]
+) -> list[dict[str, object]]:
     """A CUDA C++ kernel compiled for each NVIDIA target (NVRTC, or nvcc), a HIP kernel for each AMD target
     (hiprtc or hipcc): one row per target."""
     from kerntune.backends.cubin import Inspection
@@ -187,9 +214,9 @@ def _inspect_native(
         if isinstance(kernel, CudaKernel)
         else ("hip", "HIP", "AMD", "NVIDIA: write it as a CudaKernel")
     )
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for target in targets:
-        row: dict[str, Any] = {"kernel": kernel.name, "target": target, "options": {}}
+        row: dict[str, object] = {"kernel": kernel.name, "target": target, "options": {}}
         if TARGETS[target][0] != vendor:
             row["error"] = f"a {language} kernel builds for {builds_for} targets only ({target} is {other})"
         else:
@@ -222,8 +249,8 @@ def _inspect_native(
 
 
 def _inspect_vulkan(
-    problem: Any, shape: Shape, meta: Mapping[str, Any], tunables: Mapping[str, Any], dtype: str, target: str
-) -> dict[str, Any]:
+    problem: Problem, shape: Shape, meta: Mapping[str, object], tunables: Mapping[str, object], dtype: str, target: str
+) -> dict[str, object]:
     """A Vulkan shader is not cross-compiled: its pipeline is built on the Vulkan device ``target`` names
     (``vulkan``: the first discrete GPU, else the first device; ``vulkan:NAME`` or ``vulkan:INDEX``), and the
     driver's own reading of it is returned — statistics and ISA text where the driver offers them, a sentence
@@ -236,7 +263,9 @@ def _inspect_vulkan(
     compiled = backend.compile(problem.kernel, dict(tunables), dict(meta), args)
     resources = dict(compiled.resources)
     reading = resources.pop("driver", None) or {"not_exposed": backend.not_exposed()}
-    row: dict[str, Any] = {
+    if not isinstance(problem.kernel, VulkanKernel):
+        raise SpecError(f"a Vulkan inspection needs a VulkanKernel; this spec's is {problem.kernel.language}")
+    row: dict[str, object] = {
         "kernel": problem.kernel.label,
         "target": f"{target} ({backend.props.deviceName})",
         "options": {},

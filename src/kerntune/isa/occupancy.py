@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 REGISTER_UNIT = 256
 """NVIDIA allocates registers per warp in units of 256 (8 per thread): 65 registers cost as much as 72."""
@@ -31,25 +30,27 @@ class Occupancy:
     """What stops one more block from fitting: registers, shared memory, threads, or the block limit."""
 
 
-def threads_per_block(resources: Mapping[str, Any], limits: Mapping[str, int]) -> int | None:
-    if isinstance(resources.get("num_warps"), int):
-        return int(resources["num_warps"]) * int(limits.get("warp_size", 32))
+def threads_per_block(resources: Mapping[str, object], limits: Mapping[str, int]) -> int | None:
+    warps = resources.get("num_warps")
+    if isinstance(warps, int):
+        return warps * int(limits.get("warp_size", 32))
     local = resources.get("local_size")
     if isinstance(local, (list, tuple)) and local:
         return math.prod(int(x) for x in local)
     return None
 
 
-def shared_bytes(resources: Mapping[str, Any]) -> int | None:
+def shared_bytes(resources: Mapping[str, object]) -> int | None:
     """Shared memory / LDS one block holds: the launch's dynamic request plus the binary's static part."""
     static = resources.get("static_shared_bytes")
     for key in ("shared_bytes", "local_mem_bytes"):
-        if isinstance(resources.get(key), int):
-            return int(resources[key]) + (static if isinstance(static, int) else 0)
+        found = resources.get(key)
+        if isinstance(found, int):
+            return found + (static if isinstance(static, int) else 0)
     return None
 
 
-def unlaunchable(resources: Mapping[str, Any], limits: Mapping[str, int]) -> str | None:
+def unlaunchable(resources: Mapping[str, object], limits: Mapping[str, int]) -> str | None:
     """Why a block of this kernel cannot launch on the device at all, or None if it can (or is unknown)."""
     shared, threads = shared_bytes(resources), threads_per_block(resources, limits)
     regs = resources.get("registers")
@@ -76,7 +77,7 @@ def _register_cost(regs: int, threads: int, limits: Mapping[str, int]) -> int:
     return per_warp * math.ceil(threads / warp)
 
 
-def occupancy(resources: Mapping[str, Any], limits: Mapping[str, int]) -> Occupancy | None:
+def occupancy(resources: Mapping[str, object], limits: Mapping[str, int]) -> Occupancy | None:
     """Blocks and warps resident per multiprocessor, or None when resources or limits are not known."""
     threads = threads_per_block(resources, limits)
     if not threads or "threads_per_sm" not in limits:
@@ -98,7 +99,7 @@ def occupancy(resources: Mapping[str, Any], limits: Mapping[str, int]) -> Occupa
     return Occupancy(blocks, warps, warps / (limits["threads_per_sm"] // warp), limiter)
 
 
-def registers_to_next_block(resources: Mapping[str, Any], limits: Mapping[str, int]) -> int | None:
+def registers_to_next_block(resources: Mapping[str, object], limits: Mapping[str, int]) -> int | None:
     """When registers limit occupancy: how many fewer registers per thread would let one more block reside
     (other limits permitting); None when something else limits it or nothing is known."""
     occ = occupancy(resources, limits)
@@ -115,7 +116,7 @@ def registers_to_next_block(resources: Mapping[str, Any], limits: Mapping[str, i
     return None
 
 
-def prune_reason(resources: Mapping[str, Any], limits: Mapping[str, int], min_occupancy: float) -> str | None:
+def prune_reason(resources: Mapping[str, object], limits: Mapping[str, int], min_occupancy: float) -> str | None:
     """Why this compiled kernel is not worth timing, or None: it cannot launch, or its occupancy (resident
     warps over the maximum) is under ``min_occupancy``."""
     reason = unlaunchable(resources, limits)

@@ -22,11 +22,11 @@ import os
 import platform
 import re
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 
@@ -34,8 +34,9 @@ from kerntune.errors import UsageError
 from kerntune.lab.inductor import arguments as inductor_arguments
 from kerntune.lab.inductor import autotuner_class, chosen, keep_source, live_function
 from kerntune.lab.inductor import kernel_name as inductor_kernel_name
+from kerntune.lab.manifest import DeviceRecord, DispatchRecord, KernelIdentity, Manifest, ScalarOption
 from kerntune.lab.operator import OperatorState, arm, is_operator, overloads, too_large
-from kerntune.lab.snapshot import MANIFEST, failure, snapshot
+from kerntune.lab.snapshot import MANIFEST, SnapshotTable, failure, snapshot
 from kerntune.runtime.keys import arch_name, kernel_hash
 
 FORMAT = "kerntune-capture"
@@ -49,9 +50,9 @@ class CaptureState:
     out: Path
     scope: str
     seen: int = 0
-    manifest: dict[str, Any] | None = None
+    manifest: Manifest | None = None
     errors: list[str] = field(default_factory=list)
-    selections: deque[tuple[Any, tuple[Any, ...], dict[str, Any], dict[str, Any]]] = field(
+    selections: deque[tuple[Any, tuple[object, ...], dict[str, object], Mapping[str, object]]] = field(
         default_factory=lambda: deque(maxlen=64)
     )
     """The latest kerntune Dispatcher selections (dispatcher, args, kwargs, config): which one fed the launch."""
@@ -65,7 +66,7 @@ class CaptureState:
     inside_inductor: int = 0
     """Inside an Inductor launch: the Triton hook below it does not count the launch again."""
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         return {
             "captured": self.manifest is not None,
             "seen": self.seen,
@@ -91,7 +92,7 @@ def _versions() -> dict[str, str]:
     return found
 
 
-def device_of(values: dict[str, Any]) -> dict[str, Any]:
+def device_of(values: Mapping[str, object]) -> DeviceRecord:
     tensors = [v for v in values.values() if isinstance(v, torch.Tensor)]
     device = tensors[0].device if tensors else torch.device("cpu")
     if device.type == "cuda":
@@ -106,7 +107,7 @@ def device_of(values: dict[str, Any]) -> dict[str, Any]:
     return {"type": device.type, "name": platform.processor() or "cpu", "arch": "host", "compute_units": 0}
 
 
-def kernel_identity(fn: Any) -> dict[str, Any]:
+def kernel_identity(fn: Any) -> KernelIdentity:
     """Where the kernel's definition lives, and its text: what replay imports and ``lab save`` rewrites."""
     python_fn = getattr(fn, "fn", fn)
     path = Path(inspect.getsourcefile(python_fn) or "").resolve()
@@ -124,7 +125,7 @@ def kernel_identity(fn: Any) -> dict[str, Any]:
     }
 
 
-def resolve_grid(grid: Any, bound: dict[str, Any]) -> list[int]:
+def resolve_grid(grid: Any, bound: Mapping[str, object]) -> list[int]:
     resolved = grid(bound) if callable(grid) else grid
     return [int(g) for g in (resolved if isinstance(resolved, (tuple, list)) else (resolved,))]
 
@@ -138,7 +139,7 @@ def _other_tensors(device: torch.device, skip: set[int]) -> dict[str, torch.Tens
     return found
 
 
-def _header(nth: int, scope: str) -> dict[str, Any]:
+def _header(nth: int, scope: str) -> Manifest:
     return {
         "format": FORMAT,
         "version": 1,
@@ -149,20 +150,24 @@ def _header(nth: int, scope: str) -> dict[str, Any]:
     }
 
 
-def _write(state: CaptureState, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Any) -> None:
+def _write(state: CaptureState, fn: object, args: tuple[object, ...], kwargs: dict[str, object], grid: Any) -> None:
     identity = kernel_identity(fn)
-    names = identity["arg_names"]
+    names = identity["arg_names"] or []
     values = {**dict(zip(names, args, strict=False)), **{k: v for k, v in kwargs.items() if k in names}}
-    options = {k: v for k, v in kwargs.items() if k not in names}
-    bad = [k for k, v in options.items() if v is not None and not isinstance(v, (bool, int, float, str))]
+    bad = [
+        k for k, v in kwargs.items() if k not in names and v is not None and not isinstance(v, (bool, int, float, str))
+    ]
     if bad:
         raise UsageError(f"launch option {bad[0]!r} is not a scalar: the lab records scalar options only")
+    options: dict[str, ScalarOption] = {
+        k: v for k, v in kwargs.items() if k not in names and (v is None or isinstance(v, (bool, int, float, str)))
+    }
     state.refused = too_large(values, state.limit_bytes, f"launch {state.nth} of {identity['name']}")
     if state.refused:
         return
     state.out.mkdir(parents=True, exist_ok=True)
     table, inputs_sha = snapshot(values, state.out / "inputs.safetensors")
-    manifest: dict[str, Any] = {
+    manifest: Manifest = {
         **_header(state.nth, state.scope),
         "kernel": identity,
         "grid": resolve_grid(grid, {**values, **options}),
@@ -184,7 +189,7 @@ def _write(state: CaptureState, fn: Any, args: tuple[Any, ...], kwargs: dict[str
     state.manifest = manifest
 
 
-def _dispatch_of(state: CaptureState, fn: Any, launch: dict[str, Any]) -> dict[str, Any] | None:
+def _dispatch_of(state: CaptureState, fn: object, launch: dict[str, object]) -> DispatchRecord | None:
     """The latest Dispatcher selection made for this kernel — its key's ``source`` is the kernel's hash, or, with
     no source field, the dispatcher's name prefixes the kernel's — whose config the launch ran (every config
     field the launch names holds the selected value): the table key, decision and table this launch's config
@@ -200,11 +205,19 @@ def _dispatch_of(state: CaptureState, fn: Any, launch: dict[str, Any]) -> dict[s
         if mine and named and all(launch[k] == config[k] for k in named):
             described = dispatcher.describe(*args, **kwargs)
             table = Path(described["table"]).resolve() if described["table"] else None
-            described["table"] = str(table) if table else ""
-            described["table_sha256"] = (
-                hashlib.sha256(table.read_bytes()).hexdigest() if table and table.is_file() else None
+            return DispatchRecord(
+                name=described["name"],
+                fields=described["fields"],
+                key=described["key"],
+                kind=described["kind"],
+                config=described["config"],
+                table=str(table) if table else "",
+                table_sha256=hashlib.sha256(table.read_bytes()).hexdigest() if table and table.is_file() else None,
+                mode=described["mode"],
+                table_validators=described["table_validators"],
+                versions=described["versions"],
+                disabled=described["disabled"],
             )
-            return dict(described)
     return None
 
 
@@ -250,7 +263,7 @@ def capture(
             disarm()
         return
     state = CaptureState(kernel, nth, Path(out), scope, limit_bytes=int(limit_mb * 2**20))
-    originals: list[tuple[Any, str, Callable[..., Any]]] = []
+    originals: list[tuple[type, str, Callable[..., object]]] = []
     with contextlib.suppress(ImportError):  # a program may use Triton, pyopencl, or both
         import triton.runtime.interpreter as interpreter
         import triton.runtime.jit as jit
@@ -261,8 +274,8 @@ def capture(
 
         originals.append((pyopencl.Kernel, "__call__", pyopencl.Kernel.__call__))
 
-    def hooked(original: Callable[..., Any]) -> Callable[..., Any]:
-        def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+    def hooked(original: Callable[..., object]) -> Callable[..., object]:
+        def run(self: Any, *args: object, grid: Any, warmup: bool, **kwargs: object) -> Any:
             if state.inside_inductor:  # Inductor's interpreter path launching the kernel its hook already counted
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             name = getattr(getattr(self, "fn", None), "__name__", "")
@@ -285,8 +298,8 @@ def capture(
 
         return run
 
-    def hooked_opencl(original: Callable[..., Any]) -> Callable[..., Any]:
-        def call(self: Any, queue: Any, global_size: Any, local_size: Any, *args: Any, **kwargs: Any) -> Any:
+    def hooked_opencl(original: Callable[..., object]) -> Callable[..., object]:
+        def call(self: Any, queue: Any, global_size: Any, local_size: Any, *args: object, **kwargs: object) -> Any:
             state.count(self.function_name, "opencl")
             if self.function_name != state.kernel or state.manifest is not None:
                 return original(self, queue, global_size, local_size, *args, **kwargs)
@@ -298,13 +311,14 @@ def capture(
             state.out.mkdir(parents=True, exist_ok=True)
             inputs = state.out / "inputs.safetensors"
             described = describe_call(self, queue, global_size, local_size, args, inputs)
-            state.manifest = {
+            manifest: Manifest = {
                 **_header(state.nth, state.scope),
                 **described,
                 "scope": "reachable",
                 "inputs_sha256": hashlib.sha256(inputs.read_bytes()).hexdigest(),
                 "interpreted": False,
             }
+            state.manifest = manifest
             result = original(self, queue, global_size, local_size, *args, **kwargs)
             save_buffers(self, queue, args, state.out / "outputs.safetensors")
             (state.out / MANIFEST).write_text(json.dumps(state.manifest, indent=1))
@@ -312,8 +326,8 @@ def capture(
 
         return call
 
-    def hooked_inductor(original: Callable[..., Any]) -> Callable[..., Any]:
-        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def hooked_inductor(original: Callable[..., object]) -> Callable[..., object]:
+        def run(self: Any, *args: object, **kwargs: object) -> Any:
             name = inductor_kernel_name(self)
             benchmark = bool(kwargs.get("benchmark_run"))  # Inductor timing its own configs: not the program's
             if not benchmark:
@@ -334,10 +348,10 @@ def capture(
 
         return run
 
-    def hooked_select(original: Callable[..., Any]) -> Callable[..., Any]:
-        def select(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def hooked_select(original: Callable[..., object]) -> Callable[..., object]:
+        def select(self: Any, *args: object, **kwargs: object) -> Any:
             config = original(self, *args, **kwargs)
-            if state.manifest is None:
+            if state.manifest is None and isinstance(config, Mapping):
                 state.selections.append((self, args, kwargs, config))
             return config
 
@@ -347,16 +361,16 @@ def capture(
 
     originals.append((Dispatcher, "select", Dispatcher.select))
     hooks = {"run": hooked, "__call__": hooked_opencl, "select": hooked_select}
-    installed: list[tuple[Any, str, Callable[..., Any], Callable[[Callable[..., Any]], Callable[..., Any]]]] = [
-        (cls, attribute, original, hooks[attribute]) for cls, attribute, original in originals
-    ]
+    installed: list[
+        tuple[type, str, Callable[..., object], Callable[[Callable[..., object]], Callable[..., object]]]
+    ] = [(cls, attribute, original, hooks[attribute]) for cls, attribute, original in originals]
     autotuner = autotuner_class()
     if autotuner is not None:  # torch.compile's Triton kernels launch through it, not through JITFunction.run
         installed.append((autotuner, "run", autotuner.run, hooked_inductor))
     from kerntune.lab.native import backend_classes, hook_compile
 
     for backend in backend_classes():  # kerntune's CUDA C++ / HIP launches: the compiled launch is wrapped
-        compile_fn: Callable[..., Any] = backend.compile
+        compile_fn: Callable[..., object] = backend.compile
         installed.append((backend, "compile", compile_fn, hook_compile(state, _header, device_of)))
     from kerntune.lab.vulkan import backend_class
     from kerntune.lab.vulkan import hook_compile as hook_vulkan
@@ -373,7 +387,15 @@ def capture(
             setattr(cls, attribute, original)
 
 
-def _inductor_before(state: CaptureState, autotuner: Any, args: tuple[Any, ...]) -> dict[str, Any] | None:
+class InductorInputs(TypedDict):
+    """An Inductor launch's inputs, saved before it runs."""
+
+    values: dict[str, object]
+    table: SnapshotTable
+    sha: str
+
+
+def _inductor_before(state: CaptureState, autotuner: Any, args: tuple[object, ...]) -> InductorInputs | None:
     """Save the arguments of the Inductor launch about to run; None (and the reason kept) when it cannot be."""
     try:
         values = inductor_arguments(autotuner, args)
@@ -388,14 +410,14 @@ def _inductor_before(state: CaptureState, autotuner: Any, args: tuple[Any, ...])
         return None
 
 
-def _inductor_after(state: CaptureState, autotuner: Any, args: tuple[Any, ...], saved: dict[str, Any]) -> None:
+def _inductor_after(state: CaptureState, autotuner: Any, args: tuple[object, ...], saved: InductorInputs) -> None:
     """Complete an Inductor capture once its launch ran: the config Inductor chose, its grid, the outputs."""
     try:
         constexprs, options, grid, about = chosen(autotuner, args)
         table = saved["table"]
         table["arguments"].update({k: {"kind": "scalar", "value": v} for k, v in constexprs.items()})
         identity = keep_source(kernel_identity(live_function(autotuner)), state.out)
-        manifest = {
+        manifest: Manifest = {
             **_header(state.nth, state.scope),
             "kernel": identity,
             "grid": grid,

@@ -10,7 +10,8 @@ from typing import Any
 
 import torch
 
-from kerntune.lab.snapshot import restore
+from kerntune.lab.manifest import Manifest
+from kerntune.lab.snapshot import SnapshotTable, restore
 from kerntune.settings import Settings
 
 
@@ -18,9 +19,10 @@ class CapturedCall:
     """A captured call rebuilt: its arguments in fresh allocations on ``device`` (aliasing as captured), pristine
     copies to restore, and the timing every replay mode shares; subclasses say how the call is made (``run``)."""
 
-    def __init__(self, manifest: dict[str, Any], folder: Path, device: str, claims_timing: bool) -> None:
+    def __init__(self, manifest: Manifest, folder: Path, device: str, claims_timing: bool) -> None:
         self.manifest, self.claims_timing = manifest, claims_timing
-        self.values = restore(manifest, folder / "inputs.safetensors", device)
+        table = SnapshotTable(arguments=manifest["arguments"], groups=manifest.get("groups", 0))
+        self.values = restore(table, folder / "inputs.safetensors", device)
         self.tensors = {n: v for n, v in self.values.items() if isinstance(v, torch.Tensor)}
         bases: dict[int, torch.Tensor] = {}
         for t in self.tensors.values():
@@ -38,7 +40,7 @@ class CapturedCall:
         for group, clean in zip(self.groups, self.pristine, strict=True):
             group.copy_(clean)
 
-    def run(self) -> Any:
+    def run(self) -> object:
         raise NotImplementedError
 
     def state(self) -> list[torch.Tensor]:
@@ -95,7 +97,9 @@ class CapturedCall:
         return {n: t.detach().cpu() for n, t in self.tensors.items()}
 
     def expected(self, folder: Path) -> dict[str, torch.Tensor]:
-        table = self.manifest.get("outputs_table", self.manifest)  # an operator's outputs add its result
+        table = self.manifest.get("outputs_table") or SnapshotTable(
+            arguments=self.manifest["arguments"], groups=self.manifest.get("groups", 0)
+        )  # an operator's outputs add its result
         return {
             n: t
             for n, t in restore(table, folder / "outputs.safetensors", "cpu").items()
@@ -111,9 +115,9 @@ class TritonLaunch(CapturedCall):
     """A Triton launch rebuilt: ``fn[grid](...)`` on fresh allocations; timed by CUDA events on a GPU, untimed in
     the interpreter."""
 
-    def __init__(self, manifest: dict[str, Any], folder: Path, fn: Any, device: str) -> None:
+    def __init__(self, manifest: Manifest, folder: Path, fn: Any, device: str) -> None:
         super().__init__(manifest, folder, device, device == "cuda" and not manifest.get("interpreted"))
         self.fn = fn
 
-    def run(self) -> Any:
+    def run(self) -> object:
         return self.fn[tuple(self.manifest["grid"])](*self.args, **self.kwargs)

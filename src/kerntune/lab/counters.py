@@ -14,16 +14,20 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kerntune.devices.counters import RANGE, ncu_command, parse_ncu_raw, profiler_for
 from kerntune.errors import UsageError
+from kerntune.lab.manifest import Manifest
+
+if TYPE_CHECKING:
+    from kerntune.lab.replay import Launch
 from kerntune.lab.session import JOB_BUDGET_S
 
 PROFILED = ("original", "variant")
 
 
-def check_counters(manifest: dict[str, Any]) -> str:
+def check_counters(manifest: Manifest) -> str:
     """The profiler for this capture, or a refusal (before anything runs or is recorded)."""
     if manifest["device"]["type"] != "cuda" or manifest.get("interpreted"):
         raise UsageError(
@@ -34,7 +38,7 @@ def check_counters(manifest: dict[str, Any]) -> str:
     return profiler_for("nvidia")
 
 
-def profile_pair(folder: Path, manifest: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+def profile_pair(folder: Path, manifest: Manifest, request: dict[str, Any]) -> dict[str, Any]:
     """Counters of the original launch and the variant's, by their order inside the profiled range."""
     tool = check_counters(manifest)
     harness = [sys.executable, "-m", "kerntune.lab.job", str(folder), json.dumps({**request, "job": "profile"})]
@@ -60,7 +64,7 @@ def profile_pair(folder: Path, manifest: dict[str, Any], request: dict[str, Any]
     return {"tool": tool, **{role: row["metrics"] for role, row in zip(PROFILED, rows, strict=True)}}
 
 
-def launch_profiled(launches: list[Any]) -> None:
+def launch_profiled(launches: list[Launch]) -> None:
     """In the profiled process: warm each launch (compiled, caches and clocks settled), then restore its inputs
     and launch it once inside the NVTX range, in order."""
     import torch

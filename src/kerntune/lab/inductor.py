@@ -18,12 +18,18 @@ from __future__ import annotations
 import hashlib
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kerntune.errors import UsageError
+from kerntune.lab.manifest import InductorRecord, KernelIdentity, Manifest, ScalarOption
+
+if TYPE_CHECKING:
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
 
 GENERATED = "inductor_kernel.py"
 
 
-def autotuner_class() -> Any:
+def autotuner_class() -> type[CachingAutotuner] | None:
     """Inductor's ``CachingAutotuner`` class, or None when this torch has none (or no Triton)."""
     try:
         from torch._inductor.runtime.triton_heuristics import CachingAutotuner
@@ -32,11 +38,11 @@ def autotuner_class() -> Any:
     return CachingAutotuner if hasattr(CachingAutotuner, "_interpret_args_grid") else None
 
 
-def kernel_name(autotuner: Any) -> str:
+def kernel_name(autotuner: object) -> str:
     return str(getattr(getattr(autotuner, "fn", None), "__name__", ""))
 
 
-def arguments(autotuner: Any, args: tuple[Any, ...]) -> dict[str, Any]:
+def arguments(autotuner: Any, args: tuple[object, ...]) -> dict[str, object]:
     """The launch's arguments by the kernel's parameter names: Inductor passes the non-constexpr parameters in
     order, then its extra launcher arguments (grid helpers), which the kernel itself never receives."""
     extra = len(autotuner.inductor_meta.get("extra_launcher_args", ()) or ())
@@ -50,7 +56,9 @@ def arguments(autotuner: Any, args: tuple[Any, ...]) -> dict[str, Any]:
     return dict(zip(names, passed, strict=True))
 
 
-def chosen(autotuner: Any, args: tuple[Any, ...]) -> tuple[dict[str, Any], dict[str, Any], list[int], dict[str, Any]]:
+def chosen(
+    autotuner: Any, args: tuple[object, ...]
+) -> tuple[dict[str, ScalarOption], dict[str, ScalarOption], list[int], InductorRecord]:
     """After a launch: the constexprs, launch options, grid and description of the config Inductor ran."""
     launchers = getattr(autotuner, "launchers", None) or []
     # Once its launchers are built Inductor drops its config list (``configs = None``): count what is left.
@@ -64,8 +72,8 @@ def chosen(autotuner: Any, args: tuple[Any, ...]) -> tuple[dict[str, Any], dict[
         if str(k) in params and (v is None or isinstance(v, (bool, int, float, str)))
     }
     constexprs = {**constants, **{k: v for k, v in config.kwargs.items() if k in params}}
-    options = {"num_warps": int(config.num_warps), "num_stages": int(config.num_stages)}
-    about = {
+    options: dict[str, ScalarOption] = {"num_warps": int(config.num_warps), "num_stages": int(config.num_stages)}
+    about: InductorRecord = {
         "kernel_name": kernel_name(autotuner),
         "config": dict(config.kwargs),
         "configs": len(candidates),
@@ -74,7 +82,7 @@ def chosen(autotuner: Any, args: tuple[Any, ...]) -> tuple[dict[str, Any], dict[
     return constexprs, options, [int(g) for g in grid], about
 
 
-def live_function(autotuner: Any) -> Any:
+def live_function(autotuner: Any) -> object:
     """The kernel's JITFunction with its Python function: Inductor compiles in worker processes and, to pickle the
     autotuner back, drops ``fn.fn``; its ``_reload_kernel`` (where this torch keeps one) loads the generated module
     again."""
@@ -99,10 +107,16 @@ def live_function(autotuner: Any) -> Any:
     return fn
 
 
-def keep_source(identity: dict[str, Any], out: Path) -> dict[str, Any]:
+def _whole(value: object) -> int:
+    if not isinstance(value, (int, float, str)):
+        raise UsageError(f"the manifest's launch option {value!r} is not a number: capture the launch again")
+    return int(value)
+
+
+def keep_source(identity: KernelIdentity, out: Path) -> KernelIdentity:
     """The kernel identity pointing at a copy of the generated module inside the capture folder."""
     copy = out / GENERATED
-    shutil.copyfile(identity["file"], copy)
+    shutil.copyfile(identity["file"] or "", copy)
     return {
         **identity,
         "generated_file": identity["file"],
@@ -111,13 +125,13 @@ def keep_source(identity: dict[str, Any], out: Path) -> dict[str, Any]:
     }
 
 
-def jit_function(loaded: Any) -> Any:
+def jit_function(loaded: object) -> object:
     """The JITFunction under what a generated module binds the kernel's name to (a CachingAutotuner)."""
     inner = getattr(loaded, "fn", None)
     return inner if inner is not None and hasattr(loaded, "configs") and hasattr(inner, "arg_names") else loaded
 
 
-def regrid(folder: Path, manifest: dict[str, Any]) -> list[int]:
+def regrid(folder: Path, manifest: Manifest) -> list[int]:
     """The grid Inductor launches the captured kernel with at the manifest's constexprs (a ``--set`` variant): its
     grid expression evaluated again on the captured sizes. Hazard guarded: a block size changed on the captured grid
     leaves elements unwritten (a smaller block) or, where Inductor dropped the mask because its block divides the
@@ -150,7 +164,7 @@ def regrid(folder: Path, manifest: dict[str, Any]) -> list[int]:
     )
     kwargs = {name: arguments[name]["value"] for name in manifest["inductor"]["config"] if name in arguments}
     config = triton.Config(
-        kwargs, num_warps=int(manifest["options"]["num_warps"]), num_stages=int(manifest["options"]["num_stages"])
+        kwargs, num_warps=_whole(manifest["options"]["num_warps"]), num_stages=_whole(manifest["options"]["num_stages"])
     )
     _, grid = autotuner._interpret_args_grid(args, config)
     return [int(g) for g in grid]

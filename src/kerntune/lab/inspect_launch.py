@@ -11,7 +11,6 @@ here (no ROCm GPU was available).
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
 
 from kerntune.isa import amdgcn, sass
 
@@ -19,7 +18,7 @@ MATRIX = tuple(name for name in (*sass.CATEGORIES, *amdgcn.CATEGORIES) if name.s
 """The census categories that count matrix instructions (HGMMA/HMMA/... on NVIDIA, v_mfma/v_wmma on AMD)."""
 
 
-def launch_resources(compiled: Any, arch: str) -> dict[str, Any] | None:
+def launch_resources(compiled: object, arch: str) -> dict[str, object] | None:
     """Resources of ``compiled`` (a Triton CompiledKernel; None in the interpreter) on ``arch`` (sm_90, gfx942):
     Triton's own figures, then the binary's census and occupancy where the arch is known."""
     if compiled is None or not hasattr(compiled, "metadata"):
@@ -27,7 +26,7 @@ def launch_resources(compiled: Any, arch: str) -> dict[str, Any] | None:
     from kerntune.backends.triton import kernel_resources
 
     found, _ = kernel_resources(compiled)
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         k: found[k] for k in ("registers", "spills", "shared_bytes", "num_warps", "num_stages") if k in found
     }
     try:

@@ -8,15 +8,22 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from kerntune.lab.manifest import Manifest
+from kerntune.model import Scalar
+
+if TYPE_CHECKING:
+    from kerntune.lab.replay import ReplayResult
 
 
-def with_overrides(manifest: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+def with_overrides(manifest: Manifest, overrides: Mapping[str, Scalar]) -> Manifest:
     """The manifest with constexprs or launch options replaced (``--set BLOCK_K=64``): a config variant."""
     from kerntune.errors import UsageError
 
-    changed: dict[str, Any] = json.loads(json.dumps(manifest))
+    changed: Manifest = json.loads(json.dumps(manifest))
     for name, value in overrides.items():
         if changed["arguments"].get(name, {}).get("kind") == "scalar" and name not in changed["positional"]:
             changed["arguments"][name]["value"] = value
@@ -27,7 +34,7 @@ def with_overrides(manifest: dict[str, Any], overrides: dict[str, Any]) -> dict[
     return changed
 
 
-def variant_manifest(manifest: dict[str, Any], folder: Path, overrides: dict[str, Any]) -> dict[str, Any]:
+def variant_manifest(manifest: Manifest, folder: Path, overrides: Mapping[str, Scalar]) -> Manifest:
     """The manifest of a ``--set`` variant; for a kernel Inductor generated, on the grid Inductor would launch it with
     at those block sizes (``lab.inductor.regrid``)."""
     changed = with_overrides(manifest, overrides)
@@ -38,7 +45,7 @@ def variant_manifest(manifest: dict[str, Any], folder: Path, overrides: dict[str
     return changed
 
 
-def _summary(result: dict[str, Any]) -> dict[str, Any]:
+def _summary(result: ReplayResult) -> dict[str, object]:
     return {k: v for k, v in result.items() if k != "outputs"}
 
 

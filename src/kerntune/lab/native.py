@@ -19,22 +19,28 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kerntune.backends.base import Backend, Compiled
 from kerntune.errors import UsageError
 from kerntune.lab.captured import CapturedCall
+from kerntune.lab.manifest import DeviceRecord, KernelIdentity, Manifest, ScalarOption
 from kerntune.lab.operator import too_large
-from kerntune.lab.snapshot import MANIFEST, failure, snapshot
+from kerntune.lab.snapshot import MANIFEST, ArgumentRecord, failure, snapshot
 from kerntune.lab.variant import require_signature, source_file, source_text
+from kerntune.model import CudaKernel, HipKernel
 from kerntune.runtime.keys import kernel_hash
+
+if TYPE_CHECKING:
+    from kerntune.backends.torch import TorchBackend
 
 LANGUAGES = ("cuda", "hip")
 BACKENDS = (("kerntune.backends.cuda", "CudaBackend"), ("kerntune.backends.hip", "HipBackend"))
 
 
-def backend_classes() -> list[Any]:
+def backend_classes() -> list[type[Backend]]:
     """The native backends this machine can import (cuda.core, hip-python): the classes whose ``compile`` the
     capture wraps."""
     import importlib
@@ -64,16 +70,18 @@ def parameters(source: str, name: str) -> list[str] | None:
     return [re.split(r"[\s*&]+", p.split("=")[0].strip())[-1] for p in found.group(1).split(",") if p.strip()]
 
 
-def _scalars(values: Mapping[str, Any]) -> dict[str, Any]:
+def _scalars(values: Mapping[str, object]) -> dict[str, ScalarOption]:
     return {
         k: (int(v) if isinstance(v, bool) else v) for k, v in values.items() if isinstance(v, (bool, int, float, str))
     }
 
 
-def describe(backend: Any, kernel: Any, tunables: Mapping[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+def describe(
+    backend: object, kernel: CudaKernel | HipKernel, tunables: Mapping[str, object], meta: Mapping[str, object]
+) -> Manifest:
     """The manifest's kernel identity and launch shape of a native kernel compiled by ``backend``."""
     file, file_sha = source_file(kernel.source)
-    identity = {
+    identity: KernelIdentity = {
         "language": kernel.language,
         "name": kernel.name,
         "source": kernel.source,
@@ -92,11 +100,11 @@ def describe(backend: Any, kernel: Any, tunables: Mapping[str, Any], meta: Mappi
     return {"kernel": identity, "grid": grid, "block": block, "shared_bytes": shared, "options": _scalars(tunables)}
 
 
-def arguments(call_args: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def arguments(call_args: Mapping[str, object]) -> tuple[dict[str, object], dict[str, ArgumentRecord]]:
     """The launch's tensors and plain scalars (what ``snapshot`` stores), and its numpy scalars with their dtype
     (a kernel reads an ``np.int64`` as 8 bytes: the type is part of the call)."""
-    plain: dict[str, Any] = {}
-    typed: dict[str, Any] = {}
+    plain: dict[str, object] = {}
+    typed: dict[str, ArgumentRecord] = {}
     for name, value in call_args.items():
         if isinstance(value, np.generic):
             typed[name] = {"kind": "scalar", "value": value.item(), "dtype": str(value.dtype)}
@@ -106,20 +114,22 @@ def arguments(call_args: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, A
 
 
 def hook_compile(
-    state: Any, header: Callable[[int, str], dict[str, Any]], device_of: Callable[..., dict[str, Any]]
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    state: Any, header: Callable[[int, str], Manifest], device_of: Callable[[Mapping[str, object]], DeviceRecord]
+) -> Callable[[Callable[..., object]], Callable[..., object]]:
     """The wrapper of a native backend's ``compile``: every launch of the compiled kernel is counted under its
     name; the ``state.nth`` launch of ``state.kernel`` is saved around the real launch (inputs before, outputs
     after). A capture that fails is recorded in ``state.errors``; the launch always runs."""
 
-    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(original: Callable[..., object]) -> Callable[..., object]:
         def compile(self: Any, kernel: Any, tunables: Any, meta: Any, args: dict[str, Any]) -> Any:
             compiled = original(self, kernel, tunables, meta, args)
+            if not isinstance(compiled, Compiled):  # every backend's compile returns one; the hook wraps nothing else
+                return compiled
             if getattr(kernel, "language", "") not in LANGUAGES:
                 return compiled
             launch = compiled.launch
 
-            def captured(call_args: Mapping[str, Any]) -> None:
+            def captured(call_args: dict[str, object]) -> None:
                 state.count(kernel.name, kernel.language)
                 if kernel.name != state.kernel or state.manifest is not None or state.refused:
                     launch(call_args)
@@ -164,7 +174,7 @@ def hook_compile(
     return wrap
 
 
-def load_source(manifest: dict[str, Any], variant: Path | None) -> str:
+def load_source(manifest: Manifest, variant: Path | None) -> str:
     """The captured kernel's source, or a variant's (a .cu / .hip file defining the kernel under the same name
     and parameters)."""
     identity, text = manifest["kernel"], source_text(manifest, variant)
@@ -183,7 +193,7 @@ class NativeLaunch(CapturedCall):
     through, at the captured macros (``options``, which ``--set`` overrides) and launch shape; timed by CUDA events
     on torch's stream as every captured call."""
 
-    def __init__(self, manifest: dict[str, Any], folder: Path, source: str, device: str) -> None:
+    def __init__(self, manifest: Manifest, folder: Path, source: str, device: str) -> None:
         super().__init__(manifest, folder, device, device == "cuda")
         identity = manifest["kernel"]
         from kerntune.model import CudaKernel, HipKernel
@@ -207,7 +217,7 @@ class NativeLaunch(CapturedCall):
         self.call = {n: self._typed(n, manifest["arguments"][n]) for n in manifest["positional"]}
 
     @staticmethod
-    def _backend(language: str) -> Any:
+    def _backend(language: str) -> TorchBackend:
         if language == "cuda":
             from kerntune.backends.cuda import CudaBackend
 
@@ -216,16 +226,16 @@ class NativeLaunch(CapturedCall):
 
         return HipBackend()
 
-    def _typed(self, name: str, entry: dict[str, Any]) -> Any:
+    def _typed(self, name: str, entry: ArgumentRecord) -> object:
         if entry.get("kind") == "scalar" and entry.get("dtype"):
             return np.dtype(entry["dtype"]).type(entry["value"])
         return self.values[name]
 
-    def run(self) -> Any:
+    def run(self) -> object:
         self.compiled.launch(self.call)
         return None
 
-    def resources(self) -> dict[str, Any]:
+    def resources(self) -> dict[str, object]:
         return {
             **self.compiled.resources,
             "binary_hash": self.compiled.binary_hash,

@@ -7,6 +7,7 @@ source text and replaces it there. Timing is the device's profiling events (as k
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ import torch
 from safetensors.numpy import load_file, save_file
 
 from kerntune.errors import UsageError
+from kerntune.lab.manifest import Manifest
+from kerntune.lab.snapshot import ArgumentRecord
 from kerntune.lab.variant import require_signature, source_file, source_text
 from kerntune.runtime.keys import kernel_hash
 
@@ -29,15 +32,20 @@ def parameters(source: str, name: str) -> list[str]:
 
 
 def describe_call(
-    kernel: Any, queue: Any, global_size: Any, local_size: Any, args: tuple[Any, ...], path: Path
-) -> dict[str, Any]:
+    kernel: cl.Kernel,
+    queue: cl.CommandQueue,
+    global_size: Sequence[int],
+    local_size: Sequence[int] | None,
+    args: tuple[object, ...],
+    path: Path,
+) -> Manifest:
     """Snapshot the call's buffers into ``path`` and describe it for the manifest."""
-    source = kernel.program.get_info(cl.program_info.SOURCE).rstrip("\x00")
+    source = str(kernel.program.get_info(cl.program_info.SOURCE)).rstrip("\x00")
     device = queue.device
     names = parameters(source, kernel.function_name)
     if len(names) != len(args):
         raise UsageError(f"{kernel.function_name} takes {len(names)} arguments, the call gave {len(args)}")
-    arguments: dict[str, Any] = {}
+    arguments: dict[str, ArgumentRecord] = {}
     seen: dict[int, str] = {}
     for name, value in zip(names, args, strict=True):
         if isinstance(value, cl.Buffer):
@@ -65,7 +73,7 @@ def describe_call(
             "source_hash": kernel_hash(source),
             "file": file,
             "file_sha256": file_sha,
-            "build_options": kernel.program.get_build_info(device, cl.program_build_info.OPTIONS),
+            "build_options": str(kernel.program.get_build_info(device, cl.program_build_info.OPTIONS)),
             "arg_names": names,
         },
         "grid": [int(g) for g in global_size],
@@ -82,10 +90,10 @@ def describe_call(
     }
 
 
-def save_buffers(kernel: Any, queue: Any, args: tuple[Any, ...], path: Path) -> None:
+def save_buffers(kernel: cl.Kernel, queue: cl.CommandQueue, args: tuple[object, ...], path: Path) -> None:
     """Each distinct buffer of the call, as bytes, under its first argument's name: the inputs before the real
     launch, and after it what a replay must reproduce."""
-    names = parameters(kernel.program.get_info(cl.program_info.SOURCE).rstrip("\x00"), kernel.function_name)
+    names = parameters(str(kernel.program.get_info(cl.program_info.SOURCE)).rstrip("\x00"), kernel.function_name)
     blobs: dict[str, np.ndarray] = {}
     seen: set[int] = set()
     for name, value in zip(names, args, strict=True):
@@ -97,7 +105,7 @@ def save_buffers(kernel: Any, queue: Any, args: tuple[Any, ...], path: Path) -> 
     save_file(blobs, str(path))
 
 
-def find_device(name: str) -> Any:
+def find_device(name: str) -> cl.Device:
     devices = [d for p in cl.get_platforms() for d in p.get_devices()]
     for device in devices:
         if device.name.strip() == name:
@@ -108,7 +116,7 @@ def find_device(name: str) -> Any:
     )
 
 
-def load_source(manifest: dict[str, Any], variant: Path | None) -> str:
+def load_source(manifest: Manifest, variant: Path | None) -> str:
     """The captured kernel's source, or a variant's (a .cl file keeping the kernel's name and parameters)."""
     text = source_text(manifest, variant)
     if variant is not None:
@@ -122,7 +130,7 @@ class OpenCLLaunch:
 
     claims_timing = True
 
-    def __init__(self, manifest: dict[str, Any], folder: Path, source: str) -> None:
+    def __init__(self, manifest: Manifest, folder: Path, source: str) -> None:
         self.manifest = manifest
         device = find_device(manifest["device"]["name"])
         self.context = cl.Context([device])
@@ -133,7 +141,7 @@ class OpenCLLaunch:
             raise UsageError(f"the OpenCL source does not build: {exc}") from None
         self.kernel = cl.Kernel(program, manifest["kernel"]["name"])
         blobs = load_file(str(folder / "inputs.safetensors"))
-        self.buffers: dict[str, Any] = {}
+        self.buffers: dict[str, cl.Buffer] = {}
         self.args: list[Any] = []
         for name, entry in manifest["arguments"].items():
             kind = entry["kind"]
@@ -158,7 +166,7 @@ class OpenCLLaunch:
             cl.enqueue_copy(self.queue, buffer, clean.numpy())
         self.queue.finish()
 
-    def _launch(self) -> Any:
+    def _launch(self) -> cl.Event:
         event = self.kernel(
             self.queue,
             tuple(self.manifest["grid"]),
@@ -168,7 +176,7 @@ class OpenCLLaunch:
         event.wait()
         return event
 
-    def run(self) -> Any:
+    def run(self) -> object:
         self._launch()
         return None
 

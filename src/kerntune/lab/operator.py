@@ -22,13 +22,14 @@ import json
 import re
 import warnings
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from kerntune.errors import UsageError
+from kerntune.lab.manifest import DeviceRecord, Manifest
 from kerntune.lab.snapshot import snapshot
 
 OPERATOR_KEYS = ("CPU", "CUDA")
@@ -57,14 +58,15 @@ def overloads(name: str) -> list[str]:
     return [f"{namespace}::{op}"] + ([f"{namespace}::{op}.out"] if "out" in found else [])
 
 
-def resolve(qualified: str) -> Any:
+def resolve(qualified: str) -> torch._ops.OpOverload:
     """The ``torch.ops`` overload object of ``aten::mm`` / ``aten::mm.out``."""
     namespace, _, rest = qualified.partition("::")
     op, _, overload = rest.partition(".")
-    return getattr(getattr(getattr(torch.ops, namespace), op), overload or "default")
+    found: torch._ops.OpOverload = getattr(getattr(getattr(torch.ops, namespace), op), overload or "default")
+    return found
 
 
-def bind(qualified: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def bind(qualified: str, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[dict[str, object], list[str]]:
     """The call's arguments by the schema's names, and the names passed positionally."""
     names = [a.name for a in resolve(qualified)._schema.arguments]
     return {**dict(zip(names, args, strict=False)), **kwargs}, names[: len(args)]
@@ -76,7 +78,7 @@ def _tensor_text(t: torch.Tensor) -> str:
     return f"{dims}:{str(t.dtype).removeprefix('torch.')}" + (":T" if transposed else "")
 
 
-def describe(qualified: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+def describe(qualified: str, args: tuple[object, ...], kwargs: dict[str, object]) -> str:
     """``aten::mm(16x4096:bfloat16, 4096x14336:bfloat16:T)``: what ``--match`` is searched in."""
     tensors = [v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor)]
     return f"{qualified}({', '.join(_tensor_text(t) for t in tensors)})"
@@ -107,22 +109,22 @@ class OperatorState:
         nth: int,
         out: Path,
         match: str,
-        header: dict[str, Any],
-        device_of: Callable[[dict[str, Any]], dict[str, Any]],
+        header: Manifest,
+        device_of: Callable[[Mapping[str, object]], DeviceRecord],
         limit_bytes: int,
     ) -> None:
         self.name, self.nth, self.out, self.header, self.device_of = name, nth, out, header, device_of
         self.pattern = re.compile(match or "")  # checked by capture.check_selection
         self.limit_bytes = limit_bytes
         self.seen = 0
-        self.manifest: dict[str, Any] | None = None
+        self.manifest: Manifest | None = None
         self.calls: Counter[str] = Counter()
         self.in_graph_capture = 0
         self.errors: list[str] = []
         self.refused = ""
         """Why the matched call was not saved (over the size limit), or empty."""
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         return {
             "captured": self.manifest is not None,
             "seen": self.seen,
@@ -132,7 +134,7 @@ class OperatorState:
             "in_graph_capture": self.in_graph_capture,
         }
 
-    def before(self, qualified: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    def before(self, qualified: str, args: tuple[object, ...], kwargs: dict[str, object]) -> Manifest | None:
         """The manifest to complete after the call when this is the call to save, else None."""
         if self.manifest is not None or self.refused:
             return None
@@ -172,7 +174,12 @@ class OperatorState:
         }
 
     def after(
-        self, manifest: dict[str, Any], qualified: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+        self,
+        manifest: Manifest,
+        qualified: str,
+        args: tuple[object, ...],
+        kwargs: dict[str, object],
+        result: object,
     ) -> None:
         values, _ = bind(qualified, args, kwargs)
         if isinstance(result, torch.Tensor):
@@ -183,7 +190,7 @@ class OperatorState:
         self.manifest = manifest
 
 
-def too_large(values: dict[str, Any], limit_bytes: int, what: str) -> str:
+def too_large(values: dict[str, object], limit_bytes: int, what: str) -> str:
     """Why ``values`` are too large to capture (their tensors' bytes over ``limit_bytes``), or empty."""
     size = sum(v.numel() * v.element_size() for v in values.values() if isinstance(v, torch.Tensor))
     if size <= limit_bytes:
@@ -215,8 +222,8 @@ def arm(state: OperatorState) -> Callable[[], None]:
     return library._destroy  # type: ignore[no-any-return]
 
 
-def _kernel(state: OperatorState, qualified: str, original: Any) -> Callable[..., Any]:
-    def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
+def _kernel(state: OperatorState, qualified: str, original: Any) -> Callable[..., object]:
+    def kernel(keyset: object, *args: object, **kwargs: object) -> object:
         try:
             manifest = state.before(qualified, args, kwargs)
         except Exception as exc:  # a capture that fails is said, never the program's failure

@@ -19,8 +19,9 @@ import torch
 
 from kerntune.errors import UsageError
 from kerntune.lab.captured import CapturedCall
+from kerntune.lab.manifest import DeviceRecord, Manifest
 from kerntune.lab.operator import resolve
-from kerntune.model import Config, Problem, Shape, Target
+from kerntune.model import Config, Problem, Scalar, Shape, Target
 from kerntune.runtime.serving import load_served_spec
 from kerntune.tune.gate import relative_error, threshold_for
 
@@ -30,9 +31,9 @@ class ServedVariant:
     """A spec's kernel at ``overrides`` over its default config, taking a captured operator call."""
 
     spec: Path
-    overrides: dict[str, Any]
+    overrides: dict[str, Scalar]
     problem: Problem = field(init=False)
-    last_key: tuple[Any, ...] = ()
+    last_key: tuple[object, ...] = ()
     """The key of the call it last took: ``(dtype, shape fields...)``."""
     target: Target | None = None
     """The device the call was captured on, as the spec's constraints read it (``TMA needs sm_90+``)."""
@@ -43,7 +44,7 @@ class ServedVariant:
         except (OSError, ValueError, SyntaxError) as exc:
             raise UsageError(f"--spec {self.spec}: {exc}") from None
 
-    def key(self, qualified: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    def key(self, qualified: str, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[object, ...]:
         """The call's key as the spec serves it, ``(dtype, shape fields...)``; refused when it cannot take it."""
         serve = self.problem.serve
         assert serve is not None
@@ -72,7 +73,7 @@ class ServedVariant:
         return shape, config
 
 
-def captured_target(device: dict[str, Any]) -> Target:
+def captured_target(device: DeviceRecord) -> Target:
     """The capture's device as a spec's constraints see it: the Triton backend on that arch."""
     arch = str(device.get("arch", ""))
     vendor = "nvidia" if arch.startswith("sm_") else "amd" if arch.startswith("gfx") else "cpu"
@@ -89,7 +90,7 @@ def captured_target(device: dict[str, Any]) -> Target:
 class OperatorLaunch(CapturedCall):
     """The captured call of ``aten::...`` rebuilt; ``variant`` None runs the library's kernel."""
 
-    def __init__(self, manifest: dict[str, Any], folder: Path, device: str, variant: ServedVariant | None) -> None:
+    def __init__(self, manifest: Manifest, folder: Path, device: str, variant: ServedVariant | None) -> None:
         super().__init__(manifest, folder, device, device == "cuda")
         self.qualified = manifest["kernel"]["overload"]
         self.op = resolve(self.qualified)
@@ -101,7 +102,7 @@ class OperatorLaunch(CapturedCall):
             self.key = variant.key(self.qualified, tuple(self.args), self.kwargs)
             self.served = variant.shape_and_config(self.key)
 
-    def run(self) -> Any:
+    def run(self) -> object:
         if self.variant is None or self.served is None:
             out = self.op(*self.args, **self.kwargs)
         else:

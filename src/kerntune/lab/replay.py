@@ -22,8 +22,9 @@ import hashlib
 import importlib.util
 import json
 import statistics
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 import torch
 
@@ -31,17 +32,19 @@ from kerntune.errors import UsageError
 from kerntune.lab.capture import FORMAT, device_of
 from kerntune.lab.captured import TritonLaunch
 from kerntune.lab.inspect_launch import launch_resources
+from kerntune.lab.manifest import Manifest
 from kerntune.lab.snapshot import MANIFEST
 from kerntune.lab.variant import require_signature
-from kerntune.measure.stats import pair_ratio
+from kerntune.measure.second_timer import TimerCheck
+from kerntune.measure.stats import PairRatio, pair_ratio
 
 MODES = ("isolated", "sustained", "replays")
 
 
-def load_capture(folder: Path) -> dict[str, Any]:
+def load_capture(folder: Path) -> Manifest:
     """The capture's manifest, refused when it is not one, was closed, or its inputs changed since."""
     try:
-        manifest = json.loads((folder / MANIFEST).read_text())
+        manifest: Manifest = json.loads((folder / MANIFEST).read_text())
     except (OSError, ValueError) as exc:
         raise UsageError(
             f"{folder} is not a readable kerntune capture ({exc}): make one with kerntune lab capture"
@@ -60,7 +63,7 @@ def load_capture(folder: Path) -> dict[str, Any]:
     return manifest
 
 
-def check_device(manifest: dict[str, Any]) -> str:
+def check_device(manifest: Manifest) -> str:
     """The device to replay on: the captured one's kind, refused when this machine's differs."""
     captured = manifest["device"]
     if captured["type"] == "vulkan":
@@ -85,7 +88,7 @@ def check_device(manifest: dict[str, Any]) -> str:
     return "cuda"
 
 
-def load_kernel(manifest: dict[str, Any], variant: Path | None = None) -> Any:
+def load_kernel(manifest: Manifest, variant: Path | None = None) -> Any:
     """The captured kernel (from its file) or a variant (a Python file defining a kernel of the same name and
     argument names; for OpenCL and native CUDA / HIP kernels, a source file, and the source text is returned); a
     variant with another signature is refused."""
@@ -109,7 +112,7 @@ def load_kernel(manifest: dict[str, Any], variant: Path | None = None) -> Any:
                 "(--spec SPEC --set NAME=VALUE), not a variant source"
             )
         return None
-    path = Path(variant) if variant else Path(identity["file"])
+    path = Path(variant) if variant else Path(identity["file"] or "")
     name = f"kerntune_lab_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
     found = importlib.util.spec_from_file_location(name, path)
     if found is None or found.loader is None or not path.is_file():
@@ -137,7 +140,7 @@ class Launch(Protocol):
     pristine: list[torch.Tensor]
 
     def reset(self) -> None: ...
-    def run(self) -> Any: ...
+    def run(self) -> object: ...
     def times(self, iterations: int, restore_each: bool) -> list[float]: ...
     def cache(self, restore_each: bool) -> str: ...
     def state(self) -> list[torch.Tensor]: ...
@@ -146,7 +149,7 @@ class Launch(Protocol):
     def aliased(self) -> list[str]: ...
 
 
-def make_launch(manifest: dict[str, Any], folder: Path, kernel: Any, device: str) -> Launch:
+def make_launch(manifest: Manifest, folder: Path, kernel: Any, device: str) -> Launch:
     """The captured call rebuilt for ``kernel``: a Triton function, an OpenCL source, or for an operator call
     None (the library's kernel) or a ``ServedVariant`` (a spec's kernel at a config)."""
     language = manifest["kernel"]["language"]
@@ -169,7 +172,7 @@ def make_launch(manifest: dict[str, Any], folder: Path, kernel: Any, device: str
     return TritonLaunch(manifest, folder, kernel, device)
 
 
-def resources(launch: Launch, compiled: Any, arch: str) -> dict[str, Any] | None:
+def resources(launch: Launch, compiled: object, arch: str) -> dict[str, object] | None:
     """What the replayed binary uses: a native launch says it (the backend read its cubin when it compiled),
     a Triton launch's compiled kernel is read here."""
     own = getattr(launch, "resources", None)
@@ -197,8 +200,37 @@ def reads_what_it_writes(launch: Launch) -> str | None:
     return None
 
 
+class ReplayResult(TypedDict, total=False):
+    """One replay of a captured launch: its times, whether it reproduced the captured outputs, what it used."""
+
+    iterations: int
+    timing_claimed: bool
+    reproduces_capture: bool | None
+    resources: dict[str, object] | None
+    aliased: list[str]
+    replay_means_ms: list[float]
+    spread: float | None
+    mode: str
+    cache: str
+    outputs: dict[str, torch.Tensor]
+    times_ms: list[float]
+    median_ms: float
+    mean_ms: float
+    min_ms: float
+    launches_per_s: float | None
+    argument_bytes: int
+    argument_gb_per_s: float | None
+
+
+class InterleavedRatio(PairRatio, total=False):
+    """``pair_ratio`` of a variant against the original, timed side by side, and the conditions it ran under."""
+
+    order: str
+    second_timer: TimerCheck
+
+
 def replay(
-    manifest: dict[str, Any],
+    manifest: Manifest,
     folder: Path,
     fn: Any,
     *,
@@ -206,7 +238,7 @@ def replay(
     iterations: int = 20,
     repeats: int = 5,
     device: str = "cpu",
-) -> dict[str, Any]:
+) -> ReplayResult:
     if mode not in MODES:
         raise UsageError(f"replay mode {mode!r}: choose {', '.join(MODES)}")
     if not 1 <= iterations <= 10_000:
@@ -216,7 +248,7 @@ def replay(
     compiled = launch.run()  # compiles; then check it reproduces the real launch
     launch.reset()
     launch.run()
-    result: dict[str, Any] = {
+    result: ReplayResult = {
         "iterations": iterations,
         "timing_claimed": claim,
         "reproduces_capture": reproduces(launch, folder),
@@ -235,7 +267,8 @@ def replay(
             fresh = make_launch(manifest, folder, fn, device)  # fresh allocations: another placement
             fresh.run()
             means.append(statistics.fmean(fresh.times(iterations, True)))
-        result.update(replay_means_ms=means, spread=max(means) / min(means) - 1 if min(means) > 0 else None)
+        result["replay_means_ms"] = means
+        result["spread"] = max(means) / min(means) - 1 if min(means) > 0 else None
         times, ran = means, "replays"
     else:
         times, ran = launch.times(iterations, True), "isolated"
@@ -244,23 +277,17 @@ def replay(
     launch.reset()
     launch.run()
     result["outputs"] = launch.outputs()
-    result.update(
-        times_ms=times,
-        median_ms=statistics.median(times),
-        mean_ms=statistics.fmean(times),
-        min_ms=min(times),
-        launches_per_s=1e3 / statistics.fmean(times) if claim else None,
-    )
+    result["times_ms"], result["median_ms"] = times, statistics.median(times)
+    result["mean_ms"], result["min_ms"] = statistics.fmean(times), min(times)
+    result["launches_per_s"] = 1e3 / statistics.fmean(times) if claim else None
     moved = sum(int(t.numel()) * t.element_size() for t in launch.pristine)
     # Each argument's storage once: what the launch must at least read or write (a lower bound on its traffic).
-    result.update(
-        argument_bytes=moved,
-        argument_gb_per_s=moved / result["median_ms"] / 1e6 if claim and result["median_ms"] > 0 else None,
-    )
+    result["argument_bytes"] = moved
+    result["argument_gb_per_s"] = moved / result["median_ms"] / 1e6 if claim and result["median_ms"] > 0 else None
     return result
 
 
-def interleaved_ratio(original: Launch, variant: Launch, iterations: int) -> dict[str, Any]:
+def interleaved_ratio(original: Launch, variant: Launch, iterations: int) -> InterleavedRatio:
     """The variant/original time ratio with both timed side by side: ``iterations`` pairs in A B B A order, each
     launch from pristine inputs with the L2 flushed before it (the isolated mode's conditions). Hazard guarded: two
     replays one after the other (the block medians) run under different clocks and power states — the power cap
@@ -276,10 +303,18 @@ def interleaved_ratio(original: Launch, variant: Launch, iterations: int) -> dic
         found = pair_ratio(pairs)
     except ValueError:
         raise UsageError("no launch pair had a measurable time: raise --iterations or use a finer timer") from None
-    return {**found, "order": "A B B A, cold (inputs restored, L2 flushed before each launch)"}
+    return InterleavedRatio(
+        ratio=found["ratio"],
+        ci=found["ci"],
+        pairs=found["pairs"],
+        blocks=found["blocks"],
+        original_ms=found["original_ms"],
+        variant_ms=found["variant_ms"],
+        order="A B B A, cold (inputs restored, L2 flushed before each launch)",
+    )
 
 
-def profiled_ratio(original: Launch, variant: Launch, iterations: int, events_ratio: float) -> dict[str, Any]:
+def profiled_ratio(original: Launch, variant: Launch, iterations: int, events_ratio: float) -> TimerCheck:
     """The second timer (``measure.second_timer``): the same A B B A pairs, cold, each launch's time the summed
     durations of the device work it launched, from the profiler's kernel records, not events around it; and
     whether its ratio agrees with the event-timed one (``events_ratio``) within 1%. A profiler that cannot record
@@ -302,7 +337,16 @@ def profiled_ratio(original: Launch, variant: Launch, iterations: int, events_ra
         return {"error": f"{type(exc).__name__}: {exc}"}
     pairs = [((per[2 * i], per[2 * i + 1]) if i % 2 == 0 else (per[2 * i + 1], per[2 * i])) for i in range(iterations)]
     found = pair_ratio(pairs)
-    return {**found, "timer": PROFILER, "agrees": agrees(events_ratio, found["ratio"])}
+    return TimerCheck(
+        ratio=found["ratio"],
+        ci=found["ci"],
+        pairs=found["pairs"],
+        blocks=found["blocks"],
+        original_ms=found["original_ms"],
+        variant_ms=found["variant_ms"],
+        timer=PROFILER,
+        agrees=agrees(events_ratio, found["ratio"]),
+    )
 
 
 def reproduces(launch: Launch, folder: Path) -> bool | None:
@@ -313,7 +357,7 @@ def reproduces(launch: Launch, folder: Path) -> bool | None:
     return all(torch.equal(expected[n].cpu(), t.cpu()) for n, t in got.items())
 
 
-def check_mode(result: dict[str, Any], requested: str) -> None:
+def check_mode(result: Mapping[str, object], requested: str) -> None:
     if result.get("mode") != requested:
         raise UsageError(f"replay ran mode {result.get('mode')!r}, not the requested {requested!r}: result refused")
 

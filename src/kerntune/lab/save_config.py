@@ -16,17 +16,20 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from kerntune.deploy.artifacts import VALIDATORS
 from kerntune.errors import UsageError
+from kerntune.lab.manifest import Manifest
 from kerntune.lab.session import history
+from kerntune.model import Scalar
 from kerntune.runtime.table import SCHEMA, TableError, entry_key, parse_table, write_atomically
 
 
-def _passing_comparison(folder: Path, overrides: dict[str, Any], spec: Path | None = None) -> dict[str, Any]:
+def _passing_comparison(folder: Path, overrides: Mapping[str, Scalar], spec: Path | None = None) -> dict[str, Any]:
     """The latest comparison in this session that passed validation with exactly ``overrides`` (a config variant
     of the captured launch, or with ``spec`` a spec's kernel taking a captured operator call)."""
     passed = [
@@ -48,11 +51,11 @@ def _passing_comparison(folder: Path, overrides: dict[str, Any], spec: Path | No
     return passed[-1]
 
 
-def _check_source_unchanged(manifest: dict[str, Any]) -> None:
+def _check_source_unchanged(manifest: Manifest) -> None:
     identity = manifest["kernel"]
     path = Path(identity.get("file") or "")
     text = path.read_text() if path.is_file() else ""
-    if identity["source"] not in text:
+    if (identity["source"] or "") not in text:
         raise UsageError(
             f"the kernel's source in {path} changed since the capture: the table key carries the "
             "source's hash, so capture again and compare there"
@@ -101,7 +104,7 @@ def _write_entry(
     return key, replaced, backup
 
 
-def save_config(folder: Path, overrides: dict[str, Any], table_path: Path | None = None) -> dict[str, Any]:
+def save_config(folder: Path, overrides: Mapping[str, Scalar], table_path: Path | None = None) -> dict[str, Any]:
     """Write the captured launch's table entry with ``overrides`` applied; what was written and where."""
     from kerntune.lab.replay import load_capture
 
@@ -160,7 +163,7 @@ def slower_by_either_timer(side: dict[str, Any]) -> str | None:
     return None
 
 
-def save_served(folder: Path, spec: Path, overrides: dict[str, Any], table_path: Path) -> dict[str, Any]:
+def save_served(folder: Path, spec: Path, overrides: Mapping[str, Scalar], table_path: Path) -> dict[str, Any]:
     """A spec's kernel at ``overrides`` that took a captured operator call, passed its comparison with the library
     and was timed beside it, written as the served table entry of that call's key — what ``kerntune run`` serves
     the unmodified program. Refused when no such comparison passed here, when it was never timed (a CPU capture:

@@ -117,23 +117,24 @@ def save(folder: Path, variant: Path) -> dict[str, Any]:
     ]
     if not passed:
         raise UsageError(f"{variant} has no passing comparison in this session: run kerntune lab compare first")
-    if not identity.get("file"):
+    file, source = identity.get("file"), identity.get("source")
+    if not file or source is None:
         raise UsageError("the kernel's source text was not found in any file the program loaded: nothing to rewrite")
-    target = Path(identity["file"])
+    target = Path(file)
     text = target.read_text()
     if hashlib.sha256(text.encode()).hexdigest() != identity["file_sha256"]:
         raise UsageError(f"{target} changed since the capture: nothing written (capture again to edit it)")
     if identity["language"] in ("opencl", "cuda", "hip", "vulkan"):  # a source string in the file: replace it
-        start = text.find(identity["source"])
-        span = [text.count("\n", 0, start) + 1, text.count("\n", 0, start + len(identity["source"])) + 1]
-        new_text = text.replace(identity["source"], load_kernel(manifest, variant), 1)
+        start = text.find(source)
+        span = [text.count("\n", 0, start) + 1, text.count("\n", 0, start + len(source)) + 1]
+        new_text = text.replace(source, load_kernel(manifest, variant), 1)
     else:
         lines = text.splitlines(keepends=True)
         first = identity["first_line"] - 1
-        count = len(identity["source"].splitlines(keepends=True))
-        if "".join(lines[first : first + count]) != identity["source"]:
+        count = len(source.splitlines(keepends=True))
+        if "".join(lines[first : first + count]) != source:
             raise UsageError(f"{target}: the captured definition is not at line {first + 1}: nothing written")
-        replacement = kernel_identity(load_kernel(manifest, variant))["source"]
+        replacement = kernel_identity(load_kernel(manifest, variant))["source"] or ""
         new_text = "".join([*lines[:first], replacement, *lines[first + count :]])
         span = [first + 1, first + count]
     backups = folder / "backups"

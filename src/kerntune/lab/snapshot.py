@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -24,6 +25,28 @@ MANIFEST = "manifest.json"
 """The capture's description beside its safetensors files."""
 
 
+class ArgumentRecord(TypedDict, total=False):
+    """One argument in a capture's manifest: a saved ``tensor`` (where in its group's bytes, and its layout), a
+    ``scalar`` and its ``value``, or (native and Vulkan launches) a ``buffer`` and a numpy scalar's ``dtype``."""
+
+    kind: str
+    group: int
+    byte_offset: int
+    dtype: str
+    shape: list[int]
+    strides: list[int]
+    value: bool | int | float | str | None
+    bytes: int
+    same_as: str
+
+
+class SnapshotTable(TypedDict):
+    """The manifest's argument table of a snapshot: each argument, and how many storage groups hold the tensors."""
+
+    arguments: dict[str, ArgumentRecord]
+    groups: int
+
+
 @dataclass(frozen=True)
 class TensorRecord:
     group: int
@@ -33,7 +56,7 @@ class TensorRecord:
     shape: list[int]
     strides: list[int]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ArgumentRecord:
         return {
             "kind": "tensor",
             "group": self.group,
@@ -60,14 +83,14 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
     return start, (int(t.storage_offset()) + last + 1) * t.element_size()
 
 
-def snapshot(values: dict[str, Any], path: Path) -> tuple[dict[str, Any], str]:
+def snapshot(values: Mapping[str, object], path: Path) -> tuple[SnapshotTable, str]:
     """Save ``values`` (argument name → value) under ``path`` (a .safetensors file). Returns the manifest's
     argument table and the file's SHA-256."""
     groups: dict[int, list[tuple[str, torch.Tensor]]] = {}
     for name, value in values.items():
         if isinstance(value, torch.Tensor):
             groups.setdefault(value.untyped_storage().data_ptr(), []).append((name, value))
-    arguments: dict[str, Any] = {}
+    arguments: dict[str, ArgumentRecord] = {}
     blobs: dict[str, torch.Tensor] = {}
     for index, members in enumerate(groups.values()):
         spans = [_span(t) for _, t in members]
@@ -94,11 +117,11 @@ def snapshot(values: dict[str, Any], path: Path) -> tuple[dict[str, Any], str]:
     return {"arguments": arguments, "groups": len(blobs)}, hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def restore(table: dict[str, Any], path: Path, device: str) -> dict[str, Any]:
+def restore(table: SnapshotTable, path: Path, device: str) -> dict[str, object]:
     """The arguments rebuilt on ``device`` in fresh allocations, aliasing as captured."""
     blobs = load_file(str(path))
     groups: dict[int, torch.Tensor] = {}
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, entry in table["arguments"].items():
         if entry["kind"] == "scalar":
             out[name] = entry["value"]

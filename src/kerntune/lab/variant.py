@@ -7,17 +7,17 @@ from __future__ import annotations
 import hashlib
 import sys
 from pathlib import Path
-from typing import Any
 
 from kerntune.errors import UsageError
+from kerntune.lab.manifest import KernelIdentity, Manifest
 
 
-def require_signature(identity: dict[str, Any], names: list[str], variant: Path) -> None:
+def require_signature(identity: KernelIdentity, names: list[str], variant: Path) -> None:
     """A variant keeps the captured kernel's name and argument names; another signature is refused."""
     if names != identity["arg_names"]:
         raise UsageError(
             f"{variant}: {identity['name']}({', '.join(names)}) has another signature than the captured "
-            f"({', '.join(identity['arg_names'])}): a variant keeps the arguments"
+            f"({', '.join(identity['arg_names'] or [])}): a variant keeps the arguments"
         )
 
 
@@ -36,7 +36,7 @@ def source_file(source: str) -> tuple[str | None, str | None]:
     return None, None
 
 
-def source_text(manifest: dict[str, Any], variant: Path | None) -> str:
+def source_text(manifest: Manifest, variant: Path | None) -> str:
     """A source-string kernel's text (OpenCL, CUDA C++, HIP): the captured one, or the variant file's; a file that
     cannot be read is refused. Each language checks the variant's signature against the captured kernel's."""
     if variant is None:

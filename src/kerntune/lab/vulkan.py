@@ -21,22 +21,28 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from safetensors.numpy import load_file, save_file
 
+from kerntune.backends.base import Compiled
 from kerntune.errors import UsageError
+from kerntune.lab.manifest import KernelIdentity, Manifest, ScalarOption
 from kerntune.lab.operator import too_large
-from kerntune.lab.snapshot import MANIFEST, failure
+from kerntune.lab.snapshot import MANIFEST, ArgumentRecord, failure
 from kerntune.lab.variant import require_signature, source_file, source_text
 from kerntune.runtime.keys import kernel_hash
+
+if TYPE_CHECKING:
+    from kerntune.backends.vulkan import VulkanBackend
+    from kerntune.backends.vulkan_pipeline import VulkanArray
 
 SPIRV_FILE = "shader.spv"
 
 
-def backend_class() -> Any | None:
+def backend_class() -> type[VulkanBackend] | None:
     """kerntune's Vulkan backend where the bindings import (a driver is needed only to launch)."""
     try:
         from kerntune.backends.vulkan import VulkanBackend
@@ -55,11 +61,13 @@ def parameters(source: str) -> list[str]:
     return [f"binding {b}" for b in bindings] + push
 
 
-def _arguments(backend: Any, call_args: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def _arguments(
+    backend: Any, call_args: Mapping[str, object]
+) -> tuple[dict[str, ArgumentRecord], dict[str, np.ndarray]]:
     """The manifest's view of a dispatch's arguments and the bytes of each distinct buffer (by first name)."""
     from kerntune.backends.vulkan_pipeline import VulkanArray
 
-    described: dict[str, Any] = {}
+    described: dict[str, ArgumentRecord] = {}
     blobs: dict[str, np.ndarray] = {}
     seen: dict[int, str] = {}
     for name, value in call_args.items():
@@ -85,15 +93,15 @@ def _arguments(backend: Any, call_args: Mapping[str, Any]) -> tuple[dict[str, An
 
 
 def describe(
-    backend: Any, kernel: Any, tunables: Mapping[str, Any], meta: Mapping[str, Any], out: Path
-) -> dict[str, Any]:
+    backend: Any, kernel: Any, tunables: Mapping[str, object], meta: Mapping[str, object], out: Path
+) -> Manifest:
     """The manifest's shader identity, dispatch shape and the values the config set (defines and constants)."""
     glsl = isinstance(kernel.source, str)
     if not glsl:
         (out / SPIRV_FILE).write_bytes(kernel.source)
     file, file_sha = source_file(kernel.source) if glsl else (None, None)
     constants = dict(kernel.constants)
-    identity = {
+    identity: KernelIdentity = {
         "language": "vulkan",
         "name": kernel.label,
         "entry": kernel.entry,
@@ -106,8 +114,11 @@ def describe(
         "arg_names": parameters(kernel.source) if glsl else None,
     }
     local = [int(x) for x in kernel.workgroup(dict(meta))] if kernel.workgroup else None
-    options = {k: v for k, v in tunables.items() if isinstance(v, (bool, int, float, str))}
-    options.update({k: meta[k] for k in constants if k in meta})
+    options: dict[str, ScalarOption] = {k: v for k, v in tunables.items() if isinstance(v, (bool, int, float, str))}
+    for name in constants:  # the specialization constants the config set
+        value = meta.get(name)
+        if name in meta and (value is None or isinstance(value, (bool, int, float, str))):
+            options[name] = value
     target = backend.target()
     return {
         "kernel": identity,
@@ -125,21 +136,23 @@ def describe(
 
 
 def hook_compile(
-    state: Any, header: Callable[[int, str], dict[str, Any]]
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    state: Any, header: Callable[[int, str], Manifest]
+) -> Callable[[Callable[..., object]], Callable[..., object]]:
     """The wrapper of ``VulkanBackend.compile``: every dispatch of the compiled shader is counted under its name;
     the ``state.nth`` dispatch of ``state.kernel`` is saved around the real one (buffers before, and after). A
     capture that fails is recorded in ``state.errors``; the dispatch always runs."""
     from dataclasses import replace
 
-    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(original: Callable[..., object]) -> Callable[..., object]:
         def compile(self: Any, kernel: Any, tunables: Any, meta: Any, args: dict[str, Any]) -> Any:
             compiled = original(self, kernel, tunables, meta, args)
+            if not isinstance(compiled, Compiled):  # every backend's compile returns one; the hook wraps nothing else
+                return compiled
             if getattr(kernel, "language", "") != "vulkan":
                 return compiled
             launch = compiled.launch
 
-            def captured(call_args: dict[str, Any]) -> Any:
+            def captured(call_args: dict[str, object]) -> object:
                 state.count(kernel.label, "vulkan")
                 if kernel.label != state.kernel or state.manifest is not None or state.refused:
                     return launch(call_args)
@@ -186,7 +199,7 @@ def hook_compile(
     return wrap
 
 
-def check_device(manifest: dict[str, Any]) -> str:
+def check_device(manifest: Manifest) -> str:
     """Refuse a replay on a machine without the captured Vulkan device; the replay's device kind."""
     cls = backend_class()
     captured = manifest["device"]
@@ -207,7 +220,7 @@ def check_device(manifest: dict[str, Any]) -> str:
     return "vulkan"
 
 
-def load_source(manifest: dict[str, Any], variant: Path | None) -> str | bytes:
+def load_source(manifest: Manifest, variant: Path | None) -> str | bytes:
     """The captured shader (GLSL text, or the kept SPIR-V), or a variant's GLSL, which must keep the entry point,
     the storage bindings and the push-constant block."""
     identity = manifest["kernel"]
@@ -235,16 +248,19 @@ class VulkanLaunch:
 
     claims_timing = True
 
-    def __init__(self, manifest: dict[str, Any], folder: Path, source: str | bytes) -> None:
+    def __init__(self, manifest: Manifest, folder: Path, source: str | bytes) -> None:
         from kerntune.backends.vulkan import VulkanBackend
+        from kerntune.backends.vulkan_pipeline import VulkanArray
         from kerntune.model import VulkanKernel
 
         self.manifest = manifest
         identity = manifest["kernel"]
         self.backend = VulkanBackend(manifest["device"]["name"], manifest["device"].get("memory"))
-        shader = source if source else (folder / identity["spirv"]).read_bytes()
-        grid = tuple(manifest["grid"])
-        local = tuple(manifest["local"]) if manifest.get("local") else None
+        shader = source if source else (folder / (identity["spirv"] or "")).read_bytes()
+        x, y, z = manifest["grid"]
+        grid = (x, y, z)
+        sizes = manifest.get("local")
+        local = (sizes[0], sizes[1], sizes[2]) if sizes else None
         self.kernel = VulkanKernel(
             source=shader,
             dispatch=lambda m: grid,
@@ -254,14 +270,16 @@ class VulkanLaunch:
             name=identity["name"],
         )
         blobs = load_file(str(folder / "inputs.safetensors"))
-        self.buffers: dict[str, Any] = {}
-        self.call: dict[str, Any] = {}
+        self.buffers: dict[str, VulkanArray] = {}
+        self.call: dict[str, object] = {}
         for name in manifest["positional"]:
             entry = manifest["arguments"][name]
             if entry["kind"] == "buffer" and "same_as" not in entry:
                 host = blobs[name].view(np.dtype(entry["dtype"])).reshape(entry["shape"])
-                self.buffers[name] = self.backend.place({name: host})[name]
-                self.call[name] = self.buffers[name]
+                placed = self.backend.place({name: host})[name]
+                if not isinstance(placed, VulkanArray):
+                    raise TypeError(f"the Vulkan backend placed {name} as a {type(placed).__name__}, not a buffer")
+                self.buffers[name] = self.call[name] = placed
             elif entry["kind"] == "buffer":
                 self.call[name] = self.buffers[entry["same_as"]]
             else:
@@ -278,7 +296,7 @@ class VulkanLaunch:
         for buffer, clean in zip(self.buffers.values(), self.pristine, strict=True):
             self.backend.write_bytes(buffer, clean.numpy().tobytes())
 
-    def run(self) -> Any:
+    def run(self) -> object:
         self.compiled.launch(self.call)
         return None
 
@@ -318,7 +336,7 @@ class VulkanLaunch:
             e["same_as"] for e in entries if "same_as" in e
         ]
 
-    def resources(self) -> dict[str, Any]:
+    def resources(self) -> dict[str, object]:
         return {
             **self.compiled.resources,
             "binary_hash": self.compiled.binary_hash,

@@ -15,14 +15,20 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from kerntune.errors import UsageError
 from kerntune.measure.speed_of_light import memory_ceiling
+from kerntune.model.roofline import CeilingsRecord
 from kerntune.settings import Settings
 from kerntune.store import Store
 from kerntune.store.calibrations import latest_calibration, save_calibration
+
+if TYPE_CHECKING:
+    from kerntune.backends.base import Backend
+    from kerntune.devices.telemetry import Telemetry
 
 CALIBRATE_SETUP = "kerntune.measure.calibrate:setup_in_worker"
 CALIBRATE = "kerntune.measure.calibrate:probe_in_worker"
@@ -45,18 +51,33 @@ class Ceilings:
     matrix_flops_per_s: dict[str, float] = field(default_factory=dict)
     """Per dtype, through the vendor library (none on a CPU OpenCL device)."""
     created: float = 0.0
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, object] = field(default_factory=dict)
     cached: bool = False
+
+    def record(self) -> CeilingsRecord:
+        """The calibration as the store keeps it (``cached`` says where this copy came from, so it is left out)."""
+        return CeilingsRecord(
+            device_key=self.device_key,
+            device=self.device,
+            copy_bytes_per_s=self.copy_bytes_per_s,
+            triad_bytes_per_s=self.triad_bytes_per_s,
+            fma_flops_per_s=self.fma_flops_per_s,
+            launch_latency_ms=self.launch_latency_ms,
+            read_bytes_per_s=self.read_bytes_per_s,
+            matrix_flops_per_s=dict(self.matrix_flops_per_s),
+            created=self.created,
+            details=self.details,
+        )
 
     @property
     def memory_bytes_per_s(self) -> float:
         """The bandwidth ceiling: the best of the probes (a percentage of copy alone could exceed 100%)."""
-        return memory_ceiling(asdict(self))[0]
+        return memory_ceiling(self.record())[0]
 
     @property
     def memory_probe(self) -> str:
         """Which probe set the bandwidth ceiling (copy, triad or read)."""
-        return memory_ceiling(asdict(self))[1]
+        return memory_ceiling(self.record())[1]
 
     @property
     def ridge_flops_per_byte(self) -> float:
@@ -98,25 +119,38 @@ def _backend_for(device: str) -> str:
     return "opencl"
 
 
-def setup_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+@dataclass
+class ProbeWorker:
+    """What ``setup_in_worker`` loads into a calibration worker's state (under ``"probe"``)."""
+
+    backend: Backend
+    telemetry: Telemetry
+
+
+def setup_in_worker(state: dict[str, object], payload: Mapping[str, str]) -> dict[str, object]:
     from kerntune.backends import load_backend
 
     device = payload.get("device", "")
     backend = load_backend(_backend_for(device), device)
-    state.update(backend=backend, telemetry=backend.telemetry())
+    state["probe"] = ProbeWorker(backend, backend.telemetry())
     target = backend.target()
     return {"target": target.as_dict(), "key": device_key(target.as_dict())}
 
 
-def probe_in_worker(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+def probe_in_worker(state: dict[str, object], payload: Mapping[str, float]) -> dict[str, object]:
     """Run the probes of the worker's backend; return rates and the raw medians they came from."""
-    backend = state["backend"]
-    if backend.name == "opencl":
-        from kerntune.measure.probes import opencl as probes
-    else:
-        from kerntune.measure.probes import gpu as probes  # type: ignore[no-redef]
-    result: dict[str, Any] = probes.probe(backend, state["telemetry"], payload)
-    return result
+    worker = state.get("probe")
+    if not isinstance(worker, ProbeWorker):
+        raise RuntimeError("this worker has no device loaded: call setup_in_worker first")
+    from kerntune.backends.torch import TorchBackend
+
+    if isinstance(worker.backend, TorchBackend):
+        from kerntune.measure.probes import gpu
+
+        return gpu.probe(worker.backend, worker.telemetry, payload)
+    from kerntune.measure.probes import opencl
+
+    return opencl.probe(worker.backend, worker.telemetry, payload)
 
 
 def calibrate(
@@ -140,7 +174,7 @@ def calibrate(
         if not force:
             cached = latest_calibration(store, key, MAX_AGE_S)
             if cached is not None:
-                return Ceilings(**{**cached, "cached": True})
+                return Ceilings(**cached, cached=True)
         lock = FileLock(str(store.home / "locks" / f"device-{key}.lock"))
         (store.home / "locks").mkdir(parents=True, exist_ok=True)
         try:
@@ -159,7 +193,5 @@ def calibrate(
     if outcome.status != "ok":
         raise UsageError(f"calibration failed ({outcome.kind}): {outcome.reason}")
     ceilings = Ceilings(device_key=key, device=str(target["device_name"]), created=time.time(), **outcome.value)
-    data = asdict(ceilings)
-    data.pop("cached")
-    save_calibration(store, key, data)
+    save_calibration(store, key, ceilings.record())
     return ceilings

@@ -5,13 +5,14 @@ than one draw of it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
-Launches = Callable[[], Any] | Sequence[Callable[[], Any]]
+Launches = Callable[[], object] | Sequence[Callable[[], object]]
 """One launch, or one per placement of the inputs (see ``placed_pair``)."""
 
 
-def placed_pair(launch_a: Launches, launch_b: Launches) -> Callable[[int], tuple[Callable[[], Any], Callable[[], Any]]]:
+def placed_pair(
+    launch_a: Launches, launch_b: Launches
+) -> Callable[[int], tuple[Callable[[], object], Callable[[], object]]]:
     """Pair ``k``'s two launches: with one launch per placement of the inputs (A's and B's ``i``-th on the same
     operands), placement ``(k // 2) % P``, so each placement is timed in both orders (A B, then B A) and the
     placements take turns through the whole measurement.

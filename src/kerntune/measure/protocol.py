@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import cycle, islice
-from typing import Any
+from typing import Literal, TypedDict
 
 from kerntune.backends.base import Backend
 from kerntune.devices.telemetry import Recorder, Telemetry, Unavailable
@@ -30,8 +30,45 @@ from kerntune.measure.second_timer import TARGET, check_pairs, planned_pairs, su
 from kerntune.measure.stats import block_half_width, paired_log_ratio
 from kerntune.model import Conditions, Measurement, median_ci
 
-REGIMES = ("cold", "warm", "rotating")
-MODES = ("eager", "graph")
+Regime = Literal["cold", "warm", "rotating"]
+"""The cache regime timed: flushed before each sample, warm, or rotating input copies."""
+Mode = Literal["eager", "graph"]
+REGIMES: tuple[Regime, ...] = ("cold", "warm", "rotating")
+MODES: tuple[Mode, ...] = ("eager", "graph")
+
+
+def regime_of(text: str) -> Regime:
+    """The regime named by ``text`` (a setting, a flag): a name that is none is a usage error."""
+    for regime in REGIMES:
+        if regime == text:
+            return regime
+    raise UsageError(f"unknown regime {text!r}: one of {', '.join(REGIMES)}")
+
+
+def mode_of(text: str) -> Mode:
+    """The mode named by ``text``: a name that is none is a usage error."""
+    for mode in MODES:
+        if mode == text:
+            return mode
+    raise UsageError(f"unknown mode {text!r}: one of {', '.join(MODES)}")
+
+
+class MeasureOptionsRecord(TypedDict, total=False):
+    """``MeasureOptions`` as a worker payload carries it (``MeasureOptions(**record)`` rebuilds it)."""
+
+    warmup_ms: float
+    min_samples: int
+    max_samples: int
+    budget_ms: float
+    ci_target: float
+    regime: Regime
+    mode: Mode
+    min_window_ms: float
+    ramp_limit_ms: float
+    block_ms: float
+    second_timer: bool
+
+
 MIN_BLOCKS = 5
 """Fewest blocks before a measurement may stop: one block is one moment of the clock's swing."""
 GRAPH_MS = 2.0
@@ -45,8 +82,8 @@ class MeasureOptions:
     max_samples: int = 5000
     budget_ms: float = 1500.0
     ci_target: float = 0.005
-    regime: str = "cold"
-    mode: str = "eager"
+    regime: Regime = "cold"
+    mode: Mode = "eager"
     min_window_ms: float = 0.0
     """Shortest sampling window: under a power cap the clock oscillates over tens of milliseconds, and a
     median taken inside one swing of it differs from the next measurement's."""
@@ -58,6 +95,22 @@ class MeasureOptions:
     second_timer: bool = False
     """Interleaved measurements only: time the same A B B A pairs again by the device's second timer
     (``measure.second_timer``) and record its ratio and whether it agrees with the first within 1%."""
+
+    def record(self) -> MeasureOptionsRecord:
+        """The options as a worker payload carries them."""
+        return MeasureOptionsRecord(
+            warmup_ms=self.warmup_ms,
+            min_samples=self.min_samples,
+            max_samples=self.max_samples,
+            budget_ms=self.budget_ms,
+            ci_target=self.ci_target,
+            regime=self.regime,
+            mode=self.mode,
+            min_window_ms=self.min_window_ms,
+            ramp_limit_ms=self.ramp_limit_ms,
+            block_ms=self.block_ms,
+            second_timer=self.second_timer,
+        )
 
     def __post_init__(self) -> None:
         if self.regime not in REGIMES:
@@ -144,7 +197,7 @@ class _Sampler:
             "reads": float(len(self.recorder.readings)),
         }
 
-    def warm_record(self) -> tuple[float, dict[str, Any]]:
+    def warm_record(self) -> tuple[float, dict[str, object]]:
         """The warm-up a measurement's ``Conditions`` record (ms: the target, carried or not, plus any ramp) and
         the telemetry fields that say why."""
         return self.warm_target_ms + self.ramp_ms, {
@@ -207,7 +260,7 @@ class _Sampler:
 
 def measure(
     backend: Backend,
-    launches: Sequence[Callable[[], Any]],
+    launches: Sequence[Callable[[], object]],
     options: MeasureOptions,
     telemetry: Telemetry | None = None,
     rotating_bytes: int = 0,
@@ -218,7 +271,7 @@ def measure(
     recorder = Recorder(telemetry or Unavailable("not asked"))
     uncovered = backend.uncovered_chunks
     used = list(launches) if options.regime == "rotating" else [launches[0]]
-    stream: Iterator[Callable[[], Any]] = cycle(used)
+    stream: Iterator[Callable[[], object]] = cycle(used)
     flush = options.regime == "cold"
     overhead = None
     if options.mode == "eager":
@@ -255,8 +308,8 @@ def measure(
     warmup_ms, warm_fields = sampler.warm_record()
     conditions = Conditions(
         timer=backend.timer,
-        regime=options.regime,  # type: ignore[arg-type]
-        mode=options.mode,  # type: ignore[arg-type]
+        regime=options.regime,
+        mode=options.mode,
         warmup_ms=warmup_ms,
         flush_bytes=backend.flush_bytes if flush else 0,
         cache_bytes=cache,
@@ -327,7 +380,7 @@ def measure_interleaved(
     warmup_ms, warm_fields = sampler.warm_record()
     conditions = Conditions(
         timer=backend.timer,
-        regime=options.regime,  # type: ignore[arg-type]
+        regime=options.regime,
         warmup_ms=warmup_ms,
         flush_bytes=backend.flush_bytes if flush else 0,
         cache_bytes=backend.flush_bytes if flush else 0,

@@ -23,8 +23,10 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
+from kerntune.backends.base import Backend
+from kerntune.devices.telemetry import Telemetry
 from kerntune.measure.placements import Launches, placed_pair
 from kerntune.measure.stats import abba_block_logs, block_half_width, pair_ratio
 
@@ -54,7 +56,7 @@ MAX_SUSTAIN_PAIRS = 256
 MAX_SUSTAIN_PAIRS of them (each adds records to the trace it reads back)."""
 
 
-def timer_of(backend: Any) -> str | None:
+def timer_of(backend: Backend) -> str | None:
     """The second timer this backend's device has (None: none): the profiler beside CUDA events, the host clock
     beside OpenCL's profiling events and Vulkan's timestamp queries."""
     if getattr(backend, "timer", "") == "cuda-events":
@@ -65,7 +67,7 @@ def timer_of(backend: Any) -> str | None:
 
 
 def profiled_ms(
-    launches: Sequence[Callable[[], Any]],
+    launches: Sequence[Callable[[], object]],
     prepare: Callable[[int], None],
     synchronize: Callable[[], None],
     sustain: int = 0,
@@ -117,7 +119,7 @@ def profiled_ms(
 
 
 def host_clock_ms(
-    launches: Sequence[Callable[[], Any]],
+    launches: Sequence[Callable[[], object]],
     prepare: Callable[[int], None],
     synchronize: Callable[[], None],
     sustain: int = 0,
@@ -181,8 +183,36 @@ def agrees(ratio: float, other: float) -> bool:
     return abs(math.log(other / ratio)) <= math.log1p(AGREE)
 
 
+class PlacementSpread(TypedDict):
+    ratios: list[float]
+    half_width: float
+
+
+class TimerCheck(TypedDict, total=False):
+    """A second-timer check: one round's (``check_pairs``: ``pair_ratio``'s fields and the ones below) or the
+    rounds' together (``combine``: ``timer``, ``ratio``, ``events_ratio``, ``rounds``, ``agrees``,
+    ``sm_mhz_range``); ``error`` alone beside ``timer`` where the timer failed."""
+
+    ratio: float
+    ci: list[float]
+    pairs: int
+    blocks: int
+    original_ms: float
+    variant_ms: float
+    half_width: float
+    timer: str
+    events_ratio: float
+    agrees: bool
+    sustain_pairs: int
+    sm_mhz: float
+    placements: PlacementSpread
+    rounds: int
+    sm_mhz_range: list[float]
+    error: str
+
+
 def check_pairs(
-    backend: Any,
+    backend: Backend,
     launch_a: Launches,
     launch_b: Launches,
     flush: bool,
@@ -190,8 +220,8 @@ def check_pairs(
     pairs: int = PAIRS,
     target: float | None = None,
     sustain: int = 0,
-    telemetry: Any = None,
-) -> dict[str, Any] | None:
+    telemetry: Telemetry | None = None,
+) -> TimerCheck | None:
     """A B B A pairs of two launches timed by the backend's second timer (the cache flushed before each launch when
     ``flush``; with one launch of each per placement of the inputs, the placements in turn as the first timer
     takes them: ``placements.placed_pair``), as ``lab.replay``'s ratio summary plus ``timer``, the first timer's
@@ -218,11 +248,13 @@ def check_pairs(
             backend.flush_cache()
 
     load = [launch_of(i)[side] for i in range(sustain) for side in ((0, 1) if i % 2 == 0 else (1, 0))]
-    clock: dict[str, Any] = {}
+    clock: TimerCheck = {}
 
     def read_clock() -> None:
         if telemetry is not None and telemetry.available:
-            clock.update({k: v for k, v in telemetry.read().items() if k == "sm_mhz"})
+            mhz = telemetry.read().get("sm_mhz")
+            if mhz is not None:
+                clock["sm_mhz"] = mhz
 
     while True:
         first = len(paired)
@@ -244,7 +276,7 @@ def check_pairs(
     if placed is not None:  # the claim carries the error of its placements, which more pairs do not reduce
         low, high = math.exp(-placed["half_width"]), math.exp(placed["half_width"])
         found["ci"] = [min(found["ci"][0], found["ratio"] * low), max(found["ci"][1], found["ratio"] * high)]
-    return {
+    check: TimerCheck = {
         **found,
         "half_width": half_width,
         "timer": timer,
@@ -252,8 +284,10 @@ def check_pairs(
         "agrees": agrees(events_ratio, found["ratio"]),
         "sustain_pairs": sustain,
         **clock,
-        **({"placements": placed} if placed is not None else {}),
     }
+    if placed is not None:
+        check["placements"] = placed
+    return check
 
 
 def placement_count(launches: Launches) -> int:
@@ -261,7 +295,7 @@ def placement_count(launches: Launches) -> int:
     return len(launches) if isinstance(launches, Sequence) else 1
 
 
-def placement_spread(paired: Sequence[tuple[float, float]], count: int) -> dict[str, Any] | None:
+def placement_spread(paired: Sequence[tuple[float, float]], count: int) -> PlacementSpread | None:
     """Each placement's median ratio over its A B B A blocks (pairs ``2j`` and ``2j + 1`` make block ``j``, which
     ran on placement ``j % count``, as ``placements.placed_pair`` hands them out; ``stats.abba_block_logs``) and
     ``half_width``: a Student-t 95% interval's half-width, in log ratio, of their mean — the error of a ratio
@@ -283,7 +317,7 @@ def placement_spread(paired: Sequence[tuple[float, float]], count: int) -> dict[
     return {"ratios": [math.exp(m) for m in medians], "half_width": block_half_width(medians)}
 
 
-def combine(checks: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+def combine(checks: Sequence[TimerCheck]) -> TimerCheck | None:
     """Rounds' second-timer checks as one: ``timer``, the geometric means of their ``ratio`` and ``events_ratio``,
     ``rounds``, whether the two ``agree`` within 1%, and ``sm_mhz_range`` (the lowest and highest clock the rounds
     read, where they read one) (None: no round has a second-timer ratio)."""
@@ -293,17 +327,19 @@ def combine(checks: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     ratio = math.exp(sum(math.log(c["ratio"]) for c in timed) / len(timed))
     events = math.exp(sum(math.log(c["events_ratio"]) for c in timed) / len(timed))
     clocks = [c["sm_mhz"] for c in timed if c.get("sm_mhz")]
-    return {
+    combined: TimerCheck = {
         "timer": timed[0]["timer"],
         "ratio": ratio,
         "events_ratio": events,
         "rounds": len(timed),
         "agrees": agrees(events, ratio),
-        **({"sm_mhz_range": [min(clocks), max(clocks)]} if clocks else {}),
     }
+    if clocks:
+        combined["sm_mhz_range"] = [min(clocks), max(clocks)]
+    return combined
 
 
-def said(check: dict[str, Any] | None) -> str:
+def said(check: TimerCheck | None) -> str:
     """One clause for a report line: what the second timer found, or why it found nothing ("" where none ran)."""
     if not check:
         return ""
@@ -313,9 +349,10 @@ def said(check: dict[str, Any] | None) -> str:
     return f"; checked by {check['timer']}: {check['ratio']:.4f}{at_clock(check)} ({verdict})"
 
 
-def at_clock(check: dict[str, Any]) -> str:
+def at_clock(check: TimerCheck) -> str:
     """ " at 1500 MHz" (or a range over rounds) where the check read the clock its pairs ran at, else ""."""
-    low, high = check.get("sm_mhz_range") or [check.get("sm_mhz")] * 2
+    found, mhz = check.get("sm_mhz_range"), check.get("sm_mhz")
+    low, high = (found[0], found[1]) if found else (mhz, mhz)
     if not low:
         return ""
     return f" at {low} MHz" if low == high else f" at {low}–{high} MHz"

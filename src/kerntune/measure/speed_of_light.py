@@ -13,20 +13,28 @@ small can reach either ceiling)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Literal
 
-BANDWIDTH_PROBES = (("copy", "copy_bytes_per_s"), ("triad", "triad_bytes_per_s"), ("read", "read_bytes_per_s"))
+from kerntune.model.roofline import CeilingsRecord, CostRecord, SpeedOfLight
+
+BandwidthKey = Literal["copy_bytes_per_s", "triad_bytes_per_s", "read_bytes_per_s"]
+BANDWIDTH_PROBES: tuple[tuple[str, BandwidthKey], ...] = (
+    ("copy", "copy_bytes_per_s"),
+    ("triad", "triad_bytes_per_s"),
+    ("read", "read_bytes_per_s"),
+)
 
 
-def memory_ceiling(ceilings: Mapping[str, Any]) -> tuple[float, str]:
+def memory_ceiling(ceilings: Mapping[str, object]) -> tuple[float, str]:
     """The bandwidth ceiling: the fastest of the calibration's probes (bytes/s) and its name."""
-    found = [(float(ceilings[key]), name) for name, key in BANDWIDTH_PROBES if ceilings.get(key)]
+    rates = [(ceilings.get(key), name) for name, key in BANDWIDTH_PROBES]
+    found = [(float(rate), name) for rate, name in rates if isinstance(rate, (int, float)) and rate]
     if not found:
         raise KeyError("the calibration has no bandwidth probe (copy_bytes_per_s, triad_bytes_per_s, read_bytes_per_s)")
     return max(found)
 
 
-def speed_of_light(cost: Mapping[str, float], median_ms: float, ceilings: Mapping[str, Any]) -> dict[str, Any]:
+def speed_of_light(cost: CostRecord, median_ms: float, ceilings: CeilingsRecord) -> SpeedOfLight:
     flops, moved = float(cost.get("flops", 0.0)), float(cost.get("bytes", 0.0))
     matrix = (ceilings.get("matrix_flops_per_s") or {}).get(str(cost.get("matrix")))
     if matrix:
@@ -53,7 +61,7 @@ def speed_of_light(cost: Mapping[str, float], median_ms: float, ceilings: Mappin
     }
 
 
-def describe(sol: Mapping[str, Any]) -> str:
+def describe(sol: SpeedOfLight) -> str:
     return (
         f"{sol['roofline_fraction']:.0%} of the roofline ({sol['bound']}-bound): "
         f"{sol['bytes_per_s'] / 1e9:.3g} GB/s ({sol['memory_fraction']:.0%} of {sol['memory_ceiling']}), "

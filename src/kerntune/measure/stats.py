@@ -19,7 +19,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 from scipy import stats
@@ -145,7 +145,18 @@ def paired_log_ratio(a_samples: Sequence[float], b_samples: Sequence[float]) -> 
     return float(np.median(logs))
 
 
-def pair_ratio(pairs: Sequence[tuple[float, float]]) -> dict[str, Any]:
+class PairRatio(TypedDict):
+    """A ratio b/a of launches timed side by side, as ``pair_ratio`` gives it."""
+
+    ratio: float
+    ci: list[float]
+    pairs: int
+    blocks: int
+    original_ms: float
+    variant_ms: float
+
+
+def pair_ratio(pairs: Sequence[tuple[float, float]]) -> PairRatio:
     """exp of the median block log ratio b/a over pairs in A B B A order (``abba_block_logs``), its 95%
     bootstrap interval, the ``pairs`` and ``blocks`` it rests on, and each side's median (the lab's names:
     ``original_ms`` for a, ``variant_ms`` for b)."""

@@ -53,7 +53,7 @@ class Conditions:
         timer, regime, mode, fresh, throttled = self.key()
         return f"timer={timer} regime={regime} mode={mode} fresh_process={fresh} throttled={throttled}"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {
             "timer": self.timer,
             "regime": self.regime,
@@ -194,7 +194,7 @@ class Verdict:
     value: float | None
     threshold: float | None
     reason: str
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:

@@ -83,7 +83,7 @@ class TritonKernel:
 
     fn: Any
     grid: Callable[[Meta], tuple[int, ...]]
-    launch: Callable[[Any, dict[str, Any], Meta], Any] | None = None
+    launch: Callable[[Any, dict[str, object], Meta], object] | None = None
     language: Literal["triton"] = "triton"
 
 
@@ -96,7 +96,7 @@ class TorchCallable:
     a copy into the output argument would add memory traffic the op does not do and slow the baseline.
     """
 
-    fn: Callable[[dict[str, Any], Meta], Any]
+    fn: Callable[[dict[str, object], Meta], object]
     name: str = "torch"
     returns_outputs: bool = False
     language: Literal["torch"] = "torch"
@@ -163,10 +163,12 @@ class Serve:
     """
 
     ops: Sequence[str]
-    shape: Callable[[str, tuple[Any, ...], dict[str, Any]], tuple[Any, ...] | None]
-    run: Callable[[str, Mapping[str, Scalar], Mapping[str, Any], tuple[Any, ...], dict[str, Any]], Any]
+    shape: Callable[[str, tuple[object, ...], dict[str, object]], tuple[object, ...] | None]
+    run: Callable[[str, Mapping[str, Scalar], Mapping[str, object], tuple[object, ...], dict[str, object]], object]
     prepare: (
-        Callable[[str, Mapping[str, Scalar], Mapping[str, Any]], Callable[[tuple[Any, ...], dict[str, Any]], Any]]
+        Callable[
+            [str, Mapping[str, Scalar], Mapping[str, object]], Callable[[tuple[object, ...], dict[str, object]], object]
+        ]
         | None
     ) = None
     kernel: str = ""
@@ -174,8 +176,8 @@ class Serve:
     how ``kerntune verify`` finds them in a profile. Default: the spec kernel's name."""
 
 
-InputMaker = Callable[[Mapping[str, Scalar], str, int], dict[str, Any]]
-Reference = Callable[[dict[str, Any], Mapping[str, Scalar]], Any]
+InputMaker = Callable[[Mapping[str, Scalar], str, int], dict[str, object]]
+Reference = Callable[[dict[str, object], Mapping[str, Scalar]], object]
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from kerntune.errors import UsageError
+from kerntune.model.json_types import JSONValue
 from kerntune.model.measurement import FailureKind, Measurement, Verdict
 from kerntune.model.point import Config, Shape
+from kerntune.model.roofline import CeilingsRecord, CostRecord
 from kerntune.model.target import Target
 
 MAX_BUDGET = 1_000_000_000
@@ -35,7 +37,7 @@ class Candidate:
     reason: str = ""
     compile_s: float | None = None
     binary_hash: str | None = None
-    resources: Mapping[str, Any] = field(default_factory=dict)
+    resources: Mapping[str, object] = field(default_factory=dict)
     measurement: Measurement | None = None
     """The search-time measurement (in the tuner's long-lived worker)."""
     confirmed: Measurement | None = None
@@ -69,7 +71,7 @@ class Budget:
     seconds: float | None = None
     shape_seconds: float | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         return {"evaluations": self.evaluations, "seconds": self.seconds, "shape_seconds": self.shape_seconds}
 
     @classmethod
@@ -105,6 +107,39 @@ class Budget:
         return cls(evaluations, seconds, shape_seconds)
 
 
+class PlacementRecord(TypedDict):
+    """Where a run's workers ran: how many, on which executor, at which address (Ray)."""
+
+    workers: int | None
+    executor: str
+    address: str
+
+
+class RunOptions(TypedDict, total=False):
+    """What a run keeps beside its plan: enough to resume it, report it against the roofline, and deploy it."""
+
+    device: str
+    retry_failed: bool
+    kernel_hash: str | None
+    serves: list[str]
+    """Library operators its winners are served in place of."""
+    placement: PlacementRecord
+    target_ms: float | None
+    costs: dict[str, CostRecord]
+    """By shape key."""
+    ceilings: CeilingsRecord
+    valid_configs: dict[str, int]
+    """By shape key: the configs the space holds there."""
+    shape_slots: dict[str, str]
+    """By shape key: the worker slot that tuned it."""
+    phases: dict[str, float]
+    """By ``slot:phase``: seconds spent."""
+    imported_from: str
+    objective: JSONValue
+    tune_params: JSONValue
+    tune_params_keys: list[str]
+
+
 @dataclass(frozen=True)
 class Run:
     """One tuning session in the store. Resumable: its options are enough to redo the plan."""
@@ -123,4 +158,4 @@ class Run:
     stop_reason: str = ""
     created: str = ""
     elapsed_s: float = 0.0
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: RunOptions = field(default_factory=lambda: RunOptions())

@@ -11,7 +11,6 @@ and says what it cut. The plan is the estimate ``tune`` prints before it starts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from kerntune.model.run import Budget
 
@@ -69,7 +68,7 @@ class TimePlan:
             return f"{(whole or limit or 0):.3g} s {unit}"
         return f"{limit:.3g} s of {whole:.3g} s {unit} to search, the rest to confirm"
 
-    def estimate(self) -> dict[str, Any] | None:
+    def estimate(self) -> dict[str, object] | None:
         """Seconds the run will take: at most, by phase, under a time bound (``basis`` budget); else about, from
         earlier runs' evaluation times (``basis`` earlier runs); None when neither is known."""
         if self.run_s is not None and self.search_run_s is not None:

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+
+from kerntune.model import Scalar
 
 MIN_CONFIGS = 10
 
 
-def varying(rows: Sequence[tuple[Mapping[str, Any], float]]) -> dict[str, list[Any]]:
+def varying(rows: Sequence[tuple[Mapping[str, Scalar], float]]) -> dict[str, list[Scalar]]:
     """Each parameter that takes two or more values among the rows, with its values in a stable order."""
-    values: dict[str, list[Any]] = {}
+    values: dict[str, list[Scalar]] = {}
     for config, _ in rows:
         for name, value in config.items():
             seen = values.setdefault(name, [])
@@ -28,7 +29,7 @@ def varying(rows: Sequence[tuple[Mapping[str, Any], float]]) -> dict[str, list[A
     return {name: sorted(v, key=lambda x: (str(type(x)), x)) for name, v in values.items() if len(v) >= 2}
 
 
-def parameter_importance(rows: Sequence[tuple[Mapping[str, Any], float]]) -> dict[str, float] | None:
+def parameter_importance(rows: Sequence[tuple[Mapping[str, Scalar], float]]) -> dict[str, float] | None:
     """(config, median ms) per timed config → parameter name → importance (summing to 1), most important first;
     None when there are too few configs or varying parameters to say."""
     params = varying(rows)

@@ -9,11 +9,13 @@ medians are left out, being shorter measurements.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from kerntune.errors import UsageError
 from kerntune.measure.speed_of_light import memory_ceiling
+from kerntune.model.roofline import CeilingsRecord
 from kerntune.report.summary import RunReport
 
 FORMATS = (".png", ".svg")
@@ -45,17 +47,17 @@ def roofline_points(report: RunReport) -> list[dict[str, Any]]:
     return points
 
 
-def ceilings_of(report: RunReport) -> dict[str, Any]:
+def ceilings_of(report: RunReport) -> CeilingsRecord:
     ceilings = report.run.options.get("ceilings")
     if not ceilings:
         raise UsageError(
             f"run {report.run.id} has no calibration recorded: run `kerntune calibrate` on this device, "
             "then tune again (the run keeps the calibration it was measured against)"
         )
-    return dict(ceilings)
+    return ceilings.copy()
 
 
-def roofs_of(report: RunReport, ceilings: dict[str, Any]) -> tuple[float, dict[str, float]]:
+def roofs_of(report: RunReport, ceilings: Mapping[str, Any]) -> tuple[float, dict[str, float]]:
     """The memory bandwidth (bytes/s: the best of the probes) and the compute ceilings (FLOP/s) by name: FMA, and
     the matrix rate of each dtype the run's cost models say their FLOPs are matrix products of."""
     copy, fma = memory_ceiling(ceilings)[0], float(ceilings["fma_flops_per_s"])

@@ -7,12 +7,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
-from kerntune.measure.second_timer import PROFILER, SHORT, combine
+from kerntune.measure.second_timer import PROFILER, SHORT, TimerCheck, combine
 from kerntune.measure.speed_of_light import speed_of_light
 from kerntune.measure.stats import RatioEstimate, ratio_ci
 from kerntune.model import Candidate, Run, Shape
+from kerntune.model.roofline import CeilingsRecord, CostRecord, SpeedOfLight
 from kerntune.store import Store
 
 
@@ -83,11 +83,11 @@ class ShapeReport:
         return f"{min(self.reached, self.valid_configs)} of {self.valid_configs} valid configs reached"
 
     all_candidates: list[Candidate] = field(default_factory=list)
-    cost: dict[str, float] | None = None
+    cost: CostRecord | None = None
     """The spec's cost model at this shape (flops, bytes), when it has one."""
-    ceilings: dict[str, Any] | None = None
+    ceilings: CeilingsRecord | None = None
     """The device's calibration recorded with the run, when there was one."""
-    second_timer: dict[int, dict[str, Any]] = field(default_factory=dict)
+    second_timer: dict[int, TimerCheck] = field(default_factory=dict)
     """By candidate id: its interleaved ratio to the reference timed again by the device's second timer
     (``measure.second_timer``), over the rounds that have it: ``timer``, ``ratio`` and ``events_ratio`` (geometric
     means over those rounds), ``rounds``, and whether the two ``agree`` within 1%."""
@@ -110,7 +110,7 @@ class ShapeReport:
         ]
         return sorted(done, key=lambda c: c.measurement.median_ms if c.measurement else 0.0)[:count]
 
-    def speed_of_light(self, c: Candidate | None) -> dict[str, Any] | None:
+    def speed_of_light(self, c: Candidate | None) -> SpeedOfLight | None:
         """The candidate's best time against the calibrated roofline (None without cost or calibration)."""
         m = c.best_measurement if c is not None else None
         if m is None or not self.cost or not self.ceilings:
@@ -219,22 +219,21 @@ def interleaved_ratios(store: Store, mine: list[Candidate]) -> tuple[dict[int, R
     return found, ref
 
 
-def second_timer_ratios(store: Store, mine: list[Candidate]) -> dict[int, dict[str, Any]]:
+def second_timer_ratios(store: Store, mine: list[Candidate]) -> dict[int, TimerCheck]:
     """Each confirmed candidate's ratio to its reference by the second timer, over the confirmation rounds that
     timed it so, beside the first timer's ratio of the same rounds (see ``ShapeReport.second_timer``)."""
-    found: dict[int, dict[str, Any]] = {}
+    found: dict[int, TimerCheck] = {}
     for c in mine:
         if c.id is None or c.status != "ok" or c.confirmed is None:
             continue
         # Only rounds where this candidate was the side timed beside the reference ("paired"): the reference's
         # own stored rounds carry the same pair's telemetry, whose ratio is the other side's.
-        checked = combine(
-            [
-                (cond.telemetry or {}).get("second_timer") or {}
-                for cond in store.confirmation_conditions(c.id)
-                if (cond.telemetry or {}).get("paired")
-            ]
-        )
+        stored = [
+            (cond.telemetry or {}).get("second_timer")
+            for cond in store.confirmation_conditions(c.id)
+            if (cond.telemetry or {}).get("paired")
+        ]
+        checked = combine([check for check in stored if check])
         if checked:
             found[c.id] = checked
     return found
@@ -286,10 +285,10 @@ def build_report(store: Store, run: Run) -> RunReport:
     return RunReport(run, reports)
 
 
-def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
+def _candidate_json(c: Candidate | None) -> dict[str, object] | None:
     if c is None:
         return None
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "id": c.id,
         "role": c.role,
         "label": c.label,
@@ -315,7 +314,7 @@ def _candidate_json(c: Candidate | None) -> dict[str, Any] | None:
     return out
 
 
-def run_json(run: Run) -> dict[str, Any]:
+def run_json(run: Run) -> dict[str, object]:
     return {
         "id": run.id,
         "problem": run.problem,
@@ -337,12 +336,12 @@ def run_json(run: Run) -> dict[str, Any]:
     }
 
 
-def _headline_json(found: tuple[float, str] | None) -> dict[str, Any] | None:
+def _headline_json(found: tuple[float, str] | None) -> dict[str, object] | None:
     """The ratio the report leads with and its timer (``CUPTI``, ``events``, or ``reference`` for the reference)."""
     return None if found is None else {"value": found[0], "timer": found[1]}
 
 
-def _ratio_json(r: RatioEstimate) -> dict[str, Any]:
+def _ratio_json(r: RatioEstimate) -> dict[str, object]:
     """A ratio to the reference: NaN bounds (one round) are written as null."""
     return {
         "ratio": r.ratio,
@@ -352,7 +351,7 @@ def _ratio_json(r: RatioEstimate) -> dict[str, Any]:
     }
 
 
-def report_json(report: RunReport) -> dict[str, Any]:
+def report_json(report: RunReport) -> dict[str, object]:
     shapes = []
     for s in report.shapes:
         shapes.append(

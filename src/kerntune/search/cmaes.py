@@ -5,24 +5,28 @@ sum of index distances), so the search walks the valid space rather than wasting
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kerntune.model import Config, Scalar
 from kerntune.search.optuna_base import OptunaSearch
+
+if TYPE_CHECKING:
+    import optuna
 
 
 class CMAESSearch(OptunaSearch):
     name = "cmaes"
 
-    def sampler(self, seed: int, size: int) -> Any:
-        return self._optuna.samplers.CmaEsSampler(
+    def sampler(self, seed: int, size: int) -> optuna.samplers.BaseSampler:
+        sampler: optuna.samplers.BaseSampler = self._optuna.samplers.CmaEsSampler(
             seed=seed, n_startup_trials=min(10, size), warn_independent_sampling=False
         )
+        return sampler
 
-    def suggest(self, trial: Any) -> dict[str, Scalar]:
+    def suggest(self, trial: optuna.trial.Trial) -> dict[str, Scalar]:
         return {n: values[trial.suggest_int(n, 0, len(values) - 1)] for n, values in self.choices.items()}
 
-    def encode(self, config: Config) -> dict[str, Any]:
+    def encode(self, config: Config) -> dict[str, int]:
         return {n: self.choices[n].index(config[n]) for n in self.choices}
 
     def snap(self, params: dict[str, Scalar]) -> Config | None:

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from kerntune.errors import KerntuneError
 from kerntune.exec.pool import Outcome, Worker, end
@@ -43,15 +43,15 @@ class CompileWorker(Protocol):
 
     name: str
 
-    def start(self) -> Any: ...
+    def start(self) -> object: ...
 
-    def call(self, path: str, payload: dict[str, Any], timeout_s: float, *, restart: bool = True) -> Outcome: ...
+    def call(self, path: str, payload: Mapping[str, object], timeout_s: float, *, restart: bool = True) -> Outcome: ...
 
     def stop(self) -> None: ...
 
 
 def local_compile_workers(
-    count: int, setup: tuple[str, dict[str, Any]], *, log_dir: Path, setup_timeout_s: float
+    count: int, setup: tuple[str, Mapping[str, object]], *, log_dir: Path, setup_timeout_s: float
 ) -> list[Worker]:
     """``count`` subprocesses on this host, at low priority."""
     env = {**os.environ, "KERNTUNE_WORKER_NICE": str(NICE)}
@@ -74,7 +74,7 @@ class CompileAhead:
     def __init__(self, workers: Sequence[CompileWorker], *, timeout_s: float) -> None:
         self._workers = list(workers)
         self._timeout_s = timeout_s
-        self._todo: queue.Queue[tuple[tuple[str, str], dict[str, Any]] | None] = queue.Queue()
+        self._todo: queue.Queue[tuple[tuple[str, str], dict[str, object]] | None] = queue.Queue()
         self._done: dict[tuple[str, str], Outcome] = {}
         self._submitted: set[tuple[str, str]] = set()
         self._busy = 0
@@ -100,7 +100,7 @@ class CompileAhead:
             thread.join()
         self._threads.clear()
 
-    def submit(self, shape_key: str, config_key: str, payload: Mapping[str, Any]) -> None:
+    def submit(self, shape_key: str, config_key: str, payload: Mapping[str, object]) -> None:
         key = (shape_key, config_key)
         with self._cond:
             if key in self._submitted:

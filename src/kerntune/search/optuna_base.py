@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import random
 from abc import abstractmethod
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from kerntune.model import Config, Scalar
 from kerntune.search.base import Strategy
 from kerntune.search.neighbourhood import parameter_names
+
+if TYPE_CHECKING:
+    import optuna
 
 MAX_REDRAWS = 50
 
@@ -36,22 +39,22 @@ class OptunaSearch(Strategy):
         self._fixed = {k: v for k, v in (self.configs[0].items if self.configs else ()) if k not in varying}
         self.choices = {n: sorted({c[n] for c in self.configs}, key=_order) for n in varying}
         self._study = optuna.create_study(sampler=self.sampler(seed, len(self.configs)))
-        self._trials: dict[str, Any] = {}
+        self._trials: dict[str, optuna.trial.Trial] = {}
         self._fallback = list(self.configs)
         random.Random(seed).shuffle(self._fallback)
         if self.start is not None and self.start.key in self._valid:
-            self._study.enqueue_trial(self.encode(self.start))
+            self._study.enqueue_trial(dict(self.encode(self.start)))
 
     @abstractmethod
-    def sampler(self, seed: int, size: int) -> Any:
+    def sampler(self, seed: int, size: int) -> optuna.samplers.BaseSampler:
         """The seeded Optuna sampler."""
 
     @abstractmethod
-    def suggest(self, trial: Any) -> dict[str, Scalar]:
+    def suggest(self, trial: optuna.trial.Trial) -> dict[str, Scalar]:
         """Parameter values (of the varying parameters) for one trial."""
 
     @abstractmethod
-    def encode(self, config: Config) -> dict[str, Any]:
+    def encode(self, config: Config) -> Mapping[str, object]:
         """A config as the trial parameters ``suggest`` would produce for it (for enqueued trials)."""
 
     def snap(self, params: dict[str, Scalar]) -> Config | None:
@@ -71,7 +74,7 @@ class OptunaSearch(Strategy):
             self._study.tell(trial, state=self._optuna.trial.TrialState.PRUNED)
         for config in self._fallback:
             if config.key not in self._trials:
-                self._study.enqueue_trial(self.encode(config))
+                self._study.enqueue_trial(dict(self.encode(config)))
                 return self.ask()
         return None
 
@@ -85,6 +88,6 @@ class OptunaSearch(Strategy):
             self._study.tell(trial, median_ms)
 
 
-def _order(value: Scalar) -> tuple[int, Any]:
+def _order(value: Scalar) -> tuple[int, float | str]:
     # Numbers in numeric order (an ordinal axis for CMA-ES), anything else after them by its text.
     return (0, value) if isinstance(value, (int, float)) and not isinstance(value, bool) else (1, repr(value))

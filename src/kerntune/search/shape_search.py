@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from kerntune.isa.occupancy import occupancy, prune_reason, registers_to_next_block
 from kerntune.measure.pacing import BATCH_MS
+from kerntune.measure.protocol import MeasureOptionsRecord
 from kerntune.measure.speed_of_light import describe, speed_of_light
 from kerntune.model import Config, FailureKind, Run, Shape
 from kerntune.model.time_plan import FULL, Durations, TimePlan
@@ -66,7 +67,7 @@ class SearchHost(Protocol):
         """(shape key, role, label, config key) of every candidate the store holds a result for."""
 
     @property
-    def measure(self) -> dict[str, Any]:
+    def measure(self) -> MeasureOptionsRecord:
         """The full measurement protocol's options; a race rung shortens them (``rung_options``)."""
 
     def search_spent(self, begun_s: float, later: int, next_s: float, predicted: bool = True) -> str:
@@ -91,8 +92,8 @@ class SearchHost(Protocol):
         """The run's time bounds: one shape's search, all searches, the whole run (``model.time_plan``)."""
 
     def payload(
-        self, shape: Shape, config: Config, baseline_kernel: str | None, measure: dict[str, Any] | None = None
-    ) -> dict[str, Any]: ...
+        self, shape: Shape, config: Config, baseline_kernel: str | None, measure: MeasureOptionsRecord | None = None
+    ) -> Mapping[str, object]: ...
 
     def evaluate(
         self,
@@ -102,7 +103,7 @@ class SearchHost(Protocol):
         label: str,
         baseline_kernel: str | None = None,
         *,
-        measure: dict[str, Any] | None = None,
+        measure: MeasureOptionsRecord | None = None,
         precompiled: Mapping[str, Any] | None = None,
     ) -> CandidateResult | None: ...
 
@@ -111,7 +112,7 @@ class SearchHost(Protocol):
     ) -> None: ...
 
 
-def rung_options(full: Mapping[str, Any], rung: int | None) -> dict[str, Any]:
+def rung_options(full: MeasureOptionsRecord, rung: int | None) -> MeasureOptionsRecord:
     """Measurement options for a screening rung: warm-up, sampling budget, window and block length shortened by
     the rung's fraction, the interval target loosened by its square root (the interval narrows as √n).
 
@@ -120,7 +121,7 @@ def rung_options(full: Mapping[str, Any], rung: int | None) -> dict[str, Any]:
     for kernels of 0.02-4.5 ms, and the timing worker, busy 91% of each shape's search, bounded the search at 8.3
     configs a second (the 20-shape bounded run of 2026-12-02, re-read from its candidates' times)."""
     if rung is None:
-        return dict(full)
+        return full.copy()
     f = rung_fraction(rung)
     return {
         **full,
@@ -151,7 +152,7 @@ class ShapeSearch:
     """Where the shape began (its baselines included) on the run's clock."""
     later: int = 0
     """This slot's shapes still to come when it began: each keeps its even part of the searches' time."""
-    best_full: tuple[float, Mapping[str, Any], Mapping[str, int]] | None = None
+    best_full: tuple[float, Mapping[str, object], Mapping[str, int]] | None = None
     """The fastest full measurement so far with its compiled resources and the device's limits."""
     durations: Durations = field(default_factory=Durations)
     """This shape's evaluations' wall times by rung (``FULL``: the full protocol): what winding down will cost."""

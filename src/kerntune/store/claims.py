@@ -8,6 +8,7 @@ samples, the ratio with its interval, the noise band used, and the verdict. The 
 from __future__ import annotations
 
 import json
+import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -94,7 +95,7 @@ def save_ab(store: Store, r: ABRecord) -> None:
         )
 
 
-def _record(store: Store, row: Any) -> ABRecord:
+def _record(store: Store, row: sqlite3.Row) -> ABRecord:
     processes = tuple(
         ProcessRecord(p["seq"], p["side"], p["value"], tuple(json.loads(p["samples"])), json.loads(p["info"]))
         for p in store.db.execute("SELECT * FROM ab_processes WHERE ab_id=? ORDER BY seq", (row["id"],))

@@ -14,7 +14,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kerntune.errors import RunNotFound, StoreError
 from kerntune.model import (
@@ -41,7 +40,7 @@ class CandidateResult:
     reason: str = ""
     compile_s: float | None = None
     binary_hash: str | None = None
-    resources: dict[str, Any] | None = None
+    resources: dict[str, object] | None = None
     measurement: Measurement | None = None
     verdict: Verdict | None = None
     gate_s: float | None = None
@@ -132,7 +131,7 @@ class Store:
         if sets:
             self.db.execute(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", (*values, run_id))
 
-    def set_run_option(self, run_id: str, key: str, name: str, value: Any) -> None:
+    def set_run_option(self, run_id: str, key: str, name: str, value: object) -> None:
         """Set ``options[key][name] = value`` in one statement (safe beside other writers of the same run)."""
         path = f'$."{key}"'
         self.db.execute(

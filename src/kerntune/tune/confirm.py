@@ -27,12 +27,13 @@ from __future__ import annotations
 import math
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kerntune.exec.pool import Outcome
 from kerntune.exec.slots import Slot
+from kerntune.measure.protocol import MeasureOptionsRecord
 from kerntune.measure.second_timer import said
 from kerntune.measure.stats import paired_log_ratio
 from kerntune.model import Candidate, Config, FailureKind, Measurement, Run, Shape
@@ -43,6 +44,9 @@ from kerntune.tune.inputs import EVALUATE, EVALUATE_PAIR
 from kerntune.tune.outcomes import candidate_result
 from kerntune.tune.request import Progress
 
+if TYPE_CHECKING:
+    from kerntune.tune.evaluate import CandidatePayload, PairPayload
+
 
 class ConfirmHost(Protocol):
     """What confirmation needs of the run hosting it (``tune.run._Tuner``)."""
@@ -52,7 +56,7 @@ class ConfirmHost(Protocol):
     settings: Settings
     progress: Progress
     worker: Slot
-    measure: dict[str, Any]
+    measure: MeasureOptionsRecord
 
     def finalists(self, shape: Shape) -> list[Candidate]: ...
 
@@ -69,8 +73,8 @@ class ConfirmHost(Protocol):
         estimate is built from it."""
 
     def payload(
-        self, shape: Shape, config: Config, baseline_kernel: str | None, measure: dict[str, Any] | None = None
-    ) -> dict[str, Any]: ...
+        self, shape: Shape, config: Config, baseline_kernel: str | None, measure: MeasureOptionsRecord | None = None
+    ) -> CandidatePayload: ...
 
 
 def reference(finalists: Sequence[Candidate]) -> Candidate | None:
@@ -264,7 +268,7 @@ def _kernel(cand: Candidate) -> str | None:
     return None if cand.config.items else cand.label
 
 
-def _call(worker: Slot, path: str, payload: dict[str, Any], timeout_s: float, clock: _Clock | None) -> Outcome:
+def _call(worker: Slot, path: str, payload: Mapping[str, object], timeout_s: float, clock: _Clock | None) -> Outcome:
     """``worker.call`` stopped at the time bound where that comes first (then ``_OutOfTime``)."""
     limit, bounded = clock.call_limit_s(timeout_s) if clock is not None else (timeout_s, False)
     outcome = worker.call(path, payload, limit, restart=not bounded)
@@ -301,7 +305,7 @@ def confirm_pair(
 ) -> bool:
     """``cand`` timed interleaved with ``ref``; False when the reference failed (it is marked failed)."""
     assert ref.id is not None and cand.id is not None
-    payload = {
+    payload: PairPayload = {
         "a": host.payload(shape, ref.config, _kernel(ref)),
         "b": host.payload(shape, cand.config, _kernel(cand)),
         "measure": host.measure,

@@ -8,18 +8,34 @@ the worker returns as a result; anything that kills the process (a segfault, a h
 from __future__ import annotations
 
 import math
+import operator
 import os
 import time
 import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from kerntune.backends import Backend, load_backend
-from kerntune.backends.base import fail
+from kerntune.backends.base import Compiled, Launch, fail
+from kerntune.devices.telemetry import Reading, Telemetry
 from kerntune.errors import CandidateFailed, SpecError
-from kerntune.measure.protocol import MeasureOptions, measure, measure_interleaved
-from kerntune.model import Config, FailureKind, Measurement, Problem, Shape, TorchCallable
+from kerntune.measure.protocol import MeasureOptions, MeasureOptionsRecord, measure, measure_interleaved
+from kerntune.model import (
+    Config,
+    FailureKind,
+    Kernel,
+    Measurement,
+    Problem,
+    Scalar,
+    Shape,
+    Target,
+    TorchCallable,
+    Verdict,
+)
+from kerntune.model.json_types import JSONObject
 from kerntune.settings import Settings
 from kerntune.tune import gate
 from kerntune.tune.spec import load_spec, with_kernel_source
@@ -30,7 +46,125 @@ def _gpu_present() -> bool:
     return any(Path(p).exists() for p in ("/dev/nvidiactl", "/dev/kfd"))
 
 
-def setup(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+Args = dict[str, object]
+"""A kernel's launch arguments by name: device arrays (opaque here) and scalars."""
+InputKey = tuple[str, str, int]
+"""(shape key, dtype, seed): one drawn input set."""
+
+
+@dataclass
+class SpecWorker:
+    """What ``setup`` loads into a worker's state (under ``"spec"``): the spec's problem, its backend and device,
+    and the current shape's inputs, references and placed copies."""
+
+    problem: Problem
+    backend: Backend
+    target: Target
+    telemetry: Telemetry
+    variants: dict[str, Kernel]
+    inputs: dict[InputKey, Args] = field(default_factory=dict)
+    references: dict[InputKey, list[object]] = field(default_factory=dict)
+    placed: dict[InputKey, Args] = field(default_factory=dict)
+    compile_args: dict[tuple[str, str], Args] = field(default_factory=dict)
+
+
+@runtime_checkable
+class FloatArray(Protocol):
+    """A drawn float input (a torch tensor or NumPy array): what the checks on fresh inputs read."""
+
+    @property
+    def shape(self) -> Sequence[int]: ...
+
+    def any(self) -> object: ...
+
+
+def worker(state: Mapping[str, object]) -> SpecWorker:
+    """The spec ``setup`` loaded into this worker's state."""
+    spec = state.get("spec")
+    if not isinstance(spec, SpecWorker):
+        raise RuntimeError("this worker has no spec loaded: call kerntune.tune.evaluate:setup first")
+    return spec
+
+
+class SetupPayload(TypedDict, total=False):
+    spec_path: str
+    device: str
+    kernel_source: str
+    variants: list[str]
+
+
+class SetupReply(TypedDict):
+    target: JSONObject
+    digest: str
+    pid: int
+    telemetry: Reading
+    graphs: bool
+    backend: str
+
+
+class CandidatePayload(TypedDict, total=False):
+    """One candidate to compile (and gate, and time): ``shape``, ``dtype`` and ``seeds`` are always given."""
+
+    shape: dict[str, Scalar]
+    dtype: str
+    seeds: list[int]
+    config: dict[str, Scalar]
+    kernel_source: str
+    baseline_kernel: str | None
+    gate: bool
+    measure: MeasureOptionsRecord
+
+
+class VerdictRecord(TypedDict):
+    outcome: Literal["pass", "fail", "win", "loss", "noise", "blocked"]
+    metric: str
+    value: float | None
+    threshold: float | None
+    reason: str
+    details: dict[str, object]
+
+
+class FailureRecord(TypedDict):
+    kind: str
+    reason: str
+
+
+class CandidateReply(TypedDict, total=False):
+    """What ``evaluate`` returns for one candidate (``kerntune.tune.run`` reads it)."""
+
+    compile_s: float
+    binary_hash: str | None
+    resources: dict[str, object]
+    gate_s: float
+    verdict: VerdictRecord
+    failure: FailureRecord
+    timing: str
+    measure_s: float
+    samples_ms: list[float]
+    ci_ms: list[float]
+    conditions: dict[str, object]
+
+
+class PrecompileReply(TypedDict):
+    compile_s: float
+    binary_hash: str | None
+    resources: dict[str, object]
+    signature: str | None
+    limits: dict[str, int]
+
+
+class PairPayload(TypedDict):
+    a: CandidatePayload
+    b: CandidatePayload
+    measure: MeasureOptionsRecord
+
+
+class PairFailed(TypedDict):
+    failed: str
+    result: CandidateReply
+
+
+def setup(state: dict[str, object], payload: SetupPayload) -> SetupReply:
     """Load the spec and the backend in this worker; return the Target as a dict."""
     device = str(payload.get("device") or "")
     if device.lower() in ("cpu", "interpreter") or not _gpu_present():
@@ -48,15 +182,7 @@ def setup(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
     state.clear()
     target = backend.target()
     telemetry = backend.telemetry()
-    state.update(
-        problem=problem,
-        backend=backend,
-        target=target,
-        inputs={},
-        references={},
-        telemetry=telemetry,
-        variants=variants,
-    )
+    state["spec"] = SpecWorker(problem, backend, target, telemetry, variants)
     return {
         "target": target.as_dict(),
         "digest": loaded.digest,
@@ -67,25 +193,30 @@ def setup(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _keep_shape(cache: dict[Any, Any], key: tuple[Any, ...]) -> None:
+_Key = TypeVar("_Key", bound=tuple[object, ...])
+_Value = TypeVar("_Value")
+
+
+def _keep_shape(cache: dict[_Key, _Value], key: _Key) -> None:
     """Drop a cache's entries of other shapes (or dtypes): a run walks its shapes and each one's inputs and float64
     references can take a GB of device memory; a shape met again is drawn again (milliseconds on a GPU)."""
     for old in [k for k in cache if k[:2] != key[:2]]:
         del cache[old]
 
 
-def _inputs(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> dict[str, Any]:
+def _inputs(spec: SpecWorker, shape: Shape, dtype: str, seed: int) -> Args:
     key = (shape.key, dtype, seed)
-    cache: dict[Any, Any] = state["inputs"]
+    cache = spec.inputs
     if key not in cache:
         _keep_shape(cache, key)
-        problem: Problem = state["problem"]
-        args = _spec_call("make_inputs", problem.make_inputs, shape.as_dict(), dtype, seed)
-        if not isinstance(args, dict):
+        problem = spec.problem
+        made = _spec_call("make_inputs", problem.make_inputs, shape.as_dict(), dtype, seed)
+        if not isinstance(made, dict):
             raise SpecError(
-                f"the spec's make_inputs returned a {type(args).__name__}, not a dict of argument name to value: "
+                f"the spec's make_inputs returned a {type(made).__name__}, not a dict of argument name to value: "
                 "return {'a': ..., 'c': ...} naming every kernel argument; fix the spec"
             )
+        args: Args = made
         missing = [o for o in problem.outputs if o not in args]
         if missing:
             raise SpecError(f"make_inputs returned no output argument {missing}; return every output too")
@@ -97,45 +228,43 @@ def _inputs(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> dict[
                     "draw them from the seed so each gate check sees fresh data"
                 )
         cache[key] = args
-    inputs: dict[str, Any] = cache[key]
-    return inputs
+    return cache[key]
 
 
-def _float_inputs(args: dict[str, Any], outputs: Any) -> list[tuple[str, Any]]:
-    found = []
+def _float_inputs(args: Args, outputs: Sequence[str]) -> list[tuple[str, FloatArray]]:
+    found: list[tuple[str, FloatArray]] = []
     for name, value in args.items():
         if name in outputs:
             continue
         is_float = getattr(value, "is_floating_point", None)  # torch tensors
         numpy_float = getattr(getattr(value, "dtype", None), "kind", "") == "f" and getattr(value, "size", 0) > 1
-        if (callable(is_float) and is_float()) or numpy_float:
+        if ((callable(is_float) and is_float()) or numpy_float) and isinstance(value, FloatArray):
             found.append((name, value))
     return found
 
 
-def _refuse_degenerate_inputs(args: dict[str, Any], outputs: Any, seed: int) -> None:
+def _refuse_degenerate_inputs(args: Args, outputs: Sequence[str], seed: int) -> None:
     """All-zero inputs hide unwritten outputs and wrong indexing, and run faster than real data."""
     for name, value in _float_inputs(args, outputs):
         if not bool(value.any()):
             raise SpecError(f"make_inputs gave an all-zero input {name!r} for seed {seed}: draw random data instead")
 
 
-def _same_inputs(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def _same_inputs(a: Args, b: Args) -> bool:
     first_a, first_b = _float_inputs(a, ()), _float_inputs(b, ())
     if not first_a or not first_b:
         return False
     x, y = first_a[0][1], first_b[0][1]
-    return bool(getattr(x, "shape", None) == getattr(y, "shape", None) and bool((x == y).all()))
+    return bool(x.shape == y.shape and bool(operator.eq(x, y).all()))  # elementwise: a tensor's == is an array
 
 
-def _reference(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> list[Any]:
+def _reference(spec: SpecWorker, shape: Shape, dtype: str, seed: int) -> list[object]:
     key = (shape.key, dtype, seed)
-    cache: dict[Any, Any] = state["references"]
+    cache = spec.references
     if key not in cache:
         _keep_shape(cache, key)
-        problem: Problem = state["problem"]
-        backend: Backend = state["backend"]
-        host = _inputs(state, shape, dtype, seed)
+        problem, backend = spec.problem, spec.backend
+        host = _inputs(spec, shape, dtype, seed)
         # The reference sees the inputs as the kernel does: device tensors for torch-based backends (so a
         # float64 reference runs on the GPU), host arrays where the device copies are opaque buffers.
         args = backend.place(host) if backend.reference_on_device else dict(host)
@@ -147,38 +276,37 @@ def _reference(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> li
                 f"the reference returned {len(values)} arrays for outputs {list(problem.outputs)}",
             )
         cache[key] = [backend.hold_reference(v) for v in values]
-    refs: list[Any] = cache[key]
-    return refs
+    return cache[key]
 
 
-def placed_inputs(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> dict[str, Any]:
+def placed_inputs(spec: SpecWorker, shape: Shape, dtype: str, seed: int) -> Args:
     """A fresh device copy of the inputs for one candidate. A pristine placed set is kept per seed for the
     current shape, and copied on the device where the backend can (a host transfer of hundreds of MB per
     candidate would be the tuner's cost, not the kernel's); a set from an earlier shape is dropped."""
-    backend: Backend = state["backend"]
-    cache: dict[Any, Any] = state.setdefault("placed", {})
+    backend = spec.backend
+    cache = spec.placed
     key = (shape.key, dtype, seed)
     if key not in cache:
         _keep_shape(cache, key)
-        cache[key] = backend.place(_inputs(state, shape, dtype, seed))
+        cache[key] = backend.place(_inputs(spec, shape, dtype, seed))
     copied = backend.copy_placed(cache[key])
-    return copied if copied is not None else backend.place(_inputs(state, shape, dtype, seed))
+    return copied if copied is not None else backend.place(_inputs(spec, shape, dtype, seed))
 
 
-def precompile(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+def precompile(state: dict[str, object], payload: CandidatePayload) -> PrecompileReply:
     """Compile one candidate without running it (a compile-ahead worker): its time, binary, resources and
     signature. The compiler's on-disk cache carries the binary to the timing worker."""
-    problem: Problem = state["problem"]
-    backend: Backend = state["backend"]
+    spec = worker(state)
+    problem, backend = spec.problem, spec.backend
     shape = Shape.of(payload["shape"])
     dtype = str(payload["dtype"])
     config = Config.of(payload["config"])
     meta, tunables = problem.space.meta(config, shape), problem.space.tunables(config, shape)
-    cache: dict[Any, Any] = state.setdefault("compile_args", {})
+    cache = spec.compile_args
     key = (shape.key, dtype)
     if key not in cache:
         cache.clear()
-        cache[key] = backend.place(_inputs(state, shape, dtype, int(payload["seeds"][0])))
+        cache[key] = backend.place(_inputs(spec, shape, dtype, int(payload["seeds"][0])))
     compiled = backend.precompile(problem.kernel, tunables, meta, dict(cache[key]))
     return {
         "compile_s": compiled.compile_s,
@@ -189,7 +317,7 @@ def precompile(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]
     }
 
 
-def _spec_call(what: str, fn: Any, *args: Any) -> Any:
+def _spec_call(what: str, fn: Callable[..., _Value], *args: object) -> _Value:
     """Call the spec's own code; its failure is the spec's fault, not a candidate's: the run stops."""
     try:
         return fn(*args)
@@ -201,16 +329,17 @@ def _spec_call(what: str, fn: Any, *args: Any) -> Any:
         raise SpecError(f"the spec's {what} raised {type(exc).__name__}: {exc}{where}; fix the spec") from exc
 
 
-def evaluate(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+def evaluate(state: dict[str, object], payload: CandidatePayload) -> CandidateReply:
     """Compile, gate and measure one candidate. Returns a plain dict (see ``kerntune.tune.run``)."""
-    result, launches, set_bytes = _prepare(state, payload)
+    spec = worker(state)
+    result, launches, set_bytes = _prepare(spec, payload)
     if launches is None:
         return result
-    backend: Backend = state["backend"]
+    backend = spec.backend
     options = MeasureOptions(**payload["measure"])
     start = time.perf_counter()
     try:
-        measurement = measure(backend, launches, options, state["telemetry"], set_bytes * len(launches))
+        measurement = measure(backend, launches, options, spec.telemetry, set_bytes * len(launches))
     except CandidateFailed:
         raise
     except Exception as exc:
@@ -220,52 +349,52 @@ def evaluate(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def evaluate_pair(state: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+def evaluate_pair(state: dict[str, object], payload: PairPayload) -> dict[str, CandidateReply] | PairFailed:
     """Two candidates of one spec — two configs, or two kernel sources (a payload's ``kernel_source`` names one
     of the ``variants`` set up) — each compiled and gated, then timed interleaved (A B B A ...) so that every A
     sample has a B sample beside it in time: drift of the machine cancels within each pair.
     ``payload``: ``{"a": evaluate payload, "b": evaluate payload, "measure": options}``. A side that
     fails returns ``{"failed": "A" or "B", "result": its result}``."""
-    backend: Backend = state["backend"]
-    prepared = []
-    for name in ("a", "b"):
-        result, launches, _ = _prepare(state, payload[name])
+    spec = worker(state)
+    backend = spec.backend
+    prepared: list[tuple[CandidateReply, partial[object]]] = []
+    for name, side in (("a", payload["a"]), ("b", payload["b"])):
+        result, launches, _ = _prepare(spec, side)
         if launches is None:
             return {"failed": name.upper(), "result": result}
         prepared.append((result, launches[0]))
     options = MeasureOptions(**payload["measure"])
     shape, dtype = Shape.of(payload["a"]["shape"]), str(payload["a"]["dtype"])
-    sets = _placements(state, shape, dtype, int(payload["a"]["seeds"][0]))
+    sets = _placements(spec, shape, dtype, int(payload["a"]["seeds"][0]))
     # One launch of each side per placement, both sides on the same operands (as a program swaps one kernel for
     # another); a side's own gated copy is used where there is one placement.
     sides = [[partial(launch.func, args) for args in sets] if len(sets) > 1 else [launch] for _, launch in prepared]
     try:
-        pair = measure_interleaved(backend, sides[0], sides[1], options, state["telemetry"])
+        pair = measure_interleaved(backend, sides[0], sides[1], options, spec.telemetry)
     except CandidateFailed:
         raise
     except Exception as exc:
         raise fail(exc, "measure") from exc
-    out: dict[str, Any] = {}
+    out: dict[str, CandidateReply] = {}
     for (result, _), name, m in zip(prepared, ("a", "b"), pair, strict=True):
         out[name] = {**result, **_measurement_dict(m)}
     return out
 
 
-def _measurement_dict(m: Measurement) -> dict[str, Any]:
+def _measurement_dict(m: Measurement) -> CandidateReply:
     return {"samples_ms": list(m.samples_ms), "ci_ms": list(m.ci_ms), "conditions": m.conditions.as_dict()}
 
 
-def kernel_for(problem: Problem, baseline_name: str | None) -> Any:
+def kernel_for(problem: Problem, baseline_name: str | None) -> Kernel | TorchCallable:
     """The spec's kernel, or the kernel of the baseline named."""
     if baseline_name:
         return next(b.kernel for b in problem.baselines if b.name == baseline_name and b.kernel is not None)
     return problem.kernel
 
 
-def compile_for(state: dict[str, Any], shape: Shape, config: Config, kernel: Any, args: dict[str, Any]) -> Any:
+def compile_for(spec: SpecWorker, shape: Shape, config: Config, kernel: Kernel | TorchCallable, args: Args) -> Compiled:
     """Compile ``kernel`` at ``config`` (none for a baseline callable) for ``shape`` on placed ``args``."""
-    problem: Problem = state["problem"]
-    backend: Backend = state["backend"]
+    problem, backend = spec.problem, spec.backend
     meta = problem.space.meta(config, shape) if config.items else dict(shape.as_dict())
     tunables = problem.space.tunables(config, shape) if config.items else {}
     if isinstance(kernel, TorchCallable):
@@ -273,35 +402,35 @@ def compile_for(state: dict[str, Any], shape: Shape, config: Config, kernel: Any
     return backend.compile(kernel, tunables, meta, args)
 
 
-def _prepare(state: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, Any], list[Any] | None, int]:
+def _prepare(spec: SpecWorker, payload: CandidatePayload) -> tuple[CandidateReply, list[partial[object]] | None, int]:
     """Compile and gate one candidate; return its result so far and its timed launches (None: do not time)."""
-    problem: Problem = state["problem"]
-    backend: Backend = state["backend"]
+    problem, backend = spec.problem, spec.backend
     shape = Shape.of(payload["shape"])
     dtype = str(payload["dtype"])
     seeds = [int(s) for s in payload["seeds"]]
     threshold = gate.threshold_for(dtype, problem.tolerance)
     config = Config.of(payload.get("config") or {})
-    result: dict[str, Any] = {}
-    first_args = placed_inputs(state, shape, dtype, seeds[0])
+    result: CandidateReply = {}
+    first_args = placed_inputs(spec, shape, dtype, seeds[0])
     kernel = (
-        state["variants"][payload["kernel_source"]]
+        spec.variants[payload["kernel_source"]]
         if payload.get("kernel_source")
         else kernel_for(problem, payload.get("baseline_kernel"))
     )
-    compiled = compile_for(state, shape, config, kernel, first_args)
-    result.update(compile_s=compiled.compile_s, binary_hash=compiled.binary_hash, resources=compiled.resources)
+    compiled = compile_for(spec, shape, config, kernel, first_args)
+    result["compile_s"], result["binary_hash"] = compiled.compile_s, compiled.binary_hash
+    result["resources"] = compiled.resources
 
     verdicts = []
     gate_start = time.perf_counter()
-    timing_args: dict[str, Any] | None = None
+    timing_args: Args | None = None
     if not payload.get("gate", True):
         # Asked to time only (a later round of an in-process A/B whose first round passed the gate).
         seeds = []
         timing_args = first_args
     for seed in seeds:
-        args = first_args if seed == seeds[0] else placed_inputs(state, shape, dtype, seed)
-        refs = _reference(state, shape, dtype, seed)
+        args = first_args if seed == seeds[0] else placed_inputs(spec, shape, dtype, seed)
+        refs = _reference(spec, shape, dtype, seed)
         backend.poison(args, problem.outputs)
         returned = _run_once(backend, compiled.launch, args)
         if isinstance(kernel, TorchCallable) and kernel.returns_outputs:
@@ -323,17 +452,17 @@ def _prepare(state: dict[str, Any], payload: dict[str, Any]) -> tuple[dict[str, 
         if not verdict.passed:
             result["failure"] = {"kind": FailureKind.WRONG.value, "reason": verdict.reason}
             return result, None, 0
-    if not state["target"].claims_timing or timing_args is None:
+    if not spec.target.claims_timing or timing_args is None:
         result["timing"] = f"not claimed: {backend.timer}"
         return result, None, 0
     sets = [timing_args]
     if payload["measure"].get("regime") == "rotating":
-        host = _inputs(state, shape, dtype, int(payload["seeds"][0]))
+        host = _inputs(spec, shape, dtype, int(payload["seeds"][0]))
         sets += [backend.place(host) for _ in range(_rotating_copies(backend, host) - 1)]
     return result, [partial(compiled.launch, args) for args in sets], _set_bytes(sets[0])
 
 
-def _verdict_dict(verdict: Any) -> dict[str, Any]:
+def _verdict_dict(verdict: Verdict) -> VerdictRecord:
     return {
         "outcome": verdict.outcome,
         "metric": verdict.metric,
@@ -344,7 +473,7 @@ def _verdict_dict(verdict: Any) -> dict[str, Any]:
     }
 
 
-def _set_bytes(args: dict[str, Any]) -> int:
+def _set_bytes(args: Args) -> int:
     total = 0
     for value in args.values():
         nbytes = getattr(value, "nbytes", None)
@@ -354,26 +483,25 @@ def _set_bytes(args: dict[str, Any]) -> int:
     return total
 
 
-def _placements(state: dict[str, Any], shape: Shape, dtype: str, seed: int) -> list[dict[str, Any]]:
+def _placements(spec: SpecWorker, shape: Shape, dtype: str, seed: int) -> list[Args]:
     """Fresh device copies of the inputs, all alive together (so each lies elsewhere in device memory), that an
     interleaved A/B takes in turn: KERNTUNE_PLACEMENTS of them, fewer where they would hold more than
     KERNTUNE_PLACEMENTS_MB together; none (an empty list: time each side's own copy) where one is asked."""
     settings = Settings.from_env()
-    host = _inputs(state, shape, dtype, seed)
+    host = _inputs(spec, shape, dtype, seed)
     count = min(settings.placements, max(1, (settings.placements_mb << 20) // max(1, _set_bytes(host))))
     if count < 2:
         return []
-    backend: Backend = state["backend"]
-    return [backend.place(host) for _ in range(count)]
+    return [spec.backend.place(host) for _ in range(count)]
 
 
-def _rotating_copies(backend: Backend, host: dict[str, Any]) -> int:
+def _rotating_copies(backend: Backend, host: Args) -> int:
     """Enough input copies that cycling through them overflows the cache (twice its size), at most 64."""
     size = max(1, _set_bytes(host))
     return max(2, min(64, math.ceil(backend.flush_bytes / size) + 1))
 
 
-def _run_once(backend: Backend, launch: Any, args: dict[str, Any]) -> Any:
+def _run_once(backend: Backend, launch: Launch, args: Args) -> object:
     try:
         returned = launch(args)
         backend.synchronize()

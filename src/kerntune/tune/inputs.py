@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from kerntune.errors import SpecError, UsageError
 from kerntune.measure.calibrate import MAX_AGE_S, device_key
-from kerntune.measure.protocol import MeasureOptions
+from kerntune.measure.protocol import MeasureOptions, MeasureOptionsRecord, mode_of, regime_of
 from kerntune.model import Config, Problem, Run, Scalar, Shape, Target
+from kerntune.model.roofline import CostRecord
+from kerntune.model.run import RunOptions
 from kerntune.runtime.corpus import CorpusError, CorpusLine, merge, read_corpus, top
 from kerntune.runtime.keys import problem_source_hash
 from kerntune.settings import Settings
@@ -76,14 +77,12 @@ def resolve_shapes(problem: Problem, overrides: Sequence[Mapping[str, str]]) -> 
     return shapes
 
 
-def roofline_inputs(
-    problem: Problem, shapes: Sequence[Shape], dtype: str, store: Store, target: Target
-) -> dict[str, Any]:
+def roofline_inputs(problem: Problem, shapes: Sequence[Shape], dtype: str, store: Store, target: Target) -> RunOptions:
     """The spec's cost per shape and this device's latest calibration, kept with the run: the report's speed
     of light and the near-the-limit stopping rule read them (nothing when either is missing)."""
     if problem.cost is None:
         return {}
-    costs = {}
+    costs: dict[str, CostRecord] = {}
     for shape in shapes:
         try:
             cost = problem.cost(shape.as_dict(), dtype)
@@ -159,24 +158,23 @@ def corpus_shapes(path: Path, problem: Problem, dtype: str, top_n: int = 0) -> l
     return [by_identity[id(line)] for line in chosen]
 
 
-def measure_options(settings: Settings) -> dict[str, Any]:
+def measure_options(settings: Settings) -> MeasureOptionsRecord:
     """The measurement protocol's options from the settings (validated here, in the parent, so a bad
     regime or mode is a usage error before any worker starts)."""
-    values: dict[str, Any] = dict(
+    return MeasureOptions(
         warmup_ms=settings.warmup_ms,
         min_samples=settings.min_samples,
         max_samples=settings.max_samples,
         budget_ms=settings.sample_budget_ms,
         ci_target=settings.ci_target,
-        regime=settings.regime,
+        regime=regime_of(settings.regime),
         min_window_ms=settings.min_window_ms,
-        mode=settings.mode,
+        mode=mode_of(settings.mode),
         second_timer=bool(settings.second_timer),
-    )
-    return asdict(MeasureOptions(**values))
+    ).record()
 
 
-def require_graphs(settings: Settings, setup: Mapping[str, Any]) -> None:
+def require_graphs(settings: Settings, setup: Mapping[str, object]) -> None:
     """Graph mode asked of a backend that cannot capture graphs is a usage error, not N failed candidates."""
     if settings.mode == "graph" and not setup.get("graphs"):
         raise UsageError(

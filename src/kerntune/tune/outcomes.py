@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kerntune.exec.pool import Outcome
 from kerntune.model import Conditions, FailureKind, Measurement, Verdict
 from kerntune.store import CandidateResult
+
+if TYPE_CHECKING:
+    from kerntune.tune.evaluate import CandidateReply
 
 
 def candidate_result(outcome: Outcome) -> CandidateResult:
@@ -15,7 +18,7 @@ def candidate_result(outcome: Outcome) -> CandidateResult:
         kind = FailureKind(outcome.kind) if outcome.kind in FailureKind._value2member_map_ else FailureKind.ERROR
         reason = outcome.reason if outcome.status == "failed" else f"{outcome.kind}: {outcome.reason}"
         return CandidateResult("failed", failure=kind, reason=reason.strip())
-    value: dict[str, Any] = outcome.value
+    value: CandidateReply = outcome.value
     verdict = None
     if "verdict" in value:
         v = value["verdict"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,8 +44,8 @@ class Placement:
 
 
 def make_slots(
-    placement: Placement, setup: tuple[str, dict[str, Any]], store: Store, settings: Settings, tag: str
-) -> list[Any]:
+    placement: Placement, setup: tuple[str, Mapping[str, object]], store: Store, settings: Settings, tag: str
+) -> list[Slot]:
     log_dir = store.home / "logs"
     if placement.executor == "ray":
         from kerntune.exec.ray_slots import ray_slots
@@ -95,7 +95,7 @@ def compile_counts(slots: Sequence[Slot], requested: int, target: Target) -> lis
     return [auto_workers(requested, vendor) // len(slots)] * len(slots)
 
 
-def release(slots: Sequence[Any]) -> None:
+def release(slots: Sequence[Slot]) -> None:
     for slot in slots:
         end(slot)
     if slots and hasattr(slots[0], "disconnect"):

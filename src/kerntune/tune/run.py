@@ -12,12 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kerntune.backends.base import CONTEXT_FATAL
 from kerntune.errors import KerntuneError, SpecError, UsageError
 from kerntune.exec.ray_slots import RaySlot
 from kerntune.exec.slots import Slot
+from kerntune.measure.protocol import MeasureOptionsRecord
 from kerntune.model import (
     Candidate,
     Config,
@@ -63,6 +64,9 @@ from kerntune.tune.pool import (
 )
 from kerntune.tune.request import Progress, Silent, TuneRequest
 from kerntune.tune.spec import LoadedSpec, load_spec
+
+if TYPE_CHECKING:
+    from kerntune.tune.evaluate import CandidatePayload
 
 CONTEXT_FATAL_KINDS = {kind.value for kind in CONTEXT_FATAL}
 WARM_STARTS = 3
@@ -125,7 +129,7 @@ class _Tuner(RunClock):
         label: str,
         baseline_kernel: str | None = None,
         *,
-        measure: dict[str, Any] | None = None,
+        measure: MeasureOptionsRecord | None = None,
         precompiled: Mapping[str, Any] | None = None,
     ) -> CandidateResult | None:
         """Evaluate one candidate in the timing worker unless the store already holds its result (then return
@@ -181,8 +185,8 @@ class _Tuner(RunClock):
         self.progress.finished(config.key, "failed", "skipped (ledger)")
 
     def payload(
-        self, shape: Shape, config: Config, baseline_kernel: str | None, measure: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
+        self, shape: Shape, config: Config, baseline_kernel: str | None, measure: MeasureOptionsRecord | None = None
+    ) -> CandidatePayload:
         return {
             "shape": shape.as_dict(),
             "dtype": self.run.dtype,

@@ -12,7 +12,7 @@ import sys
 import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 from kerntune.errors import BackendUnavailable, KerntuneError, SpecError
 from kerntune.model import (
@@ -145,7 +145,7 @@ def with_kernel_source(loaded: LoadedSpec, source_path: str | Path) -> LoadedSpe
     return LoadedSpec(loaded.path, problem, digest)
 
 
-def _import_file(path: Path, module_name: str) -> Any:
+def _import_file(path: Path, module_name: str) -> ModuleType:
     module_spec = importlib.util.spec_from_file_location(module_name, path)
     if module_spec is None or module_spec.loader is None:
         raise SpecError(f"cannot load {path} as Python")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -20,6 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kerntune.backends.torch import TorchBackend
+from kerntune.devices.telemetry import Telemetry
 from kerntune.measure.probes import FULL_MS, fastest
 from kerntune.measure.protocol import MeasureOptions, measure
 
@@ -83,24 +85,32 @@ def _empty(out_ptr):
 
 
 def _median_ms(
-    backend: Any, telemetry: Any, launch: Callable[[], Any], warmup_ms: float, budget_ms: float = FULL_MS
+    backend: TorchBackend,
+    telemetry: Telemetry,
+    launch: Callable[[], object],
+    warmup_ms: float,
+    budget_ms: float = FULL_MS,
 ) -> float:
     options = MeasureOptions(regime="warm", warmup_ms=warmup_ms, budget_ms=budget_ms)
     return measure(backend, [launch], options, telemetry).median_ms
 
 
-def _best(backend: Any, telemetry: Any, launches: dict[str, Callable[[], Any]], warmup_ms: float) -> tuple[float, str]:
+def _best(
+    backend: TorchBackend, telemetry: Telemetry, launches: dict[str, Callable[[], object]], warmup_ms: float
+) -> tuple[float, str]:
     """The fastest of ``launches`` (configs of one stream), by ``probes.fastest``."""
     return fastest(
         {name: partial(_median_ms, backend, telemetry, launch, warmup_ms) for name, launch in launches.items()}
     )
 
 
-def _product(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> Callable[[], Any]:
+def _product(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> Callable[[], object]:
     return lambda: torch.matmul(a, b, out=c)
 
 
-def _matrix_rates(backend: Any, telemetry: Any, warmup_ms: float, details: dict[str, Any]) -> dict[str, float]:
+def _matrix_rates(
+    backend: TorchBackend, telemetry: Telemetry, warmup_ms: float, details: dict[str, Any]
+) -> dict[str, float]:
     """FLOP/s of an 8192³ product per dtype through the vendor library; a dtype the device or library lacks is
     named in ``details['matrix_skipped']`` with the reason."""
     device, n = backend.device, MATRIX_N
@@ -150,19 +160,19 @@ def _matrix_rates(backend: Any, telemetry: Any, warmup_ms: float, details: dict[
     return rates
 
 
-def _streams(backend: Any, telemetry: Any, n: int, warmup_ms: float) -> dict[str, tuple[float, str]]:
+def _streams(backend: TorchBackend, telemetry: Telemetry, n: int, warmup_ms: float) -> dict[str, tuple[float, str]]:
     """Median ms of the copy, the triad and the read stream over ``n`` fp32 elements per array, each at its best
     config (named beside it)."""
     a, b, c = (torch.ones(n, device=backend.device, dtype=torch.float32) for _ in range(3))
     sums = torch.empty(triton.cdiv(n, min(block for block, _ in STREAM_CONFIGS)), device=backend.device)
 
-    def copy(block: int, warps: int) -> Callable[[], Any]:
+    def copy(block: int, warps: int) -> Callable[[], object]:
         return lambda: _copy[(triton.cdiv(n, block),)](a, b, n, BLOCK=block, num_warps=warps)
 
-    def triad(block: int, warps: int) -> Callable[[], Any]:
+    def triad(block: int, warps: int) -> Callable[[], object]:
         return lambda: _triad[(triton.cdiv(n, block),)](a, b, c, 3.0, n, BLOCK=block, num_warps=warps)
 
-    def read(block: int, warps: int, items: int) -> Callable[[], Any]:
+    def read(block: int, warps: int, items: int) -> Callable[[], object]:
         return lambda: _read[(triton.cdiv(n, block * items),)](a, sums, n, BLOCK=block, ITEMS=items, num_warps=warps)
 
     return {
@@ -181,7 +191,7 @@ def _streams(backend: Any, telemetry: Any, n: int, warmup_ms: float) -> dict[str
     }
 
 
-def probe(backend: Any, telemetry: Any, payload: dict[str, Any]) -> dict[str, Any]:
+def probe(backend: TorchBackend, telemetry: Telemetry, payload: Mapping[str, float]) -> dict[str, object]:
     """Copy, triad, FMA rate, matrix rates and launch latency of the backend's GPU."""
     device = backend.device
     warmup_ms = float(payload.get("warmup_ms", 100.0))

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from kerntune.backends.base import Backend
+from kerntune.devices.telemetry import Telemetry
 from kerntune.measure.probes import FULL_MS, fastest
 
 FMA_ITERS = 4096
@@ -56,7 +59,7 @@ __kernel void empty(__global float* out) {{ }}
 """
 
 
-def probe(backend: Any, telemetry: Any, payload: dict[str, Any]) -> dict[str, Any]:
+def probe(backend: Backend, telemetry: Telemetry, payload: Mapping[str, float]) -> dict[str, object]:
     """Copy, triad and read streams, FMA rate and launch latency of an OpenCL device; rates and the raw medians
     they came from."""
     import numpy as np

@@ -50,7 +50,7 @@ def main() -> None:
     split = sys.argv.index("--")
     p = argparse.ArgumentParser()
     p.add_argument("--table", required=True)
-    p.add_argument("--spec-dir", default="examples", help="where the table's specs are found (kerntune run --spec-dir)")
+    p.add_argument("--spec-dir", default="kernels", help="where the table's specs are found (kerntune run --spec-dir)")
     p.add_argument("--pairs", type=int, default=5)
     p.add_argument("--metric", default=DEFAULT_METRIC)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds one process may take")

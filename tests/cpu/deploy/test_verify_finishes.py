@@ -13,7 +13,7 @@ import pytest
 
 from kerntune.deploy.verify import budget_seconds
 from kerntune.errors import UsageError
-from tests.conftest import DATA, EXAMPLES, CliResult
+from tests.conftest import DATA, KERNELS, CliResult
 
 pytest.importorskip("torch")
 
@@ -48,7 +48,7 @@ def test_a_table_all_left_to_the_library_serves_nothing_and_exits_0(
     from kerntune.runtime.keys import problem_source_hash
     from kerntune.runtime.serving import cpu_device_fields, load_served_spec
 
-    problem = load_served_spec(EXAMPLES / "triton_matmul")
+    problem = load_served_spec(KERNELS / "triton_gemm")
     key = {"op": problem.name, "source": problem_source_hash(problem), "dtype": "float16", **cpu_device_fields()}
     config = {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "TMA": 0}
     entry = {
@@ -58,7 +58,7 @@ def test_a_table_all_left_to_the_library_serves_nothing_and_exits_0(
     }
     table = tmp_path / "t.json"
     table.write_text(json.dumps({"schema": 1, "entries": [entry]}))
-    served = ["kerntune", "run", "--table", str(table), "--backend", "CPU", "--spec-dir", str(EXAMPLES), "--"]
+    served = ["kerntune", "run", "--table", str(table), "--backend", "CPU", "--spec-dir", str(KERNELS), "--"]
     app = str(DATA / "served" / "linear_app.py")
     seen = kerntune("verify", "--json", "--", *served, "python", app, env={"TRITON_INTERPRET": "1"})
     assert seen.code == 0, seen.stderr

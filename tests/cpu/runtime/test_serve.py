@@ -74,7 +74,7 @@ def _served(
         str(table),
         "--backend",
         "CPU",
-        *(extra or ("--spec-dir", str(EXAMPLES))),
+        *(extra or ("--spec-dir", str(KERNELS), "--spec-dir", str(EXAMPLES))),
         "--",
         "python",
         str(APP),

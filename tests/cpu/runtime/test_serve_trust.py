@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, CliResult, has_gpu
+from tests.conftest import KERNELS, CliResult, has_gpu
 from tests.cpu.runtime.test_serve import PLAIN, SPEC, _served
 
 pytest.importorskip("triton")
@@ -85,7 +85,7 @@ def test_a_table_that_names_a_spec_path_never_imports_it(kerntune: Callable[...,
     finally:
         serving.close()
 
-    done, counts = _served(kerntune, table, tmp_path / "b", "--spec-dir", str(EXAMPLES))  # an allowed folder: served
+    done, counts = _served(kerntune, table, tmp_path / "b", "--spec-dir", str(KERNELS))  # an allowed folder: served
     assert done.code == 0, done.stderr
     assert counts["ops"]["aten::addmm"]["served"] == 3 and not marker.exists()
 

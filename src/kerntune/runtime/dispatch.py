@@ -25,12 +25,12 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol, TypedDict, cast
+from typing import Any, TypedDict, cast
 
 from kerntune.model import Space
 from kerntune.runtime.corpus import CorpusLine, append_corpus
 from kerntune.runtime.entry_check import config_problem
-from kerntune.runtime.keys import kernel_hash
+from kerntune.runtime.keys import OpenCLDevice, kernel_hash
 from kerntune.runtime.notice import notify
 from kerntune.runtime.table import Table, entry_key, load_table, rule_matches
 from kerntune.settings import Settings
@@ -50,16 +50,6 @@ class DispatchStats(TypedDict):
     missed_keys: dict[str, int]
     disabled: str | None
     rejected: dict[str, str]
-
-
-class OpenCLDevice(Protocol):
-    """What the runtime reads of a pyopencl ``Device``: its OpenCL version and driver."""
-
-    @property
-    def version(self) -> str: ...
-
-    @property
-    def driver_version(self) -> str: ...
 
 
 def live_versions(opencl_device: OpenCLDevice | None = None) -> dict[str, str]:

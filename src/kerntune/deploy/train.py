@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kerntune.deploy.artifacts import check_table_path, key_fields, require_timed, table_header, write_artifacts
 from kerntune.errors import UsageError
@@ -223,7 +223,9 @@ def score(
     rows: list[dict[str, Any]] = []
     for s in shapes:
         chosen = live.select(s.shape)
-        key = by_config.get(repr(sorted(chosen.items())), Config.of(chosen).key if chosen else "")
+        key = by_config.get(
+            repr(sorted(chosen.items())), Config.of(cast(dict[str, Scalar], chosen)).key if chosen else ""
+        )
         rows.append({"shape": s.shape, "config": chosen, "best": configs[s.best[0]], "regret": s.regret(key)})
     stats = live.stats()
     scored: list[float] = [r["regret"] for r in rows if r["regret"] is not None]

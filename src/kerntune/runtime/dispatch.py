@@ -25,12 +25,12 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from kerntune.model import Space
 from kerntune.runtime.corpus import CorpusLine, append_corpus
 from kerntune.runtime.entry_check import config_problem
-from kerntune.runtime.keys import kernel_hash
+from kerntune.runtime.keys import OpenCLDevice, kernel_hash
 from kerntune.runtime.notice import notify
 from kerntune.runtime.table import Table, entry_key, load_table, rule_matches
 from kerntune.settings import Settings
@@ -38,7 +38,21 @@ from kerntune.settings import Settings
 MODES = ("explore", "production")
 
 
-def live_versions(opencl_device: Any = None) -> dict[str, str]:
+class DispatchStats(TypedDict):
+    """A dispatcher's calls by decision, its hit rate by calls (None before a call), the calls of each missed
+    key, why its table is not applied (or None) and the entries the space refused."""
+
+    calls: int
+    exact: int
+    rule: int
+    default: int
+    hit_rate: float | None
+    missed_keys: dict[str, int]
+    disabled: str | None
+    rejected: dict[str, str]
+
+
+def live_versions(opencl_device: OpenCLDevice | None = None) -> dict[str, str]:
     """Versions of what this process has loaded (nothing is imported to find them), named as the backends record
     them for a table's validators: triton, torch, cuda or hip (torch's build), pyopencl. ``opencl_device``, the
     pyopencl ``Device`` a program launches on, adds its OpenCL version and driver (``opencl_versions``)."""
@@ -65,7 +79,7 @@ def live_versions(opencl_device: Any = None) -> dict[str, str]:
     return found
 
 
-def opencl_versions(device: Any) -> dict[str, str]:
+def opencl_versions(device: OpenCLDevice) -> dict[str, str]:
     """The OpenCL version and driver of a pyopencl ``Device`` (duck-typed), as the OpenCL backend records them."""
     return {"opencl": str(device.version).strip(), "driver": str(device.driver_version).strip()}
 
@@ -76,8 +90,8 @@ class Dispatcher:
         table: Table | str | Path,
         *,
         key: Callable[..., Any],
-        default: Mapping[str, Any],
-        device: Mapping[str, Any] | None = None,
+        default: Mapping[str, object],
+        device: Mapping[str, object] | None = None,
         versions: Mapping[str, str] | None = None,
         mode: str = "explore",
         settings: Settings | None = None,
@@ -117,7 +131,7 @@ class Dispatcher:
         self.disabled = problem
         if problem is not None and self.settings.dispatch == "on":
             notify(problem + " — running the default config", stacklevel=3)
-        self._cache: dict[tuple[Any, ...], _Decision] = {}
+        self._cache: dict[tuple[object, ...], _Decision] = {}
         """Per distinct call: its decision and how many calls it served."""
         self.space = space
         self.rejected: dict[str, str] = {}
@@ -142,7 +156,7 @@ class Dispatcher:
                 stacklevel=4,
             )
 
-    def _refused(self, key: str, config: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
+    def _refused(self, key: str, config: Mapping[str, object], fields: Mapping[str, object]) -> bool:
         """Whether ``config`` may not run at this key (recorded in ``rejected``); always False without a space."""
         if self.space is None:
             return False
@@ -153,7 +167,7 @@ class Dispatcher:
             self.rejected[key] = why
         return True
 
-    def _decide(self, fields: Mapping[str, Any], key: str) -> tuple[dict[str, Any], str]:
+    def _decide(self, fields: Mapping[str, object], key: str) -> tuple[dict[str, object], str]:
         if self.disabled is None:
             entry = self.table.entries.get(key)
             usable = entry is not None and (
@@ -172,7 +186,7 @@ class Dispatcher:
                     return dict(rule["config"]), "rule"
         return dict(self.default), "default"
 
-    def select(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def select(self, *args: object, **kwargs: object) -> dict[str, object]:
         """The config this call runs. After a key's first call: the key function, one dict lookup and a count
         (the canonical key string is built once per distinct call). The returned dict is shared: read it."""
         raw = self.key_fn(*args, **kwargs)
@@ -184,7 +198,7 @@ class Dispatcher:
         decision.calls += 1
         return decision.config
 
-    def lookup(self, raw: tuple[Any, ...]) -> dict[str, Any] | None:
+    def lookup(self, raw: tuple[object, ...]) -> dict[str, object] | None:
         """The exact entry's config for a call whose ``key_fields`` values are ``raw``, or None (a rule, the
         default, a table not applied): what serving a library operator reads, where a miss runs the library's
         own kernel rather than a default config. Counted as a call."""
@@ -194,16 +208,16 @@ class Dispatcher:
         decision.calls += 1
         return decision.config if decision.kind == "exact" else None
 
-    def add_calls(self, raw: tuple[Any, ...], calls: int) -> None:
+    def add_calls(self, raw: tuple[object, ...], calls: int) -> None:
         """Count ``calls`` more calls of a key ``lookup`` has decided: what serving's native gate counted in C++."""
         self._cache[raw].calls += calls
 
-    def entry_for(self, raw: tuple[Any, ...]) -> dict[str, Any] | None:
+    def entry_for(self, raw: tuple[object, ...]) -> dict[str, Any] | None:
         """The table entry a decided call reads (its exact decision), or None."""
         decision = self._cache.get(raw)
         return self.table.entries.get(decision.key) if decision is not None and decision.kind == "exact" else None
 
-    def _first_call(self, raw: tuple[Any, ...]) -> _Decision:
+    def _first_call(self, raw: tuple[object, ...]) -> _Decision:
         fields = self._fields(raw)
         key = entry_key(fields)
         config, kind = self._decide(fields, key)
@@ -211,7 +225,7 @@ class Dispatcher:
         self._first_decision(fields, key, (config, kind))
         return decision
 
-    def _fields(self, raw: tuple[Any, ...]) -> dict[str, Any]:
+    def _fields(self, raw: tuple[object, ...]) -> dict[str, object]:
         """A call's key fields: the fixed ones (device, op, source) and the key function's values."""
         if self.key_fields:
             if len(raw) != len(self.key_fields):
@@ -220,9 +234,9 @@ class Dispatcher:
                     f"key_fields {self.key_fields}"
                 )
             return {**self.fixed, **dict(zip(self.key_fields, raw, strict=True))}
-        return {**self.fixed, **dict(raw)}
+        return {**self.fixed, **dict(cast(tuple[tuple[str, object], ...], raw))}  # the key mapping's items
 
-    def describe(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    def describe(self, *args: object, **kwargs: object) -> dict[str, object]:
         """What ``select`` decides for this call, and from where: the key's fields and canonical string, the
         decision (exact, rule, default), the config, the table's path and validators, this process's versions
         and why the table is not applied (or None). Not counted as a call; ``kerntune capture`` records it, so
@@ -253,7 +267,7 @@ class Dispatcher:
         self._cache.clear()
         return _DispatchedKernel(fn, self)
 
-    def _first_decision(self, fields: Mapping[str, Any], key: str, decided: tuple[dict[str, Any], str]) -> None:
+    def _first_decision(self, fields: Mapping[str, object], key: str, decided: tuple[dict[str, object], str]) -> None:
         if self.settings.log_dispatch:
             why = f" ({self.disabled})" if self.disabled else ""
             sys.stderr.write(f"kerntune dispatch: {key} -> {decided[1]} {json.dumps(decided[0])}{why}\n")
@@ -266,7 +280,7 @@ class Dispatcher:
         """The keys this dispatcher missed (rule or default), with their calls so far, as corpus lines."""
         return [CorpusLine.from_key(d.fields, d.calls) for d in self._cache.values() if d.kind != "exact" and d.calls]
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> DispatchStats:
         """Calls by decision (exact, rule, default), the hit rate by calls, and calls per missed key."""
         by_kind: Counter[str] = Counter({"exact": 0, "rule": 0, "default": 0})
         for d in self._cache.values():
@@ -275,7 +289,9 @@ class Dispatcher:
         missed = {d.key: d.calls for d in self._cache.values() if d.kind != "exact" and d.calls}
         return {
             "calls": total,
-            **by_kind,
+            "exact": by_kind["exact"],
+            "rule": by_kind["rule"],
+            "default": by_kind["default"],
             "hit_rate": by_kind["exact"] / total if total else None,
             "missed_keys": missed,
             "disabled": self.disabled,
@@ -326,7 +342,7 @@ def _write_reports(folder: Path) -> None:
 class _Decision:
     __slots__ = ("calls", "config", "fields", "key", "kind")
 
-    def __init__(self, config: dict[str, Any], kind: str, key: str, fields: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, object], kind: str, key: str, fields: dict[str, object]) -> None:
         self.config, self.kind, self.key, self.fields, self.calls = config, kind, key, fields, 0
 
 
@@ -337,15 +353,15 @@ class _DispatchedKernel:
         # Python frame less per launch. Wrappers (autotuners, heuristics) keep their own ``[grid]`` path.
         self._run = fn.run if type(fn).__name__ == "JITFunction" else None
 
-    def __getitem__(self, grid: Any) -> Any:
+    def __getitem__(self, grid: object) -> Callable[..., object]:
         fn, run, select = self.fn, self._run, self.dispatcher.select
         if run is not None:
 
-            def launch(*args: Any, **kwargs: Any) -> Any:
+            def launch(*args: object, **kwargs: object) -> object:
                 return run(*args, grid=grid, warmup=False, **kwargs, **select(*args, **kwargs))
         else:
 
-            def launch(*args: Any, **kwargs: Any) -> Any:
+            def launch(*args: object, **kwargs: object) -> object:
                 return fn[grid](*args, **kwargs, **select(*args, **kwargs))
 
         return launch

@@ -4,28 +4,52 @@ tensor methods: this module imports no torch."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, cast
 
 from kerntune.model.tolerance import threshold_for
 
 
-def wants_check(check: int, mode: str, entry: Mapping[str, Any] | None) -> bool:
+class Tensor(Protocol):
+    """What the check reads of an operator's output (a torch tensor, duck-typed: the runtime imports no torch)."""
+
+    @property
+    def shape(self) -> Sequence[int]: ...
+    def double(self) -> Tensor: ...
+    def isfinite(self) -> Tensor: ...
+    def all(self) -> Tensor: ...
+    def norm(self) -> Tensor: ...
+    def clone(self) -> Tensor: ...
+    def copy_(self, src: Tensor) -> Tensor: ...
+    def __sub__(self, other: Tensor) -> Tensor: ...
+    def __float__(self) -> float: ...
+
+
+class LibraryKernel(Protocol):
+    """The library's kernel of an operator (torch's ``OperatorHandle``): ``call_boxed`` runs it on a dispatch
+    key set (torch's ``DispatchKeySet``, which the runtime cannot name without importing torch)."""
+
+    def call_boxed(self, keyset: Any, *args: object, **kwargs: object) -> object: ...
+
+
+def wants_check(check: int, mode: str, entry: Mapping[str, object] | None) -> bool:
     """Whether a key's first served call is checked: the setting is on, and not an admitted entry in production."""
     if not check or entry is None:
         return False
     return not (mode == "production" and entry.get("status") == "admitted")
 
 
-def library_output(original: Any, keyset: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def library_output(
+    original: LibraryKernel, keyset: object, args: tuple[object, ...], kwargs: dict[str, object]
+) -> object:
     """The library kernel's output for the call, into a copy of ``out`` for an ``.out`` overload (the served
     kernel's ``out`` is kept)."""
     if "out" in kwargs:
-        kwargs = {**kwargs, "out": kwargs["out"].clone()}
+        kwargs = {**kwargs, "out": cast(Tensor, kwargs["out"]).clone()}  # an .out overload's out: a tensor
     return original.call_boxed(keyset, *args, **kwargs)
 
 
-def mismatch(got: Any, want: Any, dtype: str, tolerance: Mapping[str, float]) -> str | None:
+def mismatch(got: Tensor, want: Tensor, dtype: str, tolerance: Mapping[str, float]) -> str | None:
     """Why the served output is not the library's to the gate's threshold (relative L2 error, NaN and Inf never
     pass), or None."""
     try:

@@ -12,12 +12,57 @@ import inspect
 import re
 import sys
 import textwrap
-from typing import Any
+from typing import Protocol, TypedDict
 
 from kerntune.model import NativeKernel, OpenCLKernel, Problem, VulkanKernel
 
 
-def kernel_source(kernel: Any) -> str:
+class DeviceFields(TypedDict):
+    """The device fields every table key carries."""
+
+    arch: str
+    compute_units: int
+    device_name: str
+
+
+class TorchDeviceProperties(Protocol):
+    """What the runtime reads of torch's CUDA device properties (ROCm's ``gcnArchName`` is read by name)."""
+
+    @property
+    def major(self) -> int: ...
+
+    @property
+    def minor(self) -> int: ...
+
+
+class OpenCLPlatform(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class OpenCLDevice(Protocol):
+    """What the runtime reads of a pyopencl ``Device`` (duck-typed: the runtime never imports pyopencl)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def type(self) -> int: ...
+
+    @property
+    def max_compute_units(self) -> int: ...
+
+    @property
+    def platform(self) -> OpenCLPlatform: ...
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def driver_version(self) -> str: ...
+
+
+def kernel_source(kernel: object) -> str:
     """The source text of ``kernel``: a Triton ``JITFunction`` (its ``src``), a wrapper of one (``.fn``, as
     ``triton.autotune`` and ``triton.heuristics`` make), a kernel source string (OpenCL), or a Python function."""
     seen = 0
@@ -29,7 +74,7 @@ def kernel_source(kernel: Any) -> str:
     if isinstance(kernel, str):
         return kernel
     try:
-        text = textwrap.dedent(inspect.getsource(kernel))
+        text = textwrap.dedent(inspect.getsource(kernel))  # type: ignore[arg-type]  # a TypeError is caught
     except (OSError, TypeError) as exc:
         raise ValueError(f"cannot read the source of {kernel!r} to key a dispatch table by it") from exc
     # From ``def`` on, as a JITFunction's ``src`` is: under TRITON_INTERPRET=1 the kernel is an
@@ -38,7 +83,7 @@ def kernel_source(kernel: Any) -> str:
     return text[found.start() :] if found else text
 
 
-def kernel_hash(kernel: Any) -> str:
+def kernel_hash(kernel: object) -> str:
     """16 hex digits of SHA-256 over the kernel's source text (whitespace at the ends ignored)."""
     return hashlib.sha256(kernel_source(kernel).strip().encode()).hexdigest()[:16]
 
@@ -71,7 +116,7 @@ def problem_kernel_name(problem: Problem) -> str:
     return str(getattr(fn, "__name__", "") or getattr(getattr(fn, "fn", None), "__name__", ""))
 
 
-def arch_name(props: Any, hip: bool) -> str:
+def arch_name(props: TorchDeviceProperties, hip: bool) -> str:
     """The arch a device's torch properties name: ``sm_90`` (CUDA) or ``gfx942`` (ROCm, feature suffix dropped).
     The tuner's Target and the live key both use it."""
     if hip:
@@ -79,7 +124,7 @@ def arch_name(props: Any, hip: bool) -> str:
     return f"sm_{props.major}{props.minor}"
 
 
-def torch_device_fields(index: int | None = None) -> dict[str, Any]:
+def torch_device_fields(index: int | None = None) -> DeviceFields:
     """The device fields every table key carries (arch, compute_units, device_name), read from torch's view of
     the current (or ``index``) GPU, as ``kerntune tune`` recorded them for the run."""
     torch = sys.modules.get("torch")  # the live program holds it already; the runtime never imports it
@@ -96,7 +141,7 @@ def torch_device_fields(index: int | None = None) -> dict[str, Any]:
     }
 
 
-def opencl_device_fields(device: Any, cpu_type_bit: int = 2) -> dict[str, Any]:
+def opencl_device_fields(device: OpenCLDevice, cpu_type_bit: int = 2) -> DeviceFields:
     """The device fields of a pyopencl ``Device`` (duck-typed: the runtime never imports pyopencl), as the
     OpenCL backend records them: PoCL on a CPU is ``cpu-pocl``, other devices their name in lower case."""
     is_pocl = "portable computing language" in device.platform.name.lower()

@@ -9,7 +9,6 @@ read.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -17,9 +16,9 @@ class DirectLaunch:
     """One launch of a compiled kernel: the kernel (Triton's ``CompiledKernel``), its grid, and every parameter in
     signature order, constexprs included."""
 
-    compiled: Any
+    compiled: object
     grid: tuple[int, int, int]
-    args: tuple[Any, ...]
+    args: tuple[object, ...]
 
 
 recording: list[DirectLaunch] | None = None
@@ -41,16 +40,16 @@ class LaunchPlan:
     block: int
     shared: int
     output_given: bool
-    output: Any
+    output: object
     """An output of the call (its sizes, strides, dtype and device are the plan's), or None for an .out form."""
     args: list[PlanArg]
-    kept: list[Any]
+    kept: list[object]
 
-    def as_tuple(self) -> tuple[Any, ...]:
+    def as_tuple(self) -> tuple[object, ...]:
         return (self.function, self.grid, self.block, self.shared, self.output_given, self.output, self.args)
 
 
-def plan_of(launch: DirectLaunch, args: tuple[Any, ...], result: Any, out: Any) -> LaunchPlan | None:
+def plan_of(launch: DirectLaunch, args: tuple[object, ...], result: object, out: object) -> LaunchPlan | None:
     """The plan of one recorded launch made by a served call of ``args`` (its positional tensors) returning
     ``result`` (``out``, the call's out tensor, for an .out form), or None where a parameter is none of: a call
     tensor (by identity), the output, an integer, a constexpr, or a tensor the spec keeps whose memory no call
@@ -73,7 +72,7 @@ def plan_of(launch: DirectLaunch, args: tuple[Any, ...], result: Any, out: Any) 
         return None
     call_pointers = {t.data_ptr() for t in (*args, result) if hasattr(t, "data_ptr")}
     recipe: list[PlanArg] = []
-    kept: list[Any] = []
+    kept: list[object] = []
     for kind, value in zip(signature.values(), launch.args, strict=True):
         if kind == "constexpr":
             continue

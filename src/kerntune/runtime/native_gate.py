@@ -61,7 +61,7 @@ class _LibraryCall:
 
 LIBRARY_CALL = _LibraryCall()
 
-ServedKernel = Callable[..., Any]
+ServedKernel = Callable[..., object]
 """A Python served kernel: ``(keyset, *args, **kwargs) -> result``, counting its call."""
 
 
@@ -75,9 +75,9 @@ class GateSpec(Protocol):
     @property
     def broken(self) -> str: ...
     @property
-    def failed(self) -> set[tuple[Any, ...]]: ...
+    def failed(self) -> set[tuple[object, ...]]: ...
     @property
-    def launchers(self) -> Mapping[tuple[str, tuple[Any, ...]], object]: ...
+    def launchers(self) -> Mapping[tuple[str, tuple[object, ...]], object]: ...
 
 
 @dataclass
@@ -85,10 +85,10 @@ class _Form:
     """A decided form: the dispatcher keys each of its calls counted in C++ counts toward, the calls synced, and
     for a served form whether a plan was tried and the tensors its plan points at (kept alive with it)."""
 
-    counted: list[tuple[Dispatcher, tuple[Any, ...]]]
+    counted: list[tuple[Dispatcher, tuple[object, ...]]]
     synced: int = 0
     plan_tried: bool = False
-    kept: list[Any] = field(default_factory=list)
+    kept: list[object] = field(default_factory=list)
 
 
 @dataclass(repr=False, eq=False)
@@ -107,7 +107,7 @@ class NativeGate:
     planned: int = 0
     """Forms launched from C++ by a plan, at the last sync."""
 
-    def first(self, index: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, bool, Any]:
+    def first(self, index: int, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[int, bool, object]:
         """A form's first call (from C++): run it through the Python served kernel, which counts it, and decide
         the form. Returns (form id, or -1 where it cannot be decided once; served; result, or None where the
         library's kernel must run the call)."""
@@ -124,7 +124,9 @@ class NativeGate:
         atexit.register(self.sync)
         return len(self.forms) - 1, served, None if result is LIBRARY else result
 
-    def served(self, index: int, form_id: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    def served(
+        self, index: int, form_id: int, args: tuple[object, ...], kwargs: dict[str, object]
+    ) -> tuple[object, tuple[object, ...] | None]:
         """A served form's call (from C++): the Python served kernel launches and counts it. Returns (result, or
         None where it ran no kernel: it failed, the library's kernel runs the call and the form is decided again;
         the form's launch plan as a tuple, made at its first served call here, or None)."""
@@ -162,8 +164,8 @@ class NativeGate:
             return False
 
     def _decide(
-        self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[bool, list[tuple[Dispatcher, tuple[Any, ...]]]]:
+        self, op: str, args: tuple[object, ...], kwargs: dict[str, object]
+    ) -> tuple[bool, list[tuple[Dispatcher, tuple[object, ...]]]]:
         """Whether the served kernel takes this form, as it just decided (the first spec with a working
         launcher for its key), and the dispatcher keys its lookups counted."""
         counted = []

@@ -35,17 +35,20 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kerntune.model import Problem, Serve
 from kerntune.runtime.dispatch import Dispatcher
-from kerntune.runtime.first_call import library_output, mismatch, wants_check
-from kerntune.runtime.keys import problem_kernel_name, problem_source_hash, torch_device_fields
-from kerntune.runtime.native_gate import LIBRARY_CALL, NativeGate, install_native_gate
+from kerntune.runtime.first_call import LibraryKernel, Tensor, library_output, mismatch, wants_check
+from kerntune.runtime.keys import DeviceFields, problem_kernel_name, problem_source_hash, torch_device_fields
+from kerntune.runtime.native_gate import LIBRARY_CALL, NativeGate, ServedKernel, install_native_gate
 from kerntune.runtime.notice import notify
 from kerntune.runtime.spec_resolve import load_served_spec, resolve_specs
 from kerntune.runtime.table import Table, load_table
 from kerntune.settings import Settings
+
+Launcher = Callable[[tuple[object, ...], dict[str, object]], object]
+"""What takes a key's served calls: its positional and keyword arguments in, the operator's result out."""
 
 __all__ = ["Serving", "cpu_device_fields", "load_served_spec", "serve"]
 MODES_HELP = "explore: every entry not rejected; production: admitted entries only (fail closed)"
@@ -60,11 +63,9 @@ class ServedSpec:
     serve: Serve
     fields: tuple[str, ...]
     dispatcher: Dispatcher
-    failed: set[tuple[Any, ...]] = field(default_factory=set)
+    failed: set[tuple[object, ...]] = field(default_factory=set)
     """Keys whose served kernel raised: the library runs them from then on."""
-    launchers: dict[tuple[str, tuple[Any, ...]], Callable[[tuple[Any, ...], dict[str, Any]], Any]] = field(
-        default_factory=dict
-    )
+    launchers: dict[tuple[str, tuple[object, ...]], Launcher] = field(default_factory=dict)
     """Per operator and key, the launcher that takes its served calls (``Serve.prepare``'s, or one calling
     ``Serve.run``): made at the key's first served call."""
     broken: str = ""
@@ -125,7 +126,7 @@ _ACTIVE: list[Serving] = []
 that calls ``serve(...)`` without keeping the result must still be served."""
 
 
-def cpu_device_fields() -> dict[str, Any]:
+def cpu_device_fields() -> DeviceFields:
     """The device fields of a key served on the CPU (the Triton interpreter; tests)."""
     return {"arch": "cpu", "compute_units": os.cpu_count() or 1, "device_name": "cpu"}
 
@@ -137,7 +138,7 @@ def serve(
     spec_dirs: Sequence[str | Path] = (),
     mode: str = "explore",
     backend: str = "CUDA",
-    device: Mapping[str, Any] | None = None,
+    device: Mapping[str, object] | None = None,
     settings: Settings | None = None,
 ) -> Serving:
     """Install the table's tuned kernels behind the library operators their specs serve; returns what was
@@ -234,13 +235,11 @@ def _native_gate(serving: Serving, backend: str, settings: Settings) -> NativeGa
     return install_native_gate(kernels, dict(by_op), serving.counts, backend, settings)
 
 
-def _no_key(*args: Any) -> tuple[Any, ...]:
+def _no_key(*args: object) -> tuple[object, ...]:
     raise TypeError("a served spec's dispatcher is looked up by key tuple (Dispatcher.lookup), never called")
 
 
-def _launcher(
-    op: str, s: ServedSpec, raw: tuple[Any, ...], config: Mapping[str, Any]
-) -> Callable[[tuple[Any, ...], dict[str, Any]], Any]:
+def _launcher(op: str, s: ServedSpec, raw: tuple[Any, ...], config: Mapping[str, object]) -> Launcher:
     """What takes a key's served calls: the spec's prepared launcher, or its ``run`` at the key's shape."""
     shape = dict(zip(s.fields, raw[1:], strict=True))
     if s.serve.prepare is not None:
@@ -249,11 +248,11 @@ def _launcher(
     return lambda args, kwargs: run(op, shape, config, args, kwargs)
 
 
-def _served_kernel(op: str, original: Any, specs: list[ServedSpec], counts: Counter[str]) -> Any:
+def _served_kernel(op: str, original: LibraryKernel, specs: list[ServedSpec], counts: Counter[str]) -> ServedKernel:
     """The kernel registered for ``op``: the first spec whose exact entry holds the call runs it. Every call is
     counted once: ``served``, ``failed`` (a spec raised; the library ran it) or ``library``."""
 
-    def kernel(keyset: Any, *args: Any, **kwargs: Any) -> Any:
+    def kernel(keyset: object, *args: object, **kwargs: object) -> object:
         outcome = "library"
         for s in specs:
             if s.broken:
@@ -278,8 +277,9 @@ def _served_kernel(op: str, original: Any, specs: list[ServedSpec], counts: Coun
                 result = launcher(args, kwargs)
                 d = s.dispatcher
                 if first and wants_check(d.settings.first_call_check, d.mode, d.entry_for(raw)):
-                    expected = library_output(original, keyset, args, kwargs)
-                    wrong = mismatch(result, expected, str(raw[0]), s.problem.tolerance)
+                    # An operator's outputs are tensors: what the check compares.
+                    got, expected = cast(Tensor, result), cast(Tensor, library_output(original, keyset, args, kwargs))
+                    wrong = mismatch(got, expected, str(raw[0]), s.problem.tolerance)
                     if wrong is not None:
                         s.failed.add(raw)
                         counts["failed"] += 1
@@ -288,7 +288,7 @@ def _served_kernel(op: str, original: Any, specs: list[ServedSpec], counts: Coun
                             f"{dict(zip(s.fields, raw[1:], strict=False))} failed the first-call check ({wrong}); "
                             "the library runs this key from now on"
                         )
-                        return result.copy_(expected) if "out" in kwargs else expected
+                        return got.copy_(expected) if "out" in kwargs else expected
             except Exception as exc:  # a served kernel that fails must never take the program down
                 s.failed.add(raw)
                 outcome = "failed"

@@ -24,13 +24,13 @@ STATUSES = ("exploratory", "measured", "rejected", "promotion candidate", "admit
 """The hipfire seed's ladder: every entry carries one."""
 
 
-def entry_key(fields: Mapping[str, Any]) -> str:
+def entry_key(fields: Mapping[str, object]) -> str:
     """The canonical identity of a live call: ``name=value`` pairs sorted by name, joined by ``;``. Values are
     written as JSON scalars (``4096``, ``"bfloat16"``), so ``4096`` and ``"4096"`` are different keys."""
     return ";".join(f"{name}={json.dumps(fields[name], separators=(',', ':'))}" for name in sorted(fields))
 
 
-def field_value(name: str, fields: Mapping[str, Any]) -> Any:
+def field_value(name: str, fields: Mapping[str, object]) -> Any:
     """A key field, or a derived one a rule may bound: ``N/K`` (a ratio of two fields) or ``M*N*K`` (a product).
     None when a field it needs is missing or not a number."""
     if name in fields:
@@ -48,7 +48,7 @@ def field_value(name: str, fields: Mapping[str, Any]) -> Any:
     return product
 
 
-def rule_matches(rule: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
+def rule_matches(rule: Mapping[str, Any], fields: Mapping[str, object]) -> bool:
     """A rule's ``when``: each field (or derived field) equal to a value, or within ``[low, high)`` for a pair."""
     for name, want in (rule.get("when") or {}).items():
         have = field_value(name, fields)
@@ -78,14 +78,14 @@ class Table:
     path: str = ""
 
 
-def _objects(item: Mapping[str, Any], *names: str) -> bool:
+def _objects(item: Mapping[str, object], *names: str) -> bool:
     return all(isinstance(item.get(name), dict) for name in names)
 
 
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def _scalars(path: str, what: str, values: Mapping[str, Any]) -> None:
+def _scalars(path: str, what: str, values: Mapping[str, object]) -> None:
     """Every value of a key, config or ``when`` a JSON scalar (a ``when`` may hold a ``[low, high)`` pair)."""
     for name, value in values.items():
         pair = isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value)
@@ -93,7 +93,7 @@ def _scalars(path: str, what: str, values: Mapping[str, Any]) -> None:
             raise TableError(f"{path}: {what} field {name!r} is a {type(value).__name__}, not a number or string")
 
 
-def _mapping(data: Mapping[str, Any], name: str, path: str) -> dict[str, Any]:
+def _mapping(data: Mapping[str, object], name: str, path: str) -> dict[str, object]:
     value = data.get(name)
     if value is None:
         return {}
@@ -102,7 +102,7 @@ def _mapping(data: Mapping[str, Any], name: str, path: str) -> dict[str, Any]:
     return value
 
 
-def _listed(data: Mapping[str, Any], name: str, path: str) -> list[Any]:
+def _listed(data: Mapping[str, object], name: str, path: str) -> list[object]:
     value = data.get(name)
     if value is None:
         return []
@@ -111,7 +111,7 @@ def _listed(data: Mapping[str, Any], name: str, path: str) -> list[Any]:
     return value
 
 
-def parse_table(data: Any, path: str = "") -> Table:
+def parse_table(data: object, path: str = "") -> Table:
     """A Table from decoded JSON; a TableError says what is wrong. Every field is checked for its type: a table
     is read by a program that never chose to trust it."""
     if not isinstance(data, dict):
@@ -134,17 +134,18 @@ def parse_table(data: Any, path: str = "") -> Table:
         if key in entries:
             raise TableError(f"{path}: entries {list(entries).index(key)} and {i} have the same key {key}: keep one")
         entries[key] = {**entry, "status": status}
-    rules = _listed(data, "rules", path)
-    for i, rule in enumerate(rules):
+    rules: list[dict[str, Any]] = []
+    for i, rule in enumerate(_listed(data, "rules", path)):
         if not (isinstance(rule, dict) and _objects(rule, "when", "config")):
             raise TableError(f"{path}: rule {i} needs a 'when' object and a 'config' object")
         _scalars(path, f"rule {i}'s when", rule["when"])
         _scalars(path, f"rule {i}'s config", rule["config"])
+        rules.append(rule)
     validators = _mapping(data, "validators", path)
     _scalars(path, "validators", validators)
     return Table(
         entries=entries,
-        rules=list(rules),
+        rules=rules,
         validators={str(k): str(v) for k, v in validators.items()},
         device=dict(_mapping(data, "device", path)),
         provenance=dict(_mapping(data, "provenance", path)),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,6 +77,23 @@ def _candidates(folders: Sequence[str | Path], hints: Iterable[str]) -> list[Pat
     return found
 
 
+def _search_order(folders: Sequence[str | Path], hints: Iterable[str]) -> Iterator[Path]:
+    """The spec files the entries' paths hint at first; then, for entries still unmatched (a spec folder renamed
+    or moved), every spec one level inside the allowed folders. Either way a spec serves only by name and hash."""
+    yield from _candidates(folders, hints)
+    yield from _every_spec(folders)
+
+
+def _every_spec(folders: Sequence[str | Path]) -> list[Path]:
+    """Every FOLDER/NAME/spec.py inside the allowed folders, in name order."""
+    found: list[Path] = []
+    for folder in folders:
+        root = Path(folder).resolve()
+        if root.is_dir():
+            found += [f for f in sorted(root.glob("*/spec.py")) if f.resolve().is_relative_to(root)]
+    return found
+
+
 def _load(path: str | Path, where: str) -> Problem | None:
     try:
         return load_served_spec(path)
@@ -99,7 +116,12 @@ def resolve_specs(table: Table, specs: Sequence[str | Path], spec_dirs: Sequence
     wanted = wanted_specs(table)
     have = {(p.name, str(problem_source_hash(p))) for _, p in done.specs}
     missing = {k: hints for k, hints in wanted.items() if k not in have}
-    for file in _candidates(spec_dirs, {h for hints in missing.values() for h in hints}) if missing else []:
+    hints = {h for found in missing.values() for h in found}
+    tried: set[Path] = set()
+    for file in _search_order(spec_dirs, hints) if missing else ():
+        if file in tried or all(k in have for k in missing):
+            continue
+        tried.add(file)
         problem = _load(file, "--spec-dir")
         ident = None if problem is None else (problem.name, str(problem_source_hash(problem)))
         if problem is not None and ident in missing and ident not in have:

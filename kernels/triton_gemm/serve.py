@@ -7,58 +7,23 @@ from typing import Any
 import torch
 import triton
 
+from kerntune.runtime.gemm_call import layout_letter, read_gemm_call
+
 from .kernels import gemv_kernel, matmul_kernel, matmul_wide_kernel
 from .launch import WIDE_N, _gemv_args, _plain_args, _tma_call, _wide_args, _workspace, launch
 
 SERVED_DTYPES = {torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
 
-def _letter(shape: Any, stride: Any) -> str | None:
-    """``N`` for a row-major operand (its last two dims), ``T`` for the transpose view of one, None for any other
-    strides."""
-    rows, cols = shape[-2:]
-    row_stride, col_stride = stride[-2:]
-    if col_stride == 1 and (row_stride >= cols or rows == 1):
-        return "N"
-    if row_stride == 1 and (col_stride >= rows or cols == 1):
-        return "T"
-    return None
+_letter = layout_letter
 
 
 def served_shape(op: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | None:
-    """The shape of an ``aten::mm`` / ``aten::addmm`` call (``.out`` forms too) this kernel takes, or None: 2-D
-    bf16/fp16 operands of one dtype on one device, each row-major or a transpose view, 16-byte aligned; for addmm
-    a contiguous, aligned bias vector and alpha = beta = 1; for ``.out`` a contiguous, aligned output of the
-    call's dtype (aligned pointers are what every served launch is specialized on: ``served_prepare``).
-
-    It runs on every call of those operators, covered or not: each tensor attribute read is host time, so each is
-    read once (the served call's host cost is measured by benchmarks/served-model/serve_cost.py)."""
-    if op[6] == "a":  # aten::addmm, aten::addmm.out
-        if len(args) != 3 or (kwargs and (kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1)):
-            return None
-        bias, a, b = args
-    elif len(args) == 2:
-        bias, (a, b) = None, args
-    else:
-        return None
-    dtype = SERVED_DTYPES.get(a.dtype)
-    a_shape, b_shape = a.shape, b.shape
-    if dtype is None or len(a_shape) != 2 or len(b_shape) != 2 or b.dtype is not a.dtype:
-        return None
-    (m, k), (k2, n) = a_shape, b_shape
-    la, lb = _letter(a_shape, a.stride()), _letter(b_shape, b.stride())
-    if k2 != k or la is None or lb is None or (a.data_ptr() | b.data_ptr()) % 16 or a.get_device() != b.get_device():
-        return None
-    if bias is not None and (
-        bias.shape != (n,) or bias.stride() != (1,) or bias.dtype is not a.dtype or bias.data_ptr() % 16
-    ):
-        return None
-    out = kwargs.get("out") if kwargs else None
-    if out is not None and (
-        out.shape != (m, n) or out.dtype is not a.dtype or not out.is_contiguous() or out.data_ptr() % 16
-    ):
-        return None
-    return dtype, m, n, k, la + lb, int(bias is not None)  # the key: dtype, then the shape fields in order
+    """The key of an ``aten::mm`` / ``aten::addmm`` call (``.out`` forms too) this kernel takes, or None, read as
+    every GEMM spec reads it (``kerntune.ops.gemm``): 2-D bf16/fp16 operands, each row-major or a transpose view,
+    16-byte aligned (what every served launch is specialized on: ``served_prepare``); for addmm an aligned bias
+    vector and alpha = beta = 1; for ``.out`` a contiguous, aligned output of the call's dtype."""
+    return read_gemm_call(op, args, kwargs, SERVED_DTYPES)
 
 
 def served_run(

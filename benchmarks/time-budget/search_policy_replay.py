@@ -69,7 +69,7 @@ def cell(text: str) -> dict[str, Any]:
     from kerntune.cli.common import parse_shape
     from kerntune.tune.inputs import parse_value
 
-    return {name: parse_value(value.strip("'")) for name, value in parse_shape(text).items()}
+    return {name: parse_value(value.strip("'"), name) for name, value in parse_shape(text).items()}
 
 
 def recorded_screens(paths: Sequence[Path]) -> dict[str, dict[str, tuple[Config, float]]]:

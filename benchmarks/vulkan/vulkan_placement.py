@@ -29,7 +29,7 @@ from kerntune.tune.spec import load_spec
 
 
 def _fields(text: str) -> dict[str, Any]:
-    return {k: parse_value(v) for k, v in parse_shape(text).items()} if text else {}
+    return {k: parse_value(v, k) for k, v in parse_shape(text).items()} if text else {}
 
 
 def main() -> None:

@@ -155,24 +155,24 @@ def test_env_sides_run_in_fresh_processes_and_a_reference_they_alter_divides_the
     )
     assert command.code == 0, command.stderr
     assert command.json()["verdict"] == "loss" and abs(command.json()["ratio"] - 1.03) < 1e-9
-    # A spec whose kernel reads KT_EXTRA when it is imported: the env: side gets 12 more loop iterations (6%).
+    # A spec whose kernel reads KT_EXTRA when it is imported: the env: side gets 30 more loop iterations (15%).
     spec_dir = _planted_copy(
         tmp_path / "planted_env",
         'SOURCE = (Path(__file__).parent / "busy.cl").read_text()',
         'import os\nSOURCE = (Path(__file__).parent / "busy.cl").read_text().replace(\n'
         '    "k < ITERS", "k < ITERS + " + os.environ.get("KT_EXTRA", "0"))',
     )
-    sides = (str(spec_dir), f"env:KT_EXTRA=12:{spec_dir}")
+    sides = (str(spec_dir), f"env:KT_EXTRA=30:{spec_dir}")
     refused = kerntune("ab", *sides, "--scheme", "in-process")
     assert refused.code == 2 and "fresh processes" in refused.stderr
     alone = kerntune("ab", *sides, "--reference", "none", "--processes", "3", "--json", env=AB_ENV)
     assert alone.code == 0, alone.stderr
-    assert alone.json()["scheme"] == "fresh" and alone.json()["ratio"] > 1.03  # each side timed alone: seen
+    assert alone.json()["scheme"] == "fresh" and alone.json()["ratio"] > 1.08  # each side timed alone: seen
     beside = kerntune("ab", *sides, "--processes", "3", "--json", env=AB_ENV)
     assert beside.code == 0, beside.stderr
     # The reference is the spec's own kernel in the same process: KT_EXTRA slows it too, and the ratio to it
     # does not see the change — what --reference none (or a reference the variable leaves alone) is for.
-    assert beside.json()["scheme"] == "fresh, beside a reference" and beside.json()["ratio"] < 1.02
+    assert beside.json()["scheme"] == "fresh, beside a reference" and beside.json()["ratio"] < 1.05
     assert beside.json()["conditions"]["reference"] == "default"
     # A named reference: here the spec's own config at twice the loop, timed beside each side in its process.
     named = kerntune("ab", *sides, "--reference", "@ITERS=400", "--processes", "2", "--json", env=AB_ENV)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES
+from tests.conftest import KERNELS
 
 PROGRAMS = {
     "prints": "print('hello', 42)\n",
@@ -94,7 +94,7 @@ def test_warnings_as_errors_do_not_stop_kerntune_and_a_traceback_survives_servin
     from kerntune.runtime.keys import problem_source_hash
     from kerntune.runtime.serving import cpu_device_fields, load_served_spec
 
-    problem = load_served_spec(EXAMPLES / "triton_matmul")
+    problem = load_served_spec(KERNELS / "triton_gemm")
     key = {"op": problem.name, "source": problem_source_hash(problem), "dtype": "float16", **cpu_device_fields()}
     table = tmp_path / "absent_key.json"  # an entry no call of the program has
     entry = {"key": {**key, "M": 1, "N": 1, "K": 1, "layout": "NN", "bias": 0}, "config": {}}
@@ -106,7 +106,7 @@ def test_warnings_as_errors_do_not_stop_kerntune_and_a_traceback_survives_servin
         "raise FileNotFoundError(2, 'No such file or directory', 'weights.bin')\n"
     )
     env = {"PYTHONWARNINGS": "error", "TRITON_INTERPRET": "1"}
-    alone, served = _both(program, table, "--spec", str(EXAMPLES / "triton_matmul"), env=env)
+    alone, served = _both(program, table, "--spec", str(KERNELS / "triton_gemm"), env=env)
     assert served.returncode == alone.returncode == 1
     assert served.stdout == alone.stdout == "3.0\n"
     tail = alone.stderr.strip().splitlines()[-4:]  # the program's frames and its exception, kerntune's lines before

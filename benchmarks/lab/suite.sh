@@ -32,7 +32,7 @@ verify_served() {  # verify_served OUT_DIR TABLE PROGRAM ARGS...: kerntune verif
   local r=$1 table=$2; shift 2
   local ab=(--no-ab); [ "${END_TO_END:-0}" = 1 ] && ab=(--processes "${PROCESSES:-2}")
   KERNTUNE_HOME="$W/store" bounded "${VERIFY_S:-300}" python3 -m kerntune verify --json "${ab[@]}" \
-    --report "$r/verify.json" -- python3 -m kerntune run --table "$table" -- "$@" > "$r/verify.log" 2>&1
+    --report "$r/verify.json" -- python3 -m kerntune run --table "$table" --spec-dir "$PWD/kernels" -- "$@" > "$r/verify.log" 2>&1
 }
 step_acceptance() {
   local r; r=$(step_dir acceptance); rm -rf "$W/cap" "$W/cap2" "$W/examples" "$W/kernels"

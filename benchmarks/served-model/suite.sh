@@ -55,7 +55,7 @@ step_engage() {
     bounded 180 python3 $APP $(_mode_args "$mode") --save-logits "$W/$tag.pt" > "$out/$tag-plain.log" 2>&1
     KERNTUNE_HOME="$W/store" bounded "${ENGAGE_LIMIT:-300}" python3 -m kerntune verify --json \
       --processes "${PROCESSES:-5}" --report "$out/$tag-verify.json" -- \
-      python3 -m kerntune run --table "$TABLE" -- python3 $APP $(_mode_args "$mode") --check "$W/$tag.pt" \
+      python3 -m kerntune run --table "$TABLE" --spec-dir kernels -- python3 $APP $(_mode_args "$mode") --check "$W/$tag.pt" \
       > "$out/$tag-verify.log" 2>&1
   done
 }

@@ -1,4 +1,4 @@
-# about: the shipped GPU specs tuned end to end at their spec shapes: the product GEMM (kernels/triton_gemm) at 4096³ bf16 (torch.matmul in the same run) and examples/triton_rmsnorm
+# about: the shipped GPU specs tuned end to end at their spec shapes: the product GEMM (kernels/triton_gemm) at 4096³ bf16 (torch.matmul in the same run) and kernels/triton_rmsnorm
 # steps: matmul rmsnorm
 # needs: gpu
 # tune_example FOLDER LIMIT: `kerntune tune FOLDER --json` with its own store, its report kept as text too (named
@@ -12,4 +12,4 @@ tune_example() {
   return $code
 }
 step_matmul() { tune_example kernels/triton_gemm "${MATMUL_LIMIT:-300}"; }
-step_rmsnorm() { tune_example examples/triton_rmsnorm "${RMSNORM_LIMIT:-90}"; }
+step_rmsnorm() { tune_example kernels/triton_rmsnorm "${RMSNORM_LIMIT:-90}"; }

@@ -3,7 +3,7 @@ whose matmuls and RMSNorm run as Triton kernels with configs chosen per call fro
 
     python examples/transformer_mlp/run.py --table TABLE.json [--tokens 16] [--dim 4096] [--hidden 14336]
 
-The kernels are the ones of kernels/triton_gemm and examples/triton_rmsnorm, so the table comes from tuning
+The kernels are the ones of kernels/triton_gemm and kernels/triton_rmsnorm, so the table comes from tuning
 those specs at this block's shapes (M = tokens; N, K from dim and hidden) and ``kerntune deploy``; each call's key
 is built as deploy writes it (op, kernel source hash, dtype, shape with its layout and bias, device). Without a
 table, or under ``KERNTUNE_DISPATCH=off``, every kernel runs its spec's default config. The output is checked
@@ -39,7 +39,7 @@ def _spec(folder: str) -> ModuleType:
     return module
 
 
-MM, RMS = _spec("kernels/triton_gemm"), _spec("examples/triton_rmsnorm")
+MM, RMS = _spec("kernels/triton_gemm"), _spec("kernels/triton_rmsnorm")
 
 
 class TunedOps:

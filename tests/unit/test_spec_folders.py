@@ -1,6 +1,6 @@
 """Where specs live: examples/ holds short teaching specs, kernels/ the product families. Each module stays small,
-the product GEMM's spec pins the modules its digest does not cover, and no spec loads a file from another example's
-folder."""
+the product GEMM's spec pins the modules its digest does not cover, and no file of an example (its spec, a program
+or a helper) loads a file of another example."""
 
 from __future__ import annotations
 
@@ -45,14 +45,46 @@ def test_the_gemm_spec_pins_every_module_it_imports() -> None:
         )
 
 
-# The HIP port takes the CUDA example's host side and kernel body by path: the one reach across examples left.
-SHARED_ACROSS_EXAMPLES = {("hip_reduction", "cuda_reduction")}
+def _reaches(text: str, other: str) -> list[str]:
+    """The ways ``text`` names a file of the example folder ``other``: a path built to it (``/ "other"``, as after
+    ``parents[1]``), or a path string into it (``"examples/other...``, as ``_spec("examples/other")`` takes)."""
+    ways = [f"/ {q}{other}{q}" for q in "\"'"] + [f"{q}{lead}{other}" for q in "\"'" for lead in ("examples/", "../")]
+    return [way for way in ways if way in text]
 
 
-def test_no_spec_loads_a_file_of_another_example() -> None:
+def test_no_file_of_an_example_loads_a_file_of_another() -> None:
     examples = {p.name for p in (ROOT / "examples").iterdir() if p.is_dir()}
-    for spec in sorted((ROOT / "examples").glob("*/spec.py")) + sorted((ROOT / "kernels").glob("*/*.py")):
-        text = spec.read_text()
-        assert "parent.parent" not in text and '"examples" /' not in text, f"{spec} builds a path to another folder"
-        for other in examples - {spec.parent.name} - {o for s, o in SHARED_ACROSS_EXAMPLES if s == spec.parent.name}:
-            assert f'/ "{other}"' not in text and f'"examples/{other}' not in text, f"{spec} loads a file of {other}"
+    files = sorted((ROOT / "examples").rglob("*.py")) + sorted((ROOT / "kernels").rglob("*.py"))
+    assert len(files) > len(examples)  # every module, not only each example's spec.py
+    reached = []
+    for path in files:
+        where = path.relative_to(ROOT).parts
+        own = where[1] if where[0] == "examples" else None
+        text = path.read_text()
+        # One level up from an example is examples/ itself: the only reason to go there is another example.
+        ups = ["parent.parent", "parents[1]", '"examples" /'] if own else ["parent.parent", '"examples" /']
+        reached += [f"{'/'.join(where)}: {up}" for up in ups if up in text]
+        for other in sorted(examples - {own}):
+            reached += [f"{'/'.join(where)} loads {other} by {way}" for way in _reaches(text, other)]
+    assert not reached, reached
+
+
+def test_the_reach_check_sees_each_way_of_loading_another_example() -> None:
+    for text in (
+        'Path(__file__).resolve().parents[1] / "cuda_reduction" / "spec.py"',
+        'MM, RMS = _spec("kernels/triton_gemm"), _spec("examples/triton_rmsnorm")',
+        "load('examples/cuda_reduction/spec.py')",
+        'sys.path.insert(0, "../cuda_reduction")',
+    ):
+        assert _reaches(text, "cuda_reduction") or _reaches(text, "triton_rmsnorm"), text
+    assert not _reaches('_spec("kernels/triton_gemm")  # see examples/cuda_reduction in prose', "cuda_reduction")
+
+
+def test_the_hip_port_keeps_the_cuda_kernel_word_for_word() -> None:
+    """examples/hip_reduction copies the CUDA example's kernel after its own wavefront sum: the two stay one kernel."""
+
+    def kernel(example: str) -> str:
+        text = (ROOT / "examples" / example / "spec.py").read_text()
+        return text[text.index('extern "C" __global__') : text.index('"""', text.index('extern "C" __global__'))]
+
+    assert kernel("hip_reduction") == kernel("cuda_reduction")

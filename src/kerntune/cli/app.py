@@ -1,8 +1,8 @@
 """``kerntune``: the command line. Thin: parse, call a stage's function, render.
 
 Exit codes: 0 ok; 1 a claim failed (no candidate passed the gate); 2 usage or environment error (one line
-on stderr, no traceback); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (``tune`` marks its run interrupted
-and prints the ``--resume`` command).
+on stderr, no traceback); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (``tune`` marks its tuning run
+interrupted and prints the ``--resume`` command).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def tune(
         list[str] | None,
         typer.Option(
             "--budget",
-            help="Evaluations per shape (100), time for the run (90s, 5m), time per shape "
+            help="Evaluations per shape (100), time for the whole tuning (90s, 5m), time per shape "
             "(45s/shape); comma-separated or repeated.",
         ),
     ] = None,
@@ -84,8 +84,8 @@ def tune(
         str | None,
         typer.Option(
             "--resume",
-            help="Continue an interrupted run (id). One process tunes a run at a time: a run another process is "
-            "tuning is refused.",
+            metavar="TUNING_RUN",
+            help="Continue an interrupted tuning run (its id); one that another process is still tuning is refused.",
         ),
     ] = None,
     retry_failed: Annotated[
@@ -132,11 +132,11 @@ def tune(
     from kerntune.tune.run import tune as run_tune
 
     if spec is None and resume is None:
-        raise UsageError("give a SPEC (a spec file or a folder holding spec.py), or --resume RUN")
+        raise UsageError("give a SPEC (a spec file or a folder holding spec.py), or --resume TUNING_RUN")
     if resume is not None and (
         spec is not None or shape or dtype or budget or shapes_from or top or workers is not None
     ):
-        raise UsageError("--resume continues a run exactly as it was started: give only the run id")
+        raise UsageError("--resume continues a tuning run exactly as it was started: give only its id")
     settings = Settings.from_env()
     request = TuneRequest(
         spec=spec or "",
@@ -181,7 +181,7 @@ def tune(
 def history(
     store: StoreOpt = None,
     limit: Annotated[
-        int, typer.Option("--limit", parser=bounded("--limit", 0, MAX_COUNT), help="Most recent runs to list.")
+        int, typer.Option("--limit", parser=bounded("--limit", 0, MAX_COUNT), help="Most recent tuning runs to list.")
     ] = 50,
     as_json: JsonFlag = False,
 ) -> None:
@@ -205,7 +205,7 @@ def show(
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Show one run: winner, baselines, speedups, gate results and failed candidates."""
+    """Show one tuning run: winner, baselines, speedups, gate results and failed candidates."""
     from kerntune.cli.render import print_report
     from kerntune.report.summary import build_report, report_json
 
@@ -347,7 +347,8 @@ def ab(
 
 
 floor_app = typer.Typer(
-    cls=LoopGroup, help="Per-arch speed floors: record a run's winners, check a later run against them."
+    cls=LoopGroup,
+    help="Per-arch speed floors: record a tuning run's winners, check a later tuning run against them.",
 )
 app.add_typer(floor_app, name="floor", rich_help_panel=MEASURE)
 FloorFile = Annotated[Path, typer.Option("--file", help="Floor file (key = ms lines, comment header).")]
@@ -355,12 +356,12 @@ FloorFile = Annotated[Path, typer.Option("--file", help="Floor file (key = ms li
 
 @floor_app.command("record")
 def floor_record(
-    run: Annotated[str, typer.Argument(help="Run id, prefix, or 'last'.")],
+    run: RunRef,
     file: FloorFile,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Write the run's winners (confirmed medians) as floors, merged over the file's other keys."""
+    """Write the tuning run's winners (confirmed medians) as floors, merged over the file's other keys."""
     from kerntune.deploy.floors import write_floors
     from kerntune.report.summary import build_report
 
@@ -374,7 +375,7 @@ def floor_record(
 
 @floor_app.command("check")
 def floor_check(
-    run: Annotated[str, typer.Argument(help="Run id, prefix, or 'last'.")],
+    run: RunRef,
     file: FloorFile,
     band: Annotated[
         float,
@@ -386,7 +387,7 @@ def floor_check(
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Compare a run's winners with the floors: exit 1 if any is slower than its floor beyond the band."""
+    """Compare a tuning run's winners with the floors: exit 1 if any is slower than its floor beyond the band."""
     from kerntune.deploy.floors import check_floors, read_floors, run_conditions
     from kerntune.report.summary import build_report
 

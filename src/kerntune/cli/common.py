@@ -31,7 +31,9 @@ app = typer.Typer(
 )
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
-RunRef = Annotated[str, typer.Argument(help="Run id, a unique prefix of it, or 'last'.")]
+RunRef = Annotated[
+    str, typer.Argument(metavar="TUNING_RUN", help="A tuning run's id, a unique prefix of it, or 'last'.")
+]
 StoreOpt = Annotated[
     Path | None, typer.Option("--store", help="Store folder (default: $KERNTUNE_HOME or ./.kerntune).")
 ]
@@ -99,7 +101,7 @@ def bounded(flag: str, low: int, high: int) -> Callable[[str | int], int]:
 
 
 MAX_SEED = 1_000_000
-"""The largest --seed: a run's gate seeds are ``seed * 1000 + i + 1``, which stay under 2^32, the most NumPy's
+"""The largest --seed: a tuning run's gate seeds are ``seed * 1000 + i + 1``, which stay under 2^32, the most NumPy's
 legacy ``RandomState`` (which specs may call) accepts."""
 MAX_COUNT = 1_000_000_000
 """The largest count an option such as --limit or --top takes."""
@@ -135,7 +137,7 @@ def store_failure(exc: sqlite3.DatabaseError) -> str:
     if "full" in str(exc):
         return (
             f"the disk holding {where} is full ({exc}): finished candidates are kept; free space, then resume "
-            "with `kerntune tune --resume RUN`"
+            "with `kerntune tune --resume TUNING_RUN`"
         )
     return (
         f"the store {where} is damaged ({exc}): move it aside and start a fresh store (`sqlite3 FILE .recover` "
@@ -144,8 +146,8 @@ def store_failure(exc: sqlite3.DatabaseError) -> str:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (the web page's Stop, a service manager) in the main thread: handled as Ctrl-C is, so a run is
-    marked interrupted and can be resumed."""
+    """SIGTERM (the web page's Stop, a service manager) in the main thread: handled as Ctrl-C is, so a tuning
+    run is marked interrupted and can be resumed."""
 
 
 @contextlib.contextmanager

@@ -28,7 +28,8 @@ def mcp_server(
     ] = None,
 ) -> None:
     """Serve kerntune to an MCP client over stdio: tuning_open, tuning_status, tuning_action (search, select,
-    inspect, ab, deploy, capture, run, save), tuning_close; runs as resources (kerntune://runs)."""
+    inspect, ab, deploy, capture, run, save), tuning_close; tuning runs as resources
+    (kerntune://runs)."""
     try:
         from kerntune.mcp.app import build
     except ImportError as exc:
@@ -79,9 +80,9 @@ def web(
     ] = None,
     store: StoreOpt = None,
 ) -> None:
-    """A local web page over the store: runs, their charts, the ISA / occupancy diff of two candidates, a program's
-    dispatch list whose rows start a capture, lab captures with replay, compare and save; start and stop a tune
-    or a lab job and follow it live."""
+    """A local web page over the store: tuning runs, their charts, the ISA / occupancy diff of two candidates, a
+    program's dispatch list whose rows start a capture, lab captures with replay, compare and save; start and stop
+    a tune or a lab job and follow it live."""
     if not _loopback(host) and not token:
         raise UsageError(
             f"--host {host} is reachable from other machines: give --token TOKEN (every request "

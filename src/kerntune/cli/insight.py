@@ -22,7 +22,7 @@ def roofline(
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Draw a run's timed candidates on the calibrated roofline (needs a calibration and the spec's cost)."""
+    """Draw a tuning run's timed candidates on the calibrated roofline (needs a calibration and the spec's cost)."""
     from kerntune.report.roofline import draw_roofline
     from kerntune.report.summary import build_report
 
@@ -41,7 +41,7 @@ def report(
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Write one self-contained HTML page of a run: winners, baselines, sample distributions, search trace,
+    """Write one self-contained HTML page of a tuning run: winners, baselines, sample distributions, search trace,
     search-time vs confirmed medians, roofline, failures (no script or file fetched from anywhere)."""
     from kerntune.report.page import render
     from kerntune.report.summary import build_report
@@ -55,7 +55,7 @@ def report(
     if as_json:
         _emit_json({"run": found.id, "path": str(output), "bytes": output.stat().st_size})
     else:
-        Console().print(f"run {found.id}: {output} ({output.stat().st_size:,} bytes)", highlight=False)
+        Console().print(f"tuning run {found.id}: {output} ({output.stat().st_size:,} bytes)", highlight=False)
 
 
 @app.command(rich_help_panel=INSPECT)
@@ -66,7 +66,7 @@ def profile(
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Hardware counters of a run's finalists (Nsight Compute with --clock-control none: SOL, achieved and
+    """Hardware counters of a tuning run's finalists (Nsight Compute with --clock-control none: SOL, achieved and
     theoretical occupancy, DRAM throughput), stored with the candidates. Exit 2 if any profile failed."""
     from kerntune.cli.render import profile_table
     from kerntune.inspect.profile import ProfileRequest

@@ -208,7 +208,7 @@ def replay(
         if result["timing_claimed"]
         else "no timing claimed (Triton interpreter or no GPU)"
     )
-    delta = f", {result['delta_vs_previous']:+.1%} vs the previous run" if "delta_vs_previous" in result else ""
+    delta = f", {result['delta_vs_previous']:+.1%} vs the previous replay" if "delta_vs_previous" in result else ""
     Console().print(
         f"{mode}: {timing}{delta}; reproduces the captured output: {result['reproduces_capture']}", highlight=False
     )

@@ -21,7 +21,7 @@ def deploy(
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Write a run's gated winners into a dispatch table (JSON for kerntune.runtime, a .py module and a C .inc
+    """Write a tuning run's gated winners into a dispatch table (JSON for kerntune.runtime, a .py module and a C .inc
     beside it), atomically, with provenance; an existing table for the same device is merged. For a spec served in
     place of a library operator, a winner not faster than the library baseline it was confirmed beside is
     named and marked: kerntune run leaves its key to the library, a program calling the kernel itself still
@@ -41,7 +41,11 @@ def deploy(
 @app.command(rich_help_panel=DEPLOY)
 def train(
     runs: Annotated[
-        list[str], typer.Argument(help="Sweep runs (ids, unique prefixes or 'last'): one op, kernel, dtype and device.")
+        list[str],
+        typer.Argument(
+            metavar="TUNING_RUNS",
+            help="Sweeps: tuning runs (ids, unique prefixes or 'last') of one op, kernel, dtype and device.",
+        ),
     ],
     table: Annotated[Path, typer.Option("--table", help="The table to write: *.json (.py and .inc beside it).")],
     holdout_every: Annotated[
@@ -204,7 +208,9 @@ def scope(
 @app.command("run", rich_help_panel=DEPLOY, context_settings={"allow_interspersed_args": False})
 def run_served(
     command: Program,
-    table: Annotated[Path, typer.Option("--table", help="The deployed table (kerntune deploy RUN --table T.json).")],
+    table: Annotated[
+        Path, typer.Option("--table", help="The deployed table (kerntune deploy TUNING_RUN --table T.json).")
+    ],
     spec: Annotated[
         list[Path] | None,
         typer.Option(
@@ -429,7 +435,7 @@ def import_kt(
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Bring a Kernel Tuner cache into the store as a run, every raw sample kept: median, interval and the
+    """Bring a Kernel Tuner cache into the store as a tuning run, every raw sample kept: median, interval and the
     spread its mean of 7 hides."""
     from kerntune.interop.kernel_tuner import import_cache
 
@@ -439,7 +445,7 @@ def import_kt(
         return
     out = Console()
     out.print(
-        f"run {done['run']}: {done['configs']} configs of {done['kernel']} on {done['device']} "
+        f"tuning run {done['run']}: {done['configs']} configs of {done['kernel']} on {done['device']} "
         f"({done['failed']} failed)",
         highlight=False,
     )
@@ -462,11 +468,13 @@ def export_kt(
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Write a run (one shape) as a Kernel Tuner cache file."""
+    """Write a tuning run (one shape) as a Kernel Tuner cache file."""
     from kerntune.interop.kernel_tuner import export_run
 
     done = export_run(_store(store), run, output)
     if as_json:
         _emit_json(done)
     else:
-        Console().print(f"{done['configs']} configs of run {done['run']} written to {done['written']}", highlight=False)
+        Console().print(
+            f"{done['configs']} configs of tuning run {done['run']} written to {done['written']}", highlight=False
+        )

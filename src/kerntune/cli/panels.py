@@ -20,7 +20,8 @@ FRONT = "Front ends"
 STORE = "Store"
 
 # The loop, in order: what a program runs, what the device can do, tune, check a change, guard the floors; read
-# what a run found; ship it, serve it, prove it engaged; the lab; the front ends; runs in and out of the store.
+# what a tuning run found; ship it, serve it, prove it engaged; the lab; the front ends; tuning runs in and
+# out of the store.
 # The help lists panels in the order of their first verb here.
 LOOP_ORDER = (
     "scope",

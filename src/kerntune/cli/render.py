@@ -1,4 +1,4 @@
-"""Rich rendering of runs and reports for the terminal (the CLI's only presentation code)."""
+"""Rich rendering of tuning runs and reports for the terminal (the CLI's only presentation code)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def shape_table(run: Run, s: ShapeReport) -> Table:
             "slowest", s.slowest.name, _ms(s.slowest), speedup_text(s.speedup_over(s.slowest)), _gate(s.slowest)
         )
     counts = ", ".join(f"{k} {v}" for k, v in sorted(s.counts.items()))
-    table.caption = f"candidates: {counts}" + (f"; {s.pending} pending (resume the run)" if s.pending else "")
+    table.caption = f"candidates: {counts}" + (f"; {s.pending} pending (resume the tuning)" if s.pending else "")
     table.caption_justify = "left"
     return table
 
@@ -164,7 +164,7 @@ def finalists_table(s: ShapeReport) -> Table:
 def print_report(console: Console, report: RunReport) -> None:
     run = report.run
     console.print(
-        f"run [bold]{run.id}[/] · {run.status} · {run.stop_reason or ''} · strategy {run.strategy} · "
+        f"tuning run [bold]{run.id}[/] · {run.status} · {run.stop_reason or ''} · strategy {run.strategy} · "
         f"{run.elapsed_s:.1f} s"
     )
     phases: dict[str, float] = {}
@@ -223,7 +223,7 @@ def runs_table(runs: list[Run]) -> Table:
 
 def ledger_table(rows: list[LedgerRow]) -> Table:
     table = Table(title="ledger: failed candidates and claims")
-    for col in ("run", "problem", "target", "shape", "candidate", "failure", "reason"):
+    for col in ("tuning run", "problem", "target", "shape", "candidate", "failure", "reason"):
         table.add_column(col, overflow="fold")
     for r in rows:
         table.add_row(r.run_id, r.problem, r.target.arch, r.shape_key, r.candidate, r.failure, r.reason[:160])
@@ -283,9 +283,9 @@ class LineProgress:
 
 
 class JsonLinesProgress:
-    """Tune progress as one JSON object per line (``--json`` runs, on stderr): a ``planned`` event with the run,
-    its evaluations and its time plan, then a ``finished`` event per evaluation with the seconds since the start,
-    so a caller that stops the run knows what finished (``kerntune show RUN`` reads every finished shape)."""
+    """Tune progress as one JSON object per line (``--json`` runs, on stderr): a ``planned`` event with the tuning
+    run, its evaluations and its time plan, then a ``finished`` event per evaluation with the seconds since the start,
+    so a caller that stops the tuning knows what finished (``kerntune show TUNING_RUN`` reads every finished shape)."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream, self.started, self.done = stream, time.monotonic(), 0

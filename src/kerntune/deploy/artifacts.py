@@ -1,4 +1,4 @@
-"""``kerntune deploy RUN --table PATH``: a run's gated winners into the dispatch table the live code reads.
+"""``kerntune deploy TUNING_RUN --table PATH``: a run's gated winners into the dispatch table the live code reads.
 
 Three artifacts, each written atomically: ``PATH`` (JSON, read by ``kerntune.runtime``), ``PATH`` with
 ``.py`` (a Python module holding the same table as ``TABLE``) and ``.inc`` (a C header: entries sorted by key
@@ -70,8 +70,8 @@ def table_header(run: Run) -> dict[str, Any]:
 def require_timed(run: Run) -> None:
     if not run.target.claims_timing:
         raise UsageError(
-            f"run {run.id} ran where no timing is claimed ({run.target.device_name}): its winners "
-            "were never timed; deploy a run tuned on the device the table is for"
+            f"tuning run {run.id} ran where no timing is claimed ({run.target.device_name}): its winners "
+            "were never timed; deploy a tuning run made on the device the table is for"
         )
 
 
@@ -160,7 +160,7 @@ def table_from_run(report: RunReport) -> dict[str, Any]:
             entry["library_faster"] = {k: v for k, v in slower.items() if k != "shape"}
         entries.append(entry)
     if not entries:
-        raise UsageError(f"run {run.id} has no gated winner to deploy")
+        raise UsageError(f"tuning run {run.id} has no gated winner to deploy")
     return {**table_header(run), "entries": entries, "left_to_library": left}
 
 

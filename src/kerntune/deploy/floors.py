@@ -85,7 +85,7 @@ def write_floors(path: Path, report: RunReport, merge: bool = True) -> Floors:
     floors = read_floors(path, report.run.target.arch) if merge and path.exists() else {}
     floors.update(run_floors(report))
     if not floors:
-        raise UsageError(f"run {report.run.id} has no timed winner to record as a floor")
+        raise UsageError(f"tuning run {report.run.id} has no timed winner to record as a floor")
     header = [
         "# kerntune speed floors: median milliseconds per launch of each shape's winner, and (KEY@ratio:REF) its",
         "# time over the reference's, timed interleaved (lower is faster in both)",
@@ -108,7 +108,7 @@ def read_floors(path: Path, arch: str, conditions: str | None = None) -> Floors:
     """Parse a floor file; refuse one recorded on another arch (floors never transfer between chips) or, when
     ``conditions`` is given, under other measurement conditions (a cold floor says nothing of a warm time)."""
     if not path.is_file():
-        raise UsageError(f"floor file {str(path)!r} does not exist: record one with `kerntune floor record RUN`")
+        raise UsageError(f"floor file {str(path)!r} does not exist: record one with `kerntune floor record TUNING_RUN`")
     floors: Floors = {}
     file_arch = None
     for number, raw in enumerate(path.read_text().splitlines(), 1):
@@ -119,7 +119,7 @@ def read_floors(path: Path, arch: str, conditions: str | None = None) -> Floors:
             recorded = line.split(":", 1)[1].strip()
             if recorded and conditions and recorded != conditions:
                 raise UsageError(
-                    f"{path} was recorded under {recorded!r}, this run measured under "
+                    f"{path} was recorded under {recorded!r}, this tuning run measured under "
                     f"{conditions!r}: deltas are only computed under equal conditions; "
                     "re-record the floors or measure as they were"
                 )
@@ -139,7 +139,7 @@ def read_floors(path: Path, arch: str, conditions: str | None = None) -> Floors:
     if file_arch is None:
         raise UsageError(f"{path} has no `# arch:` header line: re-record it with `kerntune floor record`")
     if file_arch != arch:
-        raise UsageError(f"{path} holds floors for {file_arch}, the run is on {arch}: floors are per arch")
+        raise UsageError(f"{path} holds floors for {file_arch}, the tuning run is on {arch}: floors are per arch")
     return floors
 
 

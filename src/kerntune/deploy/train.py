@@ -1,4 +1,4 @@
-"""``kerntune train RUN [RUN ...] --table PATH``: a compact dispatch table from sweeps over many shapes.
+"""``kerntune train TUNING_RUN [TUNING_RUN ...] --table PATH``: a compact dispatch table from sweeps over many shapes.
 
 Rules first, exact entries only where they pay. Shapes are grouped into segments along a few dimensions, each a
 shape field or a derived one bucketed by powers of two: by default for a matmul (M, N, K) the output size ``M*N``
@@ -76,7 +76,7 @@ def sweep(store: Store, run_refs: Iterable[str]) -> tuple[Run, list[ShapeTimes],
     """The runs' timed configs per shape (one op, kernel, dtype and device), and every config by key."""
     runs = [store.get_run(ref) for ref in run_refs]
     if not runs:
-        raise UsageError("kerntune train needs at least one run (a sweep over many shapes)")
+        raise UsageError("kerntune train needs at least one tuning run (a sweep over many shapes)")
     first = runs[0]
     fixed = _fixed_fields(first)
     by_shape: dict[str, ShapeTimes] = {}
@@ -85,7 +85,7 @@ def sweep(store: Store, run_refs: Iterable[str]) -> tuple[Run, list[ShapeTimes],
         require_timed(run)
         if _fixed_fields(run) != fixed:
             raise UsageError(
-                f"run {run.id} differs from run {first.id} in op, kernel source, dtype or device "
+                f"tuning run {run.id} differs from tuning run {first.id} in op, kernel source, dtype or device "
                 f"({_fixed_fields(run)} vs {fixed}): train one table per op, kernel, dtype and device"
             )
         for report in build_report(store, run).shapes:
@@ -100,7 +100,7 @@ def sweep(store: Store, run_refs: Iterable[str]) -> tuple[Run, list[ShapeTimes],
     shapes = complete(list(by_shape.values()))
     if len(shapes) < 2:
         raise UsageError(
-            f"the runs hold {len(shapes)} shape(s) with timed configs: a table is trained from sweeps "
+            f"the tuning runs hold {len(shapes)} shape(s) with timed configs: a table is trained from sweeps "
             "over many shapes (tune more shapes first)"
         )
     return first, shapes, configs

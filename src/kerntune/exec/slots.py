@@ -92,7 +92,7 @@ class LocalSlot(Worker):
                 lock.acquire(timeout=LOCK_WAIT_S)
             except Timeout:
                 raise UsageError(
-                    f"GPU {self.device} is held by another kerntune run ({lock.lock_file}); wait for "
+                    f"GPU {self.device} is held by another kerntune process ({lock.lock_file}); wait for "
                     "it, or leave this GPU out with CUDA_VISIBLE_DEVICES"
                 ) from None
             self._lock = lock

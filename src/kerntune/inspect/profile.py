@@ -1,4 +1,4 @@
-"""``kerntune profile RUN``: hardware counters of a run's finalists and baselines from the vendor's profiler
+"""``kerntune profile TUNING_RUN``: hardware counters of a run's finalists and baselines from the vendor's profiler
 (Nsight Compute on NVIDIA; rocprofv3 on AMD, untested here), attached to the candidates in the store.
 
 Each candidate is profiled in its own process (``profile_launch``) under the profiler: compiled, warmed up,
@@ -92,8 +92,8 @@ def profile(request: ProfileRequest, store: Store) -> list[dict[str, object]]:
     run = report.run
     if not run.target.claims_timing:
         raise UsageError(
-            f"run {run.id} ran on {run.target.device_name}, where no timing is claimed: profile a "
-            "run tuned on a GPU, on that GPU"
+            f"tuning run {run.id} ran on {run.target.device_name}, where no timing is claimed: profile a "
+            "tuning run made on a GPU, on that GPU"
         )
     tool = counters.profiler_for(run.target.vendor)
     rows = []

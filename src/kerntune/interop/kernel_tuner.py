@@ -1,4 +1,4 @@
-"""A bridge for Kernel Tuner users: ``kerntune import-kt CACHE.json`` and ``kerntune export-kt RUN``.
+"""A bridge for Kernel Tuner users: ``kerntune import-kt CACHE.json`` and ``kerntune export-kt TUNING_RUN``.
 
 Kernel Tuner's cache file (JSON) holds the device name, the kernel name, the problem size, the tunable
 parameters and, per config, its objective ``time`` (the mean of ``iterations`` runs, 7 by default, in ms), the
@@ -202,8 +202,8 @@ def export_run(store: Store, run_ref: str, out: Path) -> dict[str, Any]:
     run = store.get_run(run_ref)
     if len(run.shapes) != 1:
         raise UsageError(
-            f"run {run.id} has {len(run.shapes)} shapes; a Kernel Tuner cache holds one problem size: "
-            "export a run of one shape"
+            f"tuning run {run.id} has {len(run.shapes)} shapes; a Kernel Tuner cache holds one problem size: "
+            "export a tuning run of one shape"
         )
     shape = run.shapes[0].as_dict()
     cache: dict[str, Any] = {}
@@ -231,7 +231,7 @@ def export_run(store: Store, run_ref: str, out: Path) -> dict[str, Any]:
         )
         cache.setdefault(",".join(str(entry[k]) for k in keys), entry)
     if not cache:
-        raise UsageError(f"run {run.id} has no finished search candidate to export")
+        raise UsageError(f"tuning run {run.id} has no finished search candidate to export")
     values = list(shape.values())
     data = {
         "device_name": run.target.device_name,

@@ -253,12 +253,14 @@ def _select(s: Session, args: dict[str, Any]) -> dict[str, Any]:
     report = build_report(store, store.get_run(s.runs[-1]))
     shapes = [r for r in report.shapes if not args.get("shape") or r.shape.key == args["shape"]]
     if not shapes:
-        raise UsageError(f"shape {args.get('shape')!r} is not one of the run's: {[r.shape.key for r in report.shapes]}")
+        raise UsageError(
+            f"shape {args.get('shape')!r} is not one of the tuning run's: {[r.shape.key for r in report.shapes]}"
+        )
     rank = int(args.get("rank", 1))
     ranked = [c for c in ([shapes[0].winner] + [f for f in shapes[0].finalists if f.role == "search"]) if c]
     unique = list({c.config.key: c for c in ranked}.values())
     if not 1 <= rank <= len(unique):
-        raise UsageError(f"rank {rank}: the run has {len(unique)} ranked configs at {shapes[0].shape.key}")
+        raise UsageError(f"rank {rank}: the tuning run has {len(unique)} ranked configs at {shapes[0].shape.key}")
     chosen = unique[rank - 1]
     best = chosen.best_measurement
     s.selected = chosen.config.as_dict()

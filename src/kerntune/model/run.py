@@ -86,8 +86,8 @@ class Budget:
                 match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(?:(s|m|h)(/shape)?)?", text)
                 if not match:
                     raise UsageError(
-                        f"--budget {text!r}: give an evaluation count (100), a time for the run (90s, 5m, "
-                        "1h) or a time per shape (45s/shape)"
+                        f"--budget {text!r}: give an evaluation count (100), a time for the whole tuning "
+                        "(90s, 5m, 1h) or a time per shape (45s/shape)"
                     )
                 number, unit = float(match.group(1)), match.group(2)
                 if number > MAX_BUDGET:  # 400 nines is an infinite float: no count, and not JSON

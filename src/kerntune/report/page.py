@@ -1,4 +1,4 @@
-"""``kerntune report RUN -o report.html``: one self-contained HTML file of a run — no script, stylesheet or
+"""``kerntune report TUNING_RUN -o report.html``: one self-contained HTML file of a run — no script, stylesheet or
 image is fetched from anywhere. Per shape: the winner, baselines and their speedups, outcome counts, where the
 time went, the sample distributions of the winner, finalists and baselines, the finalists' search-time median
 beside their confirmed one, and the search trace against evaluations and seconds; the roofline of every shape

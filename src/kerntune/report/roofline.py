@@ -1,4 +1,4 @@
-"""``kerntune roofline RUN``: a run's timed candidates on the device's calibrated roofline, as PNG or SVG.
+"""``kerntune roofline TUNING_RUN``: a run's timed candidates on the device's calibrated roofline, as PNG or SVG.
 
 Each shape's cost model gives one arithmetic intensity (FLOP per byte that must move), so a shape's
 candidates stand on one vertical line, from the slowest config up to the winner; the ceilings are the
@@ -51,8 +51,8 @@ def ceilings_of(report: RunReport) -> CeilingsRecord:
     ceilings = report.run.options.get("ceilings")
     if not ceilings:
         raise UsageError(
-            f"run {report.run.id} has no calibration recorded: run `kerntune calibrate` on this device, "
-            "then tune again (the run keeps the calibration it was measured against)"
+            f"tuning run {report.run.id} has no calibration recorded: run `kerntune calibrate` on this device, "
+            "then tune again (a tuning run keeps the calibration it was measured against)"
         )
     return ceilings.copy()
 
@@ -74,7 +74,7 @@ def draw_roofline(report: RunReport, path: Path) -> dict[str, Any]:
     points = roofline_points(report)
     if not points:
         raise UsageError(
-            f"run {report.run.id} has no timed candidate with a cost model: the spec needs "
+            f"tuning run {report.run.id} has no timed candidate with a cost model: the spec needs "
             "cost=lambda shape, dtype: kt.Cost(flops=..., bytes=...)"
         )
     try:

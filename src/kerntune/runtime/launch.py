@@ -140,7 +140,7 @@ def _write_counts(serving: Serving, folder: Path) -> None:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m kerntune.runtime.launch")
-    parser.add_argument("--table", required=True, help="the deployed table (kerntune deploy RUN --table T.json)")
+    parser.add_argument("--table", required=True, help="the deployed table (kerntune deploy TUNING_RUN --table T.json)")
     parser.add_argument(
         "--spec",
         action="append",

@@ -153,8 +153,8 @@ class Store:
             lock.acquire(timeout=0)
         except Timeout:
             raise StoreError(
-                f"run {run_id} is being tuned by another kerntune process (it holds {path}): wait for it to end, "
-                "or stop it, then `kerntune tune --resume` again"
+                f"tuning run {run_id} is being tuned by another kerntune process (it holds {path}): wait for it to "
+                "end, or stop it, then `kerntune tune --resume` again"
             ) from None
         try:
             yield
@@ -167,8 +167,8 @@ class Store:
             return self._run_of(row)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise StoreError(
-                f"run {row['id']!r} in {self.path} is not a valid run record ({type(exc).__name__}: {exc}); "
-                "restore the row or delete the run"
+                f"tuning run {row['id']!r} in {self.path} is not a valid record ({type(exc).__name__}: {exc}); "
+                "restore the row or delete the tuning run"
             ) from None
 
     @staticmethod
@@ -204,10 +204,10 @@ class Store:
             ).fetchall()
         if not rows:
             shown = ref if len(ref) <= 80 else f"{ref[:60]}... ({len(ref):,} characters)"
-            raise RunNotFound(f"no run {shown!r} in {self.path}: `kerntune history` lists the runs there")
+            raise RunNotFound(f"no tuning run {shown!r} in {self.path}: `kerntune history` lists the tuning runs there")
         if len(rows) > 1:
             ids = ", ".join(r["id"] for r in rows[:5])
-            raise StoreError(f"run prefix {ref!r} is ambiguous ({ids}, ...): give more of the id")
+            raise StoreError(f"tuning run prefix {ref!r} is ambiguous ({ids}, ...): give more of the id")
         return self._run(rows[0])
 
     def runs(self, limit: int = 50) -> list[Run]:
@@ -225,7 +225,7 @@ class Store:
             ).fetchone()
             if row is not None:
                 if row["status"] != "pending":
-                    raise StoreError(f"candidate {label or config.key} already finished in run {run_id}")
+                    raise StoreError(f"candidate {label or config.key} already finished in tuning run {run_id}")
                 # A pending row is a candidate interrupted mid-way: its partial data is dropped.
                 self._delete_results(db, [row["id"]])
                 db.execute("UPDATE candidates SET started=? WHERE id=?", (time.time(), row["id"]))

@@ -76,7 +76,7 @@ def start_slots(slots: Sequence[Slot]) -> list[Any]:
     if len(kinds) > 1:
         labels = sorted({t.label for t in targets})
         raise UsageError(
-            f"the workers hold different devices ({'; '.join(labels)}): tune each kind in its own run "
+            f"the workers hold different devices ({'; '.join(labels)}): tune each kind in its own tuning run "
             "(pin the pool with CUDA_VISIBLE_DEVICES)"
         )
     return setups

@@ -360,8 +360,8 @@ def _tune(
         loaded = load_spec(previous.spec_path)
         if loaded.digest != previous.spec_hash:
             raise SpecError(
-                f"the spec {previous.spec_path} changed since run {previous.id} started "
-                f"({previous.spec_hash} → {loaded.digest}); start a new run instead of resuming"
+                f"the spec {previous.spec_path} changed since tuning run {previous.id} started "
+                f"({previous.spec_hash} → {loaded.digest}); start a new tuning run instead of resuming"
             )
         device = str(previous.options.get("device", ""))
         shapes: list[Shape] = list(previous.shapes)
@@ -391,8 +391,8 @@ def _tune(
             run = store.get_run(request.resume)
             if target.device_name != run.target.device_name or target.arch != run.target.arch:
                 raise UsageError(
-                    f"run {run.id} was measured on {run.target.label}, this device is {target.label}: "
-                    "results from two devices are never mixed; start a new run"
+                    f"tuning run {run.id} was measured on {run.target.label}, this device is {target.label}: "
+                    "results from two devices are never mixed; start a new tuning run"
                 )
         valid_sets: ValidSets = {}
         if not request.resume:

@@ -21,7 +21,7 @@ CASES = {
     "bad budget": (["tune", str(EXAMPLES / "opencl_matmul"), "--budget", "soon"], "--budget"),
     "unknown strategy": (["tune", str(EXAMPLES / "opencl_matmul"), "--strategy", "magic"], "unknown strategy"),
     "unknown dtype": (["tune", str(EXAMPLES / "opencl_matmul"), "--dtype", "int4"], "dtype 'int4'"),
-    "unknown run": (["show", "nope"], "no run 'nope'"),
+    "unknown run": (["show", "nope"], "no tuning run 'nope'"),
     "space too large to enumerate": (["tune", str(SPECS / "huge_space")], "spec huge_space: the space has"),
     "constraint raises": (
         ["tune", str(SPECS / "constraint_raises")],

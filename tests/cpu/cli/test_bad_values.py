@@ -174,7 +174,7 @@ def test_a_hand_edited_run_row_is_one_line(home: Path) -> None:
     with sqlite3.connect(home / "kerntune.sqlite") as conn:
         conn.execute("""UPDATE runs SET target = '{"backend": "opencl"}'""")
     for args in (["show", "last"], ["runs"], ["report", RUN_ID]):
-        one_line(call(args), f"run '{RUN_ID}' in {home / 'kerntune.sqlite'} is not a valid run record")
+        one_line(call(args), f"tuning run '{RUN_ID}' in {home / 'kerntune.sqlite'} is not a valid record")
 
 
 def test_a_60000_character_run_id_is_one_line(home: Path) -> None:
@@ -186,8 +186,8 @@ def test_a_60000_character_run_id_is_one_line(home: Path) -> None:
 
 
 def test_a_prefix_with_like_wildcards_matches_only_itself(home: Path) -> None:
-    one_line(call(["show", "2026%"]), "no run '2026%'")
-    one_line(call(["show", "2026010_"]), "no run")
+    one_line(call(["show", "2026%"]), "no tuning run '2026%'")
+    one_line(call(["show", "2026010_"]), "no tuning run")
     assert call(["show", "20260101"]).code == 0
 
 

@@ -45,7 +45,7 @@ def test_a_second_resume_is_refused_and_sigterm_marks_the_run_interrupted(
 
         second = kerntune("tune", "--resume", run_id, env={"KERNTUNE_HOME": str(home)})
         assert second.code == 2 and "Traceback" not in second.stderr, second.stderr
-        assert f"run {run_id} is being tuned by another kerntune process" in second.stderr
+        assert f"tuning run {run_id} is being tuned by another kerntune process" in second.stderr
         assert proc.poll() is None  # the refusal left the first process alone
 
         proc.send_signal(signal.SIGTERM)  # to the tuner only, as the web page's Stop does

@@ -120,7 +120,7 @@ def test_token_traversal_and_malformed_requests(home: Path, tmp_path: Path) -> N
     assert client.get("/api/runs/..%2F..%2Fetc%2Fpasswd").status_code == 404  # matches no route at all
     for ref in ("%25", "_", "last%27%3B--"):  # LIKE wildcards are matched as themselves; SQL is bound
         missing = client.get(f"/api/runs/{ref}")
-        assert missing.status_code == 404 and "no run" in missing.json()["detail"], (ref, missing.text)
+        assert missing.status_code == 404 and "no tuning run" in missing.json()["detail"], (ref, missing.text)
     bad = [
         client.post("/api/tunes", content=b"{not json", headers={"Content-Type": "application/json"}),
         client.post("/api/tunes", json={"spec": 3}),

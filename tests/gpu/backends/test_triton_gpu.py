@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, KERNELS, SPECS, CliResult, failures_by_config, has_gpu
+from tests.conftest import KERNELS, SPECS, CliResult, failures_by_config, has_gpu
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs a CUDA or ROCm GPU")]
 
@@ -91,7 +91,7 @@ def test_split_k_and_decode_shape_pass_the_gate(kerntune: Callable[..., CliResul
 
 
 def test_rmsnorm_tunes_against_torch(kerntune: Callable[..., CliResult]) -> None:
-    result = kerntune("tune", str(EXAMPLES / "triton_rmsnorm"), "--shape", "M=4096,N=4096", "--budget", "6", "--json")
+    result = kerntune("tune", str(KERNELS / "triton_rmsnorm"), "--shape", "M=4096,N=4096", "--budget", "6", "--json")
     assert result.code == 0, result.stderr
     shape = result.json()["shapes"][0]
     assert shape["winner"]["gate"]["outcome"] == "pass"

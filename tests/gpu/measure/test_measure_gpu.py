@@ -73,7 +73,7 @@ def test_a_slow_host_does_not_inflate_device_time() -> None:
 def test_rotating_regime_cycles_inputs_larger_than_l2(kerntune: Callable[..., CliResult]) -> None:
     result = kerntune(
         "tune",
-        str(ROOT / "examples" / "triton_rmsnorm"),
+        str(ROOT / "kernels" / "triton_rmsnorm"),
         "--budget",
         "2",
         "--json",

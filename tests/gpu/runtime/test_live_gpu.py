@@ -24,7 +24,7 @@ def test_the_demo_engages_every_deployed_entry_and_a_foreign_table_misses(
     table = tmp_path / "table.json"
     for spec, shapes, budget in (
         (KERNELS / "triton_gemm", ["M=16,N=14336,K=4096", "M=16,N=4096,K=14336"], "12s/shape"),
-        (EXAMPLES / "triton_rmsnorm", ["M=16,N=4096"], "6s/shape"),
+        (KERNELS / "triton_rmsnorm", ["M=16,N=4096"], "6s/shape"),
     ):
         args = [a for s in shapes for a in ("--shape", s)]
         tuned = kerntune("tune", str(spec), "--dtype", "bfloat16", *args, "--budget", budget, env=QUICK)

@@ -39,7 +39,7 @@ def test_a_gpu_held_by_another_run_is_refused_by_name(tmp_path: Path) -> None:
     other.acquire()
     try:
         slot = LocalSlot(("x:y", {}), device="7", log_path=tmp_path / "w.log", lock_dir=tmp_path, setup_timeout_s=1)
-        with pytest.raises(UsageError, match="GPU 7 is held by another kerntune run"):
+        with pytest.raises(UsageError, match="GPU 7 is held by another kerntune process"):
             slot.start()
     finally:
         other.release()

@@ -33,7 +33,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +85,12 @@ def coordinate_descent_record() -> Iterator[list[str]]:
         logger.propagate = propagate
 
 
-def _max_autotune(a: torch.Tensor, b: torch.Tensor) -> tuple[Any, float, list[str], list[str]]:
-    """A freshly compiled max-autotune ``torch.mm`` for these operands, its tuning seconds, its kernels' names and
-    its coordinate-descent results (``coordinate_descent_record``)."""
+def max_autotune_mm(
+    a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None
+) -> tuple[Callable[[], torch.Tensor], float, list[str], list[str]]:
+    """A freshly compiled max-autotune ``torch.mm`` (``torch.addmm`` with a ``bias``) for these operands, as a call
+    of no arguments; its tuning seconds, its kernels' names and its coordinate-descent results
+    (``coordinate_descent_record``). Also benchmarks/gemm-payoff/side_by_side.py's max-autotune."""
     import torch._dynamo
     import torch._inductor.config as inductor
 
@@ -101,22 +104,31 @@ def _max_autotune(a: torch.Tensor, b: torch.Tensor) -> tuple[Any, float, list[st
     def mm(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return torch.mm(x, y)
 
-    compiled = torch.compile(mm, mode="max-autotune-no-cudagraphs", dynamic=False)
+    def addmm(z: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.addmm(z, x, y)
+
+    compiled = torch.compile(mm if bias is None else addmm, mode="max-autotune-no-cudagraphs", dynamic=False)
+    operands = (a, b) if bias is None else (bias, a, b)
+
+    def call() -> torch.Tensor:
+        return compiled(*operands)
+
     start = time.perf_counter()
     with coordinate_descent_record() as tuned:
-        compiled(a, b)
+        call()
         torch.cuda.synchronize()
     tuning_s = time.perf_counter() - start
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        compiled(a, b)
+        call()
         torch.cuda.synchronize()
     names = sorted({e.name for e in prof.events() if str(e.device_type).endswith("CUDA")})
-    return compiled, tuning_s, names, tuned
+    return call, tuning_s, names, tuned
 
 
-def _error(out: torch.Tensor, ref: torch.Tensor) -> float:
+def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """The relative Frobenius error of ``out`` against the float64 reference ``ref``."""
     return float(torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref))
 
 
@@ -155,10 +167,10 @@ def compare_shape(
     args = problem.make_inputs(shape, "bfloat16", 1)
     a, b, c = args["a"], args["b"], args["c"]
     ref = a.double() @ b.double()
-    compiled, tuning_s, kernels, tuned = _max_autotune(a, b)
+    compiled, tuning_s, kernels, tuned = max_autotune_mm(a, b)
     calls = {
         "kerntune": lambda: problem.kernel.launch(problem.kernel.fn, args, config),
-        "max-autotune": lambda: compiled(a, b),
+        "max-autotune": compiled,
         "torch.mm": lambda: torch.mm(a, b, out=c),
     }
     tutorial_s, tutorial_choice = None, None
@@ -169,7 +181,7 @@ def compare_shape(
         c.fill_(float("nan"))
         out = call()
         torch.cuda.synchronize()
-        errors[name] = _error(out if name == "max-autotune" else c, ref)
+        errors[name] = relative_error(out if name == "max-autotune" else c, ref)
     orders = list(itertools.permutations(calls))  # 6 orders of three, 24 of four
     sequence = [orders[i % len(orders)] for i in range(rounds)]
     launches = [calls[name] for order in sequence for name in order]
@@ -224,7 +236,7 @@ def matched_budget(side_by_side: dict[str, Any]) -> str:
     return f"{math.floor(10 * sum(times) / len(times)) / 10:.1f}s/shape"
 
 
-def _geomean(values: list[float]) -> float:
+def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
@@ -275,7 +287,7 @@ def main() -> int:
             flush=True,
         )
     summary: dict[str, Any] = {
-        key: _geomean([r[key]["ratio"] for r in rows])
+        key: geomean([r[key]["ratio"] for r in rows])
         for key in (
             "kerntune_over_torch",
             "max_autotune_over_torch",
@@ -287,7 +299,7 @@ def main() -> int:
     tutorial = [r for r in rows if "tutorial_over_torch" in r]
     if tutorial:
         for key in ("tutorial_over_torch", "kerntune_over_tutorial"):
-            summary[key] = _geomean([r[key]["ratio"] for r in tutorial])
+            summary[key] = geomean([r[key]["ratio"] for r in tutorial])
         summary["tutorial_tuning_s"] = [round(r["tutorial_tuning_s"], 2) for r in tutorial]
     summary["shapes_kerntune_table_at_least_as_fast"] = sum(
         1 for r in rows if r["table_over_max_autotune"]["ci"][0] <= 1.0

@@ -19,6 +19,7 @@ import typer
 
 from kerntune.cli.panels import LoopGroup
 from kerntune.errors import UsageError
+from kerntune.model.json_types import finite_or_none
 from kerntune.settings import Settings
 from kerntune.store import Store
 
@@ -50,20 +51,10 @@ def _store(path: Path | None) -> Store:
     return store
 
 
-def _finite_json(data: Any) -> Any:
-    """``data`` with every NaN and infinity as None: JSON has no such numbers (a store written before they were
-    refused may still hold one)."""
-    if isinstance(data, float):
-        return data if math.isfinite(data) else None
-    if isinstance(data, dict):
-        return {k: _finite_json(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [_finite_json(v) for v in data]
-    return data
-
-
 def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(_finite_json(data), indent=2, default=str, allow_nan=False) + "\n")
+    """``data`` as JSON on stdout, every NaN and infinity as null: JSON has no such numbers (a store written before
+    they were refused may still hold one)."""
+    sys.stdout.write(json.dumps(finite_or_none(data), indent=2, default=str, allow_nan=False) + "\n")
 
 
 def finite(flag: str, low: float | None = None) -> Callable[[str | float], float]:

@@ -6,6 +6,7 @@ import json
 import time
 
 from kerntune.model.roofline import CeilingsRecord
+from kerntune.store.jsontext import record_json
 from kerntune.store.sqlite import Store
 
 
@@ -13,7 +14,7 @@ def save_calibration(store: Store, device_key: str, data: CeilingsRecord) -> Non
     with store._transaction() as db:
         db.execute(
             "INSERT INTO calibrations (device_key, created, data) VALUES (?,?,?)",
-            (device_key, float(data["created"]), json.dumps(data)),
+            (device_key, float(data["created"]), record_json(data, "the calibration", "calibrate again")),
         )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from kerntune.store.jsontext import reading_json, record_json
 from kerntune.store.sqlite import Store
 
 REFERENCED = "fresh, beside a reference"
@@ -69,10 +70,10 @@ def save_ab(store: Store, r: ABRecord) -> None:
                 r.id,
                 r.created,
                 r.kind,
-                json.dumps(r.a),
-                json.dumps(r.b),
-                json.dumps(r.target),
-                json.dumps(r.conditions),
+                record_json(r.a, "the A/B's side A"),
+                record_json(r.b, "the A/B's side B"),
+                record_json(r.target, "the A/B's target"),
+                reading_json(r.conditions),
                 r.scheme,
                 r.ratio,
                 r.ci_low,
@@ -82,14 +83,14 @@ def save_ab(store: Store, r: ABRecord) -> None:
                 r.expect,
                 int(r.claim_failed),
                 r.reason,
-                json.dumps(r.hashes),
+                record_json(r.hashes, "the A/B's hashes"),
                 r.wall_s,
             ),
         )
         db.executemany(
             "INSERT INTO ab_processes (ab_id, seq, side, value, samples, info) VALUES (?,?,?,?,?,?)",
             [
-                (r.id, p.seq, p.side, p.value, json.dumps(list(p.samples)), json.dumps(p.info, default=str))
+                (r.id, p.seq, p.side, p.value, reading_json(list(p.samples)), reading_json(p.info, default=str))
                 for p in r.processes
             ],
         )

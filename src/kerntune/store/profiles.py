@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 
+from kerntune.store.jsontext import reading_json
 from kerntune.store.sqlite import Store
 
 
@@ -12,7 +13,7 @@ def save_profile(store: Store, candidate_id: int, tool: str, data: dict[str, obj
     with store._transaction() as db:
         db.execute(
             "INSERT INTO profiles (candidate_id, tool, created, data) VALUES (?,?,?,?)",
-            (candidate_id, tool, time.time(), json.dumps(data)),
+            (candidate_id, tool, time.time(), reading_json(data)),
         )
 
 

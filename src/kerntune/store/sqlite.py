@@ -28,6 +28,7 @@ from kerntune.model import (
     Target,
     Verdict,
 )
+from kerntune.store.jsontext import reading_json, record_json
 from kerntune.store.schema import SCHEMA
 
 
@@ -107,13 +108,13 @@ class Store:
                     run.problem,
                     run.spec_path,
                     run.spec_hash,
-                    json.dumps(run.target.as_dict()),
+                    record_json(run.target.as_dict(), "the run's target"),
                     run.strategy,
-                    json.dumps(run.budget.as_dict()),
-                    json.dumps([s.as_dict() for s in run.shapes]),
+                    record_json(run.budget.as_dict(), "the run's budget"),
+                    record_json([s.as_dict() for s in run.shapes], "the run's shapes"),
                     run.dtype,
                     run.seed,
-                    json.dumps(dict(run.options)),
+                    record_json(dict(run.options), "the run's options"),
                     run.status,
                     run.stop_reason,
                     run.elapsed_s,
@@ -137,7 +138,7 @@ class Store:
         self.db.execute(
             "UPDATE runs SET options = json_set(options, ?, json_patch(coalesce(json_extract(options, ?),"
             " '{}'), ?)) WHERE id = ?",
-            (path, path, json.dumps({name: value}), run_id),
+            (path, path, record_json({name: value}, f"the run's option {key}"), run_id),
         )
 
     @contextmanager
@@ -236,9 +237,9 @@ class Store:
                 (
                     run_id,
                     shape.key,
-                    json.dumps(shape.as_dict()),
+                    record_json(shape.as_dict(), "the candidate's shape"),
                     config.key,
-                    json.dumps(config.as_dict()),
+                    record_json(config.as_dict(), "the candidate's config"),
                     role,
                     label,
                     "pending",
@@ -268,7 +269,7 @@ class Store:
                     result.reason,
                     result.compile_s,
                     result.binary_hash,
-                    json.dumps(result.resources or {}),
+                    reading_json(result.resources or {}),
                     time.time(),
                     result.gate_s,
                     result.measure_s,
@@ -288,7 +289,7 @@ class Store:
                         v.value,
                         v.threshold,
                         v.reason,
-                        json.dumps(dict(v.details)),
+                        reading_json(dict(v.details)),
                     ),
                 )
             if result.measurement is not None:
@@ -302,7 +303,7 @@ class Store:
             " VALUES (?,?,?,?,?,?,?,?,?)",
             (
                 candidate_id,
-                json.dumps(m.conditions.as_dict()),
+                reading_json(m.conditions.as_dict()),
                 m.median_ms,
                 m.n,
                 time.time(),

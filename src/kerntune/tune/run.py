@@ -426,12 +426,12 @@ def _tune(
             )
             held.enter_context(store.run_lock(run.id))
             store.create_run(run)
-        store.update_run(run.id, status="running")
-        try:
+        try:  # from its first write on, a run never stays `running` once this process stops tuning it
+            store.update_run(run.id, status="running")
             tuners, compilers = _start(
                 run, loaded, store, settings, progress, slots, target, started, valid_sets, shapes
             )
-        except BaseException as exc:  # a run never stays `running` once this process stops tuning it
+        except BaseException as exc:
             _stopped(store, run, exc, run.elapsed_s + time.monotonic() - started)
             raise
         tuner = tuners[0]

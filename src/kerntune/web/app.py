@@ -6,12 +6,15 @@ Security (``web.guard``): every request carries the per-start token and names th
 Host (a DNS-rebinding page is refused), and an Origin, when sent, must be this page. Names from requests never
 become paths unchecked: run ids are looked up in the store, specs must lie inside the spec folder the server was
 given, programs inside the programs folder, neither in a hidden folder; captures are plain names of folders in
-``<store>/captures``. Refusals are 4xx with a message (``{"detail": ...}``), never a traceback.
+``<store>/captures``. Refusals are 4xx with a message (``{"detail": ...}``), never a traceback. A request body
+holding NaN or an infinity (Python's JSON parser takes ``NaN`` and ``Infinity``; JSON has neither), or a numeric
+field given as such text, is a 400 naming the field, as is a tune's shape value that is not finite.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import secrets
 import time
@@ -21,18 +24,64 @@ from itertools import count
 from pathlib import Path
 from typing import Any, Literal
 
-from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from kerntune.errors import KerntuneError, RunNotFound
 from kerntune.exec.jobs import Job, start_job
 from kerntune.model import Budget
+from kerntune.model.json_types import first_non_finite
 from kerntune.store import Store
 from kerntune.web import pages
 from kerntune.web.guard import checked_name, exposure_guard, hidden, inside
 
 CAPTURE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+NUMBER_ERRORS = ("int_parsing", "float_parsing", "finite_number")
+"""Validation errors of a numeric field whose given text may spell NaN or an infinity."""
+
+
+def not_finite(field: str, shown: str) -> str:
+    """The one-line refusal of a field whose value is NaN or an infinity."""
+    return (
+        f"{field}={shown} is not a finite number (JSON has no NaN or infinity): give a finite number, or text "
+        f"where {field} takes text"
+    )
+
+
+async def finite_body(request: Request) -> None:
+    """Refuse (400) a JSON body holding NaN or an infinity anywhere, naming where: Python's parser, which the app's
+    own uses, reads ``NaN`` and ``Infinity``, and such a number must not reach a field typed ``Any`` or the default
+    validation answer (which cannot write it back and would fail with a 500)."""
+    raw, kind = await request.body(), request.headers.get("content-type")
+    if not raw or (kind and "json" not in kind):  # FastAPI reads a body without a content type as JSON too
+        return
+    try:
+        body = json.loads(raw)
+    except ValueError:  # not JSON: FastAPI's own answer (422) says so
+        return
+    found = first_non_finite(body)
+    if found is not None:
+        where, number = found
+        raise HTTPException(400, not_finite(where or "the body", json.dumps(number)))
+
+
+async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+    """FastAPI's validation answer (422), except a numeric field given text that spells NaN or an infinity
+    (``"nan"``, ``"inf"``): a 400 naming the field, as a NaN given as a number is."""
+    for error in exc.errors():
+        given = error.get("input")
+        if error.get("type") in NUMBER_ERRORS and isinstance(given, str):
+            try:
+                number = float(given)
+            except ValueError:
+                continue
+            if not math.isfinite(number):
+                field = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "the body"
+                return JSONResponse({"detail": not_finite(field, repr(given[:40]))}, status_code=400)
+    return await request_validation_exception_handler(request, exc)
 
 
 class TuneRequest(BaseModel):
@@ -99,7 +148,14 @@ def create_app(
             print(f"kerntune web: open the page with ?token={token} after its address", flush=True)
         yield
 
-    app = FastAPI(title="kerntune", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    app = FastAPI(
+        title="kerntune",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        lifespan=lifespan,
+        dependencies=[Depends(finite_body)],
+    )
     home, specs_root = home.resolve(), specs_root.resolve()
     programs = (programs_root or specs_root).resolve()
     jobs: dict[int, Job] = {}
@@ -107,6 +163,7 @@ def create_app(
 
     app.state.token = token
     app.middleware("http")(exposure_guard(token, host))
+    app.exception_handler(RequestValidationError)(invalid_request)
 
     @app.exception_handler(KerntuneError)
     async def refused(request: Request, exc: KerntuneError) -> JSONResponse:
@@ -317,6 +374,7 @@ def create_app(
 
     @app.post("/api/tunes")
     def start_tune(request: TuneRequest) -> dict[str, Any]:
+        from kerntune.tune.inputs import parse_value
 
         if request.strategy not in pages.STRATEGIES:
             raise HTTPException(400, f"strategy {request.strategy!r}: one of {', '.join(pages.STRATEGIES)}")
@@ -325,6 +383,9 @@ def create_app(
             Budget.parse([request.budget])  # a malformed budget is refused here, with the parser's message
             args += ["--budget", request.budget]
         for shape in request.shapes:
+            for part in shape.split(","):  # a value that is not finite is refused here, in the tune's own words
+                name, _, value = part.partition("=")
+                parse_value(value.strip(), f"shape {name.strip()}")
             args += ["--shape", shape]
         if request.workers is not None:
             args += ["--workers", str(request.workers)]

@@ -14,7 +14,7 @@ from kerntune.model import Budget, Space
 from kerntune.store import Store
 from kerntune.tune.inputs import corpus_shapes, resolve_shapes
 from kerntune.tune.spec import load_spec
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, FAST_ENV
 from tests.helpers.cli_inprocess import RUN_ID, Outcome, call, statuses, stored_run
 
 NINES = "9" * 400
@@ -224,6 +224,59 @@ def test_a_full_disk_is_one_line_and_the_store_survives(
     store = Store(home)  # the store opens, its finished run intact, the partial import marked
     assert store.get_run(RUN_ID).status == "done" and len(store.candidates(RUN_ID)) == 2
     assert "running" not in statuses(home)
+
+
+QUICK_TUNE = {**FAST_ENV, "KERNTUNE_FINALISTS": "0", "KERNTUNE_REGIME": "warm"}
+"""A tune of a few seconds: the search only (no confirmation rounds), warm timing."""
+
+
+def _candidates(home: Path, run_id: str) -> list[str]:
+    with sqlite3.connect(home / "kerntune.sqlite") as conn:
+        return [r[0] for r in conn.execute("SELECT status FROM candidates WHERE run_id = ?", (run_id,))]
+
+
+def test_a_full_disk_during_a_tune_is_one_line_and_the_run_resumes(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's disk fills partway through a tune's search (150 samples a candidate fill its few free pages):
+    one line naming the full disk and what to do, the earlier run and the finished candidates kept, the run
+    marked interrupted (never left running), and ``--resume`` finishes it once there is space."""
+    pytest.importorskip("pyopencl")
+    for name, value in {**QUICK_TUNE, "KERNTUNE_MIN_SAMPLES": "150", "KERNTUNE_MAX_SAMPLES": "150"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr("kerntune.cli.common.Store", _SmallDisk)
+    result = call(["tune", VECTOR_ADD, "--budget", "8", "--shape", "N=65536"])
+    one_line(result, "is full")
+    assert "free space, then resume with `kerntune tune --resume" in result.stderr
+    monkeypatch.setattr("kerntune.cli.common.Store", Store)  # space freed
+    store = Store(home)
+    assert store.get_run(RUN_ID).status == "done" and len(store.candidates(RUN_ID)) == 2
+    (run,) = [r for r in store.runs() if r.id != RUN_ID]
+    assert run.status == "interrupted"
+    kept = _candidates(home, run.id)
+    assert kept.count("ok") >= 1 and set(kept) <= {"ok", "pending"} and kept.count("pending") <= 1, kept
+    resumed = call(["tune", "--resume", run.id])
+    assert resumed.code in (0, 1) and "Traceback" not in resumed.stderr, resumed.stderr[-2000:]
+    after = _candidates(home, run.id)
+    assert statuses(home) == ["done", "done"] and len(after) == 9 and "pending" not in after, after
+
+
+class _FullAtStart(Store):
+    """A store whose disk fills just after the new run's row is written: its first status write fails."""
+
+    def update_run(
+        self, run_id: str, *, status: str | None = None, stop_reason: str | None = None, elapsed_s: float | None = None
+    ) -> None:
+        if status == "running":
+            raise sqlite3.OperationalError("database or disk is full")
+        super().update_run(run_id, status=status, stop_reason=stop_reason, elapsed_s=elapsed_s)
+
+
+def test_a_full_disk_as_a_tune_starts_leaves_no_run_running(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pyopencl")
+    for name, value in QUICK_TUNE.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr("kerntune.cli.common.Store", _FullAtStart)
+    one_line(call(["tune", VECTOR_ADD, "--budget", "2", "--shape", "N=65536"]), "is full")
+    assert statuses(home) == ["done", "interrupted"]
 
 
 def test_a_run_held_by_another_process_is_refused(tmp_path: Path) -> None:

@@ -2,11 +2,15 @@
 the edges, NaN and infinities, huge values, binary data, unicode, missing files. Whatever comes in, the exit code
 is 0, 1 or 2, no traceback is printed, the store still opens with its run intact, and no run is left ``running``.
 
-Examples and time are bounded (about a minute on a CPU runner): each tune is given an unknown dtype as well, so it
-parses everything generated and stops before a worker starts."""
+Examples and time are bounded: each test's timeout is its share of 180 s, so the file passes within 3 minutes or
+fails by name (30 to 50 s here, on two busy cores). Most tunes are given an unknown dtype as well, so they parse
+everything generated and stop before a worker starts; ``test_tune_values_reach_the_worker`` gives the spec's dtype
+and one evaluation, so what parses goes on into a worker: a size into the spec's inputs and the kernel, a seed into
+the gate, a target into the search, a device name to the backend."""
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -17,11 +21,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kerntune.store import Store
-from tests.conftest import EXAMPLES, ROOT
+from tests.conftest import EXAMPLES, FAST_ENV, ROOT
 from tests.helpers.cli_inprocess import RUN_ID, Outcome, call, statuses, stored_run
 
 VECTOR_ADD = str(EXAMPLES / "opencl_vector_add")
@@ -57,27 +61,48 @@ contents = st.one_of(
         ]
     ),
 )
+sizes = st.one_of(
+    st.sampled_from(EDGE_NUMBERS),
+    st.integers(min_value=0, max_value=4096).map(str),
+    st.integers(min_value=-(2**80), max_value=-1).map(str),
+    st.integers(min_value=2**31, max_value=2**80).map(str),
+    st.floats(min_value=-4096, max_value=4096).map(repr),
+)
+"""Numbers for a tune that reaches its worker: bad, small, negative, or past the kernel's int32; never a valid
+size large enough to make one tune slow."""
 FUZZ = settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True, database=None
 )
+QUICK_TUNE = {
+    **FAST_ENV,
+    "KERNTUNE_FINALISTS": "0",
+    "KERNTUNE_REGIME": "warm",
+    "KERNTUNE_SETUP_TIMEOUT_S": "20",
+    "KERNTUNE_CANDIDATE_TIMEOUT_S": "20",
+}
+"""A tune that reaches its worker ends in seconds: the search only (no confirmation rounds), warm timing, and a
+worker that hangs is stopped by kerntune's own timeouts, well inside the test's."""
 
 
 @contextmanager
-def fresh_store() -> Iterator[Path]:
-    """A folder holding a store with one finished run, the working folder while inside (report writes there)."""
+def fresh_store(env: dict[str, str] | None = None) -> Iterator[Path]:
+    """A folder holding a store with one finished run, the working folder while inside (report writes there), with
+    ``env`` set in this process's environment (and so in the workers') until the end."""
     folder = Path(tempfile.mkdtemp(prefix="kerntune-fuzz-"))
-    here, was = os.getcwd(), os.environ.get("KERNTUNE_HOME")
-    os.environ["KERNTUNE_HOME"] = str(folder / "store")
+    setting = {**(env or {}), "KERNTUNE_HOME": str(folder / "store")}
+    here, was = os.getcwd(), {name: os.environ.get(name) for name in setting}
+    os.environ.update(setting)
     os.chdir(folder)
     try:
         stored_run(folder / "store")
         yield folder
     finally:
         os.chdir(here)
-        if was is None:
-            os.environ.pop("KERNTUNE_HOME", None)
-        else:
-            os.environ["KERNTUNE_HOME"] = was
+        for name, value in was.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -107,6 +132,7 @@ def _with_file(folder: Path, data: bytes | None) -> str:
 TUNE_OPTIONS = ["--shape", "--target-ms", "--budget", "--seed", "--top", "--strategy", "--workers", "--device"]
 
 
+@pytest.mark.timeout(30)
 @FUZZ
 @given(option=st.sampled_from(TUNE_OPTIONS), value=words, field=st.sampled_from(["N", "M", "N=1,N"]))
 def test_tune_options(option: str, value: str, field: str) -> None:
@@ -116,11 +142,33 @@ def test_tune_options(option: str, value: str, field: str) -> None:
         survived(call(args), folder, args)
 
 
+@pytest.mark.timeout(25)
 @FUZZ
 @given(data=st.one_of(st.none(), contents), top=numbers)
 def test_tune_shapes_from(data: bytes | None, top: str) -> None:
     with fresh_store() as folder:
         args = ["tune", VECTOR_ADD, "--shapes-from", _with_file(folder, data), "--top", top, "--dtype", "no-dtype"]
+        survived(call(args), folder, args)
+
+
+DEEP_OPTIONS = ["--shape", "--seed", "--target-ms", "--device"]
+"""Options whose values matter past parsing (--workers is left out: a valid count starts that many workers)."""
+
+
+@pytest.mark.timeout(50)
+@settings(FUZZ, max_examples=15)
+@given(option=st.sampled_from(DEEP_OPTIONS), number=sizes, value=words)
+@example(option="--shape", number="-1", value="")  # the spec's make_inputs refuses it, after the run is created
+@example(option="--shape", number=str(2**40), value="")  # past the kernel's int32
+@example(option="--shape", number="0", value="")  # nothing to compute, gate or time
+def test_tune_values_reach_the_worker(option: str, number: str, value: str) -> None:
+    """The spec's dtype and one evaluation: a value that parses is tuned with (a size, seed or target from
+    ``sizes``, a device name from ``words``)."""
+    pytest.importorskip("pyopencl")
+    with fresh_store(QUICK_TUNE) as folder:
+        given_value = {"--shape": f"N={number}", "--device": value}.get(option, number)
+        small = [] if option == "--shape" else ["--shape", "N=4096"]
+        args = ["tune", VECTOR_ADD, option, given_value, *small, "--dtype", "float32", "--budget", "1"]
         survived(call(args), folder, args)
 
 
@@ -139,6 +187,7 @@ READ_VERBS = [
 ]
 
 
+@pytest.mark.timeout(20)
 @FUZZ
 @given(verb=st.sampled_from(READ_VERBS), ref=words, number=numbers, data=st.one_of(st.none(), contents))
 def test_read_verbs(verb: list[str], ref: str, number: str, data: bytes | None) -> None:
@@ -148,6 +197,7 @@ def test_read_verbs(verb: list[str], ref: str, number: str, data: bytes | None) 
         survived(call(args), folder, args)
 
 
+@pytest.mark.timeout(10)
 @FUZZ
 @given(
     verb=st.sampled_from(["migrate", "import-kt"]),
@@ -169,6 +219,7 @@ def test_file_verbs(verb: str, data: bytes | None, to: str, number: str) -> None
 AB_OPTIONS = ["--seed", "--processes", "--shape", "--scheme", "--expect", "--metric", "--reference", "--spec"]
 
 
+@pytest.mark.timeout(15)
 @FUZZ
 @given(option=st.sampled_from(AB_OPTIONS), value=words)
 def test_ab_options(option: str, value: str) -> None:
@@ -177,6 +228,7 @@ def test_ab_options(option: str, value: str) -> None:
         survived(call(args), folder, args)
 
 
+@pytest.mark.timeout(10)
 @pytest.mark.parametrize(
     "args",
     [
@@ -195,3 +247,16 @@ def test_the_console_entry_gives_the_same_one_line(args: list[str]) -> None:
         result = Outcome(proc.returncode, proc.stdout, proc.stderr)
         assert result.code == 2 and len(result.error_lines()) == 1, result.stderr[-2000:]
         survived(result, folder, args)
+
+
+def test_the_timeouts_share_three_minutes() -> None:
+    """Every other test here has a timeout, and together (each parametrized case counted) they are at most 180 s:
+    the file passes within 3 minutes in CI or a test fails by name."""
+    shares: dict[str, int] = {}
+    for name, test in globals().items():
+        if name.startswith("test_") and test is not test_the_timeouts_share_three_minutes:
+            marks = getattr(test, "pytestmark", [])
+            timeout = next((m.args[0] for m in marks if m.name == "timeout"), None)
+            assert timeout is not None, f"{name} has no timeout"
+            shares[name] = timeout * math.prod(len(m.args[1]) for m in marks if m.name == "parametrize")
+    assert sum(shares.values()) <= 180, shares

@@ -137,6 +137,38 @@ def test_token_traversal_and_malformed_requests(home: Path, tmp_path: Path) -> N
         assert 400 <= response.status_code < 500 and response.json().get("detail"), response.text
 
 
+NON_FINITE_TUNES = {
+    b'{"spec": "opencl_vector_add", "shapes": ["N=nan"]}': "shape N='nan' is not a finite number",
+    b'{"spec": "opencl_vector_add", "shapes": ["N=4096", "N=-inf"]}': "shape N='-inf' is not a finite number",
+    b'{"spec": "opencl_vector_add", "shapes": ["N=1e999"]}': "shape N='1e999' is not a finite number",
+    b'{"spec": "opencl_vector_add", "shapes": [NaN]}': "shapes[0]=NaN is not a finite number",
+    b'{"spec": "opencl_vector_add", "budget": NaN}': "budget=NaN is not a finite number",
+    b'{"spec": "opencl_vector_add", "budget": Infinity}': "budget=Infinity is not a finite number",
+    b'{"spec": "opencl_vector_add", "budget": "nan"}': "--budget 'nan': give an evaluation count",
+    b'{"spec": "opencl_vector_add", "budget": "inf"}': "--budget 'inf': give an evaluation count",
+    b'{"spec": "opencl_vector_add", "workers": NaN}': "workers=NaN is not a finite number",
+    b'{"spec": "opencl_vector_add", "workers": 1e999}': "workers=Infinity is not a finite number",
+    b'{"spec": "opencl_vector_add", "workers": "-inf"}': "workers='-inf' is not a finite number",
+    b'{"workers": -Infinity}': "workers=-Infinity is not a finite number",
+}
+
+
+def test_a_tune_with_nan_or_infinity_is_a_400_naming_the_field(home: Path) -> None:
+    """NaN and infinities, as JSON's missing numbers (which Python's parser reads) or as text, in a shape, the
+    budget or the worker count: one line naming the field and what to give, and no job started."""
+    client = _client(create_app(home, EXAMPLES, TOKEN))
+    for body, expected in NON_FINITE_TUNES.items():
+        answer = client.post("/api/tunes", content=body, headers={"Content-Type": "application/json"})
+        assert answer.status_code == 400, (body, answer.status_code, answer.text)
+        detail = answer.json()["detail"]
+        assert isinstance(detail, str) and "\n" not in detail and expected in detail, (body, detail)
+        assert "give" in detail, detail
+    assert client.get("/api/jobs/1").status_code == 404 and not (home / "web").exists()  # no job started
+    nan_gemm = b'{"program": "app.py", "kernel": "k", "gemm": {"shape": {"M": NaN}}}'
+    answer = client.post("/api/lab/captures", content=nan_gemm, headers={"Content-Type": "application/json"})
+    assert answer.status_code == 400 and "gemm.shape.M=NaN" in answer.json()["detail"], answer.text
+
+
 def test_serve_refuses_to_bind_beyond_loopback_without_a_token(kerntune: Callable[..., CliResult]) -> None:
     open_wide = kerntune("web", "--host", "0.0.0.0")
     assert open_wide.code == 2 and "give --token" in open_wide.stderr

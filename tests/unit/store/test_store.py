@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import math
+import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -102,3 +105,56 @@ def test_confirmation_rounds_pool_and_rank_the_winner(tmp_path: Path) -> None:
     store.fail_candidate(ids["B"], FailureKind.WRONG, "failed in confirmation round 2: relative error")
     report = build_report(store, store.get_run(run.id)).shapes[0]
     assert report.winner is not None and report.winner.config["X"] == "A"
+
+
+def test_no_nan_or_infinity_reaches_the_stores_json(tmp_path: Path) -> None:
+    """A record holding one is refused by name with nothing written; a reading holding one is kept as null; every
+    JSON column then passes SQLite's own json_valid (which refuses the text NaN)."""
+    store = Store(tmp_path)
+    run = _run(store)
+    refused = {
+        r"the run's options target_ms is nan": lambda: store.create_run(
+            replace(run, id="20260101-000000-nnnn", options={"target_ms": math.nan})
+        ),
+        r"the run's shapes \[0\]\.N is inf": lambda: store.create_run(
+            replace(run, id="20260101-000000-iiii", shapes=(Shape.of({"N": math.inf}),))
+        ),
+        r"the run's option phases worker:search_s is inf": lambda: store.set_run_option(
+            run.id, "phases", "worker:search_s", math.inf
+        ),
+        r"the candidate's config B is -inf": lambda: store.start_candidate(
+            run.id, SHAPE, Config.of({"B": -math.inf}), "search", ""
+        ),
+    }
+    for message, write in refused.items():
+        with pytest.raises(StoreError, match=message + r", and the store keeps no NaN or infinity"):
+            write()
+    assert [r.id for r in store.runs()] == [run.id] and store.candidates(run.id) == []
+    cid = store.start_candidate(run.id, SHAPE, Config.of({"B": 4}), "search", "")
+    telemetry = {"temperature_c": math.inf, "sm_clock_mhz": 1980.0}
+    store.finish_candidate(
+        cid,
+        CandidateResult(
+            "ok",
+            resources={"registers": math.nan},
+            measurement=Measurement((1.0, 1.1), Conditions("t", telemetry=telemetry)),
+            verdict=Verdict("gate", "pass", "rel_l2", 1e-7, 1e-5, "ok", {"worst": math.nan}),
+        ),
+    )
+    (found,) = store.candidates(run.id)
+    assert found.resources == {"registers": None} and found.verdict is not None
+    assert found.verdict.details == {"worst": None} and found.measurement is not None
+    assert found.measurement.conditions.telemetry == {"temperature_c": None, "sm_clock_mhz": 1980.0}
+    with sqlite3.connect(tmp_path / "kerntune.sqlite") as conn:
+        for table, column in (
+            ("runs", "target"),
+            ("runs", "budget"),
+            ("runs", "shapes"),
+            ("runs", "options"),
+            ("candidates", "shape"),
+            ("candidates", "config"),
+            ("candidates", "resources"),
+            ("verdicts", "details"),
+            ("measurements", "conditions"),
+        ):
+            assert conn.execute(f"SELECT count(*) FROM {table} WHERE NOT json_valid({column})").fetchone() == (0,)

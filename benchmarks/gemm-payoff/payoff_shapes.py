@@ -214,19 +214,24 @@ def check_corpus(shapes: Sequence[PayoffShape], corpus: Path) -> tuple[bool, lis
     return ok, said
 
 
-def _fail(message: str) -> NoReturn:
-    print(f"payoff_shapes.py: {message}", file=sys.stderr)
+def fail(prog: str, message: str) -> NoReturn:
+    """One line on stderr and exit 2: the suite's scripts' bad-usage ending."""
+    print(f"{prog}: {message}", file=sys.stderr)
     raise SystemExit(2)
 
 
-class _Parser(argparse.ArgumentParser):
+def _fail(message: str) -> NoReturn:
+    fail("payoff_shapes.py", message)
+
+
+class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, not argparse's usage block
-        _fail(message)
+        fail(self.prog, message)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="payoff_shapes.py", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = OneLineParser(prog="payoff_shapes.py", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     args_p = sub.add_parser("args")
     args_p.add_argument("file", type=Path)
     args_p.add_argument("--spec", type=Path)

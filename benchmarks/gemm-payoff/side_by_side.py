@@ -66,7 +66,16 @@ sys.path[:0] = [str(HERE), str(ROOT / "benchmarks" / "time-budget"), str(ROOT / 
 # against_max_autotune chooses a fresh Inductor cache folder before it imports torch: imported before torch.
 import against_max_autotune as mat  # noqa: E402
 import torch  # noqa: E402
-from payoff_shapes import DEFAULT_FILE, GROUPS, PayoffShape, parse_part, part_of, read_payoff_shapes  # noqa: E402
+from payoff_shapes import (  # noqa: E402
+    DEFAULT_FILE,
+    GROUPS,
+    OneLineParser,
+    PayoffShape,
+    fail,
+    parse_part,
+    part_of,
+    read_payoff_shapes,
+)
 
 from kerntune.measure.second_timer import SUSTAIN_S, agrees, profiled_ms  # noqa: E402
 from kerntune.measure.stats import pair_ratio  # noqa: E402
@@ -594,13 +603,7 @@ def merge_parts(paths: Sequence[Path]) -> dict[str, Any]:
 
 
 def _fail(message: str) -> NoReturn:
-    print(f"side_by_side.py: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, not argparse's usage block
-        _fail(message)
+    fail("side_by_side.py", message)
 
 
 def _exit_code(rows: Sequence[Mapping[str, Any]]) -> int:
@@ -609,7 +612,9 @@ def _exit_code(rows: Sequence[Mapping[str, Any]]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="side_by_side.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(
+        prog="side_by_side.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--table", type=Path)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--shapes", type=Path, default=DEFAULT_FILE)

@@ -329,7 +329,7 @@ def test_the_deploy_step_merges_the_kept_tables_of_runs_tuned_elsewhere(tmp_path
     log = (tmp_path / "run.log").read_text()
     assert done.returncode == 0, done.stdout + log
     assert "2 of 2 runs in" in done.stdout and done.stdout.count("is not in this store") == 2
-    assert "no run '20260101-000000-abcd'" in log  # deploy was tried first, and refused for that reason
+    assert "no tuning run '20260101-000000-abcd'" in log  # deploy was tried first, and refused for that reason
     table = json.loads((data / "deploy" / "table.json").read_text())
     by_spec = {e["key"]["op"]: e for e in table["entries"]}
     assert set(by_spec) == {"triton_matmul", "gluon_gemm"}

@@ -184,6 +184,10 @@ def gluon_part(reps: int, log: list) -> None:
             "MMA_REGS": 240,
         },
     }
+    # The C tile stored in two halves through a half-size buffer: room for one more ring stage.
+    configs["coop256x4s2"] = {**configs["coop256x3"], "STAGES": 4, "EPI_SPLIT": 2}
+    configs["ping128x5s2"] = {**configs["ping128x4"], "STAGES": 5, "EPI_SPLIT": 2}
+    configs["ping128x6s2"] = {**configs["ping128x4"], "STAGES": 6, "EPI_SPLIT": 2, "LOAD_REGS": 24, "MMA_REGS": 240}
     wanted = os.environ.get("PROBE_CONFIGS")
     if wanted:
         configs = {k: v for k, v in configs.items() if k in wanted.split(",")}

@@ -103,11 +103,12 @@ def mma_partition(
     a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
     BN: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr, STAGES: gl.constexpr,
     GROUP: gl.constexpr, RASTER_N: gl.constexpr, CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
-    WARPS: gl.constexpr,
+    WARPS: gl.constexpr, EPI_SPLIT: gl.constexpr,
 ):  # fmt: skip
     """A consumer: its tiles are every CONSUMERS-th of the program's, from the CONSUMER-th. Per K block it waits
     for the slot, issues an async wgmma, keeps one in flight, and frees the slot of the one before. The epilogue
-    adds the bias in fp32, rounds once, and stores the tile through shared memory with a TMA store."""
+    adds the bias in fp32, rounds once, and stores the tile through shared memory with TMA stores: whole, or in
+    two column halves through a half-size buffer (EPI_SPLIT=2), which leaves room for one more ring stage."""
     BM: gl.constexpr = 128
     BK: gl.constexpr = 64
     dtype: gl.constexpr = c_desc.dtype
@@ -154,10 +155,22 @@ def mma_partition(
             offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
             bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0)
             acc = acc + gl.expand_dims(bias.to(gl.float32), 0)
-        tma.store_wait(0)  # the previous tile's store must leave c_smem before it is overwritten
-        c_smem.store(acc.to(dtype))
-        fence_async_shared()
-        tma_store(c_desc, [pid_m * BM, pid_n * BN], c_smem)
+        if EPI_SPLIT == 2:
+            # [BM, BN] -> [BM, 2, BN/2] -> [BM, BN/2, 2]: split's last axis gives the left and right halves.
+            left, right = gl.split(gl.permute(gl.reshape(acc, [BM, 2, BN // 2]), (0, 2, 1)))
+            tma.store_wait(0)  # the previous store must leave c_smem before it is overwritten
+            c_smem.store(left.to(dtype))
+            fence_async_shared()
+            tma_store(c_desc, [pid_m * BM, pid_n * BN], c_smem)
+            tma.store_wait(0)
+            c_smem.store(right.to(dtype))
+            fence_async_shared()
+            tma_store(c_desc, [pid_m * BM, pid_n * BN + BN // 2], c_smem)
+        else:
+            tma.store_wait(0)  # the previous tile's store must leave c_smem before it is overwritten
+            c_smem.store(acc.to(dtype))
+            fence_async_shared()
+            tma_store(c_desc, [pid_m * BM, pid_n * BN], c_smem)
         local += 1  # noqa: SIM113 (Triton's AST has no enumerate over a strided range)
     tma.store_wait(0)
 
@@ -167,15 +180,15 @@ def gemm_ws_kernel(
     a_desc, b_desc, c_desc, bias_ptr, M, N, K,
     A_T: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr, STAGES: gl.constexpr, GROUP: gl.constexpr,
     RASTER_N: gl.constexpr, SCHEDULE: gl.constexpr, LOAD_REGS: gl.constexpr, MMA_REGS: gl.constexpr,
+    EPI_SPLIT: gl.constexpr,
 ):  # fmt: skip
-    BN: gl.constexpr = c_desc.block_type.shape[1]
-    BM_C: gl.constexpr = c_desc.block_type.shape[0]
+    BN: gl.constexpr = c_desc.block_type.shape[1] * EPI_SPLIT
     dtype: gl.constexpr = a_desc.dtype
     # Triton's AST has no starred lists: the shapes are concatenated.
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)  # noqa: RUF005
     b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)  # noqa: RUF005
     # One C tile a consumer, allocated beside the ring.
-    c_bufs = gl.allocate_shared_memory(dtype, [SCHEDULE + 1, BM_C, BN], c_desc.layout)
+    c_bufs = gl.allocate_shared_memory(dtype, [SCHEDULE + 1] + c_desc.block_type.shape, c_desc.layout)  # noqa: RUF005
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
@@ -189,7 +202,7 @@ def gemm_ws_kernel(
             [
                 (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
                                  BN, A_T, B_T,
-                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 0, 1, 8)),
+                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 0, 1, 8, EPI_SPLIT)),
                 (load_partition, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, BN, A_T, B_T, STAGES, GROUP,
                                   RASTER_N)),
             ],
@@ -202,10 +215,10 @@ def gemm_ws_kernel(
             [
                 (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
                                  BN, A_T, B_T,
-                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 0, 2, 4)),
+                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 0, 2, 4, EPI_SPLIT)),
                 (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
                                  BN, A_T, B_T,
-                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 1, 2, 4)),
+                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 1, 2, 4, EPI_SPLIT)),
                 (load_partition, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, BN, A_T, B_T, STAGES, GROUP,
                                   RASTER_N)),
             ],
@@ -219,18 +232,19 @@ def _gl_dtype(t: torch.dtype) -> Any:
 
 
 def _descriptors(
-    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bn: int
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bn: int, split: int
 ) -> tuple[TensorDescriptor, TensorDescriptor, TensorDescriptor, bool, bool]:
     """TMA descriptors of A, B and C over their row-major storage; a transpose view is described as its
-    row-major original, and the kernel permutes the shared-memory tile."""
+    row-major original, and the kernel permutes the shared-memory tile. C's block is 1/split of a tile."""
     dt = _gl_dtype(a.dtype)
     a_t, b_t = a.stride(0) == 1 and a.stride(1) != 1, b.stride(0) == 1 and b.stride(1) != 1
     a_store, a_block = (a.t(), [BLOCK_K, BLOCK_M]) if a_t else (a, [BLOCK_M, BLOCK_K])
     b_store, b_block = (b.t(), [bn, BLOCK_K]) if b_t else (b, [BLOCK_K, bn])
+    c_block = [BLOCK_M, bn // split]
     return (
         TensorDescriptor.from_tensor(a_store, a_block, gl.NVMMASharedLayout.get_default_for(a_block, dt)),
         TensorDescriptor.from_tensor(b_store, b_block, gl.NVMMASharedLayout.get_default_for(b_block, dt)),
-        TensorDescriptor.from_tensor(c, [BLOCK_M, bn], gl.NVMMASharedLayout.get_default_for([BLOCK_M, bn], dt)),
+        TensorDescriptor.from_tensor(c, c_block, gl.NVMMASharedLayout.get_default_for(c_block, dt)),
         a_t,
         b_t,
     )
@@ -257,13 +271,13 @@ def run_gemm(
     m, k = a.shape
     n = b.shape[1]
     bn = int(meta["BLOCK_N"])
-    a_desc, b_desc, c_desc, a_t, b_t = _descriptors(a, b, c, bn)
+    a_desc, b_desc, c_desc, a_t, b_t = _descriptors(a, b, c, bn, int(meta.get("EPI_SPLIT", 1)))
     tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, bn)
     pingpong = int(meta["SCHEDULE"]) == 1
     return gemm_ws_kernel[(_programs(a.device, tiles),)](
         a_desc, b_desc, c_desc, c if bias is None else bias, m, n, k,
         a_t, b_t, bias is not None, int(meta["STAGES"]), int(meta["GROUP"]), int(meta["RASTER_N"]),
-        int(meta["SCHEDULE"]), int(meta["LOAD_REGS"]), int(meta["MMA_REGS"]),
+        int(meta["SCHEDULE"]), int(meta["LOAD_REGS"]), int(meta["MMA_REGS"]), int(meta.get("EPI_SPLIT", 1)),
         num_warps=4 if pingpong else 8,
     )  # fmt: skip
 
@@ -278,11 +292,11 @@ def compile_signature(
     """The signature, constexprs and options a launch at ``layout`` and ``config`` compiles with: what a
     cross-compile (``kerntune.backends.triton_cross``) needs to build this kernel with no GPU."""
     dt, short = _gl_dtype(getattr(torch, dtype)), {"bfloat16": "bf16", "float16": "fp16"}[dtype]
-    bn = int(config["BLOCK_N"])
+    bn, split = int(config["BLOCK_N"]), int(config.get("EPI_SPLIT", 1))
     blocks = {
         "a_desc": [BLOCK_K, BLOCK_M] if layout[0] == "T" else [BLOCK_M, BLOCK_K],
         "b_desc": [bn, BLOCK_K] if layout[1] == "T" else [BLOCK_K, bn],
-        "c_desc": [BLOCK_M, bn],
+        "c_desc": [BLOCK_M, bn // split],
     }
     signature = {
         name: f"tensordesc<{short}[{b[0]}, {b[1]}],{gl.NVMMASharedLayout.get_default_for(b, dt)!r}>"
@@ -292,6 +306,7 @@ def compile_signature(
         "A_T": layout[0] == "T", "B_T": layout[1] == "T", "HAS_BIAS": bool(bias), "STAGES": int(config["STAGES"]),
         "GROUP": int(config["GROUP"]), "RASTER_N": int(config["RASTER_N"]), "SCHEDULE": int(config["SCHEDULE"]),
         "LOAD_REGS": int(config["LOAD_REGS"]), "MMA_REGS": int(config["MMA_REGS"]),
+        "EPI_SPLIT": int(config.get("EPI_SPLIT", 1)),
     }  # fmt: skip
     signature |= {"bias_ptr": f"*{short}", "M": "i32", "N": "i32", "K": "i32"}
     signature |= dict.fromkeys(constexprs, "constexpr")
@@ -299,10 +314,10 @@ def compile_signature(
 
 
 def smem_bytes(c: Mapping[str, Any]) -> int:
-    """The ring, one C tile per consumer, and the barriers."""
+    """The ring, one C buffer per consumer (a tile, or half of one), and the barriers."""
     bn, consumers = int(c["BLOCK_N"]), 2 if int(c["SCHEDULE"]) == 1 else 1
-    stages = int(c["STAGES"])
-    return stages * (BLOCK_M + bn) * BLOCK_K * 2 + consumers * BLOCK_M * bn * 2 + (2 * stages + 2) * 8
+    stages, split = int(c["STAGES"]), int(c.get("EPI_SPLIT", 1))
+    return stages * (BLOCK_M + bn) * BLOCK_K * 2 + consumers * BLOCK_M * bn // split * 2 + (2 * stages + 2) * 8
 
 
 def hopper(c: Mapping[str, Any], s: Mapping[str, Any], t: kt.Target | None) -> bool:
@@ -322,6 +337,10 @@ def served_run(
     return c
 
 
+# (BLOCK_N, SCHEDULE, STAGES, EPI_SPLIT): whole tiles at 128x256 (3 stages) and 128x128 (4-6), a split epilogue
+# buying 128x256 a fourth stage, and ping-pong at 4 stages or 5 with a split epilogue.
+SEEDS = ((256, 0, 3, 1), (256, 0, 4, 2), (128, 0, 4, 1), (128, 0, 5, 1), (128, 0, 6, 1), (128, 1, 4, 1), (128, 1, 5, 2))
+
 problem = kt.Problem(
     name="gluon_gemm",
     kernel=kt.TritonKernel(fn=gemm_ws_kernel, grid=lambda meta: (1,), launch=launch),
@@ -334,6 +353,7 @@ problem = kt.Problem(
             "RASTER_N": [0, 1],
             "LOAD_REGS": [24, 40],
             "MMA_REGS": [232, 240],
+            "EPI_SPLIT": [1, 2],
         },
         constraints=[
             kt.Constraint(lambda c: smem_bytes(c) <= SMEM_LIMIT, "ring and C tiles fit shared memory"),
@@ -353,12 +373,13 @@ problem = kt.Problem(
             "RASTER_N": 0,
             "LOAD_REGS": 40,
             "MMA_REGS": 232,
+            "EPI_SPLIT": 1,
         },
         seeds=[
-            {"BLOCK_N": bn, "SCHEDULE": 0, "STAGES": st, "GROUP": 8, "RASTER_N": 0, "LOAD_REGS": 40, "MMA_REGS": 232}
-            for bn, st in ((256, 3), (128, 4), (128, 5), (128, 6))
-        ]
-        + [{"BLOCK_N": 128, "SCHEDULE": 1, "STAGES": 4, "GROUP": 8, "RASTER_N": 0, "LOAD_REGS": 40, "MMA_REGS": 232}],
+            {"BLOCK_N": n, "SCHEDULE": sc, "STAGES": st, "GROUP": 8, "RASTER_N": 0, "LOAD_REGS": 40, "MMA_REGS": 232}
+            | {"EPI_SPLIT": split}
+            for n, sc, st, split in SEEDS
+        ],
     ),
     shapes=[{"M": 4096, "N": 4096, "K": 4096, "layout": "NT", "bias": 0}],
     dtypes=("bfloat16", "float16"),

@@ -19,6 +19,7 @@ if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
 KERNELS = Path(__file__).resolve().parents[3] / "kernels"
 COOPERATIVE = {"BLOCK_N": 256, "SCHEDULE": 0, "STAGES": 3, "GROUP": 8, "RASTER_N": 0, "LOAD_REGS": 40, "MMA_REGS": 232}
 PING_PONG = {**COOPERATIVE, "BLOCK_N": 128, "SCHEDULE": 1, "STAGES": 4}
+SPLIT_EPILOGUE = {**COOPERATIVE, "STAGES": 4, "EPI_SPLIT": 2}  # C stored in two halves: a fourth ring stage
 
 
 def load(name: str) -> ModuleType:
@@ -36,7 +37,14 @@ def error_of(spec: ModuleType, args: dict, shape: dict) -> float:  # type: ignor
 
 
 @pytest.mark.parametrize(
-    "config", [COOPERATIVE, PING_PONG, {**COOPERATIVE, "BLOCK_N": 128, "STAGES": 6, "RASTER_N": 1}]
+    "config",
+    [
+        COOPERATIVE,
+        PING_PONG,
+        {**COOPERATIVE, "BLOCK_N": 128, "STAGES": 6, "RASTER_N": 1},
+        SPLIT_EPILOGUE,
+        {**PING_PONG, "STAGES": 5, "EPI_SPLIT": 2},
+    ],
 )
 @pytest.mark.parametrize(
     "shape",

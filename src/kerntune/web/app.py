@@ -14,7 +14,6 @@ field given as such text, is a 400 naming the field, as is a tune's shape value 
 from __future__ import annotations
 
 import json
-import math
 import re
 import secrets
 import time
@@ -25,63 +24,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, Field
 
 from kerntune.errors import KerntuneError, RunNotFound
 from kerntune.exec.jobs import Job, start_job
 from kerntune.model import Budget
-from kerntune.model.json_types import first_non_finite
 from kerntune.store import Store
 from kerntune.web import pages
-from kerntune.web.guard import checked_name, exposure_guard, hidden, inside
+from kerntune.web.guard import checked_name, exposure_guard, finite_body, hidden, inside, invalid_request
 
 CAPTURE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
-NUMBER_ERRORS = ("int_parsing", "float_parsing", "finite_number")
-"""Validation errors of a numeric field whose given text may spell NaN or an infinity."""
-
-
-def not_finite(field: str, shown: str) -> str:
-    """The one-line refusal of a field whose value is NaN or an infinity."""
-    return (
-        f"{field}={shown} is not a finite number (JSON has no NaN or infinity): give a finite number, or text "
-        f"where {field} takes text"
-    )
-
-
-async def finite_body(request: Request) -> None:
-    """Refuse (400) a JSON body holding NaN or an infinity anywhere, naming where: Python's parser, which the app's
-    own uses, reads ``NaN`` and ``Infinity``, and such a number must not reach a field typed ``Any`` or the default
-    validation answer (which cannot write it back and would fail with a 500)."""
-    raw, kind = await request.body(), request.headers.get("content-type")
-    if not raw or (kind and "json" not in kind):  # FastAPI reads a body without a content type as JSON too
-        return
-    try:
-        body = json.loads(raw)
-    except ValueError:  # not JSON: FastAPI's own answer (422) says so
-        return
-    found = first_non_finite(body)
-    if found is not None:
-        where, number = found
-        raise HTTPException(400, not_finite(where or "the body", json.dumps(number)))
-
-
-async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
-    """FastAPI's validation answer (422), except a numeric field given text that spells NaN or an infinity
-    (``"nan"``, ``"inf"``): a 400 naming the field, as a NaN given as a number is."""
-    for error in exc.errors():
-        given = error.get("input")
-        if error.get("type") in NUMBER_ERRORS and isinstance(given, str):
-            try:
-                number = float(given)
-            except ValueError:
-                continue
-            if not math.isfinite(number):
-                field = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "the body"
-                return JSONResponse({"detail": not_finite(field, repr(given[:40]))}, status_code=400)
-    return await request_validation_exception_handler(request, exc)
 
 
 class TuneRequest(BaseModel):

@@ -10,17 +10,25 @@ Exposure rules:
 - **Names.** A name that becomes a path holds no NUL or control character, no part over 255 bytes and no more
   than 1000 characters (else 400, never a 500 from the file system), and no hidden part (a dot-folder or
   ``site-packages``): the API refuses what the page does not list.
+- **Numbers.** A body holding NaN or an infinity (Python's JSON parser reads ``NaN`` and ``Infinity``; JSON has
+  neither), or a numeric field given such text, is a 400 naming the field.
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
+import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from fastapi import HTTPException, Request
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+
+from kerntune.model.json_types import first_non_finite
 
 MAX_NAME = 1000
 MAX_PART_BYTES = 255
@@ -136,3 +144,48 @@ def inside(root: Path, name: str, what: str, folder: str) -> Path:
     if hidden(path.relative_to(root).parts):
         raise HTTPException(400, f"{what} {name!r} is in a hidden folder, which this server does not serve")
     return path
+
+
+NUMBER_ERRORS = ("int_parsing", "float_parsing", "finite_number")
+"""Validation errors of a numeric field whose given text may spell NaN or an infinity."""
+
+
+def not_finite(field: str, shown: str) -> str:
+    """The one-line refusal of a field whose value is NaN or an infinity."""
+    return (
+        f"{field}={shown} is not a finite number (JSON has no NaN or infinity): give a finite number, or text "
+        f"where {field} takes text"
+    )
+
+
+async def finite_body(request: Request) -> None:
+    """Refuse (400) a JSON body holding NaN or an infinity anywhere, naming where: Python's parser, which the app's
+    own uses, reads ``NaN`` and ``Infinity``, and such a number must not reach a field typed ``Any`` or the default
+    validation answer (which cannot write it back and would fail with a 500)."""
+    raw, kind = await request.body(), request.headers.get("content-type")
+    if not raw or (kind and "json" not in kind):  # FastAPI reads a body without a content type as JSON too
+        return
+    try:
+        body = json.loads(raw)
+    except ValueError:  # not JSON: FastAPI's own answer (422) says so
+        return
+    found = first_non_finite(body)
+    if found is not None:
+        where, number = found
+        raise HTTPException(400, not_finite(where or "the body", json.dumps(number)))
+
+
+async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+    """FastAPI's validation answer (422), except a numeric field given text that spells NaN or an infinity
+    (``"nan"``, ``"inf"``): a 400 naming the field, as a NaN given as a number is."""
+    for error in exc.errors():
+        given = error.get("input")
+        if error.get("type") in NUMBER_ERRORS and isinstance(given, str):
+            try:
+                number = float(given)
+            except ValueError:
+                continue
+            if not math.isfinite(number):
+                field = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "the body"
+                return JSONResponse({"detail": not_finite(field, repr(given[:40]))}, status_code=400)
+    return await request_validation_exception_handler(request, exc)

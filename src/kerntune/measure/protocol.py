@@ -396,7 +396,9 @@ def measure_interleaved(
     )
     if options.second_timer:
         events_ratio = math.exp(paired_log_ratio(samples[0], samples[1]))
-        planned = planned_pairs(samples[0], samples[1], TARGET.get(timer_of(backend) or ""))
+        # A pair's wall time (flushes, the host's launch path) bounds the second timer's load and pairs.
+        wall_pair_ms = timed_pairs.ms
+        planned = planned_pairs(samples[0], samples[1], TARGET.get(timer_of(backend) or ""), wall_pair_ms)
         check = check_pairs(
             backend,
             launch_a,
@@ -404,7 +406,7 @@ def measure_interleaved(
             flush,
             events_ratio,
             planned,
-            sustain=sustain_pairs(samples[0], samples[1]),
+            sustain=sustain_pairs(samples[0], samples[1], wall_pair_ms),
             telemetry=recorder.source,
         )
         if check is not None:

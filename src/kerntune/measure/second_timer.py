@@ -143,15 +143,17 @@ def host_clock_ms(
     return out
 
 
-def planned_pairs(a_ms: Sequence[float], b_ms: Sequence[float], target: float | None) -> int:
+def planned_pairs(a_ms: Sequence[float], b_ms: Sequence[float], target: float | None, wall_pair_ms: float = 0.0) -> int:
     """Pairs the second timer takes first, from the first timer's pairs (``a_ms[i]`` beside ``b_ms[i]``): enough
     for the median block log ratio's 95% interval to reach ``target`` at the first timer's spread of A B B A block
     log ratios (n = 2 × (1.96 × 1.2533 × sd / target)² pairs, two a block, sd = 1.4826 × MAD: the events' spread
-    includes their own jitter, so this errs long), at most MAX_PAIRS and what MAX_S holds at the first timer's pair
-    time, at least
-    min(PAIRS, pairs the first timer took), and never fewer than cover MIN_WINDOW_S. Without a target: that
-    minimum. One profiler session of the right size instead of several doubling ones: each session's start and
-    trace export cost more than its launches."""
+    includes their own jitter, so this errs long), at most MAX_PAIRS and what MAX_S holds at a pair's wall time,
+    at least min(PAIRS, pairs the first timer took), and never fewer than cover MIN_WINDOW_S of device time.
+    Without a target: that minimum. One profiler session of the right size instead of several doubling ones:
+    each session's start and trace export cost more than its launches.
+
+    ``wall_pair_ms``: the first timer's wall time per pair, the flushes and the host's launch path included
+    (``pacing.Pace``); a pair costs the larger of it and the two kernels' medians."""
     floor = min(PAIRS, len(a_ms), len(b_ms))
     if target is None or floor < 3:
         return floor
@@ -165,14 +167,18 @@ def planned_pairs(a_ms: Sequence[float], b_ms: Sequence[float], target: float | 
     if pair_ms <= 0:
         return max(floor, min(needed, MAX_PAIRS))
     window = math.ceil(MIN_WINDOW_S * 1e3 / pair_ms)
-    return max(floor, min(max(needed, window), MAX_PAIRS, int(MAX_S * 1e3 / pair_ms)))
+    return max(floor, min(max(needed, window), MAX_PAIRS, int(MAX_S * 1e3 / max(pair_ms, wall_pair_ms))))
 
 
-def sustain_pairs(a_ms: Sequence[float], b_ms: Sequence[float]) -> int:
-    """Pairs of load the second timer runs before its counted ones (``check_pairs``' ``sustain``): SUSTAIN_S at the
-    first timer's pair time, at most MAX_SUSTAIN_PAIRS; none where the first timer took no pairs."""
+def sustain_pairs(a_ms: Sequence[float], b_ms: Sequence[float], wall_pair_ms: float = 0.0) -> int:
+    """Pairs of load the second timer runs before its counted ones (``check_pairs``' ``sustain``): SUSTAIN_S of wall
+    time at a pair's cost (the larger of the two kernels' medians and ``wall_pair_ms``, the first timer's wall time
+    per pair), at most MAX_SUSTAIN_PAIRS; none where the first timer took no pairs.
+
+    Hazard guarded: a pair's wall time includes its two cache flushes. On PoCL a 32 MiB flush costs ~0.1 s of CPU
+    while a vector add runs 0.06 ms, so 256 pairs sized by the kernels alone were ~50 s of load, not 0.2 s."""
     pair_ms = _pair_ms(a_ms, b_ms)
-    return 0 if pair_ms <= 0 else min(MAX_SUSTAIN_PAIRS, math.ceil(SUSTAIN_S * 1e3 / pair_ms))
+    return 0 if pair_ms <= 0 else min(MAX_SUSTAIN_PAIRS, math.ceil(SUSTAIN_S * 1e3 / max(pair_ms, wall_pair_ms)))
 
 
 def _pair_ms(a_ms: Sequence[float], b_ms: Sequence[float]) -> float:

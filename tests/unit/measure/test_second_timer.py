@@ -14,6 +14,7 @@ from kerntune.measure.second_timer import (
     AGREE,
     HOST_CLOCK,
     MAX_PAIRS,
+    MAX_S,
     MAX_SUSTAIN_PAIRS,
     SUSTAIN_S,
     agrees,
@@ -124,6 +125,17 @@ def test_the_load_before_the_second_timer_lasts_sustain_s_at_most_max_sustain_pa
     assert sustain_pairs([1.0] * 5, [1.0] * 5) == math.ceil(SUSTAIN_S * 1e3 / 2.0)
     assert sustain_pairs([0.001] * 5, [0.001] * 5) == MAX_SUSTAIN_PAIRS
     assert sustain_pairs([], []) == 0
+    # A pair whose wall time is set by its flushes (PoCL: 0.1 s for two 0.06 ms kernels) loads for SUSTAIN_S of
+    # wall time, not for SUSTAIN_S of the kernels' time.
+    assert sustain_pairs([0.06] * 5, [0.06] * 5, wall_pair_ms=200.0) == math.ceil(SUSTAIN_S * 1e3 / 200.0)
+    assert sustain_pairs([1.0] * 5, [1.0] * 5, wall_pair_ms=0.5) == math.ceil(SUSTAIN_S * 1e3 / 2.0)
+
+
+def test_the_second_timers_pairs_fit_max_s_at_a_pairs_wall_time() -> None:
+    short = [0.01] * 50  # the kernels alone would take MAX_PAIRS; at 25 ms of flushes a pair MAX_S holds 80
+    assert planned_pairs(short, short, 0.004) == MAX_PAIRS
+    assert planned_pairs(short, short, 0.004, wall_pair_ms=25.0) == int(MAX_S * 1e3 / 25.0) == 80
+    assert planned_pairs(short, short, 0.004, wall_pair_ms=500.0) == 40  # the first timer's 40 stay the floor
 
 
 class _NullClock:

@@ -175,8 +175,9 @@ def sustain_pairs(a_ms: Sequence[float], b_ms: Sequence[float], wall_pair_ms: fl
     time at a pair's cost (the larger of the two kernels' medians and ``wall_pair_ms``, the first timer's wall time
     per pair), at most MAX_SUSTAIN_PAIRS; none where the first timer took no pairs.
 
-    Hazard guarded: a pair's wall time includes its two cache flushes. On PoCL a 32 MiB flush costs ~0.1 s of CPU
-    while a vector add runs 0.06 ms, so 256 pairs sized by the kernels alone were ~50 s of load, not 0.2 s."""
+    Hazard guarded: a pair's wall time includes its two cache flushes. PoCL reports the host's whole L3, and a flush
+    of twice a server's L3 can cost 0.1 s while a vector add runs 0.06 ms: 256 pairs sized by the kernels alone were
+    ~50 s of load, not 0.2 s."""
     pair_ms = _pair_ms(a_ms, b_ms)
     return 0 if pair_ms <= 0 else min(MAX_SUSTAIN_PAIRS, math.ceil(SUSTAIN_S * 1e3 / max(pair_ms, wall_pair_ms)))
 

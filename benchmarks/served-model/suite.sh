@@ -1,5 +1,5 @@
 # about: the whole loop on an unmodified transformers Llama (examples/hf_llama, the H200 size): truthful scope eager and compiled, its corpus tuned, the table served by kerntune run, engagement by kernel identity, outputs against the table-less run, the end-to-end A/B, and the served call's host cost
-# steps: scope tune engage abba cost
+# steps: scope tune engage abba cost partial
 # needs: gpu
 # scope:  `kerntune scope --region step --corpus` on decode (batch 16) and prefill (512 tokens), eager and
 #         compiled (reduce-overhead for decode, default for prefill); each trace kept gzipped (test data for the
@@ -14,6 +14,10 @@
 #         pairs of fresh processes in A B B A order, APP_STEPS steps each: the ratio of its ms per step and its
 #         interval (no A/A band: verify's A/B has one, at twice the processes).
 # cost:   benchmarks/served-model/serve_cost.py: a served call's host cost (miss and hit) over the library's, interleaved.
+# partial: the eager decode served a table of only some of its GEMM keys, so the other calls miss and pay the served
+#          path's gate: the top PARTIAL_TOP (3) decode keys (M = 16) of DECODE_CORPUS (scope's corpus of 2026-12-01)
+#          tuned at PER_SHAPE and deployed; the app alone saves its logits; then `kerntune verify --budget
+#          VERIFY_BUDGET` (180s) of `kerntune run --table` on the app checks them and runs the fresh-process A/B.
 APP=examples/hf_llama/app.py
 CORPUS=${CORPUS:-$W/llama.jsonl}  # scope writes it, tune reads it (a corpus from an earlier run: CORPUS=FILE STEPS=tune)
 TABLE=${TABLE:-$W/llama-table.json}  # tune deploys it, engage serves it
@@ -73,4 +77,23 @@ step_cost() {
   local out; out=$(step_dir cost)
   bounded "${COST_LIMIT:-120}" python3 benchmarks/served-model/serve_cost.py --out "$out/serve_cost.json" > "$out/serve_cost.log" \
     2>&1
+}
+
+step_partial() {
+  local out; out=$(step_dir partial)
+  local corpus; corpus=$(data_file "${DECODE_CORPUS:-benchmarks/data/served-model/2026-12-01/scope/llama.jsonl}") || return 1
+  local store=$W/partial-store table=$W/partial-table.json args="--mode decode --compile none --steps ${APP_STEPS:-30}"
+  grep '"M": 16,' "$corpus" > "$W/decode-keys.jsonl"
+  cp "$W/decode-keys.jsonl" "$out/decode-keys.jsonl"
+  KERNTUNE_HOME=$store bounded "${TUNE_LIMIT:-240}" python3 -m kerntune tune kernels/triton_gemm \
+    --shapes-from "$W/decode-keys.jsonl" --top "${PARTIAL_TOP:-3}" --budget "${PER_SHAPE:-20s/shape}" --json \
+    > "$out/tune.json" 2>> "$LOG"
+  KERNTUNE_HOME=$store bounded 60 python3 -m kerntune deploy last --table "$table" >> "$LOG" 2>&1
+  cp "$table" "$out/table.json" 2>/dev/null
+  # shellcheck disable=SC2086
+  bounded 180 python3 $APP $args --save-logits "$W/partial-plain.pt" > "$out/plain.log" 2>&1
+  # shellcheck disable=SC2086
+  KERNTUNE_HOME=$store bounded "${VERIFY_LIMIT:-420}" python3 -m kerntune verify --json --budget "${VERIFY_BUDGET:-180s}" \
+    --report "$out/verify.json" -- python3 -m kerntune run --table "$table" --spec-dir kernels -- \
+    python3 $APP $args --check "$W/partial-plain.pt" > "$out/verify.log" 2>&1
 }

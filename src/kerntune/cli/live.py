@@ -386,11 +386,17 @@ def _print_verify(found: dict[str, Any]) -> None:
         f"hit rate {rate} of {found['calls']} calls; dispatched kernels {share} of device time (Amdahl bound {bound})",
         highlight=False,
     )
+    if found.get("gates"):
+        out.print(f"served calls decided by the {' and the '.join(found['gates'])} gate", highlight=False)
     if found.get("serves_nothing"):
         out.print(found["serves_nothing"] + "; no end-to-end A/B (table off and on run alike)", highlight=False)
     e2e = found.get("end_to_end")
     if e2e:
         out.print(f"end to end, table on vs off: {e2e['verdict']} — {e2e['reason']}", highlight=False, soft_wrap=True)
+        for side, name in (("A", "table off"), ("B", "table on")):
+            values = [f"{p['value']:.4g}" for p in e2e.get("processes", []) if p["side"] == side]
+            if values:
+                out.print(f"{name:>13}  {', '.join(values)} (each process, in run order)", highlight=False)
 
 
 @app.command(rich_help_panel=DEPLOY)

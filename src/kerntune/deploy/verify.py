@@ -250,6 +250,8 @@ def verify(
         "left_to_library": sorted({k for one in served for k in one.get("left_to_library") or []}),
         "rejected": {k: why for r in reports for k, why in (r.get("rejected") or {}).items()},
         "unresolved_specs": sorted({s for one in served for s in one.get("unresolved_specs") or []}),
+        # which path decided the served calls: the C++ gate, or the Python one where no compiler built it
+        "gates": sorted({str(one["gate"]) for one in served if one.get("gate")}),
     }
     found["serves_nothing"] = serves_nothing(found, reports, served)
     if engaged is not None:
@@ -274,5 +276,7 @@ def verify(
             "reason": record.reason,
             "pairs": len(record.processes) // 2,
             "budget_s": budget_s,
+            # each fresh process's metric in run order: a wide interval shows which processes made it wide
+            "processes": [{"side": p.side, "value": p.value} for p in sorted(record.processes, key=lambda p: p.seq)],
         }
     return found

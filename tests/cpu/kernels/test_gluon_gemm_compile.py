@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
 
 from kerntune.backends.triton_cross import cross_compile
-from kerntune.model import Config, Shape
+from kerntune.model import Config, Shape, Target
 
 SPEC = Path(__file__).resolve().parents[3] / "kernels" / "gluon_gemm" / "spec.py"
 COOPERATIVE = {"BLOCK_N": 256, "SCHEDULE": 0, "STAGES": 3, "GROUP": 8, "RASTER_N": 0, "LOAD_REGS": 40, "MMA_REGS": 232}
@@ -74,3 +74,21 @@ def test_the_space_keeps_tiles_that_do_not_fit_or_cannot_be_described_out(spec: 
     assert too_wide is not None and too_wide.startswith("ping-pong")
     odd = Shape.of({"M": 16, "N": 50257, "K": 768, "layout": "NN", "bias": 0})  # a vocabulary: no TMA row pitch
     assert space.check(Config.of(COOPERATIVE), odd, None) == "TMA: every row pitch a multiple of 16 bytes"
+
+
+def test_the_tail_split_takes_whole_waves_first_and_leaves_one_wave_of_half_tiles(spec: ModuleType) -> None:
+    first = spec.tail_columns(1024, 14336, 256, 132)  # 448 tiles of 128x256: 3 full waves and 52 left over
+    assert first == 49 * 256  # 8 x 49 = 392 tiles fill three waves
+    assert 8 * -(-(14336 - first) // 128) <= 132  # the rest, 112 tiles of 128x128, is one wave
+    assert spec.tail_columns(2048, 4096, 256, 132) is None  # 256 tiles: the half tiles would outlast a wave
+    assert spec.tail_columns(4096, 4096, 256, 132) is None
+    assert spec.tail_columns(1024, 4096, 256, 132) is None  # under one wave
+    assert spec.tail_columns(1024, 16896, 256, 132) is None  # 528 tiles fill four waves exactly
+    assert spec.tail_columns(1024, 14336, 128, 132) is None  # the rest as 128x64 tiles outlasts a wave
+    space = spec.problem.space
+    h100 = Target(backend="triton", vendor="nvidia", device_name="NVIDIA H100", arch="sm_90", compute_units=132)
+    tail = Config.of({**SPLIT_EPILOGUE, "TAIL_SPLIT": 1})
+    split = Shape.of({"M": 1024, "N": 14336, "K": 4096, "layout": "NT", "bias": 0})
+    whole = Shape.of({"M": 2048, "N": 4096, "K": 4096, "layout": "NT", "bias": 0})
+    assert space.check(tail, split, h100) is None
+    assert space.check(tail, whole, h100) == "TAIL_SPLIT only where the last wave of tiles is split"

@@ -271,10 +271,11 @@ def _programs(device: torch.device, tiles: int) -> int:
 def tail_columns(m: int, n: int, bn: int, sms: int) -> int | None:
     """Where the last wave of 128×bn tiles is partial: the columns a first launch takes (whole tiles filling at
     most the full waves) so that the rest, as 128×(bn/2) tiles, fits one wave. None where that does not hold:
-    the tiles fill their waves, there is under one wave, or the rest would outlast one wave of half tiles."""
+    the tiles fill their waves, there is under one wave, or the rest would outlast one wave of half tiles. Only
+    bn = 256 splits: its half, 128, is a tile width of the space (tested); 64 is not."""
     m_tiles, tiles = triton.cdiv(m, BLOCK_M), triton.cdiv(m, BLOCK_M) * triton.cdiv(n, bn)
     waves = tiles // sms
-    if waves == 0 or tiles % sms == 0 or bn // 2 < 64:
+    if waves == 0 or tiles % sms == 0 or bn != 256:
         return None
     first = waves * sms // m_tiles * bn
     if not 0 < first < n or m_tiles * triton.cdiv(n - first, bn // 2) > sms:

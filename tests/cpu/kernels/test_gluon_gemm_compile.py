@@ -84,7 +84,9 @@ def test_the_tail_split_takes_whole_waves_first_and_leaves_one_wave_of_half_tile
     assert spec.tail_columns(4096, 4096, 256, 132) is None
     assert spec.tail_columns(1024, 4096, 256, 132) is None  # under one wave
     assert spec.tail_columns(1024, 16896, 256, 132) is None  # 528 tiles fill four waves exactly
-    assert spec.tail_columns(1024, 14336, 128, 132) is None  # the rest as 128x64 tiles outlasts a wave
+    assert spec.tail_columns(1024, 14336, 128, 132) is None  # 128-wide tiles do not split
+    assert spec.tail_columns(1024, 4352, 256, 132) == 4096  # 136 tiles: 128 whole, then 16 half tiles
+    assert spec.tail_columns(1024, 2176, 128, 132) is None  # the same at 128 wide: 64-wide halves are untested
     space = spec.problem.space
     h100 = Target(backend="triton", vendor="nvidia", device_name="NVIDIA H100", arch="sm_90", compute_units=132)
     tail = Config.of({**SPLIT_EPILOGUE, "TAIL_SPLIT": 1})

@@ -255,7 +255,10 @@ def _descriptors(
 _SMS: dict[int, int] = {}
 
 
-def _sm_count(device: torch.device) -> int:
+def _sm_count(device: torch.device) -> int | None:
+    """The GPU's SM count, or None where there is no GPU (a cross-compile's capture)."""
+    if device.type != "cuda":
+        return None
     index = device.index if device.index is not None else torch.cuda.current_device()
     if index not in _SMS:
         _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
@@ -265,7 +268,8 @@ def _sm_count(device: torch.device) -> int:
 def _programs(device: torch.device, tiles: int) -> int:
     """One program an SM (persistent), or one a tile where there is no GPU (a cross-compile's capture: the grid
     does not change the binary)."""
-    return tiles if device.type != "cuda" else min(_sm_count(device), tiles)
+    sms = _sm_count(device)
+    return tiles if sms is None else min(sms, tiles)
 
 
 def tail_columns(m: int, n: int, bn: int, sms: int) -> int | None:
@@ -306,12 +310,8 @@ def run_gemm(
     where ``tail_columns`` finds a split, two launches on column slices of B, C and the bias: the first fills whole
     waves of 128×BLOCK_N tiles, the second runs the rest as one wave of half-width tiles (the same kernel at
     BLOCK_N/2), instead of a last wave that leaves most SMs idle."""
-    bn = int(meta["BLOCK_N"])
-    first = (
-        tail_columns(a.shape[0], b.shape[1], bn, _sm_count(a.device))
-        if int(meta.get("TAIL_SPLIT", 0)) and a.device.type == "cuda"
-        else None
-    )
+    bn, sms = int(meta["BLOCK_N"]), _sm_count(a.device)
+    first = tail_columns(a.shape[0], b.shape[1], bn, sms) if int(meta.get("TAIL_SPLIT", 0)) and sms else None
     if first is None:
         return _launch(a, b, c, bias, bn, meta)
     # Column slices keep TMA's alignment: ``first`` is a whole number of tiles (a multiple of 64 elements).

@@ -94,3 +94,31 @@ def test_the_tail_split_takes_whole_waves_first_and_leaves_one_wave_of_half_tile
     whole = Shape.of({"M": 2048, "N": 4096, "K": 4096, "layout": "NT", "bias": 0})
     assert space.check(tail, split, h100) is None
     assert space.check(tail, whole, h100) == "TAIL_SPLIT only where the last wave of tiles is split"
+
+
+@pytest.mark.parametrize(("layout", "bias"), [("NT", 1), ("NN", 0), ("TN", 1)])
+def test_the_tail_splits_two_launches_cover_every_column_once(
+    spec: ModuleType, monkeypatch: pytest.MonkeyPatch, layout: str, bias: int
+) -> None:
+    """The host side of TAIL_SPLIT on the CPU: each launch is replaced by the product on its slices, so the whole
+    result is right only where the two launches' columns of B, C and the bias meet exactly."""
+    import torch
+
+    widths: list[int] = []
+
+    def product(a, b, c, bias_, bn, meta):  # type: ignore[no-untyped-def]
+        widths.append(bn)
+        c.copy_(a @ b + (0 if bias_ is None else bias_))
+        return bn
+
+    monkeypatch.setattr(spec, "_sm_count", lambda device: 132)
+    monkeypatch.setattr(spec, "_launch", product)
+    m, n, k = 1024, 4352, 64  # 136 tiles of 128x256: 4,096 columns first, then 256 as 128-wide tiles
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(k, m, generator=g).t() if layout[0] == "T" else torch.randn(m, k, generator=g)
+    b = torch.randn(n, k, generator=g).t() if layout[1] == "T" else torch.randn(k, n, generator=g)
+    vector = torch.randn(n, generator=g) if bias else None
+    c = torch.full((m, n), float("nan"))
+    assert spec.run_gemm(a, b, c, vector, {**SPLIT_EPILOGUE, "TAIL_SPLIT": 1}) == 256
+    assert widths == [256, 128]
+    torch.testing.assert_close(c, a @ b + (0 if vector is None else vector))

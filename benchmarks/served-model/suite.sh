@@ -9,15 +9,15 @@
 # engage: per mode, the app without the table saves its logits; `kerntune verify --processes PROCESSES` of
 #         `kerntune run --table` on it checks them (--check) and gives engagement and the end-to-end A/B.
 # MODE_LIST: the modes run, as mode:compile words (all four).
+# VERIFY_BUDGET: `--budget` for verify's A/B in place of --processes.
 # APP_STEPS: the app's timed steps per run (30).
 # abba:   per mode, benchmarks/served-model/served_abba.py: the app alone against it under `kerntune run --table`, PAIRS (5)
 #         pairs of fresh processes in A B B A order, APP_STEPS steps each: the ratio of its ms per step and its
 #         interval (no A/A band: verify's A/B has one, at twice the processes).
 # cost:   benchmarks/served-model/serve_cost.py: a served call's host cost (miss and hit) over the library's, interleaved.
 # partial: the eager decode served a table of only some of its GEMM keys, so the other calls miss and pay the served
-#          path's gate: the top PARTIAL_TOP (3) decode keys (M = 16) of DECODE_CORPUS (scope's corpus of 2026-12-01)
-#          tuned at PER_SHAPE and deployed; the app alone saves its logits; then `kerntune verify --budget
-#          VERIFY_BUDGET` (180s) of `kerntune run --table` on the app checks them and runs the fresh-process A/B.
+#          path's gate: steps tune (the top PARTIAL_TOP (3) decode keys, M = 16, of DECODE_CORPUS, scope's corpus of
+#          2026-12-01) and engage (decode, eager) with VERIFY_BUDGET 180s.
 APP=examples/hf_llama/app.py
 CORPUS=${CORPUS:-$W/llama.jsonl}  # scope writes it, tune reads it (a corpus from an earlier run: CORPUS=FILE STEPS=tune)
 TABLE=${TABLE:-$W/llama-table.json}  # tune deploys it, engage serves it
@@ -58,7 +58,8 @@ step_engage() {
     local tag; tag=$(_tag "$mode")
     bounded 180 python3 $APP $(_mode_args "$mode") --save-logits "$W/$tag.pt" > "$out/$tag-plain.log" 2>&1
     KERNTUNE_HOME="$W/store" bounded "${ENGAGE_LIMIT:-300}" python3 -m kerntune verify --json \
-      --processes "${PROCESSES:-5}" --report "$out/$tag-verify.json" -- \
+      $(if [ -n "${VERIFY_BUDGET:-}" ]; then echo --budget "$VERIFY_BUDGET"; else echo --processes "${PROCESSES:-5}"; fi) \
+      --report "$out/$tag-verify.json" -- \
       python3 -m kerntune run --table "$TABLE" --spec-dir kernels -- python3 $APP $(_mode_args "$mode") --check "$W/$tag.pt" \
       > "$out/$tag-verify.log" 2>&1
   done
@@ -79,21 +80,12 @@ step_cost() {
     2>&1
 }
 
+# Bash scopes dynamically: the locals below are what step_tune and step_engage read.
 step_partial() {
-  local out; out=$(step_dir partial)
   local corpus; corpus=$(data_file "${DECODE_CORPUS:-benchmarks/data/served-model/2026-12-01/scope/llama.jsonl}") || return 1
-  local store=$W/partial-store table=$W/partial-table.json args="--mode decode --compile none --steps ${APP_STEPS:-30}"
   grep '"M": 16,' "$corpus" > "$W/decode-keys.jsonl"
-  cp "$W/decode-keys.jsonl" "$out/decode-keys.jsonl"
-  KERNTUNE_HOME=$store bounded "${TUNE_LIMIT:-240}" python3 -m kerntune tune kernels/triton_gemm \
-    --shapes-from "$W/decode-keys.jsonl" --top "${PARTIAL_TOP:-3}" --budget "${PER_SHAPE:-20s/shape}" --json \
-    > "$out/tune.json" 2>> "$LOG"
-  KERNTUNE_HOME=$store bounded 60 python3 -m kerntune deploy last --table "$table" >> "$LOG" 2>&1
-  cp "$table" "$out/table.json" 2>/dev/null
-  # shellcheck disable=SC2086
-  bounded 180 python3 $APP $args --save-logits "$W/partial-plain.pt" > "$out/plain.log" 2>&1
-  # shellcheck disable=SC2086
-  KERNTUNE_HOME=$store bounded "${VERIFY_LIMIT:-420}" python3 -m kerntune verify --json --budget "${VERIFY_BUDGET:-180s}" \
-    --report "$out/verify.json" -- python3 -m kerntune run --table "$table" --spec-dir kernels -- \
-    python3 $APP $args --check "$W/partial-plain.pt" > "$out/verify.log" 2>&1
+  local CORPUS=$W/decode-keys.jsonl TABLE=$W/partial-table.json TOP=${PARTIAL_TOP:-3} VERIFY_BUDGET=${VERIFY_BUDGET:-180s}
+  local -a MODES=("decode none")
+  step_tune
+  step_engage
 }

@@ -188,6 +188,8 @@ def gluon_part(reps: int, log: list) -> None:
     configs["coop256x4s2"] = {**configs["coop256x3"], "STAGES": 4, "EPI_SPLIT": 2}
     configs["ping128x5s2"] = {**configs["ping128x4"], "STAGES": 5, "EPI_SPLIT": 2}
     configs["ping128x6s2"] = {**configs["ping128x4"], "STAGES": 6, "EPI_SPLIT": 2, "LOAD_REGS": 24, "MMA_REGS": 240}
+    # Where the last wave of tiles is partial and small: whole waves first, the rest as one wave of half tiles.
+    configs["coop256x4s2t"] = {**configs["coop256x4s2"], "TAIL_SPLIT": 1}
     wanted = os.environ.get("PROBE_CONFIGS")
     if wanted:
         configs = {k: v for k, v in configs.items() if k in wanted.split(",")}
@@ -197,6 +199,8 @@ def gluon_part(reps: int, log: list) -> None:
         (2048, 2048, 4096, "TN", 0),
         (384, 1024, 1000, "TT", 1),
         (4096, 4096, 4096, "NT", 1),
+        (1000, 14000, 1000, "NN", 1),  # a partial last wave that TAIL_SPLIT splits
+        (1024, 14336, 4096, "NT", 0),
     ]
     for shape in checks:
         for name, cfg in configs.items():

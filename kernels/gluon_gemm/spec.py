@@ -10,6 +10,8 @@ consumers drain it. Two schedules:
   the other's main loop.
 A transposed operand is read through a TMA descriptor of its row-major storage and handed to wgmma as a permuted
 shared-memory view (MN-major), so no layout costs a copy. The bias is added in fp32 before the one rounding.
+Where the last wave of tiles would leave most SMs idle, ``TAIL_SPLIT`` launches twice on column slices: whole waves
+of tiles first, then the rest as one wave of half-width tiles.
 """
 
 from __future__ import annotations
@@ -253,24 +255,43 @@ def _descriptors(
 _SMS: dict[int, int] = {}
 
 
-def _programs(device: torch.device, tiles: int) -> int:
-    """One program an SM (persistent), or one a tile where there is no GPU (a cross-compile's capture: the grid
-    does not change the binary)."""
+def _sm_count(device: torch.device) -> int | None:
+    """The GPU's SM count, or None where there is no GPU (a cross-compile's capture)."""
     if device.type != "cuda":
-        return tiles
+        return None
     index = device.index if device.index is not None else torch.cuda.current_device()
     if index not in _SMS:
         _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
-    return min(_SMS[index], tiles)
+    return _SMS[index]
 
 
-def run_gemm(
-    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, meta: Mapping[str, Any]
+def _programs(device: torch.device, tiles: int) -> int:
+    """One program an SM (persistent), or one a tile where there is no GPU (a cross-compile's capture: the grid
+    does not change the binary)."""
+    sms = _sm_count(device)
+    return tiles if sms is None else min(sms, tiles)
+
+
+def tail_columns(m: int, n: int, bn: int, sms: int) -> int | None:
+    """Where the last wave of 128×bn tiles is partial: the columns a first launch takes (whole tiles filling at
+    most the full waves) so that the rest, as 128×(bn/2) tiles, fits one wave. None where that does not hold:
+    the tiles fill their waves, there is under one wave, or the rest would outlast one wave of half tiles. Only
+    bn = 256 splits: its half, 128, is a tile width of the space (tested); 64 is not."""
+    m_tiles, tiles = triton.cdiv(m, BLOCK_M), triton.cdiv(m, BLOCK_M) * triton.cdiv(n, bn)
+    waves = tiles // sms
+    if waves == 0 or tiles % sms == 0 or bn != 256:
+        return None
+    first = waves * sms // m_tiles * bn
+    if not 0 < first < n or m_tiles * triton.cdiv(n - first, bn // 2) > sms:
+        return None
+    return first
+
+
+def _launch(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, bn: int, meta: Mapping[str, Any]
 ) -> Any:
-    """C = A·B (+ bias) at config ``meta``; returns the compiled kernel."""
     m, k = a.shape
     n = b.shape[1]
-    bn = int(meta["BLOCK_N"])
     a_desc, b_desc, c_desc, a_t, b_t = _descriptors(a, b, c, bn, int(meta.get("EPI_SPLIT", 1)))
     tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, bn)
     pingpong = int(meta["SCHEDULE"]) == 1
@@ -280,6 +301,23 @@ def run_gemm(
         int(meta["SCHEDULE"]), int(meta["LOAD_REGS"]), int(meta["MMA_REGS"]), int(meta.get("EPI_SPLIT", 1)),
         num_warps=4 if pingpong else 8,
     )  # fmt: skip
+
+
+def run_gemm(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, meta: Mapping[str, Any]
+) -> Any:
+    """C = A·B (+ bias) at config ``meta``; returns the compiled kernel (the first launch's). With TAIL_SPLIT=1,
+    where ``tail_columns`` finds a split, two launches on column slices of B, C and the bias: the first fills whole
+    waves of 128×BLOCK_N tiles, the second runs the rest as one wave of half-width tiles (the same kernel at
+    BLOCK_N/2), instead of a last wave that leaves most SMs idle."""
+    bn, sms = int(meta["BLOCK_N"]), _sm_count(a.device)
+    first = tail_columns(a.shape[0], b.shape[1], bn, sms) if int(meta.get("TAIL_SPLIT", 0)) and sms else None
+    if first is None:
+        return _launch(a, b, c, bias, bn, meta)
+    # Column slices keep TMA's alignment: ``first`` is a whole number of tiles (a multiple of 64 elements).
+    kernel = _launch(a, b[:, :first], c[:, :first], None if bias is None else bias[:first], bn, meta)
+    _launch(a, b[:, first:], c[:, first:], None if bias is None else bias[first:], bn // 2, meta)
+    return kernel
 
 
 def launch(fn: Any, args: dict[str, Any], meta: dict[str, Any]) -> Any:
@@ -325,6 +363,14 @@ def hopper(c: Mapping[str, Any], s: Mapping[str, Any], t: kt.Target | None) -> b
     return t is None or t.arch in ("sm_90", "sm_90a")
 
 
+def tail_split_applies(c: Mapping[str, Any], s: Mapping[str, Any], t: kt.Target | None) -> bool:
+    """TAIL_SPLIT=1 only where ``tail_columns`` splits at this shape on this device's SM count: elsewhere it would
+    be the TAIL_SPLIT=0 config timed twice."""
+    if not int(c.get("TAIL_SPLIT", 0)):
+        return True
+    return t is not None and tail_columns(int(s["M"]), int(s["N"]), int(c["BLOCK_N"]), t.compute_units) is not None
+
+
 def served_run(
     op: str, shape: Mapping[str, Any], config: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> torch.Tensor:
@@ -354,6 +400,7 @@ problem = kt.Problem(
             "LOAD_REGS": [24, 40],
             "MMA_REGS": [232, 240],
             "EPI_SPLIT": [1, 2],
+            "TAIL_SPLIT": [0, 1],
         },
         constraints=[
             kt.Constraint(lambda c: smem_bytes(c) <= SMEM_LIMIT, "ring and C tiles fit shared memory"),
@@ -364,6 +411,7 @@ problem = kt.Problem(
             kt.Constraint(lambda c: int(c["SCHEDULE"]) == 1 or int(c["MMA_REGS"]) == 232, "MMA_REGS only ping-pong"),
             kt.Constraint(lambda c, s: gemm_op.tma_aligned(s), "TMA: every row pitch a multiple of 16 bytes"),
             kt.Constraint(hopper, "warp-specialized wgmma needs sm_90"),
+            kt.Constraint(tail_split_applies, "TAIL_SPLIT only where the last wave of tiles is split"),
         ],
         default={
             "BLOCK_N": 256,
@@ -374,10 +422,11 @@ problem = kt.Problem(
             "LOAD_REGS": 40,
             "MMA_REGS": 232,
             "EPI_SPLIT": 1,
+            "TAIL_SPLIT": 0,
         },
         seeds=[
             {"BLOCK_N": n, "SCHEDULE": sc, "STAGES": st, "GROUP": 8, "RASTER_N": 0, "LOAD_REGS": 40, "MMA_REGS": 232}
-            | {"EPI_SPLIT": split}
+            | {"EPI_SPLIT": split, "TAIL_SPLIT": 0}
             for n, sc, st, split in SEEDS
         ],
     ),

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("triton.experimental.gluon.language.nvidia.hopper")
 
 from kerntune.backends.triton_cross import cross_compile
-from kerntune.model import Config, Shape
+from kerntune.model import Config, Shape, Target
 
 SPEC = Path(__file__).resolve().parents[3] / "kernels" / "gluon_gemm" / "spec.py"
 COOPERATIVE = {"BLOCK_N": 256, "SCHEDULE": 0, "STAGES": 3, "GROUP": 8, "RASTER_N": 0, "LOAD_REGS": 40, "MMA_REGS": 232}
@@ -74,3 +74,51 @@ def test_the_space_keeps_tiles_that_do_not_fit_or_cannot_be_described_out(spec: 
     assert too_wide is not None and too_wide.startswith("ping-pong")
     odd = Shape.of({"M": 16, "N": 50257, "K": 768, "layout": "NN", "bias": 0})  # a vocabulary: no TMA row pitch
     assert space.check(Config.of(COOPERATIVE), odd, None) == "TMA: every row pitch a multiple of 16 bytes"
+
+
+def test_the_tail_split_takes_whole_waves_first_and_leaves_one_wave_of_half_tiles(spec: ModuleType) -> None:
+    first = spec.tail_columns(1024, 14336, 256, 132)  # 448 tiles of 128x256: 3 full waves and 52 left over
+    assert first == 49 * 256  # 8 x 49 = 392 tiles fill three waves
+    assert 8 * -(-(14336 - first) // 128) <= 132  # the rest, 112 tiles of 128x128, is one wave
+    assert spec.tail_columns(2048, 4096, 256, 132) is None  # 256 tiles: the half tiles would outlast a wave
+    assert spec.tail_columns(4096, 4096, 256, 132) is None
+    assert spec.tail_columns(1024, 4096, 256, 132) is None  # under one wave
+    assert spec.tail_columns(1024, 16896, 256, 132) is None  # 528 tiles fill four waves exactly
+    assert spec.tail_columns(1024, 14336, 128, 132) is None  # 128-wide tiles do not split
+    assert spec.tail_columns(1024, 4352, 256, 132) == 4096  # 136 tiles: 128 whole, then 16 half tiles
+    assert spec.tail_columns(1024, 2176, 128, 132) is None  # the same at 128 wide: 64-wide halves are untested
+    space = spec.problem.space
+    h100 = Target(backend="triton", vendor="nvidia", device_name="NVIDIA H100", arch="sm_90", compute_units=132)
+    tail = Config.of({**SPLIT_EPILOGUE, "TAIL_SPLIT": 1})
+    split = Shape.of({"M": 1024, "N": 14336, "K": 4096, "layout": "NT", "bias": 0})
+    whole = Shape.of({"M": 2048, "N": 4096, "K": 4096, "layout": "NT", "bias": 0})
+    assert space.check(tail, split, h100) is None
+    assert space.check(tail, whole, h100) == "TAIL_SPLIT only where the last wave of tiles is split"
+
+
+@pytest.mark.parametrize(("layout", "bias"), [("NT", 1), ("NN", 0), ("TN", 1)])
+def test_the_tail_splits_two_launches_cover_every_column_once(
+    spec: ModuleType, monkeypatch: pytest.MonkeyPatch, layout: str, bias: int
+) -> None:
+    """The host side of TAIL_SPLIT on the CPU: each launch is replaced by the product on its slices, so the whole
+    result is right only where the two launches' columns of B, C and the bias meet exactly."""
+    import torch
+
+    widths: list[int] = []
+
+    def product(a, b, c, bias_, bn, meta):  # type: ignore[no-untyped-def]
+        widths.append(bn)
+        c.copy_(a @ b + (0 if bias_ is None else bias_))
+        return bn
+
+    monkeypatch.setattr(spec, "_sm_count", lambda device: 132)
+    monkeypatch.setattr(spec, "_launch", product)
+    m, n, k = 1024, 4352, 64  # 136 tiles of 128x256: 4,096 columns first, then 256 as 128-wide tiles
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(k, m, generator=g).t() if layout[0] == "T" else torch.randn(m, k, generator=g)
+    b = torch.randn(n, k, generator=g).t() if layout[1] == "T" else torch.randn(k, n, generator=g)
+    vector = torch.randn(n, generator=g) if bias else None
+    c = torch.full((m, n), float("nan"))
+    assert spec.run_gemm(a, b, c, vector, {**SPLIT_EPILOGUE, "TAIL_SPLIT": 1}) == 256
+    assert widths == [256, 128]
+    torch.testing.assert_close(c, a @ b + (0 if vector is None else vector))

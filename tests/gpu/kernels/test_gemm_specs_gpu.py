@@ -44,6 +44,7 @@ def error_of(spec: ModuleType, args: dict, shape: dict) -> float:  # type: ignor
         {**COOPERATIVE, "BLOCK_N": 128, "STAGES": 6, "RASTER_N": 1},
         SPLIT_EPILOGUE,
         {**PING_PONG, "STAGES": 5, "EPI_SPLIT": 2},
+        {**SPLIT_EPILOGUE, "TAIL_SPLIT": 1},  # two launches where the last wave splits (the last shape)
     ],
 )
 @pytest.mark.parametrize(
@@ -53,6 +54,8 @@ def error_of(spec: ModuleType, args: dict, shape: dict) -> float:  # type: ignor
         {"M": 2048, "N": 2048, "K": 4096, "layout": "TN", "bias": 0},
         {"M": 384, "N": 1024, "K": 1000, "layout": "TT", "bias": 1},
         {"M": 4096, "N": 4096, "K": 4096, "layout": "NT", "bias": 0},
+        # 440 tiles of 128x256 on 132 SMs: with TAIL_SPLIT the first 12,544 columns, then 96 tiles of 128x128
+        {"M": 1000, "N": 14000, "K": 1000, "layout": "NN", "bias": 1},
     ],
 )
 def test_the_gluon_gemm_is_right_and_repeatable(shape: dict, config: dict) -> None:  # type: ignore[type-arg]

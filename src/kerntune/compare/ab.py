@@ -275,7 +275,15 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
 
     if (known is None or request.recalibrate) and left() > 0:
         calibration = _calibrate(sides[0], request, settings, store, count, progress, scope, deadline)
-        known = (calibration.band or settings.ab_min_band, calibration.id)
+        if calibration.verdict == "calibration":
+            known = (calibration.band or settings.ab_min_band, calibration.id)
+        else:  # cut by the budget: its few pairs' interval is the t quantile's width, not the program's noise
+            pairs = len(calibration.processes) // 2
+            known = (
+                settings.ab_min_band,
+                f"{calibration.id} cut by the budget after {pairs} of {count} pairs, not kept: "
+                f"the floor ±{settings.ab_min_band:.0%}",
+            )
     elif known is None:  # the budget ended before an A/A run: the least band, and said
         known = (settings.ab_min_band, f"none: the budget ended first, so the floor ±{settings.ab_min_band:.0%}")
     band = max(settings.ab_min_band, known[0])
@@ -333,11 +341,15 @@ def _calibrate(
     scope: str,
     deadline: float | None = None,
 ) -> ABRecord:
-    """An A/A run of ``side`` in this scope: the farthest its ratio interval reaches from 1 is the band."""
+    """An A/A run of ``side`` in this scope: the farthest its ratio interval reaches from 1 is the band. One that
+    the deadline cut short of ``count`` pairs is recorded (verdict ``calibration cut``) but not kept as the
+    scope's band: two or three pairs give an interval as wide as the t quantile makes it, which a later run in
+    the scope would inherit."""
     started = time.perf_counter()
     records, runner, scheme = _measure_pair((side, side), request, settings, store, count, progress, "A/A", deadline)
     estimate, set_aside = _estimate(records, scheme)
     band = max(settings.ab_min_band, estimate.extent)
+    complete = len(records) // 2 >= count
     record = ABRecord(
         id=_new_id(),
         created=now(),
@@ -351,17 +363,19 @@ def _calibrate(
         ci_low=estimate.low,
         ci_high=estimate.high,
         band=band,
-        verdict="calibration",
+        verdict="calibration" if complete else "calibration cut",
         expect=None,
         claim_failed=False,
         reason=f"noise band calibration: A/A interval reaches {estimate.extent:.2%} from 1; band {band:.2%}"
+        + ("" if complete else f"; cut by the budget after {len(records) // 2} of {count} pairs: not kept")
         + _set_aside(set_aside),
         hashes=_hashes((side, side), records),
         wall_s=time.perf_counter() - started,
         processes=tuple(records),
     )
     save_ab(store, record)
-    set_noise_band(store, scope, band, record.id)
+    if complete:
+        set_noise_band(store, scope, band, record.id)
     return record
 
 

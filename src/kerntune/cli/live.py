@@ -387,7 +387,9 @@ def _print_verify(found: dict[str, Any]) -> None:
         highlight=False,
     )
     if found.get("gates"):
-        out.print(f"served calls decided by the {' and the '.join(found['gates'])} gate", highlight=False)
+        planned = found.get("planned_forms")
+        launched = "" if planned is None else f"; {planned} served forms launched from C++ by a plan"
+        out.print(f"served calls decided by the {' and the '.join(found['gates'])} gate{launched}", highlight=False)
     if found.get("serves_nothing"):
         out.print(found["serves_nothing"] + "; no end-to-end A/B (table off and on run alike)", highlight=False)
     e2e = found.get("end_to_end")

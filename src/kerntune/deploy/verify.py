@@ -217,6 +217,11 @@ def serves_nothing(found: dict[str, Any], reports: list[dict[str, Any]], served:
     return "the table served no call: " + "; ".join(parts or ["no call reached a dispatcher"])
 
 
+def _planned_forms(served: list[dict[str, Any]]) -> int | None:
+    counts = [one["planned_forms"] for one in served if isinstance(one.get("planned_forms"), int)]
+    return sum(counts) if counts else None
+
+
 def verify(
     command: Sequence[str],
     store: Store,
@@ -252,6 +257,8 @@ def verify(
         "unresolved_specs": sorted({s for one in served for s in one.get("unresolved_specs") or []}),
         # which path decided the served calls: the C++ gate, or the Python one where no compiler built it
         "gates": sorted({str(one["gate"]) for one in served if one.get("gate")}),
+        # served forms launched from C++ by a plan, over the program's processes (None: the Python gate)
+        "planned_forms": _planned_forms(served),
     }
     found["serves_nothing"] = serves_nothing(found, reports, served)
     if engaged is not None:

@@ -105,6 +105,8 @@ class Serving:
             "left_to_library": self.left_to_library,
             "outranked": self.outranked,
             "gate": "python" if self.native is None else "native",
+            # served forms the gate launches from C++ (a launch plan); the others call the Python served kernel
+            "planned_forms": None if self.native is None else self.native.planned,
             "unresolved_specs": self.unresolved,
             "entries": len(self.table.entries) + len(self.left_to_library),
         }

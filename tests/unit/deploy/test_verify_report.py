@@ -23,7 +23,9 @@ def test_the_report_names_the_gate_and_lists_each_ab_process_in_run_order(
     def profiled(command: list[str], env: dict[str, str]) -> dict[str, Any]:
         out = Path(env["KERNTUNE_VERIFY_OUT"])
         (out / "dispatch-1.json").write_text(json.dumps(_report(3)))
-        (out / "serve-1.json").write_text(json.dumps({"ops": {"aten::mm": {"served": 3}}, "gate": "native"}))
+        (out / "serve-1.json").write_text(
+            json.dumps({"ops": {"aten::mm": {"served": 3}}, "gate": "native", "planned_forms": 2})
+        )
         return {"exit_code": 0, "gpu": False, "kernels": [], "gemms": [], "stderr": ""}
 
     values = [("A", 3.5), ("B", 4.9), ("B", 3.4), ("A", 3.6)]
@@ -37,5 +39,6 @@ def test_the_report_names_the_gate_and_lists_each_ab_process_in_run_order(
     monkeypatch.setattr(verify_module, "run_ab", lambda *args, **kwargs: record)
     found = verify_module.verify(["prog"], Store(tmp_path / "store"), Settings.from_env())
     assert found["gates"] == ["native"]
+    assert found["planned_forms"] == 2
     assert found["end_to_end"]["processes"] == [{"side": s, "value": v} for s, v in values]
     assert found["end_to_end"]["pairs"] == 2

@@ -1,5 +1,5 @@
 # about: the whole loop on an unmodified transformers Llama (examples/hf_llama, the H200 size): truthful scope eager and compiled, its corpus tuned, the table served by kerntune run, engagement by kernel identity, outputs against the table-less run, the end-to-end A/B, and the served call's host cost
-# steps: scope tune engage abba cost partial
+# steps: scope tune engage abba cost partial variants
 # needs: gpu
 # scope:  `kerntune scope --region step --corpus` on decode (batch 16) and prefill (512 tokens), eager and
 #         compiled (reduce-overhead for decode, default for prefill); each trace kept gzipped (test data for the
@@ -18,6 +18,10 @@
 # partial: the eager decode served a table of only some of its GEMM keys, so the other calls miss and pay the served
 #          path's gate: steps tune (the top PARTIAL_TOP (3) decode keys, M = 16, of DECODE_CORPUS, scope's corpus of
 #          2026-12-01) and engage (decode, eager) with VERIFY_BUDGET 180s.
+# variants: where the partial table's time goes in that eager decode: the partial step's tune (unless its table is
+#          already in $W), then benchmarks/served-model/served_variants.py (VARIANT_ROUNDS, 1): the app alone, the
+#          table off, the C++ gate, the Python gate, every call a miss, and the table without its TMA entries
+#          (VARIANTS: a comma-separated subset), then the table off and on once each under the profiler.
 APP=examples/hf_llama/app.py
 CORPUS=${CORPUS:-$W/llama.jsonl}  # scope writes it, tune reads it (a corpus from an earlier run: CORPUS=FILE STEPS=tune)
 TABLE=${TABLE:-$W/llama-table.json}  # tune deploys it, engage serves it
@@ -81,11 +85,30 @@ step_cost() {
 }
 
 # Bash scopes dynamically: the locals below are what step_tune and step_engage read.
-step_partial() {
+_decode_keys() {  # the decode keys (M = 16) of DECODE_CORPUS into $W/decode-keys.jsonl
   local corpus; corpus=$(data_file "${DECODE_CORPUS:-benchmarks/data/served-model/2026-12-01/scope/llama.jsonl}") || return 1
   grep '"M": 16,' "$corpus" > "$W/decode-keys.jsonl"
+}
+
+step_partial() {
+  _decode_keys || return 1
   local CORPUS=$W/decode-keys.jsonl TABLE=$W/partial-table.json TOP=${PARTIAL_TOP:-3} VERIFY_BUDGET=${VERIFY_BUDGET:-180s}
   local -a MODES=("decode none")
   step_tune
   step_engage
+}
+
+step_variants() {
+  local out; out=$(step_dir variants)
+  local TABLE=$W/partial-table.json
+  if [ ! -s "$TABLE" ]; then
+    _decode_keys || return 1
+    local CORPUS=$W/decode-keys.jsonl TOP=${PARTIAL_TOP:-3}
+    step_tune
+  fi
+  cp "$TABLE" "$out/partial-table.json"
+  bounded "${VARIANTS_LIMIT:-420}" python3 benchmarks/served-model/served_variants.py --table "$TABLE" \
+    --rounds "${VARIANT_ROUNDS:-1}" ${VARIANTS:+--only "$VARIANTS"} --profile --out "$out/variants.json" -- python3 $APP $(_mode_args "decode none") \
+    > "$out/variants.log" 2>&1
+  tail -7 "$out/variants.log" >> "$LOG"
 }

@@ -329,6 +329,18 @@ def verify(
     raise typer.Exit(1 if found["never_engaged"] and not found["serves_nothing"] else 0)
 
 
+def _in_place(entry: dict[str, Any]) -> str:
+    """An entry's device time per call in the program, beside the tune's for it and for the library."""
+    here = entry.get("device_us_per_call")
+    if here is None:
+        return ""
+    tuned, library = entry.get("tuned_us"), entry.get("tuned_library_us")
+    if tuned is None:
+        return f"; {here:.1f} µs a call in place"
+    library_said = "" if library is None else f", library {library:.1f} µs"
+    return f"; {here:.1f} µs a call in place (tuned {tuned:.1f} µs{library_said})"
+
+
 def _print_verify(found: dict[str, Any]) -> None:
     out = Console()
     for e in found["entries"]:
@@ -348,7 +360,8 @@ def _print_verify(found: dict[str, Any]) -> None:
         )
         mark = "engaged" if e["engaged"] else "NEVER ENGAGED"
         out.print(
-            f"{mark:>13}  {e['kernel']} {e['config'] or ''} [{e['status']}] {e['calls']} calls{seen}  {e['key']}",
+            f"{mark:>13}  {e['kernel']} {e['config'] or ''} [{e['status']}] {e['calls']} calls{seen}"
+            f"{_in_place(e)}  {e['key']}",
             highlight=False,
             soft_wrap=True,
         )

@@ -31,6 +31,7 @@ from typing import Any
 
 from kerntune.compare.ab import ABRequest, run_ab
 from kerntune.errors import UsageError
+from kerntune.runtime.table import Table, load_table
 from kerntune.scope.program import profile_program
 from kerntune.settings import Settings
 from kerntune.store import Store
@@ -55,6 +56,25 @@ def _gemm_time(fields: dict[str, Any], profile: dict[str, Any]) -> float | None:
     not a GEMM's or the profile has none of it."""
     times = [g.device_us for g in _gemm_lines(fields, profile) if g.device_us is not None]
     return sum(times) if times else None
+
+
+def _gemm_per_call(fields: dict[str, Any], profile: dict[str, Any]) -> float | None:
+    """Device microseconds per call the profile gave a key's GEMM calls (whichever kernel ran them), or None."""
+    lines = [g for g in _gemm_lines(fields, profile) if g.device_us is not None and g.calls]
+    calls = sum(g.calls for g in lines)
+    return sum(g.device_us for g in lines) / calls if calls else None
+
+
+def _tuned_times(table: str, key: str, cache: dict[str, Table]) -> dict[str, float | None]:
+    """What the tune measured for a table entry: its kernel's median and the library's (the median over the
+    entry's confirmed time ratio to it), in microseconds; None where the table does not say."""
+    if table not in cache:
+        cache[table] = load_table(table)[0]
+    entry = cache[table].entries.get(key) or {}
+    median, ratio = entry.get("median_ms"), entry.get("library_ratio")
+    tuned = float(median) * 1e3 if isinstance(median, (int, float)) and median > 0 else None
+    library = tuned / float(ratio) if tuned is not None and isinstance(ratio, (int, float)) and ratio > 0 else None
+    return {"tuned_us": tuned, "tuned_library_us": library}
 
 
 def _identity(
@@ -129,6 +149,7 @@ def engagement(reports: list[dict[str, Any]], profile: dict[str, Any]) -> dict[s
                     }
                 )
     rows = []
+    tables: dict[str, Table] = {}
     for ident, entry in sorted(entries.items()):
         ran = (
             _identity(entry["kernel"], fields.get(ident), profile, launches)
@@ -142,7 +163,18 @@ def engagement(reports: list[dict[str, Any]], profile: dict[str, Any]) -> dict[s
             }
         )
         engaged = served[ident] > 0 and (ran["profiled_by"] != "operator" or ran["profiled_launches"] > 0)
-        rows.append({**entry, "calls": served[ident], "engaged": engaged, **ran})
+        # In the program against in the tune, per call: a served kernel slower in place than when tuned shows here
+        in_place = _gemm_per_call(fields.get(ident) or {}, profile) if served[ident] else None
+        rows.append(
+            {
+                **entry,
+                "calls": served[ident],
+                "engaged": engaged,
+                **ran,
+                "device_us_per_call": in_place,
+                **_tuned_times(entry["table"], entry["key"], tables),
+            }
+        )
     total = sum(k["device_us"] for k in profile.get("kernels", []))
     own = [k for k in launches.values() if any(n and k["name"].startswith(n) for n in names)]
     mine = sum(k["device_us"] for k in own)

@@ -107,3 +107,24 @@ def test_verify_hands_over_the_engagement_before_the_end_to_end_ab(
         verify_module.verify(["prog"], Store(tmp_path / "store"), Settings.from_env(), engaged=handed.append)
     (found,) = handed
     assert found["entries"][0]["engaged"] and found["never_engaged"] == [] and "end_to_end" not in found
+
+
+def test_an_entry_shows_its_device_time_a_call_in_place_beside_the_tunes(tmp_path: Path) -> None:
+    from kerntune.deploy.verify import engagement
+    from kerntune.runtime.corpus import CorpusLine
+
+    table = tmp_path / "t.json"
+    fields = {"op": "triton_matmul", "M": 16, "N": 64, "K": 64, "layout": "NT", "bias": 0}
+    entry = {"key": fields, "config": {"BLOCK_M": 16}, "median_ms": 0.02, "library_ratio": 0.8}
+    table.write_text(json.dumps({"schema": 1, "entries": [entry]}))
+    report = _report(4)
+    report[0]["table"] = str(table)
+    shape = {"M": 16, "N": 64, "K": 64}
+    line = CorpusLine(op="aten::mm", shape=shape, dtype="bfloat16", layout="NT", bias=0, calls=4, device_us=120.0)
+    profile = {"gemms": [line], "kernels": [], "gemm_kernels": {line.identity: {"matmul_kernel": 4}}}
+    (row,) = engagement(report, profile)["entries"]
+    assert row["device_us_per_call"] == 30.0  # slower in place than the 20 µs the tune measured
+    assert row["tuned_us"] == pytest.approx(20.0) and row["tuned_library_us"] == pytest.approx(25.0)
+    report[0]["table"] = str(tmp_path / "gone.json")  # a table no longer there: the tune's figures are unknown
+    (row,) = engagement(report, profile)["entries"]
+    assert row["device_us_per_call"] == 30.0 and row["tuned_us"] is None

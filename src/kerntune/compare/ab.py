@@ -273,19 +273,25 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
     def left() -> float:
         return math.inf if deadline is None else deadline - time.perf_counter()
 
-    if (known is None or request.recalibrate) and left() > 0:
+    floor = f"the floor ±{settings.ab_min_band:.0%}"
+    # An A/A takes about as long as the A/B's pairs did: one the budget cannot hold is not started (past a deadline a
+    # sequence still takes two pairs, whose interval is the t quantile's width, not the program's noise).
+    pair_s = (time.perf_counter() - started) / max(1, len(records) // 2)
+    needed_s = count * pair_s
+    if (known is None or request.recalibrate) and left() >= needed_s:
         calibration = _calibrate(sides[0], request, settings, store, count, progress, scope, deadline)
         if calibration.verdict == "calibration":
             known = (calibration.band or settings.ab_min_band, calibration.id)
-        else:  # cut by the budget: its few pairs' interval is the t quantile's width, not the program's noise
-            pairs = len(calibration.processes) // 2
-            known = (
-                settings.ab_min_band,
-                f"{calibration.id} cut by the budget after {pairs} of {count} pairs, not kept: "
-                f"the floor ±{settings.ab_min_band:.0%}",
-            )
-    elif known is None:  # the budget ended before an A/A run: the least band, and said
-        known = (settings.ab_min_band, f"none: the budget ended first, so the floor ±{settings.ab_min_band:.0%}")
+        else:  # cut by the budget after all: a stored band stays the better evidence, else the floor
+            taken = len(calibration.processes) // 2
+            cut = f"{calibration.id} cut by the budget after {taken} of {count} pairs, not kept"
+            known = (known[0], f"{known[1]}; {cut}") if known else (settings.ab_min_band, f"{cut}: {floor}")
+    elif known is None:  # no time left for an A/A run: the least band, and said
+        known = (
+            settings.ab_min_band,
+            f"none: the budget ended first ({max(0.0, left()):.0f} s left of the ~{needed_s:.0f} s an A/A of "
+            f"{count} pairs takes), so {floor}",
+        )
     band = max(settings.ab_min_band, known[0])
     estimate, set_aside = _estimate(records, scheme)
     # Sampled until decided: an interval across a band edge gets `count` more values per side (a new worker or new

@@ -3,6 +3,7 @@ would call a clear 11% slowdown noise and be inherited by every later run of the
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,3 +63,30 @@ def test_a_whole_calibration_is_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     record = ab.run_ab(ABRequest(a="cmd:a", b="cmd:b", processes=3), Settings.from_env(), store)
     assert noise_band(store, ab._scope(Runner(), "fresh", {})) is not None  # type: ignore[arg-type]
     assert "(A/A ab-" in record.reason
+
+
+def test_an_aa_the_budget_cannot_hold_is_not_started(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    calls = []
+
+    def measure(*args: Any, **kwargs: Any) -> tuple[list[ProcessRecord], Runner, str]:
+        calls.append(args[6])  # the label: "A/B" or "A/A"
+        time.sleep(0.2)  # three pairs in 0.2 s: an A/A of three pairs needs about 0.2 s more
+        return records([(3.3, 3.7), (3.3, 3.7), (3.4, 3.7)]), Runner(), "fresh"
+
+    monkeypatch.setattr(ab, "_measure_pair", measure)
+    request = ABRequest(a="cmd:a", b="cmd:b", processes=3, budget_s=0.3)
+    record = ab.run_ab(request, Settings.from_env(), Store(tmp_path / "store"))
+    assert calls == ["A/B"]  # no A/A started past what the budget holds
+    assert "none: the budget ended first" in record.reason and record.band == Settings.from_env().ab_min_band
+
+
+def test_a_cut_recalibration_keeps_the_stored_band(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from kerntune.store.claims import set_noise_band
+
+    store = Store(tmp_path / "store")
+    set_noise_band(store, ab._scope(Runner(), "fresh", {}), 0.03, "ab-stored")  # type: ignore[arg-type]
+    given = iter([records([(3.3, 3.7), (3.3, 3.7), (3.4, 3.7)]), records([(3.3, 3.3), (3.5, 3.3)])])
+    monkeypatch.setattr(ab, "_measure_pair", lambda *a, **k: (next(given), Runner(), "fresh"))
+    request = ABRequest(a="cmd:a", b="cmd:b", processes=3, recalibrate=True, budget_s=1e6)
+    record = ab.run_ab(request, Settings.from_env(), store)
+    assert record.band == 0.03 and "ab-stored" in record.reason and "not kept" in record.reason

@@ -65,16 +65,26 @@ def _gemm_per_call(fields: dict[str, Any], profile: dict[str, Any]) -> float | N
     return sum(g.device_us for g in lines) / calls if calls else None
 
 
+def _positive(value: object) -> float | None:
+    """A table's number as a positive finite float, or None (a bool, a string, an overflow, zero or less)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) and number > 0 else None
+
+
 def _tuned_times(table: str, key: str, cache: dict[str, Table]) -> dict[str, float | None]:
     """What the tune measured for a table entry: its kernel's median and the library's (the median over the
-    entry's confirmed time ratio to it), in microseconds; None where the table does not say."""
+    entry's recorded time ratio to the library baseline), in microseconds; None where the table does not say."""
     if table not in cache:
         cache[table] = load_table(table)[0]
     entry = cache[table].entries.get(key) or {}
-    median, ratio = entry.get("median_ms"), entry.get("library_ratio")
-    tuned = float(median) * 1e3 if isinstance(median, (int, float)) and median > 0 else None
-    library = tuned / float(ratio) if tuned is not None and isinstance(ratio, (int, float)) and ratio > 0 else None
-    return {"tuned_us": tuned, "tuned_library_us": library}
+    median, ratio = _positive(entry.get("median_ms")), _positive(entry.get("library_ratio"))
+    tuned = None if median is None else median * 1e3
+    return {"tuned_us": tuned, "tuned_library_us": None if tuned is None or ratio is None else tuned / ratio}
 
 
 def _identity(
@@ -163,8 +173,10 @@ def engagement(reports: list[dict[str, Any]], profile: dict[str, Any]) -> dict[s
             }
         )
         engaged = served[ident] > 0 and (ran["profiled_by"] != "operator" or ran["profiled_launches"] > 0)
-        # In the program against in the tune, per call: a served kernel slower in place than when tuned shows here
-        in_place = _gemm_per_call(fields.get(ident) or {}, profile) if served[ident] else None
+        # In the program against in the tune, per call: a served kernel slower in place than when tuned shows here.
+        # Only where the profile ties the shape's calls to the entry's kernel alone (no library call among them).
+        tied_alone = ran["profiled_by"] == "operator" and not ran["other_launches"]
+        in_place = _gemm_per_call(fields.get(ident) or {}, profile) if served[ident] and tied_alone else None
         rows.append(
             {
                 **entry,

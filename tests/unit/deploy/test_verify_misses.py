@@ -128,3 +128,15 @@ def test_an_entry_shows_its_device_time_a_call_in_place_beside_the_tunes(tmp_pat
     report[0]["table"] = str(tmp_path / "gone.json")  # a table no longer there: the tune's figures are unknown
     (row,) = engagement(report, profile)["entries"]
     assert row["device_us_per_call"] == 30.0 and row["tuned_us"] is None
+
+
+@pytest.mark.parametrize("bad", [True, "0.02", 10**400, float("inf"), 0, -1.0, None])
+def test_a_tables_bad_median_gives_no_tuned_figure(tmp_path: Path, bad: object) -> None:
+    from kerntune.deploy.verify import _tuned_times
+    from kerntune.runtime.table import entry_key
+
+    fields = {"op": "k", "M": 16}
+    table = tmp_path / "t.json"
+    entry = {"key": fields, "config": {}, "median_ms": bad, "library_ratio": 0.9}
+    table.write_text(json.dumps({"schema": 1, "entries": [entry]}, allow_nan=True))
+    assert _tuned_times(str(table), entry_key(fields), {}) == {"tuned_us": None, "tuned_library_us": None}

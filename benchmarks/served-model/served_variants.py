@@ -7,11 +7,11 @@ Variants, each a fresh process printing its metric (the last ``NUMBER ms per`` l
 - ``off``: under ``kerntune run --table T`` with ``KERNTUNE_DISPATCH=off`` (what ``kerntune verify``'s A side runs);
 - ``native``: under ``kerntune run --table T``, the C++ gate;
 - ``python``: the same with ``KERNTUNE_NATIVE_GATE=off``, the Python gate;
-- ``misses``: a table of the same entries at M + 1, so every call goes through the gate and misses;
+- ``misses``: a table of the same entries at an M no call has, so every call goes through the gate and misses;
 - ``no-tma``: the table without its TMA entries (``config.TMA`` = 1), where it has any.
 Each round runs the variants in order, then reversed, so each variant meets every moment of the round alike.
-Per variant: the median metric and its ratio to ``off``'s median. For each served process, the serving's own
-stats (``KERNTUNE_VERIFY_OUT``: the gate, its planned forms, the calls served and missed) are kept too.
+Per variant: the median metric and its ratio to ``off``'s median. Every served process's own serving stats
+(``KERNTUNE_VERIFY_OUT``: the gate, its planned forms, the calls served and missed) are kept too.
 ``--profile``: then ``off`` and ``native`` once each under the profiler (``kerntune.scope.program``, the whole run):
 device time in all, the device-busy fraction, device time by class, and each GEMM shape's calls and device time,
 so a slower served run shows whether its device or its host time grew.
@@ -43,7 +43,10 @@ METRIC = r"([0-9.]+) ms per"
 def _tables(table: Path, folder: Path) -> dict[str, Path]:
     """The variants' tables: the given one, its entries shifted to M + 1 (misses), and without TMA entries."""
     data = json.loads(table.read_text())
-    shifted = {**data, "entries": [{**e, "key": {**e["key"], "M": e["key"]["M"] + 1}} for e in data["entries"]]}
+    # M moved far past any M the table holds (M + 1 could be another entry's key); entries without M are dropped
+    far = 1 + max((e["key"]["M"] for e in data["entries"] if isinstance(e["key"].get("M"), int)), default=0)
+    moved = [{**e, "key": {**e["key"], "M": e["key"]["M"] + far}} for e in data["entries"] if "M" in e["key"]]
+    shifted = {**data, "entries": moved}
     paths = {"table": table, "misses": folder / "misses.json"}
     paths["misses"].write_text(json.dumps(shifted))
     kept = [e for e in data["entries"] if not e.get("config", {}).get("TMA")]
@@ -65,13 +68,16 @@ def _command(variant: str, tables: dict[str, Path], spec_dir: str, program: list
 
 def _run(command: list[str], env: dict[str, str], stats_dir: Path, timeout: float) -> tuple[float, list[Any]]:
     stats_dir.mkdir(parents=True)
-    done = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **env, "KERNTUNE_VERIFY_OUT": str(stats_dir)},
-    )
+    try:
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **env, "KERNTUNE_VERIFY_OUT": str(stats_dir)},
+        )
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"{shlex.join(command)} ran past {timeout:g} s") from None
     found = re.findall(METRIC, done.stdout)
     if done.returncode != 0 or not found:
         tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:])
@@ -134,8 +140,10 @@ def main() -> None:
         "values": values,
         "median": medians,
         "over_off": {v: medians[v] / medians["off"] for v in variants},
-        "serve_stats": {v: s[:1] for v, s in stats.items()},
+        "serve_stats": stats,
     }
+    if args.out:  # the timed values are kept even if the profiled runs below fail or are cut
+        Path(args.out).write_text(json.dumps(result, indent=1))
     if args.profile:
         result["profile"] = {v: _profiled(*_command(v, tables, args.spec_dir, program)) for v in ("off", "native")}
     for v in variants:

@@ -17,11 +17,12 @@
 # cost:   benchmarks/served-model/serve_cost.py: a served call's host cost (miss and hit) over the library's, interleaved.
 # partial: the eager decode served a table of only some of its GEMM keys, so the other calls miss and pay the served
 #          path's gate: steps tune (the top PARTIAL_TOP (3) decode keys, M = 16, of DECODE_CORPUS, scope's corpus of
-#          2026-12-01) and engage (decode, eager) with VERIFY_BUDGET 180s.
+#          2026-12-01) and engage (decode, eager) with VERIFY_BUDGET 180s; APP_STEPS 300 here.
 # variants: where the partial table's time goes in that eager decode: the partial step's tune (unless its table is
 #          already in $W), then benchmarks/served-model/served_variants.py (VARIANT_ROUNDS, 1): the app alone, the
 #          table off, the C++ gate, the Python gate, every call a miss, and the table without its TMA entries
-#          (VARIANTS: a comma-separated subset), then the table off and on once each under the profiler.
+#          (VARIANTS: a comma-separated subset), then the table off and on once each under the profiler;
+#          APP_STEPS 300 here.
 APP=examples/hf_llama/app.py
 CORPUS=${CORPUS:-$W/llama.jsonl}  # scope writes it, tune reads it (a corpus from an earlier run: CORPUS=FILE STEPS=tune)
 TABLE=${TABLE:-$W/llama-table.json}  # tune deploys it, engage serves it
@@ -93,22 +94,25 @@ _decode_keys() {  # the decode keys (M = 16) of DECODE_CORPUS into $W/decode-key
 step_partial() {
   _decode_keys || return 1
   local CORPUS=$W/decode-keys.jsonl TABLE=$W/partial-table.json TOP=${PARTIAL_TOP:-3} VERIFY_BUDGET=${VERIFY_BUDGET:-180s}
+  local APP_STEPS=${APP_STEPS:-300}  # 30 steps (0.1 s) left the interval wide (history, 2026-12-07)
   local -a MODES=("decode none")
   step_tune
   step_engage
 }
 
 step_variants() {
-  local out; out=$(step_dir variants)
-  local TABLE=$W/partial-table.json
+  local out code; out=$(step_dir variants)
+  local TABLE=$W/partial-table.json APP_STEPS=${APP_STEPS:-300}
   if [ ! -s "$TABLE" ]; then
     _decode_keys || return 1
     local CORPUS=$W/decode-keys.jsonl TOP=${PARTIAL_TOP:-3}
     step_tune
   fi
-  cp "$TABLE" "$out/partial-table.json"
+  cp "$TABLE" "$out/partial-table.json" || return 1
   bounded "${VARIANTS_LIMIT:-420}" python3 benchmarks/served-model/served_variants.py --table "$TABLE" \
-    --rounds "${VARIANT_ROUNDS:-1}" ${VARIANTS:+--only "$VARIANTS"} --profile --out "$out/variants.json" -- python3 $APP $(_mode_args "decode none") \
-    > "$out/variants.log" 2>&1
+    --rounds "${VARIANT_ROUNDS:-1}" ${VARIANTS:+--only "$VARIANTS"} --profile --out "$out/variants.json" \
+    -- python3 $APP $(_mode_args "decode none") > "$out/variants.log" 2>&1
+  code=$?
   tail -7 "$out/variants.log" >> "$LOG"
+  return $code
 }

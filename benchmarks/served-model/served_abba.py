@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import statistics
@@ -33,8 +34,15 @@ from kerntune.measure.stats import ratio_ci  # noqa: E402
 DEFAULT_METRIC = r"([0-9.]+) ms per"
 
 
-def _run(command: list[str], metric: str, timeout: float) -> float:
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+def run_for_metric(command: list[str], metric: str, timeout: float, env: dict[str, str] | None = None) -> float:
+    """One fresh process's metric (``env`` added to this environment); a process that fails, prints no metric or
+    runs past ``timeout`` stops the run with a one-line message."""
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+        )
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"{shlex.join(command)} ran past {timeout:g} s") from None
     found = re.findall(metric, done.stdout)
     if done.returncode != 0 or not found:
         tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:])
@@ -65,7 +73,7 @@ def main() -> None:
     values: list[tuple[str, float]] = []
     started = time.time()
     for side in order:
-        values.append((side, _run(sides[side], args.metric, args.timeout)))
+        values.append((side, run_for_metric(sides[side], args.metric, args.timeout)))
         print(f"{side} {values[-1][1]:.6g}", flush=True)
     pairs = [
         (values[2 * i][1], values[2 * i + 1][1])

@@ -13,7 +13,7 @@ Each round runs the variants in order, then reversed, so each variant meets ever
 Per variant: the median metric and its ratio to ``off``'s median. Every served process's own serving stats
 (``KERNTUNE_VERIFY_OUT``: the gate, its planned forms, the calls served and missed) are kept too.
 ``--profile``: then ``off`` and ``native`` once each under the profiler (``kerntune.scope.program``, the whole run):
-device time in all, the device-busy fraction, device time by class, and each GEMM shape's calls and device time,
+device time in all, the device-busy fraction, device time by class, and each GEMM shape's device time and count,
 so a slower served run shows whether its device or its host time grew.
 A process that exits non-zero, or prints no metric, stops the run with its output's last lines.
 """
@@ -22,11 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -37,7 +34,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from kerntune.scope.program import profile_program  # noqa: E402
 
-METRIC = r"([0-9.]+) ms per"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from served_abba import DEFAULT_METRIC as METRIC  # noqa: E402
+from served_abba import run_for_metric  # noqa: E402
 
 
 def _tables(table: Path, folder: Path) -> dict[str, Path]:
@@ -67,27 +66,14 @@ def _command(variant: str, tables: dict[str, Path], spec_dir: str, program: list
 
 
 def _run(command: list[str], env: dict[str, str], stats_dir: Path, timeout: float) -> tuple[float, list[Any]]:
+    """The process's metric (``served_abba``'s run), and the serving stats it wrote."""
     stats_dir.mkdir(parents=True)
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env={**os.environ, **env, "KERNTUNE_VERIFY_OUT": str(stats_dir)},
-        )
-    except subprocess.TimeoutExpired:
-        raise SystemExit(f"{shlex.join(command)} ran past {timeout:g} s") from None
-    found = re.findall(METRIC, done.stdout)
-    if done.returncode != 0 or not found:
-        tail = " | ".join((done.stdout + done.stderr).strip().splitlines()[-3:])
-        raise SystemExit(f"{shlex.join(command)} exited {done.returncode}: {tail}")
-    stats = [json.loads(f.read_text()) for f in sorted(stats_dir.glob("serve-*.json"))]
-    return float(found[-1]), stats
+    value = run_for_metric(command, METRIC, timeout, {**env, "KERNTUNE_VERIFY_OUT": str(stats_dir)})
+    return value, [json.loads(f.read_text()) for f in sorted(stats_dir.glob("serve-*.json"))]
 
 
 def _profiled(command: list[str], env: dict[str, str]) -> dict[str, Any]:
-    """One run under the profiler: what its device did, and each GEMM shape's calls and device time."""
+    """One run under the profiler: what its device did, and each GEMM shape's device time and count."""
     found = profile_program(command, env)
     gemms = [{"op": g.op, **g.shape, "calls": g.calls, "device_us": g.device_us} for g in found["gemms"]]
     summary = {

@@ -80,8 +80,8 @@ def claim_holds(verdict: str, expect: str) -> bool:
 def _run_sequence(
     runner: SpecRunner | CommandRunner, count: int, progress: Progress, label: str, deadline: float | None = None
 ) -> list[ProcessRecord]:
-    """``count`` values per side; past ``deadline`` (a ``time.perf_counter`` reading) no new pair starts once
-    two pairs are taken."""
+    """``count`` values per side. Once two pairs are taken, a pair starts only if, at the time the pairs so far
+    took on average, it ends by ``deadline`` (a ``time.perf_counter`` reading)."""
     records: list[ProcessRecord] = []
     if isinstance(runner, SpecRunner) and runner.in_process:
         for round_ in range(count):
@@ -91,9 +91,12 @@ def _run_sequence(
                 f"{label} round {round_ + 1}/{count}", "ok", f"A {records[-2].value:.5g}  B {records[-1].value:.5g}"
             )
         return records
+    started = time.perf_counter()
     for seq, index in enumerate(abba(count)):
-        if seq % 2 == 0 and seq >= 4 and deadline is not None and time.perf_counter() > deadline:
-            break
+        if seq % 2 == 0 and seq >= 4 and deadline is not None:
+            now = time.perf_counter()
+            if now + 2 * (now - started) / seq > deadline:
+                break
         value, samples, info = runner.value(index)
         records.append(ProcessRecord(seq, "AB"[index], value, samples, info))
         progress.finished(f"{label} {seq + 1}/{2 * count} {'AB'[index]}", "ok", f"{value:.5g}")
@@ -296,8 +299,11 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
     estimate, set_aside = _estimate(records, scheme)
     # Sampled until decided: an interval across a band edge gets `count` more values per side (a new worker or new
     # processes, the same ABBA order), up to ab_max_processes per side; the verdict's rule stays the same.
+    # A new sequence takes two pairs whatever its deadline: it starts only where the budget holds them.
     while (
-        undecided(estimate, band) and len(records) // 2 + count <= max(settings.ab_max_processes, count) and left() > 0
+        undecided(estimate, band)
+        and len(records) // 2 + count <= max(settings.ab_max_processes, count)
+        and left() >= 2 * pair_s
     ):
         more, _, _ = _measure_pair(sides, request, settings, store, count, progress, "A/B, undecided: more", deadline)
         records += [replace(r, seq=len(records) + i) for i, r in enumerate(more)]
@@ -310,7 +316,7 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
     expect = request.expect if request.expect is not None else (None if is_aa else "win")
     claim_failed = expect is not None and not claim_holds(verdict, expect)
     reason = _reason(verdict, estimate, band, known[1]) + _set_aside(set_aside) + said(checked)
-    if deadline is not None and left() <= 0:
+    if deadline is not None and (left() <= 0 or len(records) // 2 < count):  # the budget held fewer pairs
         reason += f"; the budget of {request.budget_s:g} s ended: the interval is the one {estimate.n} pairs reached"
     record = ABRecord(
         id=_new_id(),

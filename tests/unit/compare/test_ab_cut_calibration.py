@@ -90,3 +90,19 @@ def test_a_cut_recalibration_keeps_the_stored_band(monkeypatch: pytest.MonkeyPat
     request = ABRequest(a="cmd:a", b="cmd:b", processes=3, recalibrate=True, budget_s=1e6)
     record = ab.run_ab(request, Settings.from_env(), store)
     assert record.band == 0.03 and "ab-stored" in record.reason and "not kept" in record.reason
+
+
+def test_a_pair_the_budget_cannot_hold_is_not_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0.0]
+
+    class Timed(Runner):
+        def value(self, index: int) -> tuple[float, tuple[float, ...], dict[str, Any]]:
+            clock[0] += 10.0  # every process takes 10 s of the fake clock
+            return 3.3, (3.3,), {}
+
+    monkeypatch.setattr(ab.time, "perf_counter", lambda: clock[0])
+    taken = ab._run_sequence(Timed(), 10, ab._Quiet(), "A/B", deadline=65.0)  # type: ignore[arg-type]
+    assert len(taken) == 6 and clock[0] <= 65.0  # a fourth pair would end at 80 s
+    clock[0] = 0.0
+    least = ab._run_sequence(Timed(), 10, ab._Quiet(), "A/B", deadline=5.0)  # type: ignore[arg-type]
+    assert len(least) == 4  # two pairs, the fewest an interval needs, whatever the budget

@@ -43,11 +43,12 @@ def direct_launcher(compiled: Any, grid: Sequence[int]) -> Callable[..., None] |
         return None
     dims = (*grid, 1, 1)[:3]
     g0, g1, g2 = (int(d) for d in dims)
+    map_types = _tensor_map_types()
 
     def launch(*args: object) -> None:
         recording = launch_plan.recording
         if recording is not None:  # serving's native gate is planning this call's form
-            recording.append(launch_plan.DirectLaunch(compiled, (g0, g1, g2), args))
+            recording.append(launch_plan.DirectLaunch(compiled, (g0, g1, g2), args, map_types))
         stream = current_stream(current_device())
         enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
         # A profiler's enter hook reads the launch's metadata; built only when one is installed, as the JIT does.
@@ -55,3 +56,14 @@ def direct_launcher(compiled: Any, grid: Sequence[int]) -> Callable[..., None] |
         run(g0, g1, g2, stream, function, packed, metadata, enter, leave, *args)
 
     return launch
+
+
+def _tensor_map_types() -> dict[int, int]:
+    """Triton's TMA element types (a kernel's ``tensordesc_meta``) as the driver's ``CUtensorMapDataType``, which
+    a launch plan's descriptors are encoded with; empty where this Triton has no such table (no plan then)."""
+    try:
+        from triton.backends.nvidia.driver import TMA_DTYPE_DEVICE_TO_HOST
+
+        return {int(k): int(v) for k, v in TMA_DTYPE_DEVICE_TO_HOST.items()}
+    except Exception:  # another backend or another Triton's driver module
+        return {}

@@ -8,7 +8,8 @@ read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -19,16 +20,43 @@ class DirectLaunch:
     compiled: object
     grid: tuple[int, int, int]
     args: tuple[object, ...]
+    tensor_map_types: Mapping[int, int] = field(default_factory=dict)
+    """The backend's TMA element types (a kernel's ``tensordesc_meta``) as the driver's ``CUtensorMapDataType``;
+    empty where it has none, and a launch with a tensor descriptor gets no plan."""
 
 
 recording: list[DirectLaunch] | None = None
 
 
-PlanArg = tuple[int, int, int]
-"""(kind, value, size): INPUT (value: the call tensor's index), OUTPUT, or BYTES (value, in ``size`` bytes)."""
-INPUT, OUTPUT, BYTES = 0, 1, 2
+PlanArg = tuple[int, int, int] | tuple[int, int, int, tuple[int, ...]]
+"""(kind, value, size): INPUT (value: the call tensor's index), OUTPUT, or BYTES (value, in ``size`` bytes); or
+(TENSOR_MAP, tensor, 128, encoding): a TMA descriptor (a CUtensorMap passed by value) of a call tensor (its
+index) or of the output (-1), encoded as Triton encodes it (``TensorMapArg``)."""
+INPUT, OUTPUT, BYTES, TENSOR_MAP = 0, 1, 2, 3
 INT_BYTES = {"i1": 1, "i8": 1, "u1": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4, "i64": 8, "u64": 8}
 """Triton's integer parameter types and their sizes in the kernel's parameter buffer."""
+
+
+@dataclass(frozen=True)
+class TensorMapArg:
+    """A TMA descriptor's encoding, as Triton's launcher makes it for a host ``TensorDescriptor`` of a kernel
+    lowered to TMA (``make_tensordesc_arg``): the C++ launch encodes it once with the form's first address and
+    re-points it at each call's tensor (``cuTensorMapReplaceAddress``). Sizes and strides in elements,
+    outermost first."""
+
+    tensor: int
+    """The call tensor's index, or -1 for the output."""
+    data_type: int
+    """The driver's ``CUtensorMapDataType``."""
+    element_size: int
+    swizzle: int
+    box: tuple[int, ...]
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    def as_tuple(self) -> tuple[int, ...]:
+        rank = len(self.box)
+        return (self.data_type, self.element_size, self.swizzle, rank, *self.box, *self.shape, *self.strides)
 
 
 @dataclass(frozen=True)
@@ -71,6 +99,7 @@ def plan_of(launch: DirectLaunch, args: tuple[object, ...], result: object, out:
     ):
         return None
     call_pointers = {t.data_ptr() for t in (*args, result) if hasattr(t, "data_ptr")}
+    descriptor_meta = list(getattr(metadata, "tensordesc_meta", None) or ())
     recipe: list[PlanArg] = []
     kept: list[object] = []
     for kind, value in zip(signature.values(), launch.args, strict=True):
@@ -78,7 +107,17 @@ def plan_of(launch: DirectLaunch, args: tuple[object, ...], result: object, out:
             continue
         if not isinstance(kind, str):
             return None  # a tuple parameter
-        if kind.startswith("*"):
+        if kind.startswith("tensordesc"):
+            # Triton passes a descriptor as its CUtensorMap, then its sizes (i32) and strides (i64).
+            if not descriptor_meta:
+                return None  # a kernel not lowered to TMA takes a descriptor as pointer, sizes and strides
+            encoding = _tensor_map(value, descriptor_meta.pop(0), launch.tensor_map_types, args, result)
+            if encoding is None:
+                return None
+            recipe.append((TENSOR_MAP, encoding.tensor, 128, encoding.as_tuple()))
+            recipe.extend((BYTES, size, 4) for size in encoding.shape)
+            recipe.extend((BYTES, stride, 8) for stride in encoding.strides)
+        elif kind.startswith("*"):
             index = next((i for i, t in enumerate(args) if value is t), None)
             if value is result:
                 recipe.append((OUTPUT, 0, 8))
@@ -103,3 +142,42 @@ def plan_of(launch: DirectLaunch, args: tuple[object, ...], result: object, out:
         recipe,
         kept,
     )
+
+
+def _tensor_map(
+    descriptor: object, meta: object, types: Mapping[int, int], args: tuple[object, ...], result: object
+) -> TensorMapArg | None:
+    """The encoding of a host ``TensorDescriptor`` as Triton's launcher encodes it for a kernel that reads it
+    through TMA (``meta``: the kernel's ``tensordesc_meta`` entry), or None where the plan cannot repeat it: its
+    base is not exactly one call tensor or the output (by address: a transpose view shares its tensor's), an
+    FP4-padded or NaN-padded descriptor, a layout other than row-major innermost, or an element type ``types``
+    does not hold."""
+    base = getattr(descriptor, "base", None)
+    shape, strides = getattr(descriptor, "shape", None), getattr(descriptor, "strides", None)
+    if not isinstance(meta, dict) or meta.get("fp4_padded") or base is None or shape is None or strides is None:
+        return None
+    if getattr(descriptor, "padding", "zero") != "zero":
+        return None  # NaN padding: an out-of-bounds fill the plan does not encode
+    address = base.data_ptr() if hasattr(base, "data_ptr") else None
+    named = [i for i, t in enumerate(args) if hasattr(t, "data_ptr") and t.data_ptr() == address]
+    if hasattr(result, "data_ptr") and result.data_ptr() == address:
+        named.append(-1)
+    if len(named) != 1:
+        return None  # none, or aliased call tensors: which one later calls of the form follow is not known
+    try:
+        box = tuple(int(b) for b in meta["block_size"])
+        encoding = TensorMapArg(
+            named[0],
+            types[int(meta["elem_type"])],
+            int(meta["elem_size"]),
+            int(meta["swizzle"]),
+            box,
+            tuple(int(d) for d in shape),
+            tuple(int(s) for s in strides),
+        )
+    except Exception:  # another Triton's metadata
+        return None
+    rank = len(encoding.box)
+    if not 1 <= rank <= 5 or len(encoding.shape) != rank or len(encoding.strides) != rank:
+        return None
+    return encoding if encoding.strides[-1] == 1 else None

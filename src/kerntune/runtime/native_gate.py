@@ -10,7 +10,8 @@ C++ hash map:
 - a form decided as served calls the Python served kernel, which launches the tuned kernel and counts the call.
   At that form's first such call the gate records the launch the served kernel made
   (``kerntune.runtime.launch_plan``); where it is one launch of a compiled Triton kernel whose every parameter is
-  a call tensor's pointer, the output's, or a value the form fixes (``plan_of``), and launching that plan from C++
+  a call tensor's pointer, the output's, a TMA descriptor of one of them, or a value the form fixes (``plan_of``),
+  and launching that plan from C++
   reproduces the call's output bit for bit, later calls of the form launch it from C++ through the CUDA driver:
   the output allocated by torch's caching allocator, on torch's current stream, no Python;
 - a form not seen yet runs through the Python served kernel once (the spec's ``shape`` and the table's dispatcher

@@ -24,6 +24,7 @@ BASE = {"GROUP_M": 8, "SPLIT_K": 1, "FUSED": 0, "TMA": 0, "PERSISTENT": 0, "num_
 CONFIGS = {
     "plain": {**BASE, "BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 64},
     "fused-split-k": {**BASE, "BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 128, "SPLIT_K": 4, "FUSED": 1},
+    "tma": {**BASE, "BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 64, "TMA": 1},
 }
 M, N, K = 16, 256, 1024
 
@@ -72,6 +73,15 @@ def test_a_served_form_launches_from_cpp_with_the_served_kernels_answer(family: 
         assert serving.native.planned == 1, "the served form must have a launch plan"
         for out in outputs[1:]:
             assert torch.equal(out, outputs[0]), f"{family}: the C++ launch differs from the served kernel's"
+        spec = load_served_spec(SPEC)
+        assert spec.serve is not None
+        shape = {"M": M, "N": N, "K": K, "layout": "NT", "bias": bias}
+        for seed in (1, 2):  # new operands at new addresses: the plan follows them (a TMA descriptor re-pointed)
+            fresh = [torch.randn_like(t) for t in args[:-1]] + [torch.randn_like(weight).t()]
+            got = torch.addmm(*fresh) if bias else torch.mm(*fresh)
+            want = spec.serve.run(op, shape, CONFIGS[family], tuple(fresh), {})
+            torch.cuda.synchronize()
+            assert torch.equal(got, want), f"{family}: the plan's launch on new operands differs (seed {seed})"
         expected = torch.addmm(*args) if bias else torch.mm(*args)  # served too; compare with the float reference
         reference = (a.double() @ weight.double().t() + (vector.double() if bias else 0)).to(expected.dtype)
         assert torch.allclose(outputs[0].float(), reference.float(), rtol=2e-2, atol=2e-1)
@@ -90,11 +100,7 @@ def test_a_served_form_launches_from_cpp_with_the_served_kernels_answer(family: 
         static[-2].copy_(static[-2] * 0.5)
         graph.replay()
         torch.cuda.synchronize()
-        spec = load_served_spec(SPEC)
-        assert spec.serve is not None
-        direct = spec.serve.run(
-            op, {"M": M, "N": N, "K": K, "layout": "NT", "bias": bias}, CONFIGS[family], tuple(static), {}
-        )
+        direct = spec.serve.run(op, shape, CONFIGS[family], tuple(static), {})
         torch.cuda.synchronize()
         assert torch.equal(captured, direct), f"{family}: the replayed graph differs from the served kernel"
     finally:

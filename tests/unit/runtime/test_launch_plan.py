@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
-from kerntune.runtime.launch_plan import BYTES, INPUT, OUTPUT, DirectLaunch, plan_of
+from kerntune.runtime.launch_plan import BYTES, INPUT, OUTPUT, TENSOR_MAP, DirectLaunch, plan_of
 
 
 @dataclass
@@ -38,8 +38,12 @@ class Compiled:
 SIGNATURE = {"a": "*bf16", "b": "*bf16", "c": "*bf16", "ws": "*fp32", "M": "i32", "K": "i64", "BLOCK": "constexpr"}
 
 
+TMA_TYPES = {9: 8}
+"""A TMA element type as the driver numbers it (Triton's bf16 is 9 in a kernel's metadata, 8 for the driver)."""
+
+
 def _launch(compiled: Any, *args: Any) -> DirectLaunch:
-    return DirectLaunch(compiled, (4, 2, 1), args)
+    return DirectLaunch(compiled, (4, 2, 1), args, TMA_TYPES)
 
 
 def test_each_parameter_is_named_for_every_call_of_the_form() -> None:
@@ -75,3 +79,72 @@ def test_a_parameter_the_recipe_cannot_name_leaves_no_plan() -> None:
     clustered = Compiled(SIGNATURE, metadata=SimpleNamespace(num_warps=4, shared=0, num_ctas=2))
     assert plan_of(_launch(clustered, a, b, c, Buffer(9), 16, 4096, 64), (a, b), c, None) is None
     assert plan_of(_launch(Compiled(SIGNATURE), a, b, c), (a, b), c, None) is None  # parameters missing
+
+
+@dataclass
+class Descriptor:
+    """A host ``TensorDescriptor`` as the recipe sees one."""
+
+    base: Buffer
+    shape: list[int]
+    strides: list[int]
+    block_shape: list[int]
+    padding: str = "zero"
+
+
+DESCRIBED = {"a_desc": "tensordesc<bf16[16, 64]>", "b_desc": "tensordesc<bf16[32, 64]>", "M": "i32", "B_T": "constexpr"}
+
+
+def _tma_meta(count: int) -> SimpleNamespace:
+    meta = {"swizzle": 3, "elem_size": 2, "elem_type": 9, "block_size": [16, 64], "fp4_padded": False}
+    return SimpleNamespace(num_warps=4, shared=0, num_ctas=1, tensordesc_meta=[dict(meta) for _ in range(count)])
+
+
+def test_a_tma_descriptor_is_named_by_its_tensor_and_encoded_as_triton_encodes_it() -> None:
+    a, b, c = Buffer(0x1000), Buffer(0x2000), Buffer(0x3000)
+    b_view = Buffer(0x2000)  # B's transpose view: another object over B's memory
+    compiled = Compiled(DESCRIBED, metadata=_tma_meta(2))
+    descriptors = (
+        Descriptor(a, [16, 4096], [4096, 1], [16, 64]),
+        Descriptor(b_view, [1024, 4096], [4096, 1], [32, 64]),
+    )
+    plan = plan_of(_launch(compiled, *descriptors, 16, 1), (a, b), c, None)
+    assert plan is not None
+    host = TMA_TYPES[9]
+    assert plan.args == [
+        (TENSOR_MAP, 0, 128, (host, 2, 3, 2, 16, 64, 16, 4096, 4096, 1)),
+        (BYTES, 16, 4),
+        (BYTES, 4096, 4),
+        (BYTES, 4096, 8),
+        (BYTES, 1, 8),
+        (TENSOR_MAP, 1, 128, (host, 2, 3, 2, 16, 64, 1024, 4096, 4096, 1)),
+        (BYTES, 1024, 4),
+        (BYTES, 4096, 4),
+        (BYTES, 4096, 8),
+        (BYTES, 1, 8),
+        (BYTES, 16, 4),
+    ]
+    on_output = plan_of(
+        _launch(compiled, Descriptor(c, [16, 1024], [1024, 1], [16, 64]), descriptors[1], 16, 1), (a, b), c, None
+    )
+    assert on_output is not None and on_output.args[0][:2] == (TENSOR_MAP, -1)
+
+
+def test_a_tma_descriptor_the_plan_cannot_repeat_leaves_no_plan() -> None:
+    a, b, c = Buffer(0x1000), Buffer(0x2000), Buffer(0x3000)
+    good = Descriptor(b, [1024, 4096], [4096, 1], [32, 64])
+
+    def plan(first: Descriptor, call: tuple[Any, ...] = (a, b), metadata: SimpleNamespace | None = None) -> Any:
+        compiled = Compiled(DESCRIBED, metadata=metadata or _tma_meta(2))
+        return plan_of(_launch(compiled, first, good, 16, 1), call, c, None)
+
+    assert plan(Descriptor(a, [16, 4096], [4096, 1], [16, 64])) is not None
+    assert plan(Descriptor(Buffer(0x1040), [16, 4096], [4096, 1], [16, 64])) is None  # an offset view: no call tensor
+    assert plan(Descriptor(a, [16, 4096], [4096, 1], [16, 64]), call=(a, Buffer(0x1000))) is None  # aliased operands
+    assert plan(Descriptor(a, [16, 4096], [4096, 1], [16, 64], padding="nan")) is None
+    assert plan(Descriptor(a, [16, 4096], [4096, 1], [16, 64]), metadata=_tma_meta(0)) is None  # not lowered to TMA
+    fp4 = _tma_meta(2)
+    fp4.tensordesc_meta[0]["fp4_padded"] = True
+    assert plan(Descriptor(a, [16, 4096], [4096, 1], [16, 64]), metadata=fp4) is None
+    unknown = DirectLaunch(Compiled(DESCRIBED, metadata=_tma_meta(2)), (4, 2, 1), (good, good, 16, 1))  # no types
+    assert plan_of(unknown, (a, b), c, None) is None

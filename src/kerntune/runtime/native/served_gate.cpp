@@ -7,7 +7,8 @@
 // - a form decided as served calls back into Python (the served kernel, which launches and counts), or, once it has
 //   a launch plan (a compiled kernel's function handle, grid, block, shared memory and argument recipe, checked
 //   against the served kernel's output once), allocates the output with torch's allocator and launches the
-//   kernel from C++ through the CUDA driver's cuLaunchKernel on torch's current stream;
+//   kernel from C++ through the CUDA driver's cuLaunchKernel on torch's current stream (a TMA descriptor the
+//   kernel takes is encoded once and re-pointed at each call's tensor);
 // - a form not seen yet is decided once by Python (the spec's shape reader and the table's dispatcher), which
 //   runs the call and says how its form goes from then on.
 // A spec's shape reader therefore decides from the form only: what it reads of a call must be a function of it.
@@ -70,14 +71,23 @@ struct OpState {
 
 enum Kind : int { UNDECIDED, MISS, SERVED, PLANNED };
 
-// One kernel parameter of a plan: a call tensor's data pointer, the output's, or fixed bytes (an integer the form
-// fixes, a pointer to memory the spec keeps).
-enum ArgKind : int { INPUT = 0, OUTPUT = 1, BYTES = 2 };
+// One kernel parameter of a plan: a call tensor's data pointer, the output's, fixed bytes (an integer the form
+// fixes, a pointer to memory the spec keeps), or a TMA descriptor (a CUtensorMap, passed by value) of a call
+// tensor or of the output.
+enum ArgKind : int { INPUT = 0, OUTPUT = 1, BYTES = 2, TENSOR_MAP = 3 };
 struct PlanArg {
   ArgKind kind;
-  int64_t value;  // INPUT: the tensor's index among the call's positional tensors; BYTES: the value
+  int64_t value;  // INPUT: the tensor's index among the call's positional tensors; BYTES: the value;
+                  // TENSOR_MAP: the tensor's index, or -1 for the output
   int size;  // BYTES: 1, 2, 4 or 8 (little endian)
+  int map = -1;  // TENSOR_MAP: the plan's map
 };
+
+// A CUtensorMap: 128 opaque bytes, 64-byte aligned where the driver reads it.
+struct alignas(128) TensorMap {
+  uint64_t words[16];
+};
+constexpr int MAX_MAPS = 4;
 
 struct Plan {
   void* function;  // CUfunction, loaded by Triton in the device's primary context
@@ -89,6 +99,7 @@ struct Plan {
   std::vector<int64_t> strides;
   at::TensorOptions options;
   std::vector<PlanArg> args;
+  std::vector<TensorMap> maps;  // encoded at the form's first planned call; re-pointed per call
 };
 
 // CUresult cuLaunchKernel(CUfunction, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMemBytes, CUstream,
@@ -96,13 +107,61 @@ struct Plan {
 using LaunchKernel = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
                              void**, void**);
 
+// The driver torch already loaded; never loaded here (a CPU-only process has none, and plans nothing).
+void* driver_symbol(const char* name) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  return lib == nullptr ? nullptr : dlsym(lib, name);
+}
+
 LaunchKernel launch_kernel() {
-  // The driver torch already loaded; never loaded here (a CPU-only process has none, and plans nothing).
-  static LaunchKernel found = [] {
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    return lib == nullptr ? nullptr : reinterpret_cast<LaunchKernel>(dlsym(lib, "cuLaunchKernel"));
-  }();
+  static LaunchKernel found = reinterpret_cast<LaunchKernel>(driver_symbol("cuLaunchKernel"));
   return found;
+}
+
+// CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t rank, void* address,
+// const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box, const cuuint32_t* element_strides,
+// interleave, swizzle, L2 promotion, OOB fill) and cuTensorMapReplaceAddress(CUtensorMap*, void*): enums are ints.
+using EncodeTiled = int (*)(TensorMap*, int, uint32_t, void*, const uint64_t*, const uint64_t*, const uint32_t*,
+                            const uint32_t*, int, int, int, int);
+using ReplaceAddress = int (*)(TensorMap*, void*);
+
+EncodeTiled encode_tiled() {
+  static EncodeTiled found = reinterpret_cast<EncodeTiled>(driver_symbol("cuTensorMapEncodeTiled"));
+  return found;
+}
+
+ReplaceAddress replace_address() {
+  static ReplaceAddress found = reinterpret_cast<ReplaceAddress>(driver_symbol("cuTensorMapReplaceAddress"));
+  return found;
+}
+
+// A descriptor as Triton's launcher encodes a host TensorDescriptor (its fillTMADescriptor): dims and box
+// innermost first, byte strides of all but the innermost dimension, element strides 1, no interleave, the
+// kernel's swizzle, 128-byte L2 promotion, zero fill. encoding: (data type, element size, swizzle, rank,
+// box..., shape..., strides...), outermost first. False where the driver refuses it.
+bool encode_map(TensorMap& map, const std::vector<int64_t>& encoding, const void* address) {
+  const auto encode = encode_tiled();
+  if (encode == nullptr || encoding.size() < 4) {
+    return false;
+  }
+  const int64_t rank = encoding[3];
+  if (rank < 1 || rank > 5 || static_cast<int64_t>(encoding.size()) != 4 + 3 * rank) {
+    return false;
+  }
+  const int64_t element_size = encoding[1];
+  uint32_t box[5], element_strides[5] = {1, 1, 1, 1, 1};
+  uint64_t dims[5], strides[5] = {0, 0, 0, 0, 0};
+  for (int64_t i = 0; i < rank; ++i) {
+    box[rank - 1 - i] = static_cast<uint32_t>(encoding[4 + i]);
+    dims[rank - 1 - i] = static_cast<uint64_t>(encoding[4 + rank + i]);
+  }
+  for (int64_t i = 0; i + 1 < rank; ++i) {
+    strides[rank - 2 - i] = static_cast<uint64_t>(element_size * encoding[4 + 2 * rank + i]);
+  }
+  constexpr int NO_INTERLEAVE = 0, L2_PROMOTION_128B = 2, NO_FILL = 0;
+  return encode(&map, static_cast<int>(encoding[0]), static_cast<uint32_t>(rank), const_cast<void*>(address), dims,
+                strides, box, element_strides, NO_INTERLEAVE, static_cast<int>(encoding[2]), L2_PROMOTION_128B,
+                NO_FILL) == 0;
 }
 
 constexpr int FORM_WORDS = 64;
@@ -291,11 +350,23 @@ std::optional<at::Tensor> launch(const Plan& plan, const Call& c, const at::Tens
   const size_t n = plan.args.size();
   uint64_t storage[64];
   void* params[66];
-  if (n > 64) {
+  TensorMap maps[MAX_MAPS];
+  if (n > 64 || plan.maps.size() > MAX_MAPS) {
     return std::nullopt;
   }
   for (size_t i = 0; i < n; ++i) {
     const auto& arg = plan.args[i];
+    if (arg.kind == TENSOR_MAP) {
+      const auto replace = replace_address();
+      TensorMap& map = maps[arg.map];
+      map = plan.maps[arg.map];
+      const void* address = arg.value < 0 ? output.const_data_ptr() : c.tensors[arg.value]->const_data_ptr();
+      if (replace == nullptr || replace(&map, const_cast<void*>(address)) != 0) {
+        return std::nullopt;
+      }
+      params[i] = &map;
+      continue;
+    }
     if (arg.kind == INPUT) {
       storage[i] = reinterpret_cast<uint64_t>(c.tensors[arg.value]->const_data_ptr());
     } else if (arg.kind == OUTPUT) {
@@ -319,8 +390,9 @@ std::optional<at::Tensor> launch(const Plan& plan, const Call& c, const at::Tens
 }
 
 // A plan from Python: (function, (gx, gy, gz), block, shared, output given, example output or None,
-// [(kind, value, size)]).
-std::shared_ptr<const Plan> plan_of(const py::tuple& spec) {
+// [(kind, value, size) or (TENSOR_MAP, tensor, 128, encoding)]); a TMA descriptor is encoded for this call's
+// tensor (`output`: the call's result). Null where one cannot be encoded.
+std::shared_ptr<const Plan> plan_of(const py::tuple& spec, const Call& c, const at::Tensor& output) {
   auto plan = std::make_shared<Plan>();
   plan->function = reinterpret_cast<void*>(spec[0].cast<uint64_t>());
   const auto grid = spec[1].cast<py::tuple>();
@@ -338,7 +410,21 @@ std::shared_ptr<const Plan> plan_of(const py::tuple& spec) {
   }
   for (const auto& item : spec[6].cast<py::list>()) {
     const auto arg = item.cast<py::tuple>();
-    plan->args.push_back({static_cast<ArgKind>(arg[0].cast<int>()), arg[1].cast<int64_t>(), arg[2].cast<int>()});
+    PlanArg planned{static_cast<ArgKind>(arg[0].cast<int>()), arg[1].cast<int64_t>(), arg[2].cast<int>()};
+    if (planned.kind == TENSOR_MAP) {
+      const int64_t tensor = planned.value;
+      if (arg.size() != 4 || tensor >= c.n_tensors || tensor < -1 || plan->maps.size() == MAX_MAPS) {
+        return nullptr;
+      }
+      const void* address = tensor < 0 ? output.const_data_ptr() : c.tensors[tensor]->const_data_ptr();
+      TensorMap map{};
+      if (!encode_map(map, arg[3].cast<std::vector<int64_t>>(), address)) {
+        return nullptr;
+      }
+      planned.map = static_cast<int>(plan->maps.size());
+      plan->maps.push_back(map);
+    }
+    plan->args.push_back(planned);
   }
   return plan;
 }
@@ -384,7 +470,7 @@ std::optional<at::Tensor> served_call(const Call& c, const Form& form, int64_t f
       return std::nullopt;
     }
     if (!parts[1].is_none()) {
-      plan = plan_of(parts[1].cast<py::tuple>());
+      plan = plan_of(parts[1].cast<py::tuple>(), c, *result);
     }
   }
   if (plan && plan_matches(*plan, c, *result)) {

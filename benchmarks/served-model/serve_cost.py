@@ -1,6 +1,7 @@
 """Host cost of a served GEMM call against the library's own call, timed interleaved in one process.
 
-    python benchmarks/served-model/serve_cost.py [--backend CUDA|CPU] [--rounds 20] [--calls 2000] [--out FILE.json]
+    python benchmarks/served-model/serve_cost.py [--backend CUDA|CPU] [--config plain|tma] [--rounds 20] [--calls 2000]
+        [--out FILE.json]
 
 The sides, in A B C ... C B A order per round (each round: every side once per order position), on one small
 ``torch.mm`` (M=16, N=64, K=64, B an nn.Linear-style transpose, bf16 on CUDA, fp16 on the CPU):
@@ -8,7 +9,8 @@ The sides, in A B C ... C B A order per round (each round: every side once per o
 - ``miss``: ``kerntune.runtime.serve`` installed with a table that does not hold the call's key, so every call
   goes through the native gate (C++) to the kernel the library had registered (the cost every uncovered GEMM pays);
 - ``hit`` (CUDA only): the table holds the key, so the gate calls the served kernel, which launches
-  kernels/triton_gemm's kernel;
+  kernels/triton_gemm's kernel at the ``--config`` named: ``plain`` (pointers and integers) or ``tma`` (its TMA
+  kernel, whose operands are tensor descriptors);
 - ``miss_python`` and ``hit_python``: the same through the Python served kernel (``KERNTUNE_NATIVE_GATE=off``).
 ``planned_forms`` says whether the gate launched the hit from C++ (a launch plan) or called the Python served
 kernel for it.
@@ -58,9 +60,10 @@ CONFIG = {
     "num_warps": 4,
     "num_stages": 2,
 }
+CONFIGS = {"plain": CONFIG, "tma": {**CONFIG, "BLOCK_N": 32, "TMA": 1}}
 
 
-def _table(folder: Path, device: dict[str, Any], dtype: str, hit: bool) -> Path:
+def _table(folder: Path, device: dict[str, Any], dtype: str, hit: bool, config: dict[str, Any]) -> Path:
     spec = load_served_spec(SPEC)
     shape = dict(SHAPE) if hit else {**SHAPE, "N": SHAPE["N"] * 2}  # a miss: another N
     key = {"op": spec.name, "source": problem_source_hash(spec), "dtype": dtype, **device, **shape}
@@ -70,7 +73,7 @@ def _table(folder: Path, device: dict[str, Any], dtype: str, hit: bool) -> Path:
             {
                 "schema": 1,
                 "validators": {},
-                "entries": [{"key": key, "config": CONFIG, "status": "measured", "spec": str(SPEC)}],
+                "entries": [{"key": key, "config": config, "status": "measured", "spec": str(SPEC)}],
             }
         )
     )
@@ -87,19 +90,21 @@ def _host_us(a: torch.Tensor, b: torch.Tensor, calls: int, sync: Any) -> float:
     return elapsed / calls / 1e3
 
 
-def _pieces(a: torch.Tensor, b: torch.Tensor, rounds: int, calls: int, dtype: torch.dtype) -> dict[str, Any]:
+def _pieces(
+    a: torch.Tensor, b: torch.Tensor, rounds: int, calls: int, dtype: torch.dtype, config: dict[str, Any]
+) -> dict[str, Any]:
     spec = load_served_spec(SPEC)
     serve_ = spec.serve
     assert serve_ is not None and serve_.prepare is not None
     shape = {k: v for k, v in SHAPE.items()}
-    launcher = serve_.prepare("aten::mm", shape, CONFIG)
+    launcher = serve_.prepare("aten::mm", shape, config)
     launcher((a, b), {})  # the key's first call: compile, and the direct launcher made
-    serve_.run("aten::mm", shape, CONFIG, (a, b), {})
+    serve_.run("aten::mm", shape, config, (a, b), {})
     pieces: dict[str, Any] = {
         "library": lambda: torch.mm(a, b),
         "read": lambda: serve_.shape("aten::mm", (a, b), {}),
         "empty": lambda: torch.empty((SHAPE["M"], SHAPE["N"]), dtype=dtype, device=a.device),
-        "launch_jit": lambda: serve_.run("aten::mm", shape, CONFIG, (a, b), {}),
+        "launch_jit": lambda: serve_.run("aten::mm", shape, config, (a, b), {}),
         "launch_direct": lambda: launcher((a, b), {}),
     }
     times: dict[str, list[float]] = {n: [] for n in pieces}
@@ -118,11 +123,13 @@ def _pieces(a: torch.Tensor, b: torch.Tensor, rounds: int, calls: int, dtype: to
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--backend", choices=("CUDA", "CPU"), default="CUDA")
+    p.add_argument("--config", choices=sorted(CONFIGS), default="plain", help="the hit's kernel form")
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--out")
     args = p.parse_args()
     cuda = args.backend == "CUDA"
+    config = CONFIGS[args.config]
     device = torch.device("cuda" if cuda else "cpu")
     dtype = torch.bfloat16 if cuda else torch.float16
     fields = torch_device_fields() if cuda else cpu_device_fields()
@@ -130,9 +137,9 @@ def main() -> None:
     b = torch.randn(SHAPE["N"], SHAPE["K"], device=device).to(dtype).t()  # an nn.Linear weight, as mm sees it
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     folder = Path(tempfile.mkdtemp(prefix="kerntune-serve-cost-"))
-    tables = {"miss": _table(folder, fields, str(dtype).removeprefix("torch."), hit=False)}
+    tables = {"miss": _table(folder, fields, str(dtype).removeprefix("torch."), hit=False, config=config)}
     if cuda:
-        tables["hit"] = _table(folder, fields, str(dtype).removeprefix("torch."), hit=True)
+        tables["hit"] = _table(folder, fields, str(dtype).removeprefix("torch."), hit=True, config=config)
     native, python = Settings.from_env(), Settings(native_gate="off")
     gates, planned = {}, {}
     for name in list(tables):
@@ -170,6 +177,7 @@ def main() -> None:
         "backend": args.backend,
         "device": fields["device_name"],
         "shape": SHAPE,
+        "config": config,
         "calls_per_block": args.calls,
         "blocks_per_side": rounds,
         "torch": torch.__version__,
@@ -180,7 +188,7 @@ def main() -> None:
     for name in tables:
         diffs = sorted(times[name][i] - times["library"][i] for i in range(rounds))
         result[f"{name}_over_library_us"] = {"median": statistics.median(diffs), "low": diffs[0], "high": diffs[-1]}
-    pieces = _pieces(a, b, args.rounds, args.calls, dtype) if cuda else None
+    pieces = _pieces(a, b, args.rounds, args.calls, dtype, config) if cuda else None
     if pieces is not None:
         result["pieces_median_us"] = pieces["median_us"]
     print(json.dumps(result, indent=1))

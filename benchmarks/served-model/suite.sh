@@ -14,12 +14,14 @@
 # abba:   per mode, benchmarks/served-model/served_abba.py: the app alone against it under `kerntune run --table`, PAIRS (5)
 #         pairs of fresh processes in A B B A order, APP_STEPS steps each: the ratio of its ms per step and its
 #         interval (no A/A band: verify's A/B has one, at twice the processes).
-# cost:   benchmarks/served-model/serve_cost.py: a served call's host cost (miss and hit) over the library's, interleaved.
+# cost:   benchmarks/served-model/serve_cost.py: a served call's host cost (miss and hit) over the library's, interleaved;
+#         COST_CONFIG: the hit's kernel form (plain, or tma: serve_cost-tma.json), COST_ROUNDS (20).
 # partial: the eager decode served a table of only some of its GEMM keys, so the other calls miss and pay the served
 #          path's gate: steps tune (the top PARTIAL_TOP (3) decode keys, M = 16, of DECODE_CORPUS, scope's corpus of
-#          2026-12-01) and engage (decode, eager) with VERIFY_BUDGET 180s; APP_STEPS 300 here.
+#          2026-12-01; PARTIAL_TABLE: a table tuned so before, in place of this tune) and engage (decode, eager)
+#          with VERIFY_BUDGET 180s; APP_STEPS 300 here.
 # variants: where the partial table's time goes in that eager decode: the partial step's tune (unless its table is
-#          already in $W), then benchmarks/served-model/served_variants.py (VARIANT_ROUNDS, 1): the app alone, the
+#          already in $W, or PARTIAL_TABLE names one), then benchmarks/served-model/served_variants.py (VARIANT_ROUNDS, 1): the app alone, the
 #          table off, the C++ gate, the Python gate, every call a miss, and the table without its TMA entries
 #          (VARIANTS: a comma-separated subset), then the table off and on once each under the profiler;
 #          APP_STEPS 300 here.
@@ -81,8 +83,10 @@ step_abba() {
 
 step_cost() {
   local out; out=$(step_dir cost)
-  bounded "${COST_LIMIT:-120}" python3 benchmarks/served-model/serve_cost.py --out "$out/serve_cost.json" > "$out/serve_cost.log" \
-    2>&1
+  local config=${COST_CONFIG:-plain} name=serve_cost
+  [ "$config" = plain ] || name=serve_cost-$config
+  bounded "${COST_LIMIT:-120}" python3 benchmarks/served-model/serve_cost.py --config "$config" \
+    --rounds "${COST_ROUNDS:-20}" --out "$out/$name.json" > "$out/$name.log" 2>&1
 }
 
 # Bash scopes dynamically: the locals below are what step_tune and step_engage read.
@@ -96,13 +100,17 @@ step_partial() {
   local CORPUS=$W/decode-keys.jsonl TABLE=$W/partial-table.json TOP=${PARTIAL_TOP:-3} VERIFY_BUDGET=${VERIFY_BUDGET:-180s}
   local APP_STEPS=${APP_STEPS:-300}  # 30 steps (0.1 s) left the interval wide (history, 2026-12-07)
   local -a MODES=("decode none")
-  step_tune
+  if [ -n "${PARTIAL_TABLE:-}" ]; then
+    cp "$PARTIAL_TABLE" "$TABLE" || return 1
+  else
+    step_tune
+  fi
   step_engage
 }
 
 step_variants() {
   local out code; out=$(step_dir variants)
-  local TABLE=$W/partial-table.json APP_STEPS=${APP_STEPS:-300}
+  local TABLE=${PARTIAL_TABLE:-$W/partial-table.json} APP_STEPS=${APP_STEPS:-300}
   if [ ! -s "$TABLE" ]; then
     _decode_keys || return 1
     local CORPUS=$W/decode-keys.jsonl TOP=${PARTIAL_TOP:-3}

@@ -190,7 +190,6 @@ def gluon_part(reps: int, log: list) -> None:
     configs["ping128x6s2"] = {**configs["ping128x4"], "STAGES": 6, "EPI_SPLIT": 2, "LOAD_REGS": 24, "MMA_REGS": 240}
     # Where the last wave of tiles is partial and small: whole waves first, the rest as one wave of half tiles.
     configs["coop256x4s2t"] = {**configs["coop256x4s2"], "TAIL_SPLIT": 1}
-    configs["coop256x4s2c"] = {**configs["coop256x4s2"], "TAIL_SPLIT": 2}  # the tail on a side stream, concurrent
     wanted = os.environ.get("PROBE_CONFIGS")
     if wanted:
         configs = {k: v for k, v in configs.items() if k in wanted.split(",")}

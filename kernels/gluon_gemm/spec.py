@@ -11,8 +11,7 @@ consumers drain it. Two schedules:
 A transposed operand is read through a TMA descriptor of its row-major storage and handed to wgmma as a permuted
 shared-memory view (MN-major), so no layout costs a copy. The bias is added in fp32 before the one rounding.
 Where the last wave of tiles would leave most SMs idle, ``TAIL_SPLIT`` launches twice on column slices: whole waves
-of tiles first, then the rest as one wave of half-width tiles; at 2 the second launch runs on a side stream, so its
-programs take SMs as the first launch's retire.
+of tiles first, then the rest as one wave of half-width tiles.
 """
 
 from __future__ import annotations
@@ -304,44 +303,20 @@ def _launch(
     )  # fmt: skip
 
 
-_SIDE_STREAMS: dict[int, torch.cuda.Stream] = {}
-
-
-def _side_stream(device: torch.device) -> torch.cuda.Stream:
-    """One side stream a device, made once: a stream made per call would be host time and, under CUDA graph
-    capture, a new stream each replay never sees."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _SIDE_STREAMS:
-        _SIDE_STREAMS[index] = torch.cuda.Stream(index)
-    return _SIDE_STREAMS[index]
-
-
 def run_gemm(
     a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, meta: Mapping[str, Any]
 ) -> Any:
-    """C = A·B (+ bias) at config ``meta``; returns the compiled kernel (the first launch's). With TAIL_SPLIT 1 or
-    2, where ``tail_columns`` finds a split, two launches on column slices of B, C and the bias: the first fills
-    whole waves of 128×BLOCK_N tiles, the second runs the rest as one wave of half-width tiles (the same kernel at
-    BLOCK_N/2), instead of a last wave that leaves most SMs idle. At 2 the second launch runs on a side stream
-    forked from the caller's and joined back before returning, so it may start while the first drains."""
+    """C = A·B (+ bias) at config ``meta``; returns the compiled kernel (the first launch's). With TAIL_SPLIT=1,
+    where ``tail_columns`` finds a split, two launches on column slices of B, C and the bias: the first fills whole
+    waves of 128×BLOCK_N tiles, the second runs the rest as one wave of half-width tiles (the same kernel at
+    BLOCK_N/2), instead of a last wave that leaves most SMs idle."""
     bn, sms = int(meta["BLOCK_N"]), _sm_count(a.device)
-    mode = int(meta.get("TAIL_SPLIT", 0))
-    first = tail_columns(a.shape[0], b.shape[1], bn, sms) if mode and sms else None
+    first = tail_columns(a.shape[0], b.shape[1], bn, sms) if int(meta.get("TAIL_SPLIT", 0)) and sms else None
     if first is None:
         return _launch(a, b, c, bias, bn, meta)
     # Column slices keep TMA's alignment: ``first`` is a whole number of tiles (a multiple of 64 elements).
-    head = (a, b[:, :first], c[:, :first], None if bias is None else bias[:first], bn, meta)
-    tail = (a, b[:, first:], c[:, first:], None if bias is None else bias[first:], bn // 2, meta)
-    if mode == 1:
-        kernel = _launch(*head)
-        _launch(*tail)
-        return kernel
-    caller, side = torch.cuda.current_stream(a.device), _side_stream(a.device)
-    side.wait_stream(caller)  # the tail reads A and B and writes C only after the caller's earlier work
-    kernel = _launch(*head)
-    with torch.cuda.stream(side):
-        _launch(*tail)
-    caller.wait_stream(side)  # the caller's later work sees the whole of C
+    kernel = _launch(a, b[:, :first], c[:, :first], None if bias is None else bias[:first], bn, meta)
+    _launch(a, b[:, first:], c[:, first:], None if bias is None else bias[first:], bn // 2, meta)
     return kernel
 
 
@@ -389,8 +364,8 @@ def hopper(c: Mapping[str, Any], s: Mapping[str, Any], t: kt.Target | None) -> b
 
 
 def tail_split_applies(c: Mapping[str, Any], s: Mapping[str, Any], t: kt.Target | None) -> bool:
-    """TAIL_SPLIT (1 or 2) only where ``tail_columns`` splits at this shape on this device's SM count: elsewhere
-    it would be the TAIL_SPLIT=0 config timed again."""
+    """TAIL_SPLIT=1 only where ``tail_columns`` splits at this shape on this device's SM count: elsewhere it would
+    be the TAIL_SPLIT=0 config timed twice."""
     if not int(c.get("TAIL_SPLIT", 0)):
         return True
     return t is not None and tail_columns(int(s["M"]), int(s["N"]), int(c["BLOCK_N"]), t.compute_units) is not None
@@ -425,7 +400,7 @@ problem = kt.Problem(
             "LOAD_REGS": [24, 40],
             "MMA_REGS": [232, 240],
             "EPI_SPLIT": [1, 2],
-            "TAIL_SPLIT": [0, 1, 2],
+            "TAIL_SPLIT": [0, 1],
         },
         constraints=[
             kt.Constraint(lambda c: smem_bytes(c) <= SMEM_LIMIT, "ring and C tiles fit shared memory"),

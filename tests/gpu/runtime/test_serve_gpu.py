@@ -146,12 +146,15 @@ def test_an_unmodified_llama_is_served_eager_compiled_and_in_cuda_graphs(
     assert all(c["failed"] == 0 for c in engaged["served_ops"].values())
     assert sum(c["served"] for c in engaged["served_ops"].values()) == sum(e["calls"] for e in engaged["entries"])
     if compiled != "reduce-overhead":  # each served call launched the tuned kernel once, by its own call
+        # (and the native gate's check of a form's launch plan launches it once more, at that form's planning call)
+        checks = engaged["planned_forms"] or 0
         assert all(
             e["profiled_by"] == "operator"
-            and e["profiled_launches"] == e["calls"]
+            and e["calls"] <= e["profiled_launches"] <= e["calls"] + checks
             and not any("nvjet" in k or "gemm" in k.lower() for k in e["other_kernels"])
             for e in engaged["entries"]
         ), engaged["entries"]  # and cuBLAS ran none of them
+        assert sum(e["profiled_launches"] - e["calls"] for e in engaged["entries"]) <= checks
     if compiled == "none":
         foreign = _table(lines, tmp_path / "foreign.json", compute_units=1)
         missed = kerntune(

@@ -27,36 +27,29 @@ import time
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
 
-from kerntune.compare.runners import ABRequest, CommandRunner, SideFailed, SpecRunner
+from kerntune.compare.runners import ABRequest, SideFailed
+from kerntune.compare.sequence import (
+    Progress,
+    Quiet,
+    abba,
+    band_scope,
+    measure_pair,
+    pooled_conditions,
+    ratio_estimate,
+    second_timer_check,
+    set_aside_note,
+)
 from kerntune.compare.sides import Side, parse_side
 from kerntune.errors import UsageError
-from kerntune.measure.second_timer import TimerCheck, agrees, combine, said
-from kerntune.measure.stats import DISTURBED_Z, RatioEstimate, ratio_ci, robust_ratio_ci
+from kerntune.measure.second_timer import said
+from kerntune.measure.stats import RatioEstimate
 from kerntune.settings import Settings
 from kerntune.store import Store
 from kerntune.store.claims import REFERENCED, ABRecord, ProcessRecord, noise_band, now, save_ab, set_noise_band
 
 __all__ = ["ABRequest", "SideFailed", "abba", "claim_holds", "run_ab", "verdict_for"]
 EXPECTATIONS = ("win", "loss", "same")
-
-
-class Progress(Protocol):
-    def finished(self, label: str, status: str, detail: str) -> None: ...
-
-
-class _Quiet:
-    def finished(self, label: str, status: str, detail: str) -> None:
-        pass
-
-
-def abba(count: int) -> list[int]:
-    """Side indices (0 = A, 1 = B) in counterbalanced order: A B B A A B B A ... (``count`` per side)."""
-    order: list[int] = []
-    for i in range(count):
-        order += [0, 1] if i % 2 == 0 else [1, 0]
-    return order
 
 
 def verdict_for(estimate: RatioEstimate, band: float) -> str:
@@ -77,154 +70,11 @@ def claim_holds(verdict: str, expect: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------- the run
-def _run_sequence(
-    runner: SpecRunner | CommandRunner, count: int, progress: Progress, label: str, deadline: float | None = None
-) -> list[ProcessRecord]:
-    """``count`` values per side. Once two pairs are taken, a pair starts only if, at the time the pairs so far
-    took on average, it ends by ``deadline`` (a ``time.perf_counter`` reading)."""
-    records: list[ProcessRecord] = []
-    if isinstance(runner, SpecRunner) and runner.in_process:
-        for round_ in range(count):
-            for side, (value, samples, info) in zip("AB", runner.pair(), strict=True):
-                records.append(ProcessRecord(len(records), side, value, samples, info))
-            progress.finished(
-                f"{label} round {round_ + 1}/{count}", "ok", f"A {records[-2].value:.5g}  B {records[-1].value:.5g}"
-            )
-        return records
-    started = time.perf_counter()
-    for seq, index in enumerate(abba(count)):
-        if seq % 2 == 0 and seq >= 4 and deadline is not None:
-            now = time.perf_counter()
-            if now + 2 * (now - started) / seq > deadline:
-                break
-        value, samples, info = runner.value(index)
-        records.append(ProcessRecord(seq, "AB"[index], value, samples, info))
-        progress.finished(f"{label} {seq + 1}/{2 * count} {'AB'[index]}", "ok", f"{value:.5g}")
-    return records
-
-
-def _pairs(records: list[ProcessRecord]) -> list[tuple[float, float]]:
-    pairs = []
-    for first, second in zip(records[::2], records[1::2], strict=True):
-        a, b = (first, second) if first.side == "A" else (second, first)
-        paired = b.info.get("paired_log_ratio")
-        pairs.append((a.value, a.value * math.exp(paired) if paired is not None else b.value))
-    return pairs
-
-
-def _conditions(records: list[ProcessRecord]) -> dict[str, Any]:
-    seen: list[dict[str, Any]] = [r.info["conditions"] for r in records if r.info.get("conditions")]
-    if not seen:
-        return {}
-    first = dict(seen[0])
-    first["throttled_values"] = sum(1 for c in seen if (c.get("telemetry") or {}).get("throttled"))
-    first["other_tenant_values"] = sum(1 for c in seen if (c.get("telemetry") or {}).get("other_tenant"))
-    return first
-
-
-def _second_timer(records: list[ProcessRecord], scheme: str) -> TimerCheck | None:
-    """B over A by the second timer (``measure.second_timer``) where the processes had one: in-process, B's
-    rounds timed beside A; referenced, each side's rounds timed beside the reference, B's over A's."""
-
-    def checks(side: str) -> TimerCheck | None:
-        stored = [
-            ((r.info.get("conditions") or {}).get("telemetry") or {}).get("second_timer")
-            for r in records
-            if r.side == side
-        ]
-        return combine([check for check in stored if check])
-
-    b = checks("B")
-    if scheme != REFERENCED or b is None:
-        return b if scheme == "in-process" else None
-    a = checks("A")
-    if a is None:
-        return None
-    ratio, events = b["ratio"] / a["ratio"], b["events_ratio"] / a["events_ratio"]
-    return {
-        **b,
-        "ratio": ratio,
-        "events_ratio": events,
-        "rounds": min(a["rounds"], b["rounds"]),
-        "agrees": agrees(events, ratio),
-    }
-
-
-def _runner(
-    sides: tuple[Side, Side], request: ABRequest, settings: Settings, store: Store
-) -> tuple[SpecRunner | CommandRunner, str]:
-    kinds = {s.kind for s in sides}
-    if len(kinds) > 1:
-        raise UsageError(
-            "both sides must be specs (or kernel sources) or both commands: "
-            "a command's metric and a kernel's time are not comparable"
-        )
-    if "command" in kinds:
-        if request.scheme == "in-process":
-            raise UsageError("commands always run in fresh processes: drop --scheme in-process")
-        return CommandRunner(sides, request, settings), "fresh"
-    # Two configs or two kernel sources of one spec load into one worker and are timed interleaved; two specs
-    # (or two revisions of a whole spec folder) may differ in anything the spec file does, so fresh processes.
-    one_spec = sides[0].spec_path == sides[1].spec_path
-    if request.scheme == "in-process" and not one_spec:
-        raise UsageError(
-            "in-process A/B needs one spec (two of its configs or kernel sources); these sides are "
-            "two spec files, which take fresh processes to load: use --scheme fresh (the default)"
-        )
-    if request.scheme == "in-process" and sides[0].env != sides[1].env:
-        raise UsageError(
-            "the sides set different environment variables, which take effect when a process starts: "
-            "they run in fresh processes (drop --scheme in-process)"
-        )
-    in_process = request.scheme == "in-process" or (
-        request.scheme == "auto" and one_spec and sides[0].env == sides[1].env
-    )
-    if in_process and settings.mode == "graph":
-        raise UsageError(
-            "the in-process A/B interleaves single launches (eager): with KERNTUNE_MODE=graph use --scheme fresh"
-        )
-    runner = SpecRunner(sides, request, settings, store, in_process)
-    return runner, "in-process" if in_process else (REFERENCED if runner.referenced else "fresh")
-
-
-def _scope(runner: SpecRunner | CommandRunner, scheme: str, conditions: dict[str, Any]) -> str:
-    """Where a noise band applies: device, scheme, conditions, what side A runs (by content and resolved
-    config: ``SPEC`` and ``SPEC@K=default`` are one scope), shape and dtype."""
-    keys = ("timer", "regime", "mode", "reference")
-    cond = ",".join(str(conditions.get(k, "")) for k in keys)
-    return "|".join(
-        (
-            str(runner.target.get("device_name") or runner.target.get("label")),
-            scheme,
-            cond,
-            runner.work(0),
-            runner.shape_key,
-            runner.dtype,
-        )
-    )
-
-
-def _measure_pair(
-    sides: tuple[Side, Side],
-    request: ABRequest,
-    settings: Settings,
-    store: Store,
-    count: int,
-    progress: Progress,
-    label: str,
-    deadline: float | None = None,
-) -> tuple[list[ProcessRecord], SpecRunner | CommandRunner, str]:
-    runner, scheme = _runner(sides, request, settings, store)
-    try:
-        records = _run_sequence(runner, count, progress, label, deadline)
-    finally:
-        runner.close()
-    return records, runner, scheme
 
 
 def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progress | None = None) -> ABRecord:
     """Measure A and B, calibrate the noise band if this scope has none, and record the verdict."""
-    progress = progress or _Quiet()
+    progress = progress or Quiet()
     if request.expect is not None and request.expect not in EXPECTATIONS:
         raise UsageError(f"--expect {request.expect!r}: one of {', '.join(EXPECTATIONS)}")
     if request.scheme not in ("auto", "fresh", "in-process"):
@@ -237,7 +87,7 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
     started = time.perf_counter()
     deadline = None if request.budget_s is None else started + request.budget_s
     try:
-        records, runner, scheme = _measure_pair(sides, request, settings, store, count, progress, "A/B", deadline)
+        records, runner, scheme = measure_pair(sides, request, settings, store, count, progress, "A/B", deadline)
     except SideFailed as exc:
         # A side that fails its gate, crashes or hangs blocks the claim: recorded, so the ledger shows it.
         save_ab(
@@ -264,13 +114,13 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
             ),
         )
         raise
-    conditions = {**_conditions(records), "shape": runner.shape_key, "dtype": runner.dtype}
+    conditions = {**pooled_conditions(records), "shape": runner.shape_key, "dtype": runner.dtype}
     if scheme == REFERENCED:  # what each process timed beside its side (part of the noise band's scope)
         conditions["reference"] = request.reference
-    checked = _second_timer(records, scheme)
+    checked = second_timer_check(records, scheme)
     if checked:
         conditions["second_timer"] = checked
-    scope = _scope(runner, scheme, conditions)
+    scope = band_scope(runner, scheme, conditions)
     known = noise_band(store, scope)
 
     def left() -> float:
@@ -296,7 +146,7 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
             f"{count} pairs takes), so {floor}",
         )
     band = max(settings.ab_min_band, known[0])
-    estimate, set_aside = _estimate(records, scheme)
+    estimate, set_aside = ratio_estimate(records, scheme)
     # Sampled until decided: an interval across a band edge gets `count` more values per side (a new worker or new
     # processes, the same ABBA order), up to ab_max_processes per side; the verdict's rule stays the same.
     # A new sequence takes two pairs whatever its deadline: it starts only where the budget holds them.
@@ -305,17 +155,17 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
         and len(records) // 2 + count <= max(settings.ab_max_processes, count)
         and left() >= 2 * pair_s
     ):
-        more, _, _ = _measure_pair(sides, request, settings, store, count, progress, "A/B, undecided: more", deadline)
+        more, _, _ = measure_pair(sides, request, settings, store, count, progress, "A/B, undecided: more", deadline)
         records += [replace(r, seq=len(records) + i) for i, r in enumerate(more)]
-        estimate, set_aside = _estimate(records, scheme)
-        checked = _second_timer(records, scheme)
+        estimate, set_aside = ratio_estimate(records, scheme)
+        checked = second_timer_check(records, scheme)
         if checked:
             conditions["second_timer"] = checked
     verdict = verdict_for(estimate, band)
     is_aa = runner.work(0) == runner.work(1)  # same code by content and same resolved config
     expect = request.expect if request.expect is not None else (None if is_aa else "win")
     claim_failed = expect is not None and not claim_holds(verdict, expect)
-    reason = _reason(verdict, estimate, band, known[1]) + _set_aside(set_aside) + said(checked)
+    reason = _reason(verdict, estimate, band, known[1]) + set_aside_note(set_aside) + said(checked)
     if deadline is not None and (left() <= 0 or len(records) // 2 < count):  # the budget held fewer pairs
         reason += f"; the budget of {request.budget_s:g} s ended: the interval is the one {estimate.n} pairs reached"
     record = ABRecord(
@@ -358,8 +208,8 @@ def _calibrate(
     scope's band: two or three pairs give an interval as wide as the t quantile makes it, which a later run in
     the scope would inherit."""
     started = time.perf_counter()
-    records, runner, scheme = _measure_pair((side, side), request, settings, store, count, progress, "A/A", deadline)
-    estimate, set_aside = _estimate(records, scheme)
+    records, runner, scheme = measure_pair((side, side), request, settings, store, count, progress, "A/A", deadline)
+    estimate, set_aside = ratio_estimate(records, scheme)
     band = max(settings.ab_min_band, estimate.extent)
     complete = len(records) // 2 >= count
     record = ABRecord(
@@ -369,7 +219,7 @@ def _calibrate(
         a=side.as_dict(),
         b=side.as_dict(),
         target=runner.target,
-        conditions=_conditions(records),
+        conditions=pooled_conditions(records),
         scheme=scheme,
         ratio=estimate.ratio,
         ci_low=estimate.low,
@@ -380,7 +230,7 @@ def _calibrate(
         claim_failed=False,
         reason=f"noise band calibration: A/A interval reaches {estimate.extent:.2%} from 1; band {band:.2%}"
         + ("" if complete else f"; cut by the budget after {len(records) // 2} of {count} pairs: not kept")
-        + _set_aside(set_aside),
+        + set_aside_note(set_aside),
         hashes=_hashes((side, side), records),
         wall_s=time.perf_counter() - started,
         processes=tuple(records),
@@ -389,24 +239,6 @@ def _calibrate(
     if complete:
         set_noise_band(store, scope, band, record.id)
     return record
-
-
-def _estimate(records: list[ProcessRecord], scheme: str) -> tuple[RatioEstimate, tuple[float, float] | None]:
-    """The B/A ratio and its interval over the pairs. Fresh processes: robust to one disturbed process (a pair far
-    from the rest is set aside, and said). In one worker every pair is kept: its rounds share the process."""
-    if scheme in ("fresh", REFERENCED):
-        return robust_ratio_ci(_pairs(records))
-    return ratio_ci(_pairs(records)), None
-
-
-def _set_aside(pair: tuple[float, float] | None) -> str:
-    if pair is None:
-        return ""
-    a, b = pair
-    return (
-        f"; one pair set aside as disturbed (B/A {b / a:.4f}, more than {DISTURBED_Z:g} robust standard "
-        "deviations from the others' median)"
-    )
 
 
 def _reason(verdict: str, est: RatioEstimate, band: float, calibration: str) -> str:

@@ -98,7 +98,10 @@ def plan_of(launch: DirectLaunch, args: tuple[object, ...], result: object, out:
         or len(signature) != len(launch.args)
     ):
         return None
-    call_pointers = {t.data_ptr() for t in (*args, result) if hasattr(t, "data_ptr")}
+    operands = [t.data_ptr() for t in args if hasattr(t, "data_ptr")]
+    if len(set(operands)) != len(operands):
+        return None  # operands sharing memory: the form does not record it, so a later call's may not
+    call_pointers = {*operands, *([result.data_ptr()] if hasattr(result, "data_ptr") else [])}
     descriptor_meta = list(getattr(metadata, "tensordesc_meta", None) or ())
     recipe: list[PlanArg] = []
     kept: list[object] = []
@@ -164,6 +167,9 @@ def _tensor_map(
         named.append(-1)
     if len(named) != 1:
         return None  # none, or aliased call tensors: which one later calls of the form follow is not known
+    tensor = result if named[0] < 0 else args[named[0]]
+    if not _spans_within(descriptor, base, tensor):
+        return None  # it reaches past the tensor it starts at (a view of a larger buffer): not that tensor's
     try:
         box = tuple(int(b) for b in meta["block_size"])
         encoding = TensorMapArg(
@@ -181,3 +187,21 @@ def _tensor_map(
     if not 1 <= rank <= 5 or len(encoding.shape) != rank or len(encoding.strides) != rank:
         return None
     return encoding if encoding.strides[-1] == 1 else None
+
+
+def _span_bytes(shape: object, strides: object, element_size: int) -> int:
+    """The bytes from the first element to the last one past it, for positive sizes and non-negative strides."""
+    sizes, steps = [int(d) for d in shape], [int(t) for t in strides]  # type: ignore[attr-defined]
+    if len(sizes) != len(steps) or min(sizes, default=1) < 1 or min(steps, default=0) < 0:
+        raise ValueError("not a plain strided layout")
+    return (1 + sum((d - 1) * t for d, t in zip(sizes, steps, strict=True))) * element_size
+
+
+def _spans_within(descriptor: object, base: object, tensor: object) -> bool:
+    """Whether every element the descriptor can address lies within ``tensor``'s own elements."""
+    try:
+        reach = _span_bytes(descriptor.shape, descriptor.strides, base.element_size())  # type: ignore[attr-defined]
+        own = _span_bytes(tensor.shape, tensor.stride(), tensor.element_size())  # type: ignore[attr-defined]
+    except Exception:  # not a tensor as torch makes them
+        return False
+    return reach <= own

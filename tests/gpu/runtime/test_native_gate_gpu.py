@@ -82,6 +82,9 @@ def test_a_served_form_launches_from_cpp_with_the_served_kernels_answer(family: 
             want = spec.serve.run(op, shape, CONFIGS[family], tuple(fresh), {})
             torch.cuda.synchronize()
             assert torch.equal(got, want), f"{family}: the plan's launch on new operands differs (seed {seed})"
+        fresh_stats = serving.stats()["ops"][op]
+        assert fresh_stats["served"] == 8 and fresh_stats["failed"] == 0, fresh_stats  # served, by the plan
+        assert serving.native.planned == 1
         expected = torch.addmm(*args) if bias else torch.mm(*args)  # served too; compare with the float reference
         reference = (a.double() @ weight.double().t() + (vector.double() if bias else 0)).to(expected.dtype)
         assert torch.allclose(outputs[0].float(), reference.float(), rtol=2e-2, atol=2e-1)

@@ -14,12 +14,20 @@ from kerntune.runtime.launch_plan import BYTES, INPUT, OUTPUT, TENSOR_MAP, Direc
 
 @dataclass
 class Buffer:
-    """A tensor as the recipe sees one: its data pointer."""
+    """A tensor as the recipe sees one: its data pointer, and its elements' layout (a 2-byte element type)."""
 
     address: int
+    shape: tuple[int, ...] = (1 << 24,)
+    strides: tuple[int, ...] = (1,)
 
     def data_ptr(self) -> int:
         return self.address
+
+    def stride(self) -> tuple[int, ...]:
+        return self.strides
+
+    def element_size(self) -> int:
+        return 2
 
 
 @dataclass
@@ -69,6 +77,8 @@ def test_each_parameter_is_named_for_every_call_of_the_form() -> None:
 
 def test_a_parameter_the_recipe_cannot_name_leaves_no_plan() -> None:
     a, b, c = Buffer(0x1000), Buffer(0x2000), Buffer(0x3000)
+    # mm(a, a): both pointers would name operand 0, and a later call of the form with two operands would read one
+    assert plan_of(_launch(Compiled(SIGNATURE), a, a, c, Buffer(9), 16, 4096, 64), (a, a), c, None) is None
     view = Buffer(0x1000)  # another object over a's memory: which call tensor it follows is not known
     assert plan_of(_launch(Compiled(SIGNATURE), a, b, c, view, 16, 4096, 64), (a, b), c, None) is None
     assert plan_of(_launch(Compiled(SIGNATURE), a, b, c, object(), 16, 4096, 64), (a, b), c, None) is None
@@ -140,7 +150,9 @@ def test_a_tma_descriptor_the_plan_cannot_repeat_leaves_no_plan() -> None:
 
     assert plan(Descriptor(a, [16, 4096], [4096, 1], [16, 64])) is not None
     assert plan(Descriptor(Buffer(0x1040), [16, 4096], [4096, 1], [16, 64])) is None  # an offset view: no call tensor
-    assert plan(Descriptor(a, [16, 4096], [4096, 1], [16, 64]), call=(a, Buffer(0x1000))) is None  # aliased operands
+    assert plan(Descriptor(a, [16, 4096], [4096, 1], [16, 64]), call=(a, b, Buffer(0x1000))) is None  # aliased
+    small = Buffer(0x1000, (16, 1024), (1024, 1))  # the descriptor reaches past the tensor it starts at
+    assert plan(Descriptor(small, [16, 4096], [4096, 1], [16, 64]), call=(small, b)) is None
     assert plan(Descriptor(a, [16, 4096], [4096, 1], [16, 64], padding="nan")) is None
     assert plan(Descriptor(a, [16, 4096], [4096, 1], [16, 64]), metadata=_tma_meta(0)) is None  # not lowered to TMA
     fp4 = _tma_meta(2)

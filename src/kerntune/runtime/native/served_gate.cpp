@@ -87,7 +87,7 @@ struct PlanArg {
 struct alignas(128) TensorMap {
   uint64_t words[16];
 };
-constexpr int MAX_MAPS = 4;
+constexpr int MAX_MAPS = 8;  // the wide TMA kernel takes five
 
 struct Plan {
   void* function;  // CUfunction, loaded by Triton in the device's primary context

@@ -150,12 +150,13 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
     # Sampled until decided: an interval across a band edge gets `count` more values per side (a new worker or new
     # processes, the same ABBA order), up to ab_max_processes per side; the verdict's rule stays the same.
     # A new sequence takes two pairs whatever its deadline: it starts only where the budget holds them.
-    while (
-        undecided(estimate, band)
-        and len(records) // 2 + count <= max(settings.ab_max_processes, count)
-        and left() >= 2 * pair_s
-    ):
+    budget_cut = len(records) < 2 * count  # the budget held fewer pairs than asked
+    while undecided(estimate, band) and len(records) // 2 + count <= max(settings.ab_max_processes, count):
+        if left() < 2 * pair_s:
+            budget_cut = True  # still undecided, and the budget holds no more
+            break
         more, _, _ = measure_pair(sides, request, settings, store, count, progress, "A/B, undecided: more", deadline)
+        budget_cut = budget_cut or len(more) < 2 * count
         records += [replace(r, seq=len(records) + i) for i, r in enumerate(more)]
         estimate, set_aside = ratio_estimate(records, scheme)
         checked = second_timer_check(records, scheme)
@@ -166,7 +167,7 @@ def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progr
     expect = request.expect if request.expect is not None else (None if is_aa else "win")
     claim_failed = expect is not None and not claim_holds(verdict, expect)
     reason = _reason(verdict, estimate, band, known[1]) + set_aside_note(set_aside) + said(checked)
-    if deadline is not None and (left() <= 0 or len(records) // 2 < count):  # the budget held fewer pairs
+    if deadline is not None and (budget_cut or left() <= 0):
         reason += f"; the budget of {request.budget_s:g} s ended: the interval is the one {estimate.n} pairs reached"
     record = ABRecord(
         id=_new_id(),

@@ -106,3 +106,22 @@ def test_a_pair_the_budget_cannot_hold_is_not_started(monkeypatch: pytest.Monkey
     clock[0] = 0.0
     least = sequence.run_sequence(Timed(), 10, sequence.Quiet(), "A/B", deadline=5.0)  # type: ignore[arg-type]
     assert len(least) == 4  # two pairs, the fewest an interval needs, whatever the budget
+
+
+def test_an_undecided_ab_the_budget_stops_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from kerntune.store.claims import set_noise_band
+
+    store = Store(tmp_path / "store")
+    set_noise_band(store, sequence.band_scope(Runner(), "fresh", {}), 0.02, "ab-stored")  # type: ignore[arg-type]
+    labels = []
+
+    def measure(*args: Any, **kwargs: Any) -> tuple[list[ProcessRecord], Runner, str]:
+        labels.append(args[6])
+        time.sleep(0.2)  # three pairs in 0.2 s: more values need about 0.13 s
+        return records([(3.3, 3.25), (3.3, 3.40), (3.4, 3.31)]), Runner(), "fresh"  # across the band's edges
+
+    monkeypatch.setattr(ab, "measure_pair", measure)
+    request = ABRequest(a="cmd:a", b="cmd:b", processes=3, budget_s=0.25)
+    record = ab.run_ab(request, Settings.from_env(), store)
+    assert labels == ["A/B"]  # every pair asked for was taken, but no time is left for more
+    assert "the budget of 0.25 s ended" in record.reason, record.reason

@@ -261,8 +261,9 @@ def serves_nothing(found: dict[str, Any], reports: list[dict[str, Any]], served:
     return "the table served no call: " + "; ".join(parts or ["no call reached a dispatcher"])
 
 
-def _planned_forms(served: list[dict[str, Any]]) -> int | None:
-    counts = [one["planned_forms"] for one in served if isinstance(one.get("planned_forms"), int)]
+def _summed(served: list[dict[str, Any]], count: str) -> int | None:
+    """A native gate's count over the program's processes (None where every process took the Python gate)."""
+    counts = [one[count] for one in served if isinstance(one.get(count), int)]
     return sum(counts) if counts else None
 
 
@@ -302,7 +303,9 @@ def verify(
         # which path decided the served calls: the C++ gate, or the Python one where no compiler built it
         "gates": sorted({str(one["gate"]) for one in served if one.get("gate")}),
         # served forms launched from C++ by a plan, over the program's processes (None: the Python gate)
-        "planned_forms": _planned_forms(served),
+        "planned_forms": _summed(served, "planned_forms"),
+        # plans checked by one more launch of their kernel, each at its form's planning call
+        "plan_checks": _summed(served, "plan_checks"),
     }
     found["serves_nothing"] = serves_nothing(found, reports, served)
     if engaged is not None:

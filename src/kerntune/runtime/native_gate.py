@@ -107,6 +107,8 @@ class NativeGate:
     """Per operator, the (library, served, failed) calls C++ had counted at the last sync."""
     planned: int = 0
     """Forms launched from C++ by a plan, at the last sync."""
+    plan_checks: int = 0
+    """Plans handed to C++: each is checked there by one more launch of its kernel, at its form's planning call."""
 
     def first(self, index: int, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[int, bool, object]:
         """A form's first call (from C++): run it through the Python served kernel, which counts it, and decide
@@ -151,6 +153,7 @@ class NativeGate:
         if plan is None:
             return result, None
         form.kept = plan.kept
+        self.plan_checks += 1
         return result, plan.as_tuple()
 
     def _may_plan(self) -> bool:

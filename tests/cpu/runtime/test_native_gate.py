@@ -84,6 +84,7 @@ def test_a_miss_runs_the_library_from_cpp_and_a_hit_the_served_kernel(tmp_path: 
     # were counted in C++ and handed to the dispatcher, whose counts are per call as on the Python path.
     assert result["forms"] == 3
     assert stats["planned_forms"] == 0  # no CUDA driver here: every served form calls the Python served kernel
+    assert stats["plan_checks"] == 0
     spec = stats["specs"]["triton_matmul"]
     assert spec["default"] == 5 and spec["exact"] == 4
     assert list(spec["missed_keys"].values()) == [5]
@@ -95,6 +96,7 @@ def test_a_gate_that_cannot_be_built_leaves_the_python_path_with_one_warning(tmp
     result, stderr = _run(table, CXX=str(tmp_path / "no-such-compiler"), KERNTUNE_NATIVE_CACHE=cache)
     assert result["stats"]["gate"] == "python" and result["forms"] is None
     assert result["stats"]["planned_forms"] is None  # no C++ gate, so no plan to count
+    assert result["stats"]["plan_checks"] is None
     assert stderr.count("the native gate was not built") == 1, stderr
     assert result["stats"]["ops"]["aten::addmm"] == {"served": 3, "library": 0, "failed": 0}
     assert result["stats"]["ops"]["aten::mm"] == {"served": 0, "library": 5, "failed": 0}

@@ -147,7 +147,7 @@ def test_an_unmodified_llama_is_served_eager_compiled_and_in_cuda_graphs(
     assert sum(c["served"] for c in engaged["served_ops"].values()) == sum(e["calls"] for e in engaged["entries"])
     if compiled != "reduce-overhead":  # each served call launched the tuned kernel once, by its own call
         # (and the native gate's check of a form's launch plan launches it once more, at that form's planning call)
-        checks = engaged["planned_forms"] or 0
+        checks = engaged["plan_checks"] or 0
         assert all(
             e["profiled_by"] == "operator"
             and e["calls"] <= e["profiled_launches"] <= e["calls"] + checks

@@ -24,7 +24,7 @@ def test_the_report_names_the_gate_and_lists_each_ab_process_in_run_order(
         out = Path(env["KERNTUNE_VERIFY_OUT"])
         (out / "dispatch-1.json").write_text(json.dumps(_report(3)))
         (out / "serve-1.json").write_text(
-            json.dumps({"ops": {"aten::mm": {"served": 3}}, "gate": "native", "planned_forms": 2})
+            json.dumps({"ops": {"aten::mm": {"served": 3}}, "gate": "native", "planned_forms": 2, "plan_checks": 3})
         )
         return {"exit_code": 0, "gpu": False, "kernels": [], "gemms": [], "stderr": ""}
 
@@ -39,6 +39,6 @@ def test_the_report_names_the_gate_and_lists_each_ab_process_in_run_order(
     monkeypatch.setattr(verify_module, "run_ab", lambda *args, **kwargs: record)
     found = verify_module.verify(["prog"], Store(tmp_path / "store"), Settings.from_env())
     assert found["gates"] == ["native"]
-    assert found["planned_forms"] == 2
+    assert found["planned_forms"] == 2 and found["plan_checks"] == 3
     assert found["end_to_end"]["processes"] == [{"side": s, "value": v} for s, v in values]
     assert found["end_to_end"]["pairs"] == 2

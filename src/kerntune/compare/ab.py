@@ -70,8 +70,6 @@ def claim_holds(verdict: str, expect: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------- the run
-
-
 def run_ab(request: ABRequest, settings: Settings, store: Store, progress: Progress | None = None) -> ABRecord:
     """Measure A and B, calibrate the noise band if this scope has none, and record the verdict."""
     progress = progress or Quiet()

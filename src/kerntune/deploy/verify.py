@@ -304,7 +304,7 @@ def verify(
         "gates": sorted({str(one["gate"]) for one in served if one.get("gate")}),
         # served forms launched from C++ by a plan, over the program's processes (None: the Python gate)
         "planned_forms": _summed(served, "planned_forms"),
-        # plans checked by one more launch of their kernel, each at its form's planning call
+        # plans handed to C++, each checked by at most one more launch of its kernel at its form's planning call
         "plan_checks": _summed(served, "plan_checks"),
     }
     found["serves_nothing"] = serves_nothing(found, reports, served)

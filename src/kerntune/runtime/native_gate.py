@@ -11,8 +11,8 @@ C++ hash map:
   At that form's first such call the gate records the launch the served kernel made
   (``kerntune.runtime.launch_plan``); where it is one launch of a compiled Triton kernel whose every parameter is
   a call tensor's pointer, the output's, a TMA descriptor of one of them, or a value the form fixes (``plan_of``),
-  and launching that plan from C++
-  reproduces the call's output bit for bit, later calls of the form launch it from C++ through the CUDA driver:
+  and launching that plan from C++ reproduces the call's output bit for bit, later calls of the form launch it
+  from C++ through the CUDA driver:
   the output allocated by torch's caching allocator, on torch's current stream, no Python;
 - a form not seen yet runs through the Python served kernel once (the spec's ``shape`` and the table's dispatcher
   decide it; its call is counted there), and its decision is kept for every later call of that form.
@@ -108,7 +108,8 @@ class NativeGate:
     planned: int = 0
     """Forms launched from C++ by a plan, at the last sync."""
     plan_checks: int = 0
-    """Plans handed to C++: each is checked there by one more launch of its kernel, at its form's planning call."""
+    """Plans handed to C++. Each one C++ can encode is checked there by one more launch of its kernel, at its
+    form's planning call: at most one extra launch a plan."""
 
     def first(self, index: int, args: tuple[object, ...], kwargs: dict[str, object]) -> tuple[int, bool, object]:
         """A form's first call (from C++): run it through the Python served kernel, which counts it, and decide

@@ -107,7 +107,7 @@ class Serving:
             "gate": "python" if self.native is None else "native",
             # served forms the gate launches from C++ (a launch plan); the others call the Python served kernel
             "planned_forms": None if self.native is None else self.native.planned,
-            # plans checked by one more launch of their kernel in C++ (kept or not)
+            # plans handed to C++, each checked there by at most one more launch of its kernel (kept or not)
             "plan_checks": None if self.native is None else self.native.plan_checks,
             "unresolved_specs": self.unresolved,
             "entries": len(self.table.entries) + len(self.left_to_library),

@@ -83,7 +83,7 @@ struct PlanArg {
   int map = -1;  // TENSOR_MAP: the plan's map
 };
 
-// A CUtensorMap: 128 opaque bytes, 64-byte aligned where the driver reads it.
+// A CUtensorMap: 128 opaque bytes; the driver needs 64-byte alignment, Triton keeps 128.
 struct alignas(128) TensorMap {
   uint64_t words[16];
 };

@@ -1,6 +1,7 @@
 """The live path on a real GPU: the transformer demo's matmuls and RMSNorm tuned, deployed into one table, and
 `kerntune verify` showing every entry engaged (with the kernels the profiler saw and the end-to-end A/B); the
-same table keyed to another SM count misses and exits 1. Figures are printed for benchmarks/live-path/history.md."""
+same table keyed to another SM count misses, and verify says it served nothing. Figures are printed for
+benchmarks/live-path/history.md."""
 
 from __future__ import annotations
 
@@ -47,8 +48,9 @@ def test_the_demo_engages_every_deployed_entry_and_a_foreign_table_misses(
     wrong = tmp_path / "wrong_sm.json"
     wrong.write_text(json.dumps(foreign))
     missed = kerntune("verify", "--no-ab", "--json", "--", *demo[:-1], str(wrong))
-    assert missed.code == 1, missed.stderr
+    assert missed.code == 0, missed.stderr  # a table that serves nothing is a finding, said with the counts
     found = missed.json()
+    assert "served no call" in found["serves_nothing"], found["serves_nothing"]
     print(json.dumps({"never_engaged": found["never_engaged"], "misses": found["misses"]}))
     assert len(found["never_engaged"]) == 3 and found["exact_calls"] == 0
     assert {m["decision"] for m in found["misses"]} == {"default"} and len(found["misses"]) == 3

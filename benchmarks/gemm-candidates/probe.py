@@ -3,7 +3,9 @@ kernel (kernels/gluon_gemm) for correctness and speed, cuBLASLt's own heuristic 
 and whether PyTorch's TunableOp races cuBLASLt algorithms on this build. Timed with CUDA events, the candidates
 interleaved call by call (A B B A), the L2 flushed by a 2x-L2 write before every call; medians of ``--reps``.
 
-Usage: python benchmarks/gemm-candidates/probe.py [--reps 30] [--out DIR]"""
+Usage: python benchmarks/gemm-candidates/probe.py [--reps 30] [--out DIR]. PROBE_CONFIGS names the Gluon configs
+(default all); PROBE_SHAPES a payoff shapes file whose shapes with M >= PROBE_MIN_M (default 1024) are timed in
+place of the built-in list."""
 
 from __future__ import annotations
 
@@ -135,6 +137,12 @@ def profiled_ratio(library_fn, mine, mine_prefix: str, reps: int) -> dict:  # ty
     }
 
 
+def file_shapes(path: Path, min_m: int) -> list[tuple[int, int, int, str, int]]:
+    """The shapes of a payoff shapes file (benchmarks/specs/gemm_payoff_shapes.txt) with M >= min_m, in order."""
+    payoff = load_spec(ROOT / "benchmarks" / "gemm-payoff" / "payoff_shapes.py")
+    return [item.key for item in payoff.read_payoff_shapes(path) if item.key[0] >= min_m]
+
+
 def gluon_part(reps: int, log: list) -> None:
     spec = load_spec(ROOT / "kernels" / "gluon_gemm" / "spec.py")
     configs = {
@@ -190,6 +198,10 @@ def gluon_part(reps: int, log: list) -> None:
     configs["ping128x6s2"] = {**configs["ping128x4"], "STAGES": 6, "EPI_SPLIT": 2, "LOAD_REGS": 24, "MMA_REGS": 240}
     # Where the last wave of tiles is partial and small: whole waves first, the rest as one wave of half tiles.
     configs["coop256x4s2t"] = {**configs["coop256x4s2"], "TAIL_SPLIT": 1}
+    # The same last wave cut along K inside the one launch (each tile's slices on their own SMs).
+    configs["coop256x4s2k"] = {**configs["coop256x4s2"], "TAIL_K": 1}
+    configs["coop128x5k"] = {**configs["coop128x5"], "TAIL_K": 1}
+    configs["ping128x5s2k"] = {**configs["ping128x5s2"], "TAIL_K": 1}
     wanted = os.environ.get("PROBE_CONFIGS")
     if wanted:
         configs = {k: v for k, v in configs.items() if k in wanted.split(",")}
@@ -199,8 +211,9 @@ def gluon_part(reps: int, log: list) -> None:
         (2048, 2048, 4096, "TN", 0),
         (384, 1024, 1000, "TT", 1),
         (4096, 4096, 4096, "NT", 1),
-        (1000, 14000, 1000, "NN", 1),  # a partial last wave that TAIL_SPLIT splits
+        (1000, 14000, 1000, "NN", 1),  # a partial last wave that TAIL_SPLIT splits and TAIL_K cuts in 3
         (1024, 14336, 4096, "NT", 0),
+        (2048, 32000, 2048, "NT", 0),  # TAIL_K: 20 tiles of 128x256 left, 6 slices each
     ]
     for shape in checks:
         for name, cfg in configs.items():
@@ -224,6 +237,8 @@ def gluon_part(reps: int, log: list) -> None:
         (256, 8192, 8192, "NT", 0),
         (2048, 4096, 4096, "NT", 1),
     ]
+    if os.environ.get("PROBE_SHAPES"):  # a shapes file: its compute-bound shapes (M >= PROBE_MIN_M, default 1024)
+        timed = file_shapes(Path(os.environ["PROBE_SHAPES"]), int(os.environ.get("PROBE_MIN_M", "1024")))
     for shape in timed:
         x = inputs(*shape)
         fns = {"torch": lambda x=x: library(x)}

@@ -10,8 +10,10 @@ consumers drain it. Two schedules:
   the other's main loop.
 A transposed operand is read through a TMA descriptor of its row-major storage and handed to wgmma as a permuted
 shared-memory view (MN-major), so no layout costs a copy. The bias is added in fp32 before the one rounding.
-Where the last wave of tiles would leave most SMs idle, ``TAIL_SPLIT`` launches twice on column slices: whole waves
-of tiles first, then the rest as one wave of half-width tiles.
+Where the last wave of tiles would leave most SMs idle, two levers fill it. ``TAIL_SPLIT`` launches twice on
+column slices: whole waves of tiles first, then the rest as one wave of half-width tiles. ``TAIL_K`` stays in one
+launch: each tile of the last wave is cut along K into slices, one a program; each slice stores its fp32 partial and
+counts itself in, and the last to arrive adds the slices in order and runs the epilogue.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ from kerntune.ops import gemm as gemm_op
 # async_load / async_store (the old names raise there). Same arguments either way.
 tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
+# Triton 3.6's Gluon names the CTA barrier thread_barrier, newer Triton barrier. Inside a warp-specialized partition
+# it syncs that partition's warps alone.
+cta_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
 
 BLOCK_M = 128
 BLOCK_K = 64
@@ -65,24 +70,74 @@ def tile_coords(tile, num_pid_m, num_pid_n, GROUP: gl.constexpr, RASTER_N: gl.co
 
 
 @gluon.jit
-def load_partition(
-    a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K,
-    BN: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr, STAGES: gl.constexpr, GROUP: gl.constexpr,
-    RASTER_N: gl.constexpr,
+def unit_work(unit, FULL, PARTS, k_tiles):
+    """Unit index -> (tile, slice, first K block, end K block). Units below FULL are whole tiles; from FULL on,
+    each tile of the last wave is PARTS consecutive units, one K slice each. Branch-free: a unit past FULL has
+    is_tail = 1."""
+    is_tail = (unit >= FULL).to(gl.int32)
+    tail = (unit - FULL) * is_tail
+    part = tail % PARTS
+    tile = unit + is_tail * (FULL + tail // PARTS - unit)
+    k_lo = is_tail * (part * k_tiles // PARTS)
+    k_hi = k_tiles + is_tail * ((part + 1) * k_tiles // PARTS - k_tiles)
+    return tile, k_lo, k_hi
+
+
+@gluon.jit
+def finish_slice(
+    acc, c_desc, c_smem, bias_ptr, ws_ptr, count_ptr, tail, PARTS, off_m, off_n, N,
+    BM: gl.constexpr, BN: gl.constexpr, HAS_BIAS: gl.constexpr, EPI_SPLIT: gl.constexpr, layout: gl.constexpr,
 ):  # fmt: skip
-    """The producer warp: for each of the program's tiles, each K block: wait until the ring slot is free, then
-    TMA-load A's and B's blocks into it, completing on the slot's ``ready`` barrier."""
+    """A K slice of a last-wave tile: store its fp32 partial, then count it in (after every warp's stores, with
+    release and acquire at GPU scope). The slice that arrives last adds the tile's partials in slice order, so the
+    sum does not depend on which slice came last, sets the count back to zero for the next launch, and runs the
+    epilogue. The slice's own accumulator is dead once stored: the sum is read back, which keeps one tile and
+    one partial in registers, not two tiles and a partial."""
+    group = tail // PARTS
+    rows = gl.arange(0, BM, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+    offs = gl.expand_dims(rows, 1) * BN + gl.expand_dims(cols, 0)
+    gl.store(ws_ptr + tail * (BM * BN) + offs, acc)
+    cta_barrier()  # every warp's partial is stored before the count says so
+    arrived = gl.atomic_add(count_ptr + group, 1, sem="acq_rel", scope="gpu")
+    if arrived == PARTS - 1:
+        # .cg: the other slices' partials are read from L2, never from this SM's stale L1.
+        first = ws_ptr + group * PARTS * (BM * BN)
+        total = gl.load(first + offs, cache_modifier=".cg")
+        for part in range(1, PARTS):
+            total += gl.load(first + part * (BM * BN) + offs, cache_modifier=".cg")
+        gl.atomic_xchg(count_ptr + group, 0, sem="relaxed", scope="gpu")
+        epilogue(total, c_desc, c_smem, bias_ptr, off_m, off_n, N, BM, BN, HAS_BIAS, EPI_SPLIT, layout)
+
+
+@gluon.jit
+def load_partition(
+    a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, FULL, PARTS,
+    BN: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr, STAGES: gl.constexpr, GROUP: gl.constexpr,
+    RASTER_N: gl.constexpr, TAIL_K: gl.constexpr,
+):  # fmt: skip
+    """The producer warp: for each of the program's units (a tile, or with TAIL_K a K slice of one), each K block:
+    wait until the ring slot is free, then TMA-load A's and B's blocks into it, completing on the slot's ``ready``
+    barrier."""
     BM: gl.constexpr = 128
     BK: gl.constexpr = 64
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_tiles = gl.cdiv(K, BK)
+    units = num_pid_m * num_pid_n
+    if TAIL_K:
+        units = FULL + (units - FULL) * PARTS
     it = 0
-    for tile in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+    for unit in range(gl.program_id(0), units, gl.num_programs(0)):
+        tile = unit
+        k_lo = 0
+        k_hi = k_tiles
+        if TAIL_K:
+            tile, k_lo, k_hi = unit_work(unit, FULL, PARTS, k_tiles)
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP, RASTER_N)
         off_m = pid_m * BM
         off_n = pid_n * BN
-        for kk in range(k_tiles):
+        for kk in range(k_lo, k_hi):
             slot = it % STAGES
             # A fresh barrier counts as having completed the phase before phase 0: the first lap never waits.
             mbarrier.wait(empty.index(slot), ((it // STAGES) & 1) ^ 1)
@@ -102,18 +157,19 @@ def load_partition(
 
 @gluon.jit
 def mma_partition(
-    a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
+    a_desc, b_desc, c_desc, bias_ptr, ws_ptr, count_ptr, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
+    FULL, PARTS,
     BN: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr, STAGES: gl.constexpr,
     GROUP: gl.constexpr, RASTER_N: gl.constexpr, CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
-    WARPS: gl.constexpr, EPI_SPLIT: gl.constexpr,
+    WARPS: gl.constexpr, EPI_SPLIT: gl.constexpr, TAIL_K: gl.constexpr,
 ):  # fmt: skip
-    """A consumer: its tiles are every CONSUMERS-th of the program's, from the CONSUMER-th. Per K block it waits
-    for the slot, issues an async wgmma, keeps one in flight, and frees the slot of the one before. The epilogue
-    adds the bias in fp32, rounds once, and stores the tile through shared memory with TMA stores: whole, or in
-    two column halves through a half-size buffer (EPI_SPLIT=2), which leaves room for one more ring stage."""
+    """A consumer: its units are every CONSUMERS-th of the program's, from the CONSUMER-th. Per K block it waits
+    for the slot, issues an async wgmma, keeps one in flight, and frees the slot of the one before. A K slice
+    (TAIL_K) then goes through ``finish_slice``: only the slice that finishes its tile stores it. The epilogue adds
+    the bias in fp32, rounds once, and stores the tile through shared memory with TMA stores: whole, or in two
+    column halves through a half-size buffer (EPI_SPLIT=2), which leaves room for one more ring stage."""
     BM: gl.constexpr = 128
     BK: gl.constexpr = 64
-    dtype: gl.constexpr = c_desc.dtype
     layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1], instr_shape=[16, BN, 16])
     c_smem = c_bufs.index(CONSUMER)
     num_pid_m = gl.cdiv(M, BM)
@@ -121,9 +177,18 @@ def mma_partition(
     k_tiles = gl.cdiv(K, BK)
     start = gl.program_id(0)
     step = gl.num_programs(0)
-    local = 0  # this program's tile sequence number of the tile in hand (the producer's order)
-    for tile in range(start + CONSUMER * step, num_pid_m * num_pid_n, CONSUMERS * step):
+    units = num_pid_m * num_pid_n
+    if TAIL_K:
+        units = FULL + (units - FULL) * PARTS
+    local = 0  # this program's sequence number of the unit in hand (the producer's order)
+    for unit in range(start + CONSUMER * step, units, CONSUMERS * step):
+        tile = unit
+        k_lo = 0
+        k_hi = k_tiles
+        if TAIL_K:
+            tile, k_lo, k_hi = unit_work(unit, FULL, PARTS, k_tiles)
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP, RASTER_N)
+        # Every unit before a slice is a whole tile (a slice is a program's last unit): the ring position holds.
         it = (local * CONSUMERS + CONSUMER) * k_tiles
         if CONSUMERS == 2:
             # Ping-pong turns: a consumer starts a main loop only once the other has finished the one before,
@@ -134,7 +199,7 @@ def mma_partition(
                 mbarrier.wait(turn.index(1), local & 1)
         acc = gl.zeros((BM, BN), gl.float32, layout)
         prev = 0
-        for kk in range(k_tiles):
+        for kk in range(k_lo, k_hi):
             slot = it % STAGES
             mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
             a = a_bufs.index(slot)
@@ -146,43 +211,63 @@ def mma_partition(
             acc = warpgroup_mma(a, b, acc, is_async=True)
             acc = warpgroup_mma_wait(1, deps=(acc,))
             # The wgmma before this one has completed: its slot goes back to the producer.
-            mbarrier.arrive(empty.index(prev), count=1, pred=kk > 0)
+            mbarrier.arrive(empty.index(prev), count=1, pred=kk > k_lo)
             prev = slot
             it += 1
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index(prev), count=1)
         if CONSUMERS == 2:
             mbarrier.arrive(turn.index(1 - CONSUMER), count=1)  # the other consumer's main loop may start
-        if HAS_BIAS:
-            offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
-            bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0)
-            acc = acc + gl.expand_dims(bias.to(gl.float32), 0)
-        if EPI_SPLIT == 2:
-            # [BM, BN] -> [BM, 2, BN/2] -> [BM, BN/2, 2]: split's last axis gives the left and right halves.
-            left, right = gl.split(gl.permute(gl.reshape(acc, [BM, 2, BN // 2]), (0, 2, 1)))
-            tma.store_wait(0)  # the previous store must leave c_smem before it is overwritten
-            c_smem.store(left.to(dtype))
-            fence_async_shared()
-            tma_store(c_desc, [pid_m * BM, pid_n * BN], c_smem)
-            tma.store_wait(0)
-            c_smem.store(right.to(dtype))
-            fence_async_shared()
-            tma_store(c_desc, [pid_m * BM, pid_n * BN + BN // 2], c_smem)
+        off_m = pid_m * BM
+        off_n = pid_n * BN
+        if TAIL_K:  # a constexpr test alone: without TAIL_K no slice code is compiled
+            if unit >= FULL and PARTS > 1:
+                finish_slice(acc, c_desc, c_smem, bias_ptr, ws_ptr, count_ptr, unit - FULL, PARTS, off_m, off_n, N,
+                             BM, BN, HAS_BIAS, EPI_SPLIT, layout)  # fmt: skip
+            else:
+                epilogue(acc, c_desc, c_smem, bias_ptr, off_m, off_n, N, BM, BN, HAS_BIAS, EPI_SPLIT, layout)
         else:
-            tma.store_wait(0)  # the previous tile's store must leave c_smem before it is overwritten
-            c_smem.store(acc.to(dtype))
-            fence_async_shared()
-            tma_store(c_desc, [pid_m * BM, pid_n * BN], c_smem)
+            epilogue(acc, c_desc, c_smem, bias_ptr, off_m, off_n, N, BM, BN, HAS_BIAS, EPI_SPLIT, layout)
         local += 1  # noqa: SIM113 (Triton's AST has no enumerate over a strided range)
     tma.store_wait(0)
 
 
 @gluon.jit
+def epilogue(
+    acc, c_desc, c_smem, bias_ptr, off_m, off_n, N,
+    BM: gl.constexpr, BN: gl.constexpr, HAS_BIAS: gl.constexpr, EPI_SPLIT: gl.constexpr, layout: gl.constexpr,
+):  # fmt: skip
+    """Bias in fp32, one rounding, and the tile's TMA store through shared memory (whole, or in two halves)."""
+    dtype: gl.constexpr = c_desc.dtype
+    if HAS_BIAS:
+        offs_n = off_n + gl.arange(0, BN, layout=gl.SliceLayout(0, layout))
+        bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0)
+        acc = acc + gl.expand_dims(bias.to(gl.float32), 0)
+    if EPI_SPLIT == 2:
+        # [BM, BN] -> [BM, 2, BN/2] -> [BM, BN/2, 2]: split's last axis gives the left and right halves.
+        left, right = gl.split(gl.permute(gl.reshape(acc, [BM, 2, BN // 2]), (0, 2, 1)))
+        tma.store_wait(0)  # the previous store must leave c_smem before it is overwritten
+        c_smem.store(left.to(dtype))
+        fence_async_shared()
+        tma_store(c_desc, [off_m, off_n], c_smem)
+        tma.store_wait(0)
+        c_smem.store(right.to(dtype))
+        fence_async_shared()
+        tma_store(c_desc, [off_m, off_n + BN // 2], c_smem)
+    else:
+        tma.store_wait(0)  # the previous tile's store must leave c_smem before it is overwritten
+        c_smem.store(acc.to(dtype))
+        fence_async_shared()
+        tma_store(c_desc, [off_m, off_n], c_smem)
+
+
+# FULL and PARTS vary by shape, yet the binary does not depend on them: no JIT variant for their values.
+@gluon.jit(do_not_specialize=["FULL", "PARTS"])
 def gemm_ws_kernel(
-    a_desc, b_desc, c_desc, bias_ptr, M, N, K,
+    a_desc, b_desc, c_desc, bias_ptr, ws_ptr, count_ptr, M, N, K, FULL, PARTS,
     A_T: gl.constexpr, B_T: gl.constexpr, HAS_BIAS: gl.constexpr, STAGES: gl.constexpr, GROUP: gl.constexpr,
     RASTER_N: gl.constexpr, SCHEDULE: gl.constexpr, LOAD_REGS: gl.constexpr, MMA_REGS: gl.constexpr,
-    EPI_SPLIT: gl.constexpr,
+    EPI_SPLIT: gl.constexpr, TAIL_K: gl.constexpr,
 ):  # fmt: skip
     BN: gl.constexpr = c_desc.block_type.shape[1] * EPI_SPLIT
     dtype: gl.constexpr = a_desc.dtype
@@ -202,11 +287,11 @@ def gemm_ws_kernel(
     if SCHEDULE == 0:
         gl.warp_specialize(
             [
-                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
-                                 BN, A_T, B_T,
-                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 0, 1, 8, EPI_SPLIT)),
-                (load_partition, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, BN, A_T, B_T, STAGES, GROUP,
-                                  RASTER_N)),
+                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, ws_ptr, count_ptr, a_bufs, b_bufs, c_bufs, ready,
+                                 empty, turn, M, N, K, FULL, PARTS, BN, A_T, B_T,
+                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 0, 1, 8, EPI_SPLIT, TAIL_K)),
+                (load_partition, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, FULL, PARTS, BN, A_T, B_T,
+                                  STAGES, GROUP, RASTER_N, TAIL_K)),
             ],
             [1],
             [LOAD_REGS],
@@ -215,14 +300,14 @@ def gemm_ws_kernel(
         # The second consumer comes first among the workers so that it starts on a warp-group boundary (wgmma).
         gl.warp_specialize(
             [
-                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
-                                 BN, A_T, B_T,
-                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 0, 2, 4, EPI_SPLIT)),
-                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, a_bufs, b_bufs, c_bufs, ready, empty, turn, M, N, K,
-                                 BN, A_T, B_T,
-                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 1, 2, 4, EPI_SPLIT)),
-                (load_partition, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, BN, A_T, B_T, STAGES, GROUP,
-                                  RASTER_N)),
+                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, ws_ptr, count_ptr, a_bufs, b_bufs, c_bufs, ready,
+                                 empty, turn, M, N, K, FULL, PARTS, BN, A_T, B_T,
+                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 0, 2, 4, EPI_SPLIT, TAIL_K)),
+                (mma_partition, (a_desc, b_desc, c_desc, bias_ptr, ws_ptr, count_ptr, a_bufs, b_bufs, c_bufs, ready,
+                                 empty, turn, M, N, K, FULL, PARTS, BN, A_T, B_T,
+                                 HAS_BIAS, STAGES, GROUP, RASTER_N, 1, 2, 4, EPI_SPLIT, TAIL_K)),
+                (load_partition, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, FULL, PARTS, BN, A_T, B_T,
+                                  STAGES, GROUP, RASTER_N, TAIL_K)),
             ],
             [4, 1],
             [MMA_REGS, LOAD_REGS],
@@ -287,18 +372,42 @@ def tail_columns(m: int, n: int, bn: int, sms: int) -> int | None:
     return first
 
 
+MAX_TAIL_PARTS = 8
+
+
+def tail_parts(m: int, n: int, k: int, bn: int, sms: int) -> tuple[int, int, int]:
+    """(FULL, REST, PARTS) of TAIL_K at 128×bn tiles on ``sms`` SMs: the FULL tiles of whole waves, then the REST
+    of the last wave, each cut into PARTS K slices. PARTS is as many as keep each slice on its own SM, at most
+    MAX_TAIL_PARTS and at most one a K block; 1 where the waves are whole or the rest too many to cut."""
+    tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, bn)
+    rest = tiles % sms
+    if rest == 0:
+        return tiles, 0, 1
+    return tiles - rest, rest, max(1, min(sms // rest, MAX_TAIL_PARTS, triton.cdiv(k, BLOCK_K)))
+
+
 def _launch(
     a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, bias: torch.Tensor | None, bn: int, meta: Mapping[str, Any]
 ) -> Any:
     m, k = a.shape
     n = b.shape[1]
     a_desc, b_desc, c_desc, a_t, b_t = _descriptors(a, b, c, bn, int(meta.get("EPI_SPLIT", 1)))
-    tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, bn)
+    units = tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, bn)
+    full, parts, workspace, counters = 0, 1, c, c  # unread without TAIL_K
+    if int(meta.get("TAIL_K", 0)):
+        sms = _sm_count(a.device)
+        # No GPU (a cross-compile's capture): any cut builds the same binary.
+        full, rest, parts = tail_parts(m, n, k, bn, sms) if sms else (0, tiles, 2)
+        units = full + rest * parts
+        # The partials are the call's own scratch (freed after it, as any operator's); the counters are kept.
+        workspace = torch.empty((max(rest * parts, 1), BLOCK_M, bn), dtype=torch.float32, device=a.device)
+        counters = gemm_op.arrival_counters(max(rest, 1), a.device)
     pingpong = int(meta["SCHEDULE"]) == 1
-    return gemm_ws_kernel[(_programs(a.device, tiles),)](
-        a_desc, b_desc, c_desc, c if bias is None else bias, m, n, k,
+    return gemm_ws_kernel[(_programs(a.device, units),)](
+        a_desc, b_desc, c_desc, c if bias is None else bias, workspace, counters, m, n, k, full, parts,
         a_t, b_t, bias is not None, int(meta["STAGES"]), int(meta["GROUP"]), int(meta["RASTER_N"]),
         int(meta["SCHEDULE"]), int(meta["LOAD_REGS"]), int(meta["MMA_REGS"]), int(meta.get("EPI_SPLIT", 1)),
+        int(meta.get("TAIL_K", 0)),
         num_warps=4 if pingpong else 8,
     )  # fmt: skip
 
@@ -344,9 +453,12 @@ def compile_signature(
         "A_T": layout[0] == "T", "B_T": layout[1] == "T", "HAS_BIAS": bool(bias), "STAGES": int(config["STAGES"]),
         "GROUP": int(config["GROUP"]), "RASTER_N": int(config["RASTER_N"]), "SCHEDULE": int(config["SCHEDULE"]),
         "LOAD_REGS": int(config["LOAD_REGS"]), "MMA_REGS": int(config["MMA_REGS"]),
-        "EPI_SPLIT": int(config.get("EPI_SPLIT", 1)),
+        "EPI_SPLIT": int(config.get("EPI_SPLIT", 1)), "TAIL_K": int(config.get("TAIL_K", 0)),
     }  # fmt: skip
-    signature |= {"bias_ptr": f"*{short}", "M": "i32", "N": "i32", "K": "i32"}
+    tail_k = bool(constexprs["TAIL_K"])
+    signature |= {"bias_ptr": f"*{short}", "ws_ptr": "*fp32" if tail_k else f"*{short}"}
+    signature |= {"count_ptr": "*i32" if tail_k else f"*{short}", "M": "i32", "N": "i32", "K": "i32"}
+    signature |= {"FULL": "i32", "PARTS": "i32"}
     signature |= dict.fromkeys(constexprs, "constexpr")
     return signature, constexprs, {"num_warps": 4 if int(config["SCHEDULE"]) == 1 else 8}
 
@@ -371,6 +483,16 @@ def tail_split_applies(c: Mapping[str, Any], s: Mapping[str, Any], t: kt.Target 
     return t is not None and tail_columns(int(s["M"]), int(s["N"]), int(c["BLOCK_N"]), t.compute_units) is not None
 
 
+def tail_k_applies(c: Mapping[str, Any], s: Mapping[str, Any], t: kt.Target | None) -> bool:
+    """TAIL_K=1 only where ``tail_parts`` cuts the last wave at this shape on this device's SM count: elsewhere it
+    would be the TAIL_K=0 config with a workspace allocated for nothing."""
+    if not int(c.get("TAIL_K", 0)):
+        return True
+    if t is None:
+        return False
+    return tail_parts(int(s["M"]), int(s["N"]), int(s["K"]), int(c["BLOCK_N"]), t.compute_units)[2] > 1
+
+
 def served_run(
     op: str, shape: Mapping[str, Any], config: Mapping[str, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> torch.Tensor:
@@ -383,9 +505,13 @@ def served_run(
     return c
 
 
-# (BLOCK_N, SCHEDULE, STAGES, EPI_SPLIT): whole tiles at 128x256 (3 stages) and 128x128 (4-6), a split epilogue
-# buying 128x256 a fourth stage, and ping-pong at 4 stages or 5 with a split epilogue.
-SEEDS = ((256, 0, 3, 1), (256, 0, 4, 2), (128, 0, 4, 1), (128, 0, 5, 1), (128, 0, 6, 1), (128, 1, 4, 1), (128, 1, 5, 2))
+# (BLOCK_N, SCHEDULE, STAGES, EPI_SPLIT, TAIL_K): whole tiles at 128x256 (3 stages) and 128x128 (4-6), a split
+# epilogue buying 128x256 a fourth stage, ping-pong at 4 stages or 5 with a split epilogue, and the last wave cut
+# along K at 128x256 and 128x128 (kept out where it does not apply).
+SEEDS = (
+    (256, 0, 3, 1, 0), (256, 0, 4, 2, 0), (128, 0, 4, 1, 0), (128, 0, 5, 1, 0), (128, 0, 6, 1, 0), (128, 1, 4, 1, 0),
+    (128, 1, 5, 2, 0), (256, 0, 4, 2, 1), (128, 0, 5, 1, 1),
+)  # fmt: skip
 
 problem = kt.Problem(
     name="gluon_gemm",
@@ -401,6 +527,7 @@ problem = kt.Problem(
             "MMA_REGS": [232, 240],
             "EPI_SPLIT": [1, 2],
             "TAIL_SPLIT": [0, 1],
+            "TAIL_K": [0, 1],
         },
         constraints=[
             kt.Constraint(lambda c: smem_bytes(c) <= SMEM_LIMIT, "ring and C tiles fit shared memory"),
@@ -412,6 +539,10 @@ problem = kt.Problem(
             kt.Constraint(lambda c, s: gemm_op.tma_aligned(s), "TMA: every row pitch a multiple of 16 bytes"),
             kt.Constraint(hopper, "warp-specialized wgmma needs sm_90"),
             kt.Constraint(tail_split_applies, "TAIL_SPLIT only where the last wave of tiles is split"),
+            kt.Constraint(tail_k_applies, "TAIL_K only where the last wave of tiles is cut along K"),
+            kt.Constraint(
+                lambda c: not (int(c.get("TAIL_SPLIT", 0)) and int(c.get("TAIL_K", 0))), "one tail lever at a time"
+            ),
         ],
         default={
             "BLOCK_N": 256,
@@ -423,11 +554,12 @@ problem = kt.Problem(
             "MMA_REGS": 232,
             "EPI_SPLIT": 1,
             "TAIL_SPLIT": 0,
+            "TAIL_K": 0,
         },
         seeds=[
             {"BLOCK_N": n, "SCHEDULE": sc, "STAGES": st, "GROUP": 8, "RASTER_N": 0, "LOAD_REGS": 40, "MMA_REGS": 232}
-            | {"EPI_SPLIT": split, "TAIL_SPLIT": 0}
-            for n, sc, st, split in SEEDS
+            | {"EPI_SPLIT": split, "TAIL_SPLIT": 0, "TAIL_K": tail_k}
+            for n, sc, st, split, tail_k in SEEDS
         ],
     ),
     shapes=[{"M": 4096, "N": 4096, "K": 4096, "layout": "NT", "bias": 0}],

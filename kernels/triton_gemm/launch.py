@@ -6,6 +6,8 @@ from typing import Any
 import torch
 import triton
 
+from kerntune.ops.gemm import arrival_counters
+
 from .kernels import (
     gemv_kernel,
     matmul_tma_kernel,
@@ -18,8 +20,6 @@ from .kernels import (
 
 _workspaces: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor]] = {}
 _sms: dict[Any, int] = {}
-_counters: dict[tuple[int, int], torch.Tensor] = {}
-_kept_counters: list[torch.Tensor] = []
 
 
 def _workspace(
@@ -32,7 +32,7 @@ def _workspace(
     # workspace kept across calls would outlive the call inside torch.compile's CUDA-graph memory pool, which then
     # refuses to record ("live storage ... not accounted for"); a freed one is the graph pool's to keep.
     if per_call:
-        return (torch.empty((split_k, m, n), dtype=torch.float32, device=device), _arrival_counters(tiles, device))
+        return (torch.empty((split_k, m, n), dtype=torch.float32, device=device), arrival_counters(tiles, device))
     key = (split_k, m, n, tiles, str(device))
     if key not in _workspaces:
         _workspaces.clear()
@@ -41,32 +41,6 @@ def _workspace(
             torch.zeros(tiles, dtype=torch.int32, device=device),
         )
     return _workspaces[key]
-
-
-def _arrival_counters(tiles: int, device: torch.device) -> torch.Tensor:
-    """Fused split-K's per-tile arrival counters for a served call. Zeroing them on every call is a memset
-    launched beside every GEMM (a node of its own in a CUDA graph), yet the fused reduction leaves them at zero:
-    one buffer per device and stream, zeroed once, serves every later call on that stream, whose launches run in
-    order. It is made on a side stream, so torch.compile's CUDA-graph pool (which takes the current stream's
-    allocations while it warms up or records) never holds it, and kept for the life of the process (a recorded
-    graph holds its address). While a stream is being captured none is made: that call zeroes its own."""
-    if device.type != "cuda":  # the interpreter (CPU tests): nothing is kept
-        return torch.zeros(tiles, dtype=torch.int32, device=device)
-    stream = torch.cuda.current_stream(device)
-    key = (stream.device_index, stream.cuda_stream)
-    found = _counters.get(key)
-    if found is not None and found.numel() >= tiles:
-        return found
-    if torch.cuda.is_current_stream_capturing():
-        return torch.zeros(tiles, dtype=torch.int32, device=device)
-    side = torch.cuda.Stream(device)
-    side.wait_stream(stream)
-    with torch.cuda.stream(side):
-        made = torch.zeros(max(tiles, 4096), dtype=torch.int32, device=device)
-    side.synchronize()
-    _kept_counters.append(made)
-    _counters[key] = made
-    return made
 
 
 def _multiprocessors(device: torch.device) -> int:

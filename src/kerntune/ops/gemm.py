@@ -117,3 +117,36 @@ def tma_aligned(shape: Mapping[str, Scalar]) -> bool:
     a_pitch = m if layout[0] == "T" else k
     b_pitch = k if layout[1] == "T" else n
     return a_pitch % 8 == 0 and b_pitch % 8 == 0 and n % 8 == 0
+
+
+_counters: dict[tuple[int, int], torch.Tensor] = {}
+_kept_counters: list[torch.Tensor] = []
+
+
+def arrival_counters(tiles: int, device: torch.device) -> torch.Tensor:
+    """Per-tile arrival counters for a kernel whose last program to reach a tile reduces it (fused split-K, a
+    K-split tail). Zeroing them on every call is a memset beside every GEMM (a node of its own in a CUDA graph),
+    yet the last arrival leaves them at zero: one buffer per device and stream, zeroed once, serves every later
+    call on that stream, whose launches run in order. It is made on a side stream, so torch.compile's CUDA-graph
+    pool (which takes the current stream's allocations while it warms up or records) never holds it, and kept
+    for the life of the process (a recorded graph holds its address). While a stream is being captured none is
+    made: that call zeroes its own."""
+    import torch
+
+    if device.type != "cuda":  # the interpreter (CPU tests): nothing is kept
+        return torch.zeros(tiles, dtype=torch.int32, device=device)
+    stream = torch.cuda.current_stream(device)
+    key = (stream.device_index, stream.cuda_stream)
+    found = _counters.get(key)
+    if found is not None and found.numel() >= tiles:
+        return found
+    if torch.cuda.is_current_stream_capturing():
+        return torch.zeros(tiles, dtype=torch.int32, device=device)
+    side = torch.cuda.Stream(device)
+    side.wait_stream(stream)
+    with torch.cuda.stream(side):
+        made = torch.zeros(max(tiles, 4096), dtype=torch.int32, device=device)
+    side.synchronize()
+    _kept_counters.append(made)
+    _counters[key] = made
+    return made

@@ -1,10 +1,11 @@
-"""The Gluon GEMM cross-compiled for sm_90 with no GPU, on whatever Triton CI has: every layout, both schedules
-and the bias epilogue build a warp-specialized kernel (a TMA producer and wgmma consumers, with registers handed
-between them) that fits the SM's shared memory."""
+"""The Gluon GEMM cross-compiled for sm_90 with no GPU, on whatever Triton CI has: every layout, both schedules,
+the bias epilogue and the K-split tail build a warp-specialized kernel (a TMA producer and wgmma consumers, with
+registers handed between them) that fits the SM's shared memory."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -42,6 +43,9 @@ def spec() -> ModuleType:
         ("NT", 0, PING_PONG),
         ("TN", 1, SPLIT_EPILOGUE),
         ("NN", 1, {**PING_PONG, "STAGES": 5, "EPI_SPLIT": 2}),
+        ("NT", 0, {**SPLIT_EPILOGUE, "TAIL_K": 1}),
+        ("TN", 1, {**SPLIT_EPILOGUE, "TAIL_K": 1}),
+        ("NN", 1, {**PING_PONG, "STAGES": 5, "EPI_SPLIT": 2, "TAIL_K": 1}),
     ],
 )
 def test_every_layout_and_schedule_compiles_warp_specialized(
@@ -56,10 +60,17 @@ def test_every_layout_and_schedule_compiles_warp_specialized(
     assert "cp.async.bulk.tensor" in ptx  # TMA loads
     assert "setmaxnreg" in ptx  # the producer gives registers to the consumers
     consumers = 2 if config["SCHEDULE"] == 1 else 1
-    stores = ptx.count("cp.async.bulk.tensor.2d.global.shared")  # TMA stores of C, one a half with EPI_SPLIT=2
-    assert stores == consumers * config.get("EPI_SPLIT", 1)
+    # TMA stores of C, one a half with EPI_SPLIT=2; with TAIL_K the epilogue is built twice (a whole tile, a slice)
+    stores = ptx.count("cp.async.bulk.tensor.2d.global.shared")
+    assert stores == consumers * config.get("EPI_SPLIT", 1) * (2 if config.get("TAIL_K") else 1)
     assert compiled.metadata.shared == pytest.approx(module.smem_bytes(config), rel=0.05)
     assert compiled.metadata.shared <= module.SMEM_LIMIT
+    # A K slice counts itself in with one acq_rel atomic a consumer, after a barrier of its own warps alone.
+    arrivals = len(re.findall(r"atom\.global\.gpu\.acq_rel\.add", ptx))
+    assert arrivals == (consumers if config.get("TAIL_K") else 0)
+    if config.get("TAIL_K"):
+        threads = 128 if consumers == 2 else 256
+        assert re.search(rf"bar\.sync\s+\d+, {threads};", ptx)
 
 
 def test_the_space_keeps_tiles_that_do_not_fit_or_cannot_be_described_out(spec: ModuleType) -> None:
@@ -122,3 +133,23 @@ def test_the_tail_splits_two_launches_cover_every_column_once(
     assert spec.run_gemm(a, b, c, vector, {**SPLIT_EPILOGUE, "TAIL_SPLIT": 1}) == 256
     assert widths == [256, 128]
     torch.testing.assert_close(c, a @ b + (0 if vector is None else vector))
+
+
+def test_the_k_split_tail_cuts_the_last_wave_into_slices_one_an_sm(spec: ModuleType) -> None:
+    full, rest, parts = spec.tail_parts(1024, 14336, 4096, 256, 132)  # 448 tiles: 3 waves and 52 left over
+    assert (full, rest, parts) == (396, 52, 2)  # 104 slices on 132 SMs
+    assert spec.tail_parts(2048, 32000, 2048, 256, 132) == (1980, 20, 6)  # 2000 tiles: 15 waves, 20 left
+    assert spec.tail_parts(4096, 4096, 4096, 256, 132)[2] == 1  # 116 left over: no room for a second slice
+    assert spec.tail_parts(1024, 16896, 4096, 256, 132) == (528, 0, 1)  # whole waves
+    assert spec.tail_parts(384, 1024, 128, 256, 132) == (0, 12, 2)  # 12 tiles, but K holds two blocks
+    assert spec.tail_parts(384, 1024, 4096, 256, 132) == (0, 12, spec.MAX_TAIL_PARTS)
+    space = spec.problem.space
+    h100 = Target(backend="triton", vendor="nvidia", device_name="NVIDIA H100", arch="sm_90", compute_units=132)
+    cut = Config.of({**SPLIT_EPILOGUE, "TAIL_K": 1})
+    tail = Shape.of({"M": 1024, "N": 14336, "K": 4096, "layout": "NT", "bias": 0})
+    whole = Shape.of({"M": 4096, "N": 4096, "K": 4096, "layout": "NT", "bias": 0})
+    assert space.check(cut, tail, h100) is None
+    assert space.check(cut, whole, h100) == "TAIL_K only where the last wave of tiles is cut along K"
+    assert space.check(cut, tail, None) is not None  # no device, no SM count: never admitted
+    both = Config.of({**SPLIT_EPILOGUE, "TAIL_K": 1, "TAIL_SPLIT": 1})
+    assert space.check(both, tail, h100) == "one tail lever at a time"

@@ -1,6 +1,7 @@
 """The GEMM specs beyond the Triton family on a real Hopper GPU: the Gluon warp-specialized kernel right at every
-layout, schedule, odd edge and bias, the same bits on every relaunch; cuBLASLt's algorithms through nvmath-python
-right, and its served launcher right on fresh operands without re-planning."""
+layout, schedule, odd edge and bias, with and without the tail levers, the same bits on every relaunch;
+cuBLASLt's algorithms through nvmath-python right, and its served launcher right on fresh operands without
+re-planning."""
 
 from __future__ import annotations
 
@@ -45,6 +46,11 @@ def error_of(spec: ModuleType, args: dict, shape: dict) -> float:  # type: ignor
         SPLIT_EPILOGUE,
         {**PING_PONG, "STAGES": 5, "EPI_SPLIT": 2},
         {**SPLIT_EPILOGUE, "TAIL_SPLIT": 1},  # two launches where the last wave splits (the last shape)
+        # The last wave cut along K (132 SMs): 128x256 tiles at 384x1024 (8 slices) and 1000x14000 (3); 128x128
+        # at 1000x3000 (2) and 384x1024 (5); ping-pong's slices go to either consumer.
+        {**SPLIT_EPILOGUE, "TAIL_K": 1},
+        {**COOPERATIVE, "BLOCK_N": 128, "STAGES": 5, "TAIL_K": 1},
+        {**PING_PONG, "STAGES": 5, "EPI_SPLIT": 2, "TAIL_K": 1},
     ],
 )
 @pytest.mark.parametrize(

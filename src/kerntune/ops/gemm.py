@@ -142,7 +142,7 @@ def arrival_counters(tiles: int, device: torch.device) -> torch.Tensor:
         return found
     if torch.cuda.is_current_stream_capturing():
         return torch.zeros(tiles, dtype=torch.int32, device=device)
-    side = torch.cuda.Stream(device)
+    side = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
     side.wait_stream(stream)
     with torch.cuda.stream(side):
         made = torch.zeros(max(tiles, 4096), dtype=torch.int32, device=device)

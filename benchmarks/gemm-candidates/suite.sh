@@ -4,7 +4,9 @@
 # probe:    benchmarks/gemm-candidates/probe.py: the Gluon kernel right at every layout, then timed against torch.mm
 #           (events, interleaved, 2x-L2 flush, the device spinning while the host enqueues; the best config checked
 #           by CUPTI kernel durations); cuBLASLt's heuristic list timed per call; the cuBLASLt served launcher; TunableOp.
-#           PARTS (default gluon,nvmath,serve,tunable), REPS (25).
+#           PARTS (default gluon,nvmath,serve,tunable), REPS (25); PROBE_CONFIGS (the Gluon configs, by name, comma
+#           separated; default all), PROBE_SHAPES (a payoff shapes file: its shapes with M >= PROBE_MIN_M, default
+#           1024, timed in place of the built-in list).
 # counters: benchmarks/gemm-candidates/counters.py: ncu counters of COUNTER_CONFIG (JSON) and the library at
 #           COUNTER_SHAPES (default three compute-bound NT shapes).
 step_probe() {

@@ -70,6 +70,20 @@ def tile_coords(tile, num_pid_m, num_pid_n, GROUP: gl.constexpr, RASTER_N: gl.co
 
 
 @gluon.jit
+def unit_work(unit, FULL, PARTS, k_tiles):
+    """Unit index -> (tile, slice, first K block, end K block). Units below FULL are whole tiles; from FULL on,
+    each tile of the last wave is PARTS consecutive units, one K slice each. Branch-free: a unit past FULL has
+    is_tail = 1."""
+    is_tail = (unit >= FULL).to(gl.int32)
+    tail = (unit - FULL) * is_tail
+    part = tail % PARTS
+    tile = unit + is_tail * (FULL + tail // PARTS - unit)
+    k_lo = is_tail * (part * k_tiles // PARTS)
+    k_hi = k_tiles + is_tail * ((part + 1) * k_tiles // PARTS - k_tiles)
+    return tile, k_lo, k_hi
+
+
+@gluon.jit
 def finish_slice(
     acc, c_desc, c_smem, bias_ptr, ws_ptr, count_ptr, tail, PARTS, off_m, off_n, N,
     BM: gl.constexpr, BN: gl.constexpr, HAS_BIAS: gl.constexpr, EPI_SPLIT: gl.constexpr, layout: gl.constexpr,
@@ -97,98 +111,48 @@ def finish_slice(
 
 
 @gluon.jit
-def load_tile(
-    a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_lo, k_hi, it,
-    A_T: gl.constexpr, B_T: gl.constexpr, STAGES: gl.constexpr,
-):  # fmt: skip
-    """K blocks [k_lo, k_hi) of one tile: wait until the ring slot is free, then TMA-load A's and B's blocks into it,
-    completing on the slot's ``ready`` barrier. Returns the ring position after the last."""
-    BK: gl.constexpr = 64
-    for kk in range(k_lo, k_hi):
-        slot = it % STAGES
-        # A fresh barrier counts as having completed the phase before phase 0: the first lap never waits.
-        mbarrier.wait(empty.index(slot), ((it // STAGES) & 1) ^ 1)
-        bar = ready.index(slot)
-        mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-        k = kk * BK
-        if A_T:
-            tma_load(a_desc, [k, off_m], bar, a_bufs.index(slot))
-        else:
-            tma_load(a_desc, [off_m, k], bar, a_bufs.index(slot))
-        if B_T:
-            tma_load(b_desc, [off_n, k], bar, b_bufs.index(slot))
-        else:
-            tma_load(b_desc, [k, off_n], bar, b_bufs.index(slot))
-        it += 1
-    return it
-
-
-@gluon.jit
 def load_partition(
     a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K, FULL, PARTS,
     BN: gl.constexpr, A_T: gl.constexpr, B_T: gl.constexpr, STAGES: gl.constexpr, GROUP: gl.constexpr,
     RASTER_N: gl.constexpr, TAIL_K: gl.constexpr,
 ):  # fmt: skip
-    """The producer warp: every K block of each of the program's whole tiles, then (TAIL_K) its K slice, if any."""
+    """The producer warp: for each of the program's units (a tile, or with TAIL_K a K slice of one), each K block:
+    wait until the ring slot is free, then TMA-load A's and B's blocks into it, completing on the slot's ``ready``
+    barrier."""
     BM: gl.constexpr = 128
+    BK: gl.constexpr = 64
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
-    k_tiles = gl.cdiv(K, 64)
-    tiles = num_pid_m * num_pid_n
-    whole = tiles
+    k_tiles = gl.cdiv(K, BK)
+    units = num_pid_m * num_pid_n
     if TAIL_K:
-        whole = FULL
+        units = FULL + (units - FULL) * PARTS
     it = 0
-    for tile in range(gl.program_id(0), whole, gl.num_programs(0)):
+    for unit in range(gl.program_id(0), units, gl.num_programs(0)):
+        tile = unit
+        k_lo = 0
+        k_hi = k_tiles
+        if TAIL_K:
+            tile, k_lo, k_hi = unit_work(unit, FULL, PARTS, k_tiles)
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP, RASTER_N)
-        it = load_tile(a_desc, b_desc, a_bufs, b_bufs, ready, empty, pid_m * BM, pid_n * BN, 0, k_tiles, it,
-                       A_T, B_T, STAGES)  # fmt: skip
-    if TAIL_K:
-        tail = gl.program_id(0)
-        if tail < (tiles - FULL) * PARTS:
-            pid_m, pid_n = tile_coords(FULL + tail // PARTS, num_pid_m, num_pid_n, GROUP, RASTER_N)
-            part = tail % PARTS
-            load_tile(a_desc, b_desc, a_bufs, b_bufs, ready, empty, pid_m * BM, pid_n * BN, part * k_tiles // PARTS,
-                      (part + 1) * k_tiles // PARTS, it, A_T, B_T, STAGES)  # fmt: skip
-
-
-@gluon.jit
-def consume(
-    a_bufs, b_bufs, ready, empty, turn, it, k_lo, k_hi, local,
-    A_T: gl.constexpr, B_T: gl.constexpr, STAGES: gl.constexpr, CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
-    BM: gl.constexpr, BN: gl.constexpr, layout: gl.constexpr,
-):  # fmt: skip
-    """K blocks [k_lo, k_hi) of one tile from ring position ``it``: per K block wait for the slot, issue an async
-    wgmma, keep one in flight, and free the slot of the one before. Returns the fp32 accumulator."""
-    if CONSUMERS == 2:
-        # Ping-pong turns: a consumer starts a main loop only once the other has finished the one before,
-        # so neither runs a lap of the ring ahead (a barrier's parity names only the phase just before).
-        if CONSUMER == 0:
-            mbarrier.wait(turn.index(0), (local & 1) ^ 1)
-        else:
-            mbarrier.wait(turn.index(1), local & 1)
-    acc = gl.zeros((BM, BN), gl.float32, layout)
-    prev = 0
-    for kk in range(k_lo, k_hi):
-        slot = it % STAGES
-        mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
-        a = a_bufs.index(slot)
-        if A_T:
-            a = a.permute((1, 0))
-        b = b_bufs.index(slot)
-        if B_T:
-            b = b.permute((1, 0))
-        acc = warpgroup_mma(a, b, acc, is_async=True)
-        acc = warpgroup_mma_wait(1, deps=(acc,))
-        # The wgmma before this one has completed: its slot goes back to the producer.
-        mbarrier.arrive(empty.index(prev), count=1, pred=kk > k_lo)
-        prev = slot
-        it += 1
-    acc = warpgroup_mma_wait(0, deps=(acc,))
-    mbarrier.arrive(empty.index(prev), count=1)
-    if CONSUMERS == 2:
-        mbarrier.arrive(turn.index(1 - CONSUMER), count=1)  # the other consumer's main loop may start
-    return acc
+        off_m = pid_m * BM
+        off_n = pid_n * BN
+        for kk in range(k_lo, k_hi):
+            slot = it % STAGES
+            # A fresh barrier counts as having completed the phase before phase 0: the first lap never waits.
+            mbarrier.wait(empty.index(slot), ((it // STAGES) & 1) ^ 1)
+            bar = ready.index(slot)
+            mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            k = kk * BK
+            if A_T:
+                tma_load(a_desc, [k, off_m], bar, a_bufs.index(slot))
+            else:
+                tma_load(a_desc, [off_m, k], bar, a_bufs.index(slot))
+            if B_T:
+                tma_load(b_desc, [off_n, k], bar, b_bufs.index(slot))
+            else:
+                tma_load(b_desc, [k, off_n], bar, b_bufs.index(slot))
+            it += 1
 
 
 @gluon.jit
@@ -199,42 +163,72 @@ def mma_partition(
     GROUP: gl.constexpr, RASTER_N: gl.constexpr, CONSUMER: gl.constexpr, CONSUMERS: gl.constexpr,
     WARPS: gl.constexpr, EPI_SPLIT: gl.constexpr, TAIL_K: gl.constexpr,
 ):  # fmt: skip
-    """A consumer: its tiles are every CONSUMERS-th of the program's, from the CONSUMER-th; each is consumed from
-    the ring, then goes through the epilogue. With TAIL_K the program's K slice comes last, after the loop (so the
-    loop is the same code as without it), to whichever consumer's turn it is, then goes through ``finish_slice``."""
+    """A consumer: its units are every CONSUMERS-th of the program's, from the CONSUMER-th. Per K block it waits
+    for the slot, issues an async wgmma, keeps one in flight, and frees the slot of the one before. A K slice
+    (TAIL_K) then goes through ``finish_slice``: only the slice that finishes its tile stores it. The epilogue adds
+    the bias in fp32, rounds once, and stores the tile through shared memory with TMA stores: whole, or in two
+    column halves through a half-size buffer (EPI_SPLIT=2), which leaves room for one more ring stage."""
     BM: gl.constexpr = 128
+    BK: gl.constexpr = 64
     layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[WARPS, 1], instr_shape=[16, BN, 16])
     c_smem = c_bufs.index(CONSUMER)
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
-    k_tiles = gl.cdiv(K, 64)
+    k_tiles = gl.cdiv(K, BK)
     start = gl.program_id(0)
     step = gl.num_programs(0)
-    tiles = num_pid_m * num_pid_n
-    whole = tiles
+    units = num_pid_m * num_pid_n
     if TAIL_K:
-        whole = FULL
-    local = 0  # this consumer's count of tiles taken; its n-th is the program's (n * CONSUMERS + CONSUMER)-th
-    for tile in range(start + CONSUMER * step, whole, CONSUMERS * step):
+        units = FULL + (units - FULL) * PARTS
+    local = 0  # this program's sequence number of the unit in hand (the producer's order)
+    for unit in range(start + CONSUMER * step, units, CONSUMERS * step):
+        tile = unit
+        k_lo = 0
+        k_hi = k_tiles
+        if TAIL_K:
+            tile, k_lo, k_hi = unit_work(unit, FULL, PARTS, k_tiles)
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP, RASTER_N)
-        acc = consume(a_bufs, b_bufs, ready, empty, turn, (local * CONSUMERS + CONSUMER) * k_tiles, 0, k_tiles, local,
-                      A_T, B_T, STAGES, CONSUMER, CONSUMERS, BM, BN, layout)  # fmt: skip
-        epilogue(acc, c_desc, c_smem, bias_ptr, pid_m * BM, pid_n * BN, N, BM, BN, HAS_BIAS, EPI_SPLIT, layout)
-        local += 1
-    if TAIL_K:
-        # The slice is the program's (FULL / step)-th unit: every unit before it is a whole tile.
-        tail = start
-        mine = tail < (tiles - FULL) * PARTS
+        # Every unit before a slice is a whole tile (a slice is a program's last unit): the ring position holds.
+        it = (local * CONSUMERS + CONSUMER) * k_tiles
         if CONSUMERS == 2:
-            mine = mine & ((FULL // step) % 2 == CONSUMER)
-        if mine:
-            pid_m, pid_n = tile_coords(FULL + tail // PARTS, num_pid_m, num_pid_n, GROUP, RASTER_N)
-            part = tail % PARTS
-            acc = consume(a_bufs, b_bufs, ready, empty, turn, (local * CONSUMERS + CONSUMER) * k_tiles,
-                          part * k_tiles // PARTS, (part + 1) * k_tiles // PARTS, local,
-                          A_T, B_T, STAGES, CONSUMER, CONSUMERS, BM, BN, layout)  # fmt: skip
-            finish_slice(acc, c_desc, c_smem, bias_ptr, ws_ptr, count_ptr, tail, PARTS, pid_m * BM, pid_n * BN, N,
-                         BM, BN, HAS_BIAS, EPI_SPLIT, layout)  # fmt: skip
+            # Ping-pong turns: a consumer starts a main loop only once the other has finished the one before,
+            # so neither runs a lap of the ring ahead (a barrier's parity names only the phase just before).
+            if CONSUMER == 0:
+                mbarrier.wait(turn.index(0), (local & 1) ^ 1)
+            else:
+                mbarrier.wait(turn.index(1), local & 1)
+        acc = gl.zeros((BM, BN), gl.float32, layout)
+        prev = 0
+        for kk in range(k_lo, k_hi):
+            slot = it % STAGES
+            mbarrier.wait(ready.index(slot), (it // STAGES) & 1)
+            a = a_bufs.index(slot)
+            if A_T:
+                a = a.permute((1, 0))
+            b = b_bufs.index(slot)
+            if B_T:
+                b = b.permute((1, 0))
+            acc = warpgroup_mma(a, b, acc, is_async=True)
+            acc = warpgroup_mma_wait(1, deps=(acc,))
+            # The wgmma before this one has completed: its slot goes back to the producer.
+            mbarrier.arrive(empty.index(prev), count=1, pred=kk > k_lo)
+            prev = slot
+            it += 1
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index(prev), count=1)
+        if CONSUMERS == 2:
+            mbarrier.arrive(turn.index(1 - CONSUMER), count=1)  # the other consumer's main loop may start
+        off_m = pid_m * BM
+        off_n = pid_n * BN
+        if TAIL_K:  # a constexpr test alone: without TAIL_K no slice code is compiled
+            if unit >= FULL and PARTS > 1:
+                finish_slice(acc, c_desc, c_smem, bias_ptr, ws_ptr, count_ptr, unit - FULL, PARTS, off_m, off_n, N,
+                             BM, BN, HAS_BIAS, EPI_SPLIT, layout)  # fmt: skip
+            else:
+                epilogue(acc, c_desc, c_smem, bias_ptr, off_m, off_n, N, BM, BN, HAS_BIAS, EPI_SPLIT, layout)
+        else:
+            epilogue(acc, c_desc, c_smem, bias_ptr, off_m, off_n, N, BM, BN, HAS_BIAS, EPI_SPLIT, layout)
+        local += 1  # noqa: SIM113 (Triton's AST has no enumerate over a strided range)
     tma.store_wait(0)
 
 

@@ -506,11 +506,11 @@ def served_run(
 
 
 # (BLOCK_N, SCHEDULE, STAGES, EPI_SPLIT, TAIL_K): whole tiles at 128x256 (3 stages) and 128x128 (4-6), a split
-# epilogue buying 128x256 a fourth stage, ping-pong at 4 stages or 5 with a split epilogue, and the last wave cut
-# along K at 128x256 and 128x128 (kept out where it does not apply).
+# epilogue buying 128x256 a fourth stage, and ping-pong at 4 stages or 5 with a split epilogue. The tail levers are in
+# the space but not seeded: each applies at some shapes only, one parameter away from a seed.
 SEEDS = (
     (256, 0, 3, 1, 0), (256, 0, 4, 2, 0), (128, 0, 4, 1, 0), (128, 0, 5, 1, 0), (128, 0, 6, 1, 0), (128, 1, 4, 1, 0),
-    (128, 1, 5, 2, 0), (256, 0, 4, 2, 1), (128, 0, 5, 1, 1),
+    (128, 1, 5, 2, 0),
 )  # fmt: skip
 
 problem = kt.Problem(

@@ -143,7 +143,7 @@ def file_shapes(path: Path, min_m: int) -> list[tuple[int, int, int, str, int]]:
     return [item.key for item in payoff.read_payoff_shapes(path) if item.key[0] >= min_m]
 
 
-def gluon_part(reps: int, log: list) -> None:
+def gluon_part(reps: int, log: list, shapes: list[tuple[int, int, int, str, int]] | None) -> None:
     spec = load_spec(ROOT / "kernels" / "gluon_gemm" / "spec.py")
     configs = {
         "coop256x3": {
@@ -237,8 +237,8 @@ def gluon_part(reps: int, log: list) -> None:
         (256, 8192, 8192, "NT", 0),
         (2048, 4096, 4096, "NT", 1),
     ]
-    if os.environ.get("PROBE_SHAPES"):  # a shapes file: its compute-bound shapes (M >= PROBE_MIN_M, default 1024)
-        timed = file_shapes(Path(os.environ["PROBE_SHAPES"]), int(os.environ.get("PROBE_MIN_M", "1024")))
+    if shapes is not None:
+        timed = shapes
     for shape in timed:
         x = inputs(*shape)
         fns = {"torch": lambda x=x: library(x)}
@@ -456,6 +456,13 @@ def main() -> int:
     p.add_argument("--parts", default="gluon,nvmath,serve,tunable")
     o = p.parse_args()
     out = Path(o.out)
+    shapes = None
+    if os.environ.get("PROBE_SHAPES"):  # a shapes file: its compute-bound shapes (M >= PROBE_MIN_M, default 1024)
+        try:
+            shapes = file_shapes(Path(os.environ["PROBE_SHAPES"]), int(os.environ.get("PROBE_MIN_M", "1024")))
+        except (OSError, ValueError) as exc:
+            print(f"probe: PROBE_SHAPES or PROBE_MIN_M: {exc}", file=sys.stderr)
+            return 2
     log: list = [
         {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": __import__("triton").__version__}
     ]
@@ -474,7 +481,7 @@ def main() -> int:
     if "ping" in o.parts:
         ping_part(log)
     if "gluon" in o.parts:
-        gluon_part(o.reps, log)
+        gluon_part(o.reps, log, shapes)
     (out / "gemm_candidates_probe.json").write_text(json.dumps(log, indent=1, default=str))
     return 0
 

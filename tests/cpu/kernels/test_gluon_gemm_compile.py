@@ -21,6 +21,11 @@ SPEC = Path(__file__).resolve().parents[3] / "kernels" / "gluon_gemm" / "spec.py
 COOPERATIVE = {"BLOCK_N": 256, "SCHEDULE": 0, "STAGES": 3, "GROUP": 8, "RASTER_N": 0, "LOAD_REGS": 40, "MMA_REGS": 232}
 PING_PONG = {**COOPERATIVE, "BLOCK_N": 128, "SCHEDULE": 1, "STAGES": 4}
 SPLIT_EPILOGUE = {**COOPERATIVE, "STAGES": 4, "EPI_SPLIT": 2}
+H100 = Target(backend="triton", vendor="nvidia", device_name="NVIDIA H100", arch="sm_90", compute_units=132)
+
+
+def nt(m: int, n: int, k: int) -> Shape:
+    return Shape.of({"M": m, "N": n, "K": k, "layout": "NT", "bias": 0})
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +80,7 @@ def test_every_layout_and_schedule_compiles_warp_specialized(
 
 def test_the_space_keeps_tiles_that_do_not_fit_or_cannot_be_described_out(spec: ModuleType) -> None:
     space = spec.problem.space
-    shape = Shape.of({"M": 2048, "N": 4096, "K": 4096, "layout": "NT", "bias": 0})
+    shape = nt(2048, 4096, 4096)
     assert space.check(Config.of(COOPERATIVE), shape, None) is None
     assert space.check(Config.of(PING_PONG), shape, None) is None
     assert space.check(Config.of({**COOPERATIVE, "STAGES": 4}), shape, None) == "ring and C tiles fit shared memory"
@@ -98,13 +103,9 @@ def test_the_tail_split_takes_whole_waves_first_and_leaves_one_wave_of_half_tile
     assert spec.tail_columns(1024, 14336, 128, 132) is None  # 128-wide tiles do not split
     assert spec.tail_columns(1024, 4352, 256, 132) == 4096  # 136 tiles: 128 whole, then 16 half tiles
     assert spec.tail_columns(1024, 2176, 128, 132) is None  # the same at 128 wide: 64-wide halves are untested
-    space = spec.problem.space
-    h100 = Target(backend="triton", vendor="nvidia", device_name="NVIDIA H100", arch="sm_90", compute_units=132)
-    tail = Config.of({**SPLIT_EPILOGUE, "TAIL_SPLIT": 1})
-    split = Shape.of({"M": 1024, "N": 14336, "K": 4096, "layout": "NT", "bias": 0})
-    whole = Shape.of({"M": 2048, "N": 4096, "K": 4096, "layout": "NT", "bias": 0})
-    assert space.check(tail, split, h100) is None
-    assert space.check(tail, whole, h100) == "TAIL_SPLIT only where the last wave of tiles is split"
+    space, tail = spec.problem.space, Config.of({**SPLIT_EPILOGUE, "TAIL_SPLIT": 1})
+    assert space.check(tail, nt(1024, 14336, 4096), H100) is None
+    assert space.check(tail, nt(2048, 4096, 4096), H100) == "TAIL_SPLIT only where the last wave of tiles is split"
 
 
 @pytest.mark.parametrize(("layout", "bias"), [("NT", 1), ("NN", 0), ("TN", 1)])
@@ -143,13 +144,9 @@ def test_the_k_split_tail_cuts_the_last_wave_into_slices_one_an_sm(spec: ModuleT
     assert spec.tail_parts(1024, 16896, 4096, 256, 132) == (528, 0, 1)  # whole waves
     assert spec.tail_parts(384, 1024, 128, 256, 132) == (0, 12, 2)  # 12 tiles, but K holds two blocks
     assert spec.tail_parts(384, 1024, 4096, 256, 132) == (0, 12, spec.MAX_TAIL_PARTS)
-    space = spec.problem.space
-    h100 = Target(backend="triton", vendor="nvidia", device_name="NVIDIA H100", arch="sm_90", compute_units=132)
-    cut = Config.of({**SPLIT_EPILOGUE, "TAIL_K": 1})
-    tail = Shape.of({"M": 1024, "N": 14336, "K": 4096, "layout": "NT", "bias": 0})
-    whole = Shape.of({"M": 4096, "N": 4096, "K": 4096, "layout": "NT", "bias": 0})
-    assert space.check(cut, tail, h100) is None
-    assert space.check(cut, whole, h100) == "TAIL_K only where the last wave of tiles is cut along K"
-    assert space.check(cut, tail, None) is not None  # no device, no SM count: never admitted
+    space, cut = spec.problem.space, Config.of({**SPLIT_EPILOGUE, "TAIL_K": 1})
+    assert space.check(cut, nt(1024, 14336, 4096), H100) is None
+    assert space.check(cut, nt(4096, 4096, 4096), H100) == "TAIL_K only where the last wave of tiles is cut along K"
+    assert space.check(cut, nt(1024, 14336, 4096), None) is not None  # no device, no SM count: never admitted
     both = Config.of({**SPLIT_EPILOGUE, "TAIL_K": 1, "TAIL_SPLIT": 1})
-    assert space.check(both, tail, h100) == "one tail lever at a time"
+    assert space.check(both, nt(1024, 14336, 4096), H100) == "one tail lever at a time"

@@ -2,16 +2,17 @@
 ``--shape`` parser, sliced into parts, kept to what a spec's constraints admit, and the training group derived
 and checked against a scope corpus of the real step.
 
-    python benchmarks/gemm-payoff/payoff_shapes.py args FILE [--spec SPEC] [--part I/N]
-        the I-th of N contiguous slices of the file's shapes as `--shape` arguments for `kerntune tune`; with
-        --spec, only those the spec's constraints leave a config for (the others named on stderr)
+    python benchmarks/gemm-payoff/payoff_shapes.py args FILE [--spec SPEC] [--group NAME] [--part I/N]
+        the I-th of N contiguous slices of the file's shapes (of group NAME alone, with --group) as `--shape`
+        arguments for `kerntune tune`; with --spec, only those the spec's constraints leave a config for (the
+        others named on stderr)
     python benchmarks/gemm-payoff/payoff_shapes.py check-corpus FILE CORPUS
         the corpus of `kerntune scope --corpus` of train_step.py against the file's training group: exit 0 where
         the group is the corpus' hottest GEMMs by FLOPs x calls (ties at the boundary allowed), else 1
     python benchmarks/gemm-payoff/payoff_shapes.py training [--layers 4 ...]
         the derivation: every GEMM of the training step, ranked by FLOPs x calls a step
 
-Exit 2 with one line on bad arguments (a missing file, a bad shape line, a bad part).
+Exit 2 with one line on bad arguments (a missing file, a bad shape line, a bad part, a group the file lacks).
 """
 
 from __future__ import annotations
@@ -236,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     args_p.add_argument("file", type=Path)
     args_p.add_argument("--spec", type=Path)
     args_p.add_argument("--part", default="1/1")
+    args_p.add_argument("--group", choices=GROUPS)
     check_p = sub.add_parser("check-corpus")
     check_p.add_argument("file", type=Path)
     check_p.add_argument("corpus", type=Path)
@@ -262,7 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         shapes = read_payoff_shapes(opts.file)
         if opts.command == "args":
-            chosen = part_of(shapes, opts.part)
+            grouped = [s for s in shapes if opts.group in (None, s.group)]
+            if not grouped:
+                raise ValueError(f"{opts.file} holds no shape of group {opts.group!r}")
+            chosen = part_of(grouped, opts.part)
     except (OSError, ValueError) as exc:
         _fail(str(exc))
     if opts.command == "check-corpus":

@@ -1,5 +1,5 @@
 # about: the payoff of the deployed multi-spec GEMM table (triton_gemm, gluon_gemm, cublaslt_gemm ranked per call) against torch.matmul, TunableOp and torch.compile max-autotune, side by side on 33 shapes (LLM suite, a training step, odd-N decode), each ratio checked by the profiler
-# steps: scope tune deploy side
+# steps: scope tune deploy side train
 # needs: gpu
 # SHAPES_FILE: the shapes (default benchmarks/specs/gemm_payoff_shapes.txt: groups suite, training, decode-odd-n).
 # PART=i/n (default 1/1): the tune and side steps take the i-th of n contiguous slices of the shapes (33 shapes x 3
@@ -25,13 +25,20 @@
 #         benchmarks/data/gemm-payoff/<today>/) over PART's shapes, ROUNDS (default 96) rounds, SIDE_LIMIT
 #         (default 570 s); then every part timed against that table so far (under $D and
 #         benchmarks/data/gemm-payoff/<today>/side*/) merged into payoff.json, the acceptance printed.
+# train:  the training step served: train_step.py (TRAIN_STEPS) under `kerntune scope --region step`, alone and under
+#         `kerntune run --table TABLE` (TABLE as in side), each in a fresh process writing its losses; then `kerntune
+#         verify` of the step under `kerntune run` (engagement, then the end-to-end A/B, table off against on, bounded
+#         by TRAIN_AB_BUDGET, default 180s); then train_served.py judges: GEMM device time a step, every entry
+#         engaged, losses within LOSS_GATE (default 0.01, relative), the A/B not a loss.
+# SHAPE_GROUP: the tune step takes that group of the shapes file alone (suite, training or decode-odd-n); its runs
+#         are named SPEC-GROUP-partIofN.
 PAYOFF=benchmarks/gemm-payoff
 SHAPES=${SHAPES_FILE:-benchmarks/specs/gemm_payoff_shapes.txt}
 # Earlier calls' data, unpacked into the tree (`benchmarks/run --unpack`): this day's by default; EARLIER_DATA names
 # another day's folder (a run that crossed midnight UTC).
 EARLIER=${EARLIER_DATA:-benchmarks/data/gemm-payoff/$(date -u +%F)}
 
-_part_tag() { local part=${PART:-1/1}; echo "part${part%/*}of${part#*/}"; }
+_part_tag() { local part=${PART:-1/1}; echo "${SHAPE_GROUP:+$SHAPE_GROUP-}part${part%/*}of${part#*/}"; }
 
 # found PATTERN: files matching PATTERN (plain or gzipped) under $EARLIER (earlier calls' data), then under $D (this
 # call's), each folder's oldest first, each file once.
@@ -68,7 +75,8 @@ step_tune() {
   mkdir -p "$W/tables"
   for spec in ${SPECS:-triton_gemm gluon_gemm cublaslt_gemm}; do
     tag="$spec-$(_part_tag)"
-    shapes=$(python3 $PAYOFF/payoff_shapes.py args "$SHAPES" --spec "kernels/$spec" --part "${PART:-1/1}" 2>> "$LOG") \
+    shapes=$(python3 $PAYOFF/payoff_shapes.py args "$SHAPES" --spec "kernels/$spec" ${SHAPE_GROUP:+--group "$SHAPE_GROUP"} \
+      --part "${PART:-1/1}" 2>> "$LOG") \
       || { note "   $spec: the shapes of part ${PART:-1/1} could not be read (the log says why)"; code=1; continue; }
     [ -n "$shapes" ] || { note "   $spec: no shape of part ${PART:-1/1} is one its constraints admit"; continue; }
     note "   $spec, part ${PART:-1/1}: $(( $(echo "$shapes" | wc -w) / 2 )) shapes"
@@ -130,5 +138,28 @@ step_side() {
   python3 $PAYOFF/side_by_side.py --merge "$out/payoff.json" $parts > "$out/payoff.log" 2>&1 || code=1
   cat "$out/payoff.log" >> "$LOG"
   grep '^ACCEPTANCE' "$out/payoff.log" | while read -r line; do note "   $line"; done
+  return $code
+}
+
+step_train() {
+  local out table step served code=0; out=$(step_dir train)
+  table=${TABLE:-$(found 'deploy*/table.json' | tail -1)}
+  [ -n "$table" ] && table=$(data_file "$table") \
+    || { note "   no table: run the deploy step first or give TABLE=PATH"; return 1; }
+  note "   table $table"
+  step=(python3 $PAYOFF/train_step.py --steps "${TRAIN_STEPS:-10}")
+  served=(python3 -m kerntune run --table "$table" --spec-dir "$PWD/kernels" --)
+  bounded "${SCOPE_LIMIT:-300}" python3 -m kerntune scope --region step --json -- "${step[@]}" \
+    --losses "$out/library-losses.json" > "$out/library-scope.json" 2> "$out/library-scope.err" || code=1
+  bounded "${SCOPE_LIMIT:-300}" python3 -m kerntune scope --region step --json -- "${served[@]}" "${step[@]}" \
+    --losses "$out/served-losses.json" > "$out/served-scope.json" 2> "$out/served-scope.err" || code=1
+  bounded "${VERIFY_LIMIT:-420}" python3 -m kerntune verify --json --budget "${TRAIN_AB_BUDGET:-180s}" \
+    --report "$out/verify.json" -- "${served[@]}" "${step[@]}" > "$out/verify.log" 2>&1 || code=1
+  python3 $PAYOFF/train_served.py --library "$out/library-scope.json" --served "$out/served-scope.json" \
+    --library-losses "$out/library-losses.json" --served-losses "$out/served-losses.json" \
+    --verify "$out/verify.json" --loss-gate "${LOSS_GATE:-0.01}" --out "$out/train-served.json" \
+    > "$out/train-served.log" 2>&1 || code=1
+  cat "$out/train-served.log" >> "$LOG"
+  grep '^ACCEPTANCE' "$out/train-served.log" | while read -r line; do note "   $line"; done
   return $code
 }

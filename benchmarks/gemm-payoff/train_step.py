@@ -6,17 +6,22 @@ the model's own causal-LM head.
 
     python benchmarks/gemm-payoff/train_step.py [--steps 10] [--warmup 2] [--batch 2] [--seq 1024] [--layers 4]
         [--hidden 2048] [--intermediate 5632] [--heads 32] [--kv-heads 4] [--vocab 32000] [--device cuda]
+        [--losses PATH]
 
 Every timed step (forward, backward, optimizer step) runs inside ``torch.profiler.record_function("step")``, as
 examples/hf_llama/app.py's do: ``kerntune scope --region step`` counts the steady state only (building the model,
 AdamW's first step, which allocates its state, and the other warm-up steps lie outside). The last line printed is
-milliseconds per step. ``--device cpu`` with tiny sizes runs on the host (bf16 autocast on the CPU), for tests.
+milliseconds per step. ``--losses PATH`` writes every step's loss (warm-up steps first) as a JSON list, read
+after the last step (no sync inside the timed steps). ``--device cpu`` with tiny sizes runs on the host (bf16
+autocast on the CPU), for tests.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 
 import torch
 from torch.profiler import record_function
@@ -37,6 +42,7 @@ def main() -> None:
     p.add_argument("--vocab", type=int, default=32000)
     p.add_argument("--device", default="cuda")
     p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--losses", type=Path)
     args = p.parse_args()
     if args.steps < 1 or args.warmup < 0:
         p.error("--steps must be at least 1 and --warmup at least 0")
@@ -68,15 +74,17 @@ def main() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    for _ in range(args.warmup):  # AdamW's state, cuBLAS's handles and workspaces: outside the timed steps
-        step()
+    losses = [step() for _ in range(args.warmup)]  # AdamW's state, cuBLAS's handles: outside the timed steps
     sync()
     start = time.perf_counter()
     for _ in range(args.steps):
         with record_function("step"):
             loss = step()
+        losses.append(loss)
     sync()
     elapsed = time.perf_counter() - start
+    if args.losses is not None:
+        args.losses.write_text(json.dumps([float(x) for x in losses]))
     print(f"loss {float(loss):.4f} after {args.warmup + args.steps} steps")
     print(f"{elapsed / args.steps * 1e3:.4f} ms per training step")
 

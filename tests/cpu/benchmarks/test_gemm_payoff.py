@@ -76,6 +76,24 @@ def test_a_bad_shapes_file_is_refused_in_one_line(tmp_path: Path) -> None:
         payoff.read_payoff_shapes(tmp_path / "nogroup.txt")
 
 
+def test_a_group_of_the_file_is_tuned_alone() -> None:
+    def args(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(benchmark_script("payoff_shapes")), "args", str(SHAPES), *extra],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    training = args("--group", "training")
+    assert training.returncode == 0, training.stderr
+    shapes = training.stdout.split()[1::2]
+    assert len(shapes) == 8 and "M=32000,N=2048,K=2048,layout=TN" in shapes
+    assert args("--group", "training", "--part", "2/2").stdout.split()[1::2] == shapes[4:]
+    bad = args("--group", "prefill")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "prefill" in bad.stderr
+
+
 def test_parts_cover_every_shape_once_and_a_spec_keeps_what_its_constraints_admit() -> None:
     shapes = payoff.read_payoff_shapes(SHAPES)
     parts = [payoff.part_of(shapes, f"{i}/4") for i in range(1, 5)]
@@ -88,9 +106,10 @@ def test_parts_cover_every_shape_once_and_a_spec_keeps_what_its_constraints_admi
     assert all(s.group != "decode-odd-n" for s in kept)
 
 
-def test_the_training_step_runs_two_steps_on_the_cpu_and_prints_a_number_last() -> None:
+def test_the_training_step_runs_two_steps_on_the_cpu_and_prints_a_number_last(tmp_path: Path) -> None:
+    losses = tmp_path / "losses.json"
     done = subprocess.run(
-        [sys.executable, str(benchmark_script("train_step")), *_tiny_args(2)],
+        [sys.executable, str(benchmark_script("train_step")), *_tiny_args(2), "--losses", str(losses)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -99,6 +118,10 @@ def test_the_training_step_runs_two_steps_on_the_cpu_and_prints_a_number_last() 
     last = done.stdout.strip().splitlines()[-1]
     assert re.fullmatch(r"[0-9.]+ ms per training step", last), last
     assert float(last.split()[0]) > 0
+    # Every step's loss, the warm-up step first; the last is the one printed.
+    written = json.loads(losses.read_text())
+    assert len(written) == 3 and all(x > 0 for x in written)
+    assert f"loss {written[-1]:.4f} after 3 steps" in done.stdout
 
 
 def test_scope_of_the_cpu_step_finds_the_derived_gemms_and_check_corpus_reads_it(
@@ -345,3 +368,81 @@ def test_the_runner_lists_the_suite() -> None:
     lines = listed.stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("gemm-payoff "))
     assert "TunableOp" in lines[at] and "steps: scope tune deploy side; needs: gpu" in lines[at + 1]
+
+
+def _scope_report(spans: int, gemms: list[tuple[int, int, int, str, float]]) -> dict[str, Any]:
+    """A `kerntune scope --region step --json` report's parts train_served.py reads."""
+    return {
+        "window": {"spans": spans},
+        "gemms": [
+            {"op": "aten::mm", "shape": {"M": m, "N": n, "K": k}, "layout": layout, "bias": 0, "calls": 3,
+             "device_us": us}
+            for m, n, k, layout, us in gemms
+        ],
+    }  # fmt: skip
+
+
+def _train_served(tmp_path: Path, verify: dict[str, Any], served_losses: list[float]) -> tuple[int, str, str]:
+    files = {
+        "library": _scope_report(2, [(2048, 5632, 2048, "NT", 2000.0), (2048, 2048, 5632, "NN", 1000.0)]),
+        "served": _scope_report(2, [(2048, 5632, 2048, "NT", 1800.0), (2048, 2048, 5632, "NN", 1000.0)]),
+        "library-losses": [10.5, 10.4, 10.3],
+        "served-losses": served_losses,
+        "verify": verify,
+    }
+    args = []
+    for name, body in files.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(body))
+        args += [f"--{name}", str(tmp_path / f"{name}.json")]
+    done = subprocess.run(
+        [sys.executable, str(benchmark_script("train_served")), *args, "--out", str(tmp_path / "out.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+ENGAGED = {
+    "entries": [{"key": "a"}, {"key": "b"}],
+    "never_engaged": [],
+    "serves_nothing": None,
+    "hit_rate": 0.5,
+    "end_to_end": {"verdict": "noise", "ratio": 0.99, "ci": [0.97, 1.01], "pairs": 4, "reason": ""},
+}
+
+
+def test_the_served_training_step_is_judged_on_gemm_time_engagement_losses_and_the_ab(tmp_path: Path) -> None:
+    code, out, err = _train_served(tmp_path, ENGAGED, [10.5, 10.401, 10.302])
+    assert code == 0, err
+    # (2000 + 1000) / 2 spans = 1.5 ms a step on the library, (1800 + 1000) / 2 = 1.4 ms served
+    assert "library 1.500 ms, served 1.400 ms" in out
+    assert "M=2048,N=5632,K=2048,layout=NT: 1.000 -> 0.900 ms (1.111x)" in out
+    assert out.count("ACCEPTANCE") == 4 and "NOT met" not in out
+    judged = json.loads((tmp_path / "out.json").read_text())
+    assert judged["max_loss_rel"] == pytest.approx(0.002 / 10.3, rel=1e-6)
+    # Each line fails on its own: an entry never engaged, a lost A/B, a loss past the gate.
+    code, out, _ = _train_served(tmp_path, {**ENGAGED, "never_engaged": ["b"]}, [10.5, 10.4, 10.3])
+    assert "ACCEPTANCE every served entry engaged: NOT met" in out and out.count("NOT met") == 1
+    lost = {**ENGAGED, "end_to_end": {**ENGAGED["end_to_end"], "verdict": "loss"}}
+    code, out, _ = _train_served(tmp_path, lost, [10.5, 10.4, 10.3])
+    assert "ACCEPTANCE the end-to-end A/B is not a loss: NOT met" in out and out.count("NOT met") == 1
+    code, out, _ = _train_served(tmp_path, ENGAGED, [10.5, 10.4, 10.5])
+    assert "ACCEPTANCE loss within the gate: NOT met" in out and out.count("NOT met") == 1
+    nothing = {**ENGAGED, "entries": [], "serves_nothing": "no entry", "end_to_end": None}
+    code, out, _ = _train_served(tmp_path, nothing, [10.5, 10.4, 10.3])
+    assert code == 0 and "end-to-end A/B: not run" in out
+    assert "ACCEPTANCE every served entry engaged: NOT met" in out
+
+
+def test_the_served_training_step_refuses_unlike_runs_in_one_line(tmp_path: Path) -> None:
+    code, _, err = _train_served(tmp_path, ENGAGED, [10.5, 10.4])
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "2 losses against the library run's 3" in err
+    (tmp_path / "library.json").write_text("{not json")
+    done = subprocess.run(
+        [sys.executable, str(benchmark_script("train_served")), *[
+            a for n in ("library", "served", "library-losses", "served-losses", "verify")
+            for a in (f"--{n}", str(tmp_path / f"{n}.json"))]],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "library.json" in done.stderr

@@ -12,7 +12,8 @@ Inputs, each from a fresh process of ``train_step.py`` on the same seed:
                     A/B (table off against on, fresh processes).
 The acceptance, one line each: the GEMM device time a step (the profiler's kernel durations under aten::mm and
 aten::addmm, within the ``step`` ranges) lower served than on the library; every served entry engaged; every step's
-loss within ``--loss-gate`` (relative) of the library run's; the end-to-end A/B not a loss.
+loss within ``--loss-gate`` (relative) of the library run's; the end-to-end A/B not a loss, which needs its 95%
+interval's top within the A/B's noise band (an undecided A/B is not met).
 Exit 0 once every input was read (whatever the acceptance says), 2 with one line on a missing or unreadable input.
 """
 
@@ -86,6 +87,13 @@ def max_relative_difference(library: list[float], served: list[float], where: Pa
     return max(abs(s - a) / max(abs(a), 1e-12) for a, s in zip(library, served, strict=True))
 
 
+def shown_not_slower(e2e: dict[str, Any]) -> bool:
+    """The A/B (table on over off, time ratio) is no loss and its interval's top lies within its noise band."""
+    ci, band = e2e.get("ci") or [None, None], e2e.get("band")
+    top = ci[1] if len(ci) == 2 else None
+    return e2e.get("verdict") in ("win", "noise") and top is not None and band is not None and top <= 1.0 + band
+
+
 def judge(library: GemmTime, served: GemmTime, max_rel: float, gate: float, verify: dict[str, Any]) -> Judged:
     entries = list(verify.get("entries") or [])
     never = [str(k) for k in verify.get("never_engaged") or []]
@@ -95,7 +103,8 @@ def judge(library: GemmTime, served: GemmTime, max_rel: float, gate: float, veri
         "less GEMM device time a step than without the table": served.per_step_us < library.per_step_us,
         "every served entry engaged": bool(entries) and not never and nothing is None,
         "loss within the gate": max_rel <= gate,
-        "the end-to-end A/B is not a loss": e2e is not None and e2e.get("verdict") in ("win", "noise"),
+        # Not a loss only where the interval shows it: an undecided A/B (its top past the band) is not evidence.
+        "the end-to-end A/B is not a loss": e2e is not None and shown_not_slower(e2e),
     }
     return Judged(library, served, max_rel, gate, len(entries), never, nothing, verify.get("hit_rate"), e2e, acceptance)
 

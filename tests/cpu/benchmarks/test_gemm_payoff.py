@@ -408,7 +408,7 @@ ENGAGED = {
     "never_engaged": [],
     "serves_nothing": None,
     "hit_rate": 0.5,
-    "end_to_end": {"verdict": "noise", "ratio": 0.99, "ci": [0.97, 1.01], "pairs": 4, "reason": ""},
+    "end_to_end": {"verdict": "noise", "ratio": 0.99, "ci": [0.97, 1.005], "band": 0.01, "pairs": 4, "reason": ""},
 }
 
 
@@ -426,6 +426,10 @@ def test_the_served_training_step_is_judged_on_gemm_time_engagement_losses_and_t
     assert "ACCEPTANCE every served entry engaged: NOT met" in out and out.count("NOT met") == 1
     lost = {**ENGAGED, "end_to_end": {**ENGAGED["end_to_end"], "verdict": "loss"}}
     code, out, _ = _train_served(tmp_path, lost, [10.5, 10.4, 10.3])
+    assert "ACCEPTANCE the end-to-end A/B is not a loss: NOT met" in out and out.count("NOT met") == 1
+    # An undecided A/B (noise, but its interval reaching past the band) shows no absence of a loss.
+    undecided = {**ENGAGED, "end_to_end": {**ENGAGED["end_to_end"], "ratio": 1.26, "ci": [0.92, 1.73]}}
+    code, out, _ = _train_served(tmp_path, undecided, [10.5, 10.4, 10.3])
     assert "ACCEPTANCE the end-to-end A/B is not a loss: NOT met" in out and out.count("NOT met") == 1
     code, out, _ = _train_served(tmp_path, ENGAGED, [10.5, 10.4, 10.5])
     assert "ACCEPTANCE loss within the gate: NOT met" in out and out.count("NOT met") == 1

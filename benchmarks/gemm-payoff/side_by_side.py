@@ -33,11 +33,12 @@ each line met only where both timers say so over every shape of the file: the ta
 no shape's table speed below 0.99; the table's geomean above TunableOp's on the same shapes.
 
 Usage: python benchmarks/gemm-payoff/side_by_side.py --table T.json --out OUT.json [--shapes FILE]
-           [--spec-dir kernels] [--part I/N] [--rounds 96]
+           [--spec-dir kernels] [--group NAME] [--part I/N] [--rounds 96]
        python benchmarks/gemm-payoff/side_by_side.py --merge OUT.json PART.json [PART.json ...]
-A part (the I-th of N contiguous slices of the shapes: the whole file outlasts one 600 s device call) writes its
-rows after every shape; --merge joins the parts (a shape timed twice: the later part's row; a part of another table,
-shapes file or device than the part that finished last is left out, and named) and prints the acceptance over them.
+--group times one group of the file alone (its parts slice that group). A part (the I-th of N contiguous slices
+of the shapes: the whole file outlasts one 600 s device call) writes its rows after every shape; --merge joins the
+parts (a shape timed twice: the later part's row; a part of another table, shapes file or device than the part
+that finished last is left out, and named) and prints the acceptance over them.
 Exit 0 when every output passed its gate and every candidate ran, 1 otherwise (the JSON holds what ran), 2 with one
 line on bad arguments (a missing file, a bad shape line, an unreadable table, no CUDA device).
 """
@@ -620,6 +621,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", type=Path, default=DEFAULT_FILE)
     parser.add_argument("--spec-dir", type=Path, action="append", default=None)
     parser.add_argument("--part", default="1/1")
+    parser.add_argument("--group", choices=GROUPS)
     parser.add_argument("--rounds", type=int, default=96)
     parser.add_argument("--merge", type=Path, nargs="+", metavar="OUT.json PART.json")
     opts = parser.parse_args(argv)
@@ -648,7 +650,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         every = read_payoff_shapes(opts.shapes)
         parse_part(opts.part)
-        shapes = part_of(every, opts.part)
+        grouped = [s for s in every if opts.group in (None, s.group)]
+        if not grouped:
+            raise ValueError(f"{opts.shapes} holds no shape of group {opts.group!r}")
+        shapes = part_of(grouped, opts.part)
     except (OSError, ValueError) as exc:
         _fail(str(exc))
     from kerntune.runtime.table import load_table
@@ -688,6 +693,7 @@ def run(
             "outranked": len(stats["outranked"]),
         },
         "part": opts.part,
+        "group": opts.group,
         "rounds": opts.rounds,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -701,7 +707,8 @@ def run(
         f"{torch.cuda.get_device_name()}: table {opts.table} served by "
         f"{', '.join(doc['serving']['specs']) or 'no spec'}"
         + (f"; unresolved: {', '.join(stats['unresolved_specs'])}" if stats["unresolved_specs"] else "")
-        + f"; {len(shapes)} of {len(every)} shapes (part {opts.part}), {opts.rounds} rounds",
+        + f"; {len(shapes)} of {len(every)} shapes ({f'group {opts.group}, ' if opts.group else ''}part {opts.part}), "
+        + f"{opts.rounds} rounds",
         flush=True,
     )
     flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")

@@ -1,4 +1,4 @@
-# about: the payoff of the deployed multi-spec GEMM table (triton_gemm, gluon_gemm, cublaslt_gemm ranked per call) against torch.matmul, TunableOp and torch.compile max-autotune, side by side on 33 shapes (LLM suite, a training step, odd-N decode), each ratio checked by the profiler
+# about: the payoff of the deployed multi-spec GEMM table (triton_gemm, gluon_gemm, cublaslt_gemm ranked per call) against torch.matmul, TunableOp and torch.compile max-autotune, side by side on 33 shapes (LLM suite, a training step, odd-N decode), each ratio checked by the profiler; and a training step served by kerntune run
 # steps: scope tune deploy side train
 # needs: gpu
 # SHAPES_FILE: the shapes (default benchmarks/specs/gemm_payoff_shapes.txt: groups suite, training, decode-odd-n).
@@ -30,8 +30,8 @@
 #         verify` of the step under `kerntune run` (engagement, then the end-to-end A/B, table off against on, bounded
 #         by TRAIN_AB_BUDGET, default 180s); then train_served.py judges: GEMM device time a step, every entry
 #         engaged, losses within LOSS_GATE (default 0.01, relative), the A/B not a loss.
-# SHAPE_GROUP: the tune step takes that group of the shapes file alone (suite, training or decode-odd-n); its runs
-#         are named SPEC-GROUP-partIofN.
+# SHAPE_GROUP: the tune and side steps take that group of the shapes file alone (suite, training or decode-odd-n);
+#         their files are named SPEC-GROUP-partIofN and side-by-side-GROUP-partIofN.
 PAYOFF=benchmarks/gemm-payoff
 SHAPES=${SHAPES_FILE:-benchmarks/specs/gemm_payoff_shapes.txt}
 # Earlier calls' data, unpacked into the tree (`benchmarks/run --unpack`): this day's by default; EARLIER_DATA names
@@ -126,13 +126,14 @@ step_side() {
     || { note "   no table: run the deploy step first or give TABLE=PATH"; return 1; }
   note "   table $table, part ${PART:-1/1}"
   bounded "${SIDE_LIMIT:-570}" python3 $PAYOFF/side_by_side.py --table "$table" --shapes "$SHAPES" \
-    --out "$out/side-by-side-$tag.json" --part "${PART:-1/1}" --rounds "${ROUNDS:-96}" \
+    --out "$out/side-by-side-$tag.json" ${SHAPE_GROUP:+--group "$SHAPE_GROUP"} --part "${PART:-1/1}" \
+    --rounds "${ROUNDS:-96}" \
     > "$out/side-by-side-$tag.log" 2>&1
   code=$?
   grep -v -i warn "$out/side-by-side-$tag.log" | grep -v '^ACCEPTANCE' | tail -40 >> "$LOG"
   # Every part timed so far; merge keeps those of the table and shapes file of the part that finished last.
   parts=""
-  for p in $(found 'side*/side-by-side-part*.json'); do parts="$parts $(data_file "$p")"; done
+  for p in $(found 'side*/side-by-side-*part*of*.json'); do parts="$parts $(data_file "$p")"; done
   [ -n "$parts" ] || { note "   no part was written"; return 1; }
   # shellcheck disable=SC2086  # $parts is a list of paths
   python3 $PAYOFF/side_by_side.py --merge "$out/payoff.json" $parts > "$out/payoff.log" 2>&1 || code=1

@@ -342,7 +342,8 @@ def test_the_deploy_step_merges_the_kept_tables_of_runs_tuned_elsewhere(tmp_path
         (tune / f"{tag}.json").write_text(json.dumps({"run": {"id": f"20260101-00000{n}-abcd"}, "shapes": []}))
         (tune / f"{tag}.table.json").write_text(json.dumps(_run_table(spec, ratio)))
     script = (
-        f"set -u; D={data}; W={scratch}; LOG={tmp_path}/run.log; mkdir -p $W; exec 3>&1; "
+        # EARLIER_DATA: the test's data alone, never the tree's benchmarks/data/gemm-payoff/<today> (real runs)
+        f"set -u; D={data}; EARLIER_DATA={data}; W={scratch}; LOG={tmp_path}/run.log; mkdir -p $W; exec 3>&1; "
         f"export KERNTUNE_HOME={scratch}/store; . benchmarks/lib.sh; . benchmarks/gemm-payoff/suite.sh; step_deploy"
     )
     path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"  # the suite's python3: this interpreter
@@ -367,7 +368,7 @@ def test_the_runner_lists_the_suite() -> None:
     assert listed.returncode == 0
     lines = listed.stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("gemm-payoff "))
-    assert "TunableOp" in lines[at] and "steps: scope tune deploy side; needs: gpu" in lines[at + 1]
+    assert "TunableOp" in lines[at] and "steps: scope tune deploy side train; needs: gpu" in lines[at + 1]
 
 
 def _scope_report(spans: int, gemms: list[tuple[int, int, int, str, float]]) -> dict[str, Any]:
@@ -450,3 +451,15 @@ def test_the_served_training_step_refuses_unlike_runs_in_one_line(tmp_path: Path
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "library.json" in done.stderr
+
+
+def test_side_by_side_refuses_a_group_the_file_lacks_in_one_line(tmp_path: Path) -> None:
+    table = _empty_table(tmp_path / "table.json")
+    only_training = tmp_path / "shapes.txt"
+    only_training.write_text("# group: training\nM=2048,N=5632,K=2048,layout=NT\n")
+    for args, said in (
+        (["--group", "prefill"], "invalid choice"),
+        (["--group", "suite", "--shapes", str(only_training)], "no shape of group 'suite'"),
+    ):
+        done = _side("--table", str(table), "--out", str(tmp_path / "o.json"), *args, tmp_path=tmp_path)
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and said in done.stderr

@@ -1,6 +1,7 @@
 """The Gluon GEMM cross-compiled for sm_90 with no GPU, on whatever Triton CI has: every layout, both schedules,
 the bias epilogue and the K-split tail build a warp-specialized kernel (a TMA producer and wgmma consumers, with
-registers handed between them) that fits the SM's shared memory."""
+registers handed between them) that fits the SM's shared memory, and whose wgmma is not serialised (no warp-group
+arrive and wait around each HGMMA in the SASS)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,22 @@ COOPERATIVE = {"BLOCK_N": 256, "SCHEDULE": 0, "STAGES": 3, "GROUP": 8, "RASTER_N
 PING_PONG = {**COOPERATIVE, "BLOCK_N": 128, "SCHEDULE": 1, "STAGES": 4}
 SPLIT_EPILOGUE = {**COOPERATIVE, "STAGES": 4, "EPI_SPLIT": 2}
 H100 = Target(backend="triton", vendor="nvidia", device_name="NVIDIA H100", arch="sm_90", compute_units=132)
+
+
+def disassembled(cubin: bytes) -> str | None:
+    """The cubin's SASS by the nvdisasm Triton ships, or None where this Triton ships none."""
+    import subprocess
+    import tempfile
+
+    import triton
+
+    nvdisasm = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
+    if not nvdisasm.is_file():
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        return subprocess.run([str(nvdisasm), "-c", f.name], capture_output=True, text=True, check=True).stdout
 
 
 def nt(m: int, n: int, k: int) -> Shape:
@@ -76,6 +93,12 @@ def test_every_layout_and_schedule_compiles_warp_specialized(
     if config.get("TAIL_K"):
         threads = 128 if consumers == 2 else 256
         assert re.search(rf"bar\.sync\s+\d+, {threads};", ptx)
+    # ptxas serialises wgmma where it cannot keep the accumulator in flight: a warp-group arrive and wait around
+    # every HGMMA, which halves a main loop's speed. Unserialised, one arrive opens a K block's four or more.
+    sass = disassembled(compiled.asm["cubin"])
+    if sass is not None:
+        hgmma, arrives = len(re.findall(r"\bHGMMA\.", sass)), len(re.findall(r"\bWARPGROUP\.ARRIVE\b", sass))
+        assert hgmma >= 4 * arrives > 0, f"{hgmma} HGMMA under {arrives} warp-group arrives: wgmma serialised"
 
 
 def test_the_space_keeps_tiles_that_do_not_fit_or_cannot_be_described_out(spec: ModuleType) -> None:

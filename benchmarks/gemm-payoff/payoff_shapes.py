@@ -97,6 +97,14 @@ def parse_part(text: str) -> tuple[int, int]:
     return int(i), int(n)
 
 
+def of_group(items: Sequence[PayoffShape], group: str | None, path: Path) -> list[PayoffShape]:
+    """The shapes of ``group`` (every shape where None); a ValueError where the file holds none of it."""
+    chosen = [item for item in items if group in (None, item.group)]
+    if not chosen:
+        raise ValueError(f"{path} holds no shape of group {group!r}")
+    return chosen
+
+
 def part_of(items: Sequence[PayoffShape], part: str) -> list[PayoffShape]:
     """The I-th of N contiguous slices of ``items``, as even as whole shapes allow: the split of the time-budget
     suite's ``shape_args`` (shape k of NR, from 1, is in slice int((k - 1) * N / NR) + 1)."""
@@ -264,10 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         shapes = read_payoff_shapes(opts.file)
         if opts.command == "args":
-            grouped = [s for s in shapes if opts.group in (None, s.group)]
-            if not grouped:
-                raise ValueError(f"{opts.file} holds no shape of group {opts.group!r}")
-            chosen = part_of(grouped, opts.part)
+            chosen = part_of(of_group(shapes, opts.group, opts.file), opts.part)
     except (OSError, ValueError) as exc:
         _fail(str(exc))
     if opts.command == "check-corpus":

@@ -73,6 +73,7 @@ from payoff_shapes import (  # noqa: E402
     OneLineParser,
     PayoffShape,
     fail,
+    of_group,
     parse_part,
     part_of,
     read_payoff_shapes,
@@ -650,10 +651,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         every = read_payoff_shapes(opts.shapes)
         parse_part(opts.part)
-        grouped = [s for s in every if opts.group in (None, s.group)]
-        if not grouped:
-            raise ValueError(f"{opts.shapes} holds no shape of group {opts.group!r}")
-        shapes = part_of(grouped, opts.part)
+        shapes = part_of(of_group(every, opts.group, opts.shapes), opts.part)
     except (OSError, ValueError) as exc:
         _fail(str(exc))
     from kerntune.runtime.table import load_table

@@ -19,14 +19,15 @@ Exit 0 once every input was read (whatever the acceptance says), 2 with one line
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-SERVED_OPS = ("aten::mm", "aten::addmm")
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # payoff_shapes: the suite's shared readers
+from payoff_shapes import SERVED_OPS, OneLineParser
+from payoff_shapes import fail as fail_in
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,7 @@ class Judged:
 
 
 def fail(message: str) -> NoReturn:
-    print(f"train_served.py: {message}", file=sys.stderr)
-    raise SystemExit(2)
+    fail_in("train_served.py", message)
 
 
 def _read(path: Path) -> Any:
@@ -136,7 +136,7 @@ def report(j: Judged) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="train_served.py", description=__doc__)
+    p = OneLineParser(prog="train_served.py", description=__doc__)
     for name in ("library", "served", "library-losses", "served-losses", "verify"):
         p.add_argument(f"--{name}", type=Path, required=True)
     p.add_argument("--loss-gate", type=float, default=1e-2)

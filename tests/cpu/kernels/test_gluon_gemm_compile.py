@@ -96,9 +96,10 @@ def test_every_layout_and_schedule_compiles_warp_specialized(
     # ptxas serialises wgmma where it cannot keep the accumulator in flight: a warp-group arrive and wait around
     # every HGMMA, which halves a main loop's speed. Unserialised, one arrive opens a K block's four or more.
     sass = disassembled(compiled.asm["cubin"])
-    if sass is not None:
-        hgmma, arrives = len(re.findall(r"\bHGMMA\.", sass)), len(re.findall(r"\bWARPGROUP\.ARRIVE\b", sass))
-        assert hgmma >= 4 * arrives > 0, f"{hgmma} HGMMA under {arrives} warp-group arrives: wgmma serialised"
+    if sass is None:  # said, not passed: the checks above held, this one could not run
+        pytest.skip("this Triton ships no nvdisasm: the SASS's wgmma serialisation is unchecked")
+    hgmma, arrives = len(re.findall(r"\bHGMMA\.", sass)), len(re.findall(r"\bWARPGROUP\.ARRIVE\b", sass))
+    assert hgmma >= 4 * arrives > 0, f"{hgmma} HGMMA under {arrives} warp-group arrives: wgmma serialised"
 
 
 def test_the_space_keeps_tiles_that_do_not_fit_or_cannot_be_described_out(spec: ModuleType) -> None:
